@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from "commander";
+import { startEmulator } from "../emulator/index.js";
+
+function integer(name: string, min: number, max: number) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
+    }
+    return n;
+  };
+}
+
+const program = new Command("cosmos-feed").description("cosmos-feed-app tools");
+
+program
+  .command("emulator")
+  .description("Run the embedded Cosmos DB (NoSQL) emulator in the foreground")
+  .option("-p, --port <port>", "TCP port", integer("--port", 0, 65535), 8081)
+  .option("--host <host>", "interface to bind", "127.0.0.1")
+  .option("--data-dir <dir>", "persist to SQLite in this directory (default: in memory)")
+  .option("--ranges <n>", "physical partition key ranges per new container", integer("--ranges", 1, 64))
+  .option("--no-throttle", "do not answer 429 when provisioned throughput is exceeded")
+  .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (needs --tls-key)")
+  .option("--tls-key <file>", "PEM private key for --tls-cert")
+  .option("--log", "log every request to stderr")
+  .action(async (opts) => {
+    if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) {
+      program.error("--tls-cert and --tls-key go together.");
+    }
+    const emu = await startEmulator({
+      port: opts.port,
+      host: opts.host,
+      dataDir: opts.dataDir,
+      rangesPerContainer: opts.ranges,
+      enforceThroughput: opts.throttle,
+      tls: opts.tlsCert ? { certFile: opts.tlsCert, keyFile: opts.tlsKey } : undefined,
+      log: opts.log,
+    });
+    console.log(
+      `Cosmos DB emulator listening on ${emu.endpoint}${opts.dataDir ? ` (data in ${opts.dataDir})` : " (in memory)"}`,
+    );
+    console.log(`Connection string: ${emu.connectionString}`);
+    console.log(`  new CosmosClient({ endpoint: "${emu.endpoint}", key: "<the key above>" })`);
+    const stop = async () => {
+      await emu.close();
+      process.exit(0);
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+
+await program.parseAsync();

@@ -1,0 +1,89 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { CosmosError } from "./errors.js";
+
+/** The Azure Cosmos DB Emulator's published, well-known account key (not a secret). */
+export const WELL_KNOWN_EMULATOR_KEY =
+  "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+
+/** How far `x-ms-date` may differ from the server clock, as the service allows (ms). */
+export const MAX_CLOCK_SKEW_MS = 15 * 60 * 1000;
+
+const unauthorized = (message: string): CosmosError => new CosmosError(401, "Unauthorized", message);
+
+/**
+ * Verifies master-key request signatures: HMAC-SHA256 over
+ * `verb\nresourceType\nresourceId\ndate\n\n` (lower-cased except the resource id), base64.
+ */
+export class MasterKeyAuth {
+  private readonly key: Buffer;
+
+  constructor(masterKey: string) {
+    this.key = Buffer.from(masterKey, "base64");
+    if (this.key.length === 0) throw new Error("The emulator key must be a non-empty base64 string.");
+  }
+
+  sign(verb: string, resourceType: string, resourceId: string, date: string): string {
+    const text = `${verb.toLowerCase()}\n${resourceType.toLowerCase()}\n${resourceId}\n${date.toLowerCase()}\n\n`;
+    return createHmac("sha256", this.key).update(text).digest("base64");
+  }
+
+  /** Throws a 401 CosmosError unless the authorization header carries a valid master-key signature. */
+  verify(
+    verb: string,
+    resourceType: string,
+    resourceId: string,
+    authorization: string | undefined,
+    date: string | undefined,
+    now = Date.now(),
+  ): void {
+    if (!authorization) throw unauthorized("Required Header authorization is missing.");
+    if (!date) throw unauthorized("Required Header x-ms-date is missing.");
+    const when = Date.parse(date);
+    if (Number.isNaN(when))
+      throw unauthorized(`The x-ms-date header '${date}' is not a valid RFC 1123 date.`);
+    if (Math.abs(now - when) > MAX_CLOCK_SKEW_MS) {
+      throw new CosmosError(
+        403,
+        "Forbidden",
+        `The authorization token is not valid at the current time (x-ms-date '${date}' is more than 15 minutes away from the server time).`,
+      );
+    }
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(authorization);
+    } catch {
+      throw unauthorized("The authorization header is not URL-encoded correctly.");
+    }
+    const parts = new Map<string, string>();
+    for (const part of decoded.split("&")) {
+      const eq = part.indexOf("=");
+      if (eq > 0) parts.set(part.slice(0, eq), part.slice(eq + 1));
+    }
+    if (parts.get("type") !== "master") {
+      throw unauthorized(
+        `Authorization type '${parts.get("type") ?? ""}' is not supported by the emulator; use the master key.`,
+      );
+    }
+    const sig = parts.get("sig");
+    if (!sig) throw unauthorized("The authorization header has no signature.");
+    const expected = Buffer.from(this.sign(verb, resourceType, resourceId, date), "base64");
+    const given = Buffer.from(sig, "base64");
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw unauthorized(
+        "The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol.",
+      );
+    }
+  }
+}
+
+/**
+ * The resource type and id a request is signed for, from its decoded path segments:
+ * an even number of segments names a resource (`dbs/db1/colls/c1` → type colls, id = the path),
+ * an odd number names a feed under its parent (`dbs/db1/colls/c1/docs` → type docs, id `dbs/db1/colls/c1`).
+ */
+export function signedResource(segments: readonly string[]): { type: string; id: string } {
+  const n = segments.length;
+  if (n === 0) return { type: "", id: "" };
+  if (n % 2 === 0) return { type: segments[n - 2], id: segments.join("/") };
+  return { type: segments[n - 1], id: segments.slice(0, n - 1).join("/") };
+}

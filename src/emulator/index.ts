@@ -1,0 +1,13 @@
+export { MasterKeyAuth, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
+export { CosmosError } from "./errors.js";
+export { effectivePartitionKey } from "./partitioning/epk.js";
+export { RANGE_COUNT_HEADER } from "./routes/resources.js";
+export { RuModel } from "./ru/charges.js";
+export { type MeterEntry, type OperationKind, RuMeter } from "./ru/meter.js";
+export {
+  DEFAULT_CHANGE_FEED_RETENTION_MS,
+  DEFAULT_TTL_SWEEP_INTERVAL_MS,
+  type EmulatorOptions,
+  type RunningEmulator,
+  startEmulator,
+} from "./server.js";

@@ -1,0 +1,116 @@
+import { badRequest } from "../errors.js";
+import { changeFeedCharge } from "../ru/charges.js";
+import { type Container, DEFAULT_CHANGE_FEED_PAGE, type FeedStart, type Scope } from "../store/container.js";
+import { ChangeOp, type LogEntry } from "../store/types.js";
+import { header, maxItemCount, type Reply, type RequestContext } from "./context.js";
+
+export const LATEST_VERSION_FEED = "incremental feed";
+export const ALL_VERSIONS_FEED = "full-fidelity feed";
+
+function scopeOf(ctx: RequestContext, c: Container): Scope {
+  const rangeHeader = header(ctx, "x-ms-documentdb-partitionkeyrangeid");
+  const startEpk = header(ctx, "x-ms-start-epk");
+  const endEpk = header(ctx, "x-ms-end-epk");
+  if (rangeHeader !== undefined) {
+    const range = c.rangeById(rangeHeader.slice(rangeHeader.lastIndexOf(",") + 1));
+    return { ranges: [range], epkMin: startEpk, epkMax: endEpk };
+  }
+  const pk = header(ctx, "x-ms-documentdb-partitionkey");
+  if (pk !== undefined) return c.scopeForPartitionKey(c.parsePartitionKeyHeader(pk));
+  if (startEpk !== undefined && endEpk !== undefined) {
+    return { ranges: c.rangesOverlapping(startEpk, endEpk), epkMin: startEpk, epkMax: endEpk };
+  }
+  // No range named: the whole container (LSN order across ranges).
+  return { ranges: c.ranges };
+}
+
+/** Parses If-None-Match / If-Modified-Since into where to start. `undefined` = start from now. */
+function startOf(ctx: RequestContext, c: Container, allVersions: boolean): FeedStart | "now" {
+  const inm = header(ctx, "if-none-match");
+  if (inm === "*") return "now";
+  if (inm !== undefined) {
+    const lsn = Number(inm.replace(/^W\//, "").replace(/"/g, ""));
+    if (!Number.isInteger(lsn) || lsn < 0) {
+      throw badRequest(
+        `The change feed continuation (If-None-Match) '${inm}' is not an LSN etag this emulator issued.`,
+      );
+    }
+    if (lsn > c.lsn)
+      throw badRequest(`The change feed continuation '${inm}' is ahead of this container (LSN ${c.lsn}).`);
+    return { afterLsn: lsn };
+  }
+  const ims = header(ctx, "if-modified-since");
+  if (ims !== undefined) {
+    const ms = Date.parse(ims);
+    if (Number.isNaN(ms)) throw badRequest(`If-Modified-Since '${ims}' is not a valid HTTP date.`);
+    return { sinceMs: ms };
+  }
+  if (allVersions) {
+    throw badRequest(
+      "You must read the change feed from within the retention period: all-versions-and-deletes mode starts from now, a time or a continuation, not from the beginning.",
+    );
+  }
+  return {};
+}
+
+function withLsn(json: string, lsn: number): string {
+  return `${json.slice(0, -1)},"_lsn":${lsn}}`;
+}
+
+const OPERATION_NAMES = ["create", "replace", "delete"] as const;
+
+function allVersionsItem(e: LogEntry): string {
+  const metadata = JSON.stringify({
+    operationType: OPERATION_NAMES[e.op],
+    lsn: e.lsn,
+    crts: Math.floor(e.atMs / 1000),
+    previousImageLSN: e.previousLsn,
+    ...(e.op === ChangeOp.Delete ? { timeToLiveExpired: e.ttlExpired } : {}),
+    id: e.doc.id,
+    partitionKey: e.doc.pkValues,
+  });
+  if (e.op === ChangeOp.Delete)
+    return `{"previous":${withLsn(e.doc.json, e.previousLsn)},"metadata":${metadata}}`;
+  return `{"current":${withLsn(e.doc.json, e.lsn)},"metadata":${metadata}}`;
+}
+
+/**
+ * GET /docs with A-IM: the change feed of a range, an EPK window or a logical partition.
+ * 200 with `etag: "<lsn>"` (the next continuation) or 304 with the etag still set.
+ */
+export function changeFeed(ctx: RequestContext, c: Container, aim: string): Reply {
+  const mode = aim.toLowerCase();
+  if (mode !== LATEST_VERSION_FEED && mode !== ALL_VERSIONS_FEED) {
+    throw badRequest(`A-IM '${aim}' is not supported; use 'Incremental Feed' or 'Full-Fidelity Feed'.`);
+  }
+  const allVersions = mode === ALL_VERSIONS_FEED;
+  const scope = scopeOf(ctx, c);
+  const start = startOf(ctx, c, allVersions);
+  const max = maxItemCount(ctx, DEFAULT_CHANGE_FEED_PAGE);
+  const rangeId = scope.ranges.length === 1 ? scope.ranges[0].id : undefined;
+  const sessionLsn = scope.ranges.reduce((m, r) => Math.max(m, r.lastLsn), 0);
+  const headers: Record<string, string> = {
+    "x-ms-content-path": c.rid,
+    "x-ms-alt-content-path": c.link,
+    "x-ms-session-token": `${rangeId ?? scope.ranges[0].id}:-1#${sessionLsn}`,
+    lsn: String(sessionLsn),
+  };
+  if (rangeId !== undefined) headers["x-ms-documentdb-partitionkeyrangeid"] = rangeId;
+  if (start === "now") {
+    headers.etag = `"${c.lsn}"`;
+    return { status: 304, headers, charge: changeFeedCharge(0), kind: "changeFeed" };
+  }
+  const page = c.readFeed(scope, start, max, allVersions);
+  headers.etag = `"${page.continuationLsn}"`;
+  if (page.entries.length === 0)
+    return { status: 304, headers, charge: changeFeedCharge(0), kind: "changeFeed" };
+  const items = page.entries.map((e) => (allVersions ? allVersionsItem(e) : withLsn(e.doc.json, e.lsn)));
+  headers["x-ms-item-count"] = String(items.length);
+  return {
+    status: 200,
+    body: `{"_rid":"${c.rid}","Documents":[${items.join(",")}],"_count":${items.length}}`,
+    headers,
+    charge: changeFeedCharge(items.length),
+    kind: "changeFeed",
+  };
+}

@@ -1,0 +1,62 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { badRequest } from "../errors.js";
+import type { OperationKind } from "../ru/meter.js";
+import type { Account } from "../store/account.js";
+
+/** Everything a route handler sees of one request. */
+export interface RequestContext {
+  method: string;
+  segments: string[];
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** `http://host:port/` as the client reached us (from the Host header). */
+  origin: string;
+  account: Account;
+  activityId: string;
+}
+
+/** A handler's answer: status, body (object → JSON, string → already-serialized JSON), headers, RU charge. */
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  charge?: number;
+  kind?: OperationKind;
+}
+
+export function header(ctx: RequestContext, name: string): string | undefined {
+  const v = ctx.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function isTrue(ctx: RequestContext, name: string): boolean {
+  return header(ctx, name)?.toLowerCase() === "true";
+}
+
+/** Parses the request body as JSON; a missing or malformed body is a 400. */
+export function jsonBody(ctx: RequestContext): unknown {
+  if (ctx.body.length === 0) throw badRequest("The request body is empty; a JSON body is required.");
+  try {
+    return JSON.parse(ctx.body.toString("utf8"));
+  } catch (e) {
+    throw badRequest(`The request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+export function jsonObjectBody(ctx: RequestContext): Record<string, unknown> {
+  const v = jsonBody(ctx);
+  if (v === null || typeof v !== "object" || Array.isArray(v))
+    throw badRequest("The request body must be a JSON object.");
+  return v as Record<string, unknown>;
+}
+
+/** x-ms-max-item-count: a positive integer, or -1/absent for the default. */
+export function maxItemCount(ctx: RequestContext, fallback: number): number {
+  const raw = header(ctx, "x-ms-max-item-count");
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n === 0 || n < -1) {
+    throw badRequest(`x-ms-max-item-count must be a positive integer or -1; got '${raw}'.`);
+  }
+  return n === -1 ? fallback : n;
+}

@@ -1,0 +1,75 @@
+/** What a request was, for the RU meter. */
+export type OperationKind =
+  | "read"
+  | "create"
+  | "replace"
+  | "upsert"
+  | "delete"
+  | "patch"
+  | "query"
+  | "readFeed"
+  | "changeFeed"
+  | "batch"
+  | "bulk"
+  | "metadata";
+
+export interface MeterEntry {
+  /** Requests served (including those answered 304 or 4xx after being charged). */
+  count: number;
+  /** Request units charged. */
+  ru: number;
+  /** Requests refused with 429 before any work was done. */
+  throttled: number;
+}
+
+/** Per-container (`db/container`), per-operation-kind RU totals, kept in process for the tuner and the bench. */
+export class RuMeter {
+  private readonly byContainer = new Map<string, Map<OperationKind, MeterEntry>>();
+
+  private entry(container: string, kind: OperationKind): MeterEntry {
+    let kinds = this.byContainer.get(container);
+    if (!kinds) {
+      kinds = new Map();
+      this.byContainer.set(container, kinds);
+    }
+    let e = kinds.get(kind);
+    if (!e) {
+      e = { count: 0, ru: 0, throttled: 0 };
+      kinds.set(kind, e);
+    }
+    return e;
+  }
+
+  record(container: string, kind: OperationKind, ru: number): void {
+    const e = this.entry(container, kind);
+    e.count++;
+    e.ru += ru;
+  }
+
+  recordThrottled(container: string, kind: OperationKind): void {
+    this.entry(container, kind).throttled++;
+  }
+
+  /** A copy: `{ "db/container": { read: {count, ru, throttled}, ... } }`. */
+  snapshot(): Record<string, Partial<Record<OperationKind, MeterEntry>>> {
+    const out: Record<string, Partial<Record<OperationKind, MeterEntry>>> = {};
+    for (const [container, kinds] of this.byContainer) {
+      const row: Partial<Record<OperationKind, MeterEntry>> = {};
+      for (const [kind, e] of kinds)
+        row[kind] = { count: e.count, ru: Math.round(e.ru * 100) / 100, throttled: e.throttled };
+      out[container] = row;
+    }
+    return out;
+  }
+
+  /** Total RU charged to one container (all kinds). */
+  totalRu(container: string): number {
+    let sum = 0;
+    for (const e of this.byContainer.get(container)?.values() ?? []) sum += e.ru;
+    return Math.round(sum * 100) / 100;
+  }
+
+  reset(): void {
+    this.byContainer.clear();
+  }
+}

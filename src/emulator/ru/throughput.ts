@@ -1,0 +1,44 @@
+import { CosmosError, SubStatus } from "../errors.js";
+
+/**
+ * Provisioned throughput as a token bucket: `ruPerSecond` tokens refill continuously, the bucket holds at
+ * most one second's worth. A request is admitted while the balance is positive and its charge is taken
+ * afterwards (the charge is only known once the work is done), so a burst can overdraw; until the balance
+ * is positive again requests get 429 with the time to wait.
+ */
+export class ThroughputBudget {
+  private balance: number;
+  private last: number;
+
+  constructor(
+    public ruPerSecond: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.balance = ruPerSecond;
+    this.last = this.now();
+  }
+
+  private refill(): void {
+    const t = this.now();
+    this.balance = Math.min(this.ruPerSecond, this.balance + ((t - this.last) / 1000) * this.ruPerSecond);
+    this.last = t;
+  }
+
+  /** Throws a 429 CosmosError (with x-ms-retry-after-ms) when the budget is exhausted. */
+  admit(): void {
+    this.refill();
+    if (this.balance > 0) return;
+    const waitMs = Math.max(1, Math.ceil((-this.balance / this.ruPerSecond) * 1000) + 1);
+    throw new CosmosError(
+      429,
+      "TooManyRequests",
+      `Request rate is large: the container's provisioned throughput of ${this.ruPerSecond} RU/s is used up. Retry after ${waitMs} ms.`,
+      SubStatus.RequestRateTooLarge,
+      { "x-ms-retry-after-ms": String(waitMs) },
+    );
+  }
+
+  charge(ru: number): void {
+    this.balance -= ru;
+  }
+}

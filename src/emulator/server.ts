@@ -1,0 +1,331 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import { MasterKeyAuth, signedResource, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
+import { CosmosError } from "./errors.js";
+import { adminRoute } from "./routes/admin.js";
+import { changeFeed } from "./routes/changefeed.js";
+import type { Reply, RequestContext } from "./routes/context.js";
+import { documentOperation, postDocuments, readFeed } from "./routes/documents.js";
+import {
+  container,
+  containers,
+  database,
+  databases,
+  methodNotAllowed,
+  partitionKeyRanges,
+  readAccount,
+} from "./routes/resources.js";
+import { RuMeter } from "./ru/meter.js";
+import { Account } from "./store/account.js";
+import { SqlitePersistence } from "./store/persistence.js";
+
+/** How often expired (TTL) documents are purged in the background (ms). */
+export const DEFAULT_TTL_SWEEP_INTERVAL_MS = 1_000;
+/** How long superseded versions and deletes stay readable in the all-versions-and-deletes feed (ms). */
+export const DEFAULT_CHANGE_FEED_RETENTION_MS = 10 * 60 * 1000;
+/** Largest request body accepted (bytes): the 2 MB item limit plus room for a batch's envelope. */
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+export interface EmulatorOptions {
+  /** TCP port; 0 picks a free one. Default 8081. */
+  port?: number;
+  /** Interface to bind. Default 127.0.0.1. */
+  host?: string;
+  /** Account key (base64). Default: the well-known emulator key. */
+  key?: string;
+  /** Persist to SQLite in this directory; in memory when absent. */
+  dataDir?: string;
+  /** "full" adds fsync per commit (survives power loss); "normal" survives process crashes. */
+  durability?: "normal" | "full";
+  /** Physical ranges per new container; default derived from throughput (1 per 10,000 RU/s, min 1). */
+  rangesPerContainer?: number;
+  /** Answer 429 when a container's provisioned RU/s is exceeded. Default true. */
+  enforceThroughput?: boolean;
+  /** Background TTL purge period (ms). */
+  ttlSweepIntervalMs?: number;
+  /** Retention of the all-versions-and-deletes history (ms). */
+  changeFeedRetentionMs?: number;
+  /** Serve HTTPS with this certificate and key (PEM file paths). */
+  tls?: { certFile: string; keyFile: string };
+  /** Log each request to stderr. */
+  log?: boolean;
+}
+
+export interface RunningEmulator {
+  /** `http://127.0.0.1:8081/` */
+  endpoint: string;
+  key: string;
+  connectionString: string;
+  port: number;
+  account: Account;
+  meter: RuMeter;
+  /** Splits a live partition key range; requests naming it then get 410/1002. Returns the children's ids. */
+  splitRange(databaseId: string, containerId: string, rangeId: string): string[];
+  /** Purges expired documents now (the background sweeper does it every ttlSweepIntervalMs). */
+  purgeExpired(): number;
+  close(): Promise<void>;
+}
+
+/** Starts the embedded Cosmos DB (NoSQL) emulator and resolves once it listens. */
+export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const key = options.key ?? WELL_KNOWN_EMULATOR_KEY;
+  const auth = new MasterKeyAuth(key);
+  const meter = new RuMeter();
+  const persistence = options.dataDir
+    ? new SqlitePersistence(options.dataDir, options.durability)
+    : undefined;
+  const account = new Account({
+    rangesPerContainer: options.rangesPerContainer,
+    enforceThroughput: options.enforceThroughput ?? true,
+    meter,
+    persistence,
+    now: Date.now,
+  });
+  const scheme = options.tls ? "https" : "http";
+  const retentionMs = options.changeFeedRetentionMs ?? DEFAULT_CHANGE_FEED_RETENTION_MS;
+
+  const purgeExpired = (): number => {
+    let n = 0;
+    for (const c of account.allContainers()) n += c.purgeExpired();
+    return n;
+  };
+  let ticks = 0;
+  const sweepMs = options.ttlSweepIntervalMs ?? DEFAULT_TTL_SWEEP_INTERVAL_MS;
+  const sweeper = setInterval(() => {
+    try {
+      purgeExpired();
+      // Compaction walks whole logs: do it every ~10 sweeps.
+      if (++ticks % 10 === 0) account.compact(retentionMs);
+    } catch (e) {
+      console.error("emulator: background sweep failed:", e);
+    }
+  }, sweepMs);
+  sweeper.unref();
+
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BYTES) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on("end", () => {
+      const activityId = randomUUID();
+      let reply: Reply;
+      try {
+        if (tooLarge) {
+          throw new CosmosError(
+            413,
+            "RequestEntityTooLarge",
+            `Request size is too large (limit ${MAX_REQUEST_BYTES} bytes).`,
+          );
+        }
+        const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+        reply = dispatch(req, body, activityId, scheme, account, auth, meter, { purgeExpired, retentionMs });
+      } catch (e) {
+        reply = errorReply(e, activityId);
+      }
+      send(res, reply, activityId);
+      if (options.log) console.error(`${req.method} ${req.url} -> ${reply.status}`);
+    });
+  };
+
+  const server: Server = options.tls
+    ? createHttpsServer(
+        { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) },
+        handler,
+      )
+    : createHttpServer(handler);
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 8081, options.host ?? "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
+  const endpoint = `${scheme}://${host}:${port}/`;
+  return {
+    endpoint,
+    key,
+    connectionString: `AccountEndpoint=${endpoint};AccountKey=${key};`,
+    port,
+    account,
+    meter,
+    splitRange: (db, coll, rangeId) =>
+      account
+        .container(db, coll)
+        .splitRange(rangeId)
+        .map((r) => r.id),
+    purgeExpired,
+    close: async () => {
+      clearInterval(sweeper);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      persistence?.close();
+    },
+  };
+}
+
+export interface AdminHooks {
+  purgeExpired(): number;
+  retentionMs: number;
+}
+
+function dispatch(
+  req: IncomingMessage,
+  body: Buffer,
+  activityId: string,
+  scheme: string,
+  account: Account,
+  auth: MasterKeyAuth,
+  meter: RuMeter,
+  admin: AdminHooks,
+): Reply {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  const path = q < 0 ? url : url.slice(0, q);
+  let segments: string[];
+  try {
+    segments = path
+      .split("/")
+      .filter((s) => s.length > 0)
+      .map(decodeURIComponent);
+  } catch {
+    throw new CosmosError(400, "BadRequest", `The request path '${path}' is not validly URL-encoded.`);
+  }
+  const method = req.method ?? "GET";
+  const headers = req.headers;
+  const resource = signedResource(segments);
+  auth.verify(
+    method,
+    resource.type,
+    resource.id,
+    headers.authorization,
+    (headers["x-ms-date"] as string | undefined) ?? headers.date,
+  );
+  const ctx: RequestContext = {
+    method,
+    segments,
+    headers,
+    body,
+    origin: `${scheme}://${headers.host ?? "127.0.0.1"}/`,
+    account,
+    activityId,
+  };
+  const n = segments.length;
+  if (n === 0) return readAccount(ctx);
+  if (segments[0] === "_emulator") return adminRoute(ctx, meter, admin);
+  if (segments[0] !== "dbs") {
+    throw new CosmosError(
+      400,
+      "BadRequest",
+      `Resource type '${segments[0]}' is not supported by this emulator.`,
+    );
+  }
+  if (n === 1) return databases(ctx);
+  if (n === 2) return database(ctx, segments[1]);
+  if (segments[2] !== "colls") throw unsupported(segments[2]);
+  if (n === 3) return containers(ctx, segments[1]);
+  if (n === 4) return container(ctx, segments[1], segments[3]);
+  const c = account.container(segments[1], segments[3]);
+  const feed = segments[4];
+  if (feed === "pkranges" && n === 5) {
+    if (method !== "GET") throw methodNotAllowed(ctx);
+    return partitionKeyRanges(c);
+  }
+  if (feed !== "docs" || n > 6) throw unsupported(feed);
+
+  // Data plane: admitted against the provisioned throughput, then charged and metered.
+  const budget = c.budget;
+  if (budget) {
+    try {
+      budget.admit();
+    } catch (e) {
+      meter.recordThrottled(c.meterName, kindGuess(method, n));
+      throw e;
+    }
+  }
+  let reply: Reply;
+  if (n === 5) {
+    if (method === "POST") reply = postDocuments(ctx, c);
+    else if (method === "GET") {
+      const aim = headers["a-im"] as string | undefined;
+      reply = aim ? changeFeed(ctx, c, aim) : readFeed(ctx, c);
+    } else throw methodNotAllowed(ctx);
+  } else {
+    reply = documentOperation(ctx, c, segments[5]);
+  }
+  const charge = reply.charge ?? 0;
+  budget?.charge(charge);
+  meter.record(c.meterName, reply.kind ?? "metadata", charge);
+  return reply;
+}
+
+function kindGuess(method: string, n: number) {
+  if (n === 5) return method === "GET" ? ("changeFeed" as const) : ("create" as const);
+  return method === "GET"
+    ? ("read" as const)
+    : method === "DELETE"
+      ? ("delete" as const)
+      : ("replace" as const);
+}
+
+function unsupported(what: string): CosmosError {
+  return new CosmosError(
+    400,
+    "BadRequest",
+    `'${what}' resources (stored procedures, triggers, UDFs, users, conflicts) are not supported by this emulator.`,
+  );
+}
+
+function errorReply(e: unknown, activityId: string): Reply {
+  if (e instanceof CosmosError) {
+    const headers: Record<string, string> = { ...e.headers };
+    if (e.substatus !== undefined) headers["x-ms-substatus"] = String(e.substatus);
+    return {
+      status: e.status,
+      body: { code: e.code, message: `${e.message}\r\nActivityId: ${activityId}` },
+      headers,
+      charge: 0,
+    };
+  }
+  console.error("emulator: internal error:", e);
+  return {
+    status: 500,
+    body: {
+      code: "InternalServerError",
+      message: `Unexpected error: ${(e as Error)?.message}\r\nActivityId: ${activityId}`,
+    },
+  };
+}
+
+function send(res: ServerResponse, reply: Reply, activityId: string): void {
+  const headers: Record<string, string> = {
+    "x-ms-activity-id": activityId,
+    "x-ms-request-charge": String(reply.charge ?? 0),
+    "x-ms-gatewayversion": "version=2.14.0",
+    ...reply.headers,
+  };
+  let payload: string | undefined;
+  if (reply.body !== undefined && reply.status !== 204 && reply.status !== 304) {
+    payload = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body);
+    headers["content-type"] = "application/json";
+    headers["content-length"] = String(Buffer.byteLength(payload));
+  } else {
+    headers["content-length"] = "0";
+  }
+  res.writeHead(reply.status, headers);
+  res.end(payload);
+}

@@ -1,0 +1,735 @@
+import {
+  badRequest,
+  CosmosError,
+  conflict,
+  notFound,
+  partitionKeyRangeGone,
+  preconditionFailed,
+} from "../errors.js";
+import {
+  effectivePartitionKey,
+  initialBoundaries,
+  type PartitionKeyComponent,
+  prefixEpkRange,
+  splitPoint,
+} from "../partitioning/epk.js";
+import type { ThroughputBudget } from "../ru/throughput.js";
+import {
+  ChangeOp,
+  type JsonObject,
+  type LogEntry,
+  type PartitionKeyDefinition,
+  type PartitionKeyRangeInfo,
+  type StoredDoc,
+} from "./types.js";
+
+/** The service's item size limit (bytes of the serialized document). */
+export const MAX_ITEM_BYTES = 2 * 1024 * 1024;
+/** The service's id length limit (characters). */
+export const MAX_ID_LENGTH = 255;
+/** Page size of a change feed read that names no x-ms-max-item-count. */
+export const DEFAULT_CHANGE_FEED_PAGE = 100;
+
+const SYSTEM_PROPERTIES = ["_rid", "_self", "_etag", "_attachments", "_ts", "_lsn"] as const;
+const ILLEGAL_ID = /[/\\?#]/;
+const NONE: Record<string, never> = Object.freeze({}) as Record<string, never>;
+
+/** One physical partition key range: its EPK bounds and its LSN-ordered change log. */
+export class PhysicalRange {
+  /** Every change in LSN order; superseded versions and deletes stay until compaction. */
+  log: LogEntry[] = [];
+  /** Entries of `log` no longer visible to the latest-version feed (superseded or deletes). */
+  dead = 0;
+  /** Highest LSN written into this range (the session token's LSN). */
+  lastLsn = 0;
+
+  constructor(
+    readonly id: string,
+    readonly minInclusive: string,
+    readonly maxExclusive: string,
+    readonly parents: string[],
+  ) {}
+
+  info(): PartitionKeyRangeInfo {
+    return {
+      id: this.id,
+      minInclusive: this.minInclusive,
+      maxExclusive: this.maxExclusive,
+      parents: this.parents,
+    };
+  }
+
+  contains(epk: string): boolean {
+    return epk >= this.minInclusive && (this.maxExclusive === "FF" || epk < this.maxExclusive);
+  }
+}
+
+/** Where a change feed or query reads: ranges, optionally narrowed to an EPK window or one logical partition. */
+export interface Scope {
+  ranges: PhysicalRange[];
+  epkMin?: string;
+  epkMax?: string;
+  pkKey?: string;
+}
+
+export interface FeedStart {
+  /** Continuation: changes with a higher LSN. */
+  afterLsn?: number;
+  /** Start from a time (ms since epoch): changes written at or after it. */
+  sinceMs?: number;
+}
+
+export interface FeedPage {
+  entries: LogEntry[];
+  /** The continuation (an LSN) to send back as If-None-Match. */
+  continuationLsn: number;
+}
+
+/** Writes planned against a consistent view, then committed all at once (or not at all). */
+export interface Mutation {
+  op: ChangeOp;
+  doc: StoredDoc;
+  previousLsn: number;
+  ttlExpired: boolean;
+}
+
+export type CommitSink = (container: Container, entries: LogEntry[]) => void;
+
+export interface ContainerHooks {
+  /** Called with the log entries of a commit before memory changes; throwing aborts the commit. */
+  persist?: CommitSink;
+  /** Called after partition key ranges change (split). */
+  rangesChanged?: (container: Container) => void;
+  now: () => number;
+}
+
+export function canonicalPartitionKey(values: readonly PartitionKeyComponent[]): string {
+  return JSON.stringify(values);
+}
+
+function isNone(v: unknown): boolean {
+  return v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
+/**
+ * A container: documents, logical-partition index, physical ranges with their change logs, TTL index.
+ * All mutation goes through {@link WriteSet} + {@link Container.commit}, so batches are atomic.
+ */
+export class Container {
+  readonly docs = new Map<string, StoredDoc>();
+  readonly partitions = new Map<string, Map<string, StoredDoc>>();
+  /** Log entry of each live document's current version (to mark it superseded). */
+  private readonly currentEntry = new Map<string, LogEntry>();
+  /** Documents with a finite expiry. */
+  readonly expiring = new Set<string>();
+  ranges: PhysicalRange[];
+  readonly goneRanges = new Map<string, string[]>();
+  nextRangeId: number;
+  /** Container-wide, monotonic log sequence number of the last change. */
+  lsn = 0;
+  docSeq = 0;
+  private readonly ridBytes: Buffer;
+
+  constructor(
+    readonly databaseId: string,
+    readonly id: string,
+    readonly rid: string,
+    /** The container resource as returned to clients (partitionKey, defaultTtl, _rid, _etag ...). */
+    public definition: JsonObject,
+    readonly pk: PartitionKeyDefinition,
+    layout:
+      | { rangeCount: number }
+      | { ranges: PartitionKeyRangeInfo[]; gone: Record<string, string[]>; nextRangeId: number },
+    public budget: ThroughputBudget | undefined,
+    private readonly hooks: ContainerHooks,
+  ) {
+    this.ridBytes = Buffer.from(rid, "base64");
+    if ("rangeCount" in layout) {
+      const bounds = ["", ...initialBoundaries(layout.rangeCount, pk), "FF"];
+      this.ranges = [];
+      for (let i = 0; i < layout.rangeCount; i++)
+        this.ranges.push(new PhysicalRange(String(i), bounds[i], bounds[i + 1], []));
+      this.nextRangeId = layout.rangeCount;
+    } else {
+      this.ranges = layout.ranges.map(
+        (r) => new PhysicalRange(r.id, r.minInclusive, r.maxExclusive, r.parents),
+      );
+      for (const [id, children] of Object.entries(layout.gone)) this.goneRanges.set(id, children);
+      this.nextRangeId = layout.nextRangeId;
+    }
+  }
+
+  /** `dbs/{db}/colls/{coll}` — the name-based link. */
+  get link(): string {
+    return `dbs/${this.databaseId}/colls/${this.id}`;
+  }
+
+  /** `dbs/{dbRid}/colls/{collRid}/` — the rid-based link. */
+  get selfLink(): string {
+    return `dbs/${this.ridBytes.subarray(0, 4).toString("base64")}/colls/${this.rid}/`;
+  }
+
+  get meterName(): string {
+    return `${this.databaseId}/${this.id}`;
+  }
+
+  get defaultTtl(): number | undefined {
+    const t = this.definition.defaultTtl;
+    return typeof t === "number" ? t : undefined;
+  }
+
+  // ---------------------------------------------------------------- partitioning
+
+  rangeFor(epk: string): PhysicalRange {
+    const rs = this.ranges;
+    let lo = 0;
+    let hi = rs.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (rs[mid].minInclusive <= epk) lo = mid;
+      else hi = mid - 1;
+    }
+    return rs[lo];
+  }
+
+  /** The live range with this id, or a 410/1002 if it was split away, or 404. */
+  rangeById(id: string): PhysicalRange {
+    const r = this.ranges.find((x) => x.id === id);
+    if (r) return r;
+    if (this.goneRanges.has(id)) throw partitionKeyRangeGone(id);
+    throw new CosmosError(404, "NotFound", `Partition key range '${id}' does not exist in ${this.link}.`);
+  }
+
+  rangesOverlapping(min: string, max: string): PhysicalRange[] {
+    return this.ranges.filter(
+      (r) => r.minInclusive < max && (r.maxExclusive === "FF" || r.maxExclusive > min),
+    );
+  }
+
+  /** Partition key component values of a document, `{}` (None) for a missing path. */
+  partitionKeyOf(body: JsonObject): PartitionKeyComponent[] {
+    const out: PartitionKeyComponent[] = [];
+    for (const path of this.pk.paths) {
+      let v: unknown = body;
+      for (const seg of path.slice(1).split("/")) {
+        if (v === null || typeof v !== "object") {
+          v = undefined;
+          break;
+        }
+        v = (v as JsonObject)[seg];
+      }
+      if (v === undefined) out.push(NONE);
+      else if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean")
+        out.push(v);
+      else
+        throw badRequest(`The partition key value at '${path}' must be a string, number, boolean or null.`);
+    }
+    return out;
+  }
+
+  /** Parses the x-ms-documentdb-partitionkey header (a JSON array; `[]` = None for every path). */
+  parsePartitionKeyHeader(header: string): PartitionKeyComponent[] {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(header);
+    } catch {
+      throw badRequest(`The partition key header '${header}' is not valid JSON.`);
+    }
+    if (!Array.isArray(parsed))
+      throw badRequest(`The partition key header '${header}' must be a JSON array.`);
+    if (parsed.length === 0) return this.pk.paths.map(() => NONE);
+    if (parsed.length > this.pk.paths.length) {
+      throw badRequest(
+        `The partition key header has ${parsed.length} components; the container's partition key has ${this.pk.paths.length}.`,
+      );
+    }
+    if (parsed.length < this.pk.paths.length && this.pk.kind !== "MultiHash") {
+      throw badRequest("The partition key supplied has fewer components than defined in the container.");
+    }
+    return parsed.map((v: unknown) => {
+      if (isNone(v)) return NONE;
+      if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean") return v;
+      throw badRequest(`The partition key header component ${JSON.stringify(v)} is not a valid key value.`);
+    });
+  }
+
+  epkOf(values: PartitionKeyComponent[]): string {
+    return effectivePartitionKey(values, this.pk);
+  }
+
+  /** Scope of a partition-key-addressed read: one logical partition, or an EPK window for a MultiHash prefix. */
+  scopeForPartitionKey(values: PartitionKeyComponent[]): Scope {
+    const prefix = values.length < this.pk.paths.length ? prefixEpkRange(values, this.pk) : null;
+    if (prefix)
+      return {
+        ranges: this.rangesOverlapping(prefix.min, prefix.max),
+        epkMin: prefix.min,
+        epkMax: prefix.max,
+      };
+    const epk = this.epkOf(values);
+    return { ranges: [this.rangeFor(epk)], pkKey: canonicalPartitionKey(values) };
+  }
+
+  /** Splits a live range in two (at its midpoint unless `at` is given); the parent's id then answers 410/1002. */
+  splitRange(rangeId: string, at?: string): PhysicalRange[] {
+    const idx = this.ranges.findIndex((r) => r.id === rangeId);
+    if (idx < 0) {
+      if (this.goneRanges.has(rangeId)) throw partitionKeyRangeGone(rangeId);
+      throw notFound(`Partition key range '${rangeId}' does not exist in ${this.link}.`);
+    }
+    const parent = this.ranges[idx];
+    const mid = at ?? splitPoint(parent.minInclusive, parent.maxExclusive, this.pk);
+    if (!(mid > parent.minInclusive) || !(parent.maxExclusive === "FF" || mid < parent.maxExclusive)) {
+      throw badRequest(
+        `Split point '${mid}' is not inside range ${rangeId} [${parent.minInclusive}, ${parent.maxExclusive}).`,
+      );
+    }
+    const lineage = [...parent.parents, parent.id];
+    const left = new PhysicalRange(String(this.nextRangeId++), parent.minInclusive, mid, lineage);
+    const right = new PhysicalRange(String(this.nextRangeId++), mid, parent.maxExclusive, lineage);
+    for (const e of parent.log) {
+      const child = e.doc.epk < mid ? left : right;
+      child.log.push(e);
+      if (e.superseded || e.op === ChangeOp.Delete) child.dead++;
+      child.lastLsn = e.lsn;
+    }
+    this.ranges.splice(idx, 1, left, right);
+    this.goneRanges.set(parent.id, [left.id, right.id]);
+    this.hooks.rangesChanged?.(this);
+    return [left, right];
+  }
+
+  layout(): { ranges: PartitionKeyRangeInfo[]; gone: Record<string, string[]>; nextRangeId: number } {
+    return {
+      ranges: this.ranges.map((r) => r.info()),
+      gone: Object.fromEntries(this.goneRanges),
+      nextRangeId: this.nextRangeId,
+    };
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  isVisible(doc: StoredDoc, nowMs: number): boolean {
+    return doc.expiresAtMs > nowMs;
+  }
+
+  /** The current version of a document, unless TTL already expired it. */
+  getLive(key: string, nowMs = this.hooks.now()): StoredDoc | undefined {
+    const d = this.docs.get(key);
+    return d && d.expiresAtMs > nowMs ? d : undefined;
+  }
+
+  static docKey(pkKey: string, id: string): string {
+    return `${pkKey}\u0000${id}`;
+  }
+
+  /** Documents visible in a scope (for queries and read feeds). */
+  documentsIn(scope: Scope | undefined, nowMs = this.hooks.now()): StoredDoc[] {
+    const out: StoredDoc[] = [];
+    if (!scope) {
+      for (const d of this.docs.values()) if (d.expiresAtMs > nowMs) out.push(d);
+      return out;
+    }
+    if (scope.pkKey !== undefined) {
+      for (const d of this.partitions.get(scope.pkKey)?.values() ?? [])
+        if (d.expiresAtMs > nowMs) out.push(d);
+      return out;
+    }
+    const min = scope.epkMin;
+    const max = scope.epkMax;
+    for (const r of scope.ranges) {
+      for (const e of r.log) {
+        if (e.superseded || e.op === ChangeOp.Delete || e.doc.expiresAtMs <= nowMs) continue;
+        const epk = e.doc.epk;
+        if ((min !== undefined && epk < min) || (max !== undefined && max !== "FF" && epk >= max)) continue;
+        out.push(e.doc);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Reads the change feed of a scope. Latest-version mode shows each document once, at its last version,
+   * and no deletes; all-versions mode shows every change still retained.
+   */
+  readFeed(
+    scope: Scope,
+    start: FeedStart,
+    maxItems: number,
+    allVersions: boolean,
+    nowMs = this.hooks.now(),
+  ): FeedPage {
+    const min = scope.epkMin;
+    const max = scope.epkMax;
+    const perRange: LogEntry[][] = [];
+    for (const r of scope.ranges) {
+      const log = r.log;
+      let i = start.afterLsn !== undefined ? firstAfterLsn(log, start.afterLsn) : 0;
+      if (start.afterLsn === undefined && start.sinceMs !== undefined)
+        i = firstAtOrAfterTime(log, start.sinceMs);
+      const picked: LogEntry[] = [];
+      for (; i < log.length && picked.length < maxItems; i++) {
+        const e = log[i];
+        if (!allVersions && (e.superseded || e.op === ChangeOp.Delete || e.doc.expiresAtMs <= nowMs))
+          continue;
+        if (scope.pkKey !== undefined && e.doc.pkKey !== scope.pkKey) continue;
+        const epk = e.doc.epk;
+        if ((min !== undefined && epk < min) || (max !== undefined && max !== "FF" && epk >= max)) continue;
+        picked.push(e);
+      }
+      perRange.push(picked);
+    }
+    let entries = perRange.length === 1 ? perRange[0] : perRange.flat().sort((a, b) => a.lsn - b.lsn);
+    if (entries.length > maxItems) entries = entries.slice(0, maxItems);
+    const full = entries.length === maxItems && maxItems > 0;
+    return { entries, continuationLsn: full ? entries[entries.length - 1].lsn : this.lsn };
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  beginWrite(nowMs = this.hooks.now()): WriteSet {
+    return new WriteSet(this, nowMs);
+  }
+
+  /** Builds a stored version of `body` with fresh system properties and the next LSN. */
+  materialize(body: JsonObject, nowMs: number, previous: StoredDoc | undefined): StoredDoc {
+    const id = body.id;
+    validateId(id);
+    const pkValues = this.partitionKeyOf(body);
+    const pkKey = canonicalPartitionKey(pkValues);
+    const epk = this.epkOf(pkValues);
+    const ttl = this.effectiveTtl(body);
+    const lsn = ++this.lsn;
+    const ts = Math.floor(nowMs / 1000);
+    let rid: string;
+    if (previous) {
+      rid = previous.body._rid as string;
+    } else {
+      const b = Buffer.alloc(16);
+      this.ridBytes.copy(b, 0, 0, Math.min(8, this.ridBytes.length));
+      b.writeUInt32BE(++this.docSeq, 12);
+      b[8] = 0x80; // keep document rids distinct from container rids
+      rid = b.toString("base64");
+    }
+    const etag = `"${lsn.toString(16).padStart(8, "0")}-0000-0000-0000-${ts.toString(16).padStart(12, "0")}"`;
+    const stored: JsonObject = {};
+    for (const k in body) {
+      if (!(SYSTEM_PROPERTIES as readonly string[]).includes(k)) stored[k] = body[k];
+    }
+    stored._rid = rid;
+    stored._self = `${this.selfLink}docs/${rid}/`;
+    stored._etag = etag;
+    stored._attachments = "attachments/";
+    stored._ts = ts;
+    const json = JSON.stringify(stored);
+    if (Buffer.byteLength(json) > MAX_ITEM_BYTES) {
+      throw new CosmosError(
+        413,
+        "RequestEntityTooLarge",
+        `Request size is too large: the document is ${Buffer.byteLength(json)} bytes; the limit is ${MAX_ITEM_BYTES} bytes.`,
+      );
+    }
+    return {
+      key: Container.docKey(pkKey, id as string),
+      id: id as string,
+      pkKey,
+      pkValues,
+      epk,
+      body: stored,
+      json,
+      lsn,
+      etag,
+      writtenAtMs: nowMs,
+      expiresAtMs: ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : (ts + ttl) * 1000,
+    };
+  }
+
+  /** The TTL (seconds) that applies to a document, or undefined/-1 for none. Validates the item's ttl. */
+  private effectiveTtl(body: JsonObject): number | undefined {
+    const own = body.ttl;
+    if (own !== undefined) {
+      if (typeof own !== "number" || !Number.isInteger(own) || own === 0 || own < -1) {
+        throw badRequest(
+          `The document's ttl must be a positive integer number of seconds or -1; got ${JSON.stringify(own)}.`,
+        );
+      }
+    }
+    const def = this.defaultTtl;
+    if (def === undefined) return undefined; // TTL off for the container: item ttl is ignored
+    return (own as number | undefined) ?? def;
+  }
+
+  /** Persists, then applies, a write set's mutations: all or nothing. */
+  commit(mutations: Mutation[], nowMs = this.hooks.now()): void {
+    if (mutations.length === 0) return;
+    const entries: LogEntry[] = mutations.map((m) => ({
+      lsn: m.doc.lsn,
+      op: m.op,
+      doc: m.doc,
+      previousLsn: m.previousLsn,
+      atMs: nowMs,
+      ttlExpired: m.ttlExpired,
+      superseded: false,
+    }));
+    this.hooks.persist?.(this, entries);
+    for (const e of entries) this.apply(e);
+  }
+
+  /** Rebuilds a saved change (from persistence) into memory, without re-validating it. */
+  restore(saved: {
+    lsn: number;
+    op: ChangeOp;
+    json: string;
+    atMs: number;
+    previousLsn: number;
+    ttlExpired: boolean;
+  }): void {
+    const body = JSON.parse(saved.json) as JsonObject;
+    const pkValues = this.partitionKeyOf(body);
+    const pkKey = canonicalPartitionKey(pkValues);
+    const ts = body._ts as number;
+    const ttl =
+      this.defaultTtl === undefined ? undefined : ((body.ttl as number | undefined) ?? this.defaultTtl);
+    const doc: StoredDoc = {
+      key: Container.docKey(pkKey, body.id as string),
+      id: body.id as string,
+      pkKey,
+      pkValues,
+      epk: this.epkOf(pkValues),
+      body,
+      json: saved.json,
+      lsn: saved.lsn,
+      etag: body._etag as string,
+      writtenAtMs: saved.atMs,
+      expiresAtMs: ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : (ts + ttl) * 1000,
+    };
+    const seq = Buffer.from(body._rid as string, "base64").readUInt32BE(12);
+    if (seq > this.docSeq) this.docSeq = seq;
+    this.apply({ ...saved, doc, superseded: false });
+  }
+
+  /** Applies one committed log entry to memory (also used when loading from disk). */
+  apply(e: LogEntry): void {
+    const key = e.doc.key;
+    const prev = this.currentEntry.get(key);
+    const range = this.rangeFor(e.doc.epk);
+    if (prev && !prev.superseded) {
+      prev.superseded = true;
+      this.rangeFor(prev.doc.epk).dead++;
+    }
+    range.log.push(e);
+    if (e.lsn > range.lastLsn) range.lastLsn = e.lsn;
+    if (e.lsn > this.lsn) this.lsn = e.lsn;
+    if (e.op === ChangeOp.Delete) {
+      range.dead++;
+      this.currentEntry.delete(key);
+      this.docs.delete(key);
+      this.expiring.delete(key);
+      const part = this.partitions.get(e.doc.pkKey);
+      if (part) {
+        part.delete(e.doc.id);
+        if (part.size === 0) this.partitions.delete(e.doc.pkKey);
+      }
+    } else {
+      this.currentEntry.set(key, e);
+      this.docs.set(key, e.doc);
+      if (Number.isFinite(e.doc.expiresAtMs)) this.expiring.add(key);
+      else this.expiring.delete(key);
+      let part = this.partitions.get(e.doc.pkKey);
+      if (!part) {
+        part = new Map();
+        this.partitions.set(e.doc.pkKey, part);
+      }
+      part.set(e.doc.id, e.doc);
+    }
+  }
+
+  /** Deletes every expired document (a delete with timeToLiveExpired in the all-versions feed). */
+  purgeExpired(nowMs = this.hooks.now()): number {
+    const ws = this.beginWrite(nowMs);
+    for (const key of this.expiring) {
+      const d = this.docs.get(key);
+      if (d && d.expiresAtMs <= nowMs) ws.expire(d);
+    }
+    const n = ws.mutations.length;
+    this.commit(ws.mutations, nowMs);
+    return n;
+  }
+
+  /**
+   * Drops log entries no feed can return any more: superseded versions and deletes older than the
+   * retention window. Returns the LSNs dropped (persistence prunes the same).
+   */
+  compact(retentionMs: number, nowMs = this.hooks.now()): number[] {
+    const dropped: number[] = [];
+    const cutoff = nowMs - retentionMs;
+    for (const r of this.ranges) {
+      if (r.dead === 0) continue;
+      const kept: LogEntry[] = [];
+      let dead = 0;
+      for (const e of r.log) {
+        const isDead = e.superseded || e.op === ChangeOp.Delete;
+        if (isDead && e.atMs < cutoff) dropped.push(e.lsn);
+        else {
+          kept.push(e);
+          if (isDead) dead++;
+        }
+      }
+      r.log = kept;
+      r.dead = dead;
+    }
+    return dropped;
+  }
+}
+
+function firstAfterLsn(log: LogEntry[], lsn: number): number {
+  let lo = 0;
+  let hi = log.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (log[mid].lsn <= lsn) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function firstAtOrAfterTime(log: LogEntry[], ms: number): number {
+  let lo = 0;
+  let hi = log.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (log[mid].atMs < ms) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function validateId(id: unknown): asserts id is string {
+  if (id === undefined) {
+    throw badRequest("The input content is invalid because the required properties - 'id; ' - are missing");
+  }
+  if (typeof id !== "string")
+    throw badRequest(`The document id must be a string; got ${JSON.stringify(id)}.`);
+  if (id.length === 0) throw badRequest("The document id must not be empty.");
+  if (id.length > MAX_ID_LENGTH)
+    throw badRequest(`The document id is longer than ${MAX_ID_LENGTH} characters.`);
+  if (ILLEGAL_ID.test(id))
+    throw badRequest(`The document id '${id}' contains an illegal character ('/', '\\', '?' or '#').`);
+  if (id.endsWith(" ")) throw badRequest(`The document id '${id}' must not end with a space.`);
+}
+
+/** Options a single write can carry (If-Match). */
+export interface WriteConditions {
+  ifMatch?: string;
+}
+
+/**
+ * A staged set of writes against one container. Reads see earlier staged writes; nothing is visible to
+ * others until {@link Container.commit} applies `mutations`.
+ */
+export class WriteSet {
+  readonly mutations: Mutation[] = [];
+  private readonly overlay = new Map<string, StoredDoc | null>();
+
+  constructor(
+    readonly container: Container,
+    readonly nowMs: number,
+  ) {}
+
+  /** Current version as this write set sees it; expired documents are purged first (a TTL delete). */
+  get(key: string): StoredDoc | undefined {
+    if (this.overlay.has(key)) return this.overlay.get(key) ?? undefined;
+    const d = this.container.docs.get(key);
+    if (!d) return undefined;
+    if (d.expiresAtMs <= this.nowMs) {
+      this.expire(d);
+      return undefined;
+    }
+    return d;
+  }
+
+  expire(d: StoredDoc): void {
+    this.mutations.push({
+      op: ChangeOp.Delete,
+      doc: this.tombstone(d),
+      previousLsn: d.lsn,
+      ttlExpired: true,
+    });
+    this.overlay.set(d.key, null);
+  }
+
+  /** A delete record: the deleted version's content under a new LSN. */
+  private tombstone(d: StoredDoc): StoredDoc {
+    return { ...d, lsn: ++this.container.lsn };
+  }
+
+  private put(op: ChangeOp, body: JsonObject, previous: StoredDoc | undefined): StoredDoc {
+    const doc = this.container.materialize(body, this.nowMs, previous);
+    this.mutations.push({ op, doc, previousLsn: previous?.lsn ?? 0, ttlExpired: false });
+    this.overlay.set(doc.key, doc);
+    return doc;
+  }
+
+  keyOf(body: JsonObject): string {
+    validateId(body.id);
+    return Container.docKey(canonicalPartitionKey(this.container.partitionKeyOf(body)), body.id);
+  }
+
+  create(body: JsonObject): StoredDoc {
+    if (this.get(this.keyOf(body))) throw conflict();
+    return this.put(ChangeOp.Create, body, undefined);
+  }
+
+  upsert(body: JsonObject, cond: WriteConditions = {}): { doc: StoredDoc; created: boolean } {
+    const current = this.get(this.keyOf(body));
+    if (cond.ifMatch !== undefined && (!current || !etagMatches(cond.ifMatch, current.etag))) {
+      throw current ? preconditionFailed() : notFound();
+    }
+    return { doc: this.put(current ? ChangeOp.Replace : ChangeOp.Create, body, current), created: !current };
+  }
+
+  replace(key: string, body: JsonObject, cond: WriteConditions = {}): StoredDoc {
+    const current = this.get(key);
+    if (!current) throw notFound();
+    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
+    if (this.keyOf(body) !== key) {
+      throw badRequest("The id or partition key in the body does not match the document being replaced.");
+    }
+    return this.put(ChangeOp.Replace, body, current);
+  }
+
+  /** Replaces with a body computed from the current version (patch). */
+  update(key: string, next: (current: StoredDoc) => JsonObject, cond: WriteConditions = {}): StoredDoc {
+    const current = this.get(key);
+    if (!current) throw notFound();
+    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
+    const body = next(current);
+    if (this.keyOf(body) !== key) throw badRequest("A patch cannot change the id or the partition key.");
+    return this.put(ChangeOp.Replace, body, current);
+  }
+
+  delete(key: string, cond: WriteConditions = {}): StoredDoc {
+    const current = this.get(key);
+    if (!current) throw notFound();
+    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
+    this.mutations.push({
+      op: ChangeOp.Delete,
+      doc: this.tombstone(current),
+      previousLsn: current.lsn,
+      ttlExpired: false,
+    });
+    this.overlay.set(key, null);
+    return current;
+  }
+
+  read(key: string): StoredDoc {
+    const current = this.get(key);
+    if (!current) throw notFound();
+    return current;
+  }
+}
+
+/** If-Match: `*` matches any existing version; otherwise the exact (quoted) etag. */
+export function etagMatches(condition: string, etag: string): boolean {
+  return condition === "*" || condition === etag;
+}

@@ -1,0 +1,138 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import type { ChangeOp, LogEntry } from "./types.js";
+
+/** A database or container resource as saved: its JSON and its place in the account. */
+export interface SavedResource {
+  rid: string;
+  parentRid: string;
+  json: string;
+}
+
+/** A change as saved: enough to rebuild the document, the logs and the feeds. */
+export interface SavedChange {
+  lsn: number;
+  op: ChangeOp;
+  json: string;
+  atMs: number;
+  previousLsn: number;
+  ttlExpired: boolean;
+}
+
+/**
+ * Durable storage in SQLite (better-sqlite3, WAL journal). Every change is written in the same synchronous
+ * transaction that acknowledges it, before the HTTP response, so an acknowledged write survives `kill -9`.
+ * `synchronous=NORMAL` in WAL mode is durable against process crashes (not against power loss; set
+ * `durability: "full"` for that).
+ */
+export class SqlitePersistence {
+  private readonly db: Database.Database;
+  private readonly insertChange: Database.Statement;
+  private readonly deleteChange: Database.Statement;
+  private readonly putResource: Database.Statement;
+  private readonly delResource: Database.Statement;
+  private readonly delChanges: Database.Statement;
+  private readonly putMeta: Database.Statement;
+
+  constructor(dataDir: string, durability: "normal" | "full" = "normal") {
+    mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(join(dataDir, "cosmos-emulator.sqlite"));
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS resources (rid TEXT PRIMARY KEY, kind TEXT NOT NULL, parent_rid TEXT NOT NULL, json TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS changes (
+        coll_rid TEXT NOT NULL, lsn INTEGER NOT NULL, op INTEGER NOT NULL, json TEXT NOT NULL,
+        at_ms INTEGER NOT NULL, previous_lsn INTEGER NOT NULL, ttl_expired INTEGER NOT NULL,
+        PRIMARY KEY (coll_rid, lsn)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `);
+    this.insertChange = this.db.prepare(
+      "INSERT INTO changes (coll_rid, lsn, op, json, at_ms, previous_lsn, ttl_expired) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    );
+    this.deleteChange = this.db.prepare("DELETE FROM changes WHERE coll_rid = ? AND lsn = ?");
+    this.putResource = this.db.prepare(
+      "INSERT INTO resources (rid, kind, parent_rid, json) VALUES (?, ?, ?, ?) ON CONFLICT(rid) DO UPDATE SET json = excluded.json",
+    );
+    this.delResource = this.db.prepare("DELETE FROM resources WHERE rid = ? OR parent_rid = ?");
+    this.delChanges = this.db.prepare("DELETE FROM changes WHERE coll_rid = ?");
+    this.putMeta = this.db.prepare(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    );
+  }
+
+  appendChanges(collRid: string, entries: readonly LogEntry[]): void {
+    if (entries.length === 1) {
+      this.insertOne(collRid, entries[0]);
+      return;
+    }
+    this.db.transaction(() => {
+      for (const e of entries) this.insertOne(collRid, e);
+    })();
+  }
+
+  private insertOne(collRid: string, e: LogEntry): void {
+    this.insertChange.run(collRid, e.lsn, e.op, e.doc.json, e.atMs, e.previousLsn, e.ttlExpired ? 1 : 0);
+  }
+
+  pruneChanges(collRid: string, lsns: readonly number[]): void {
+    if (lsns.length === 0) return;
+    this.db.transaction(() => {
+      for (const lsn of lsns) this.deleteChange.run(collRid, lsn);
+    })();
+  }
+
+  saveResource(kind: "database" | "container", rid: string, parentRid: string, json: string): void {
+    this.putResource.run(rid, kind, parentRid, json);
+  }
+
+  deleteDatabase(rid: string, containerRids: readonly string[]): void {
+    this.db.transaction(() => {
+      for (const c of containerRids) this.delChanges.run(c);
+      this.delResource.run(rid, rid);
+    })();
+  }
+
+  deleteContainer(rid: string): void {
+    this.db.transaction(() => {
+      this.delChanges.run(rid);
+      this.delResource.run(rid, "\u0000none");
+    })();
+  }
+
+  setMeta(key: string, value: string): void {
+    this.putMeta.run(key, value);
+  }
+
+  getMeta(key: string): string | undefined {
+    return (this.db.prepare("SELECT value FROM meta WHERE key = ?").get(key) as { value: string } | undefined)
+      ?.value;
+  }
+
+  loadResources(kind: "database" | "container"): SavedResource[] {
+    return this.db
+      .prepare("SELECT rid, parent_rid AS parentRid, json FROM resources WHERE kind = ? ORDER BY rowid")
+      .all(kind) as SavedResource[];
+  }
+
+  *loadChanges(collRid: string): Generator<SavedChange> {
+    const rows = this.db
+      .prepare(
+        "SELECT lsn, op, json, at_ms AS atMs, previous_lsn AS previousLsn, ttl_expired AS ttlExpired FROM changes WHERE coll_rid = ? ORDER BY lsn",
+      )
+      .iterate(collRid) as Iterable<{
+      lsn: number;
+      op: number;
+      json: string;
+      atMs: number;
+      previousLsn: number;
+      ttlExpired: number;
+    }>;
+    for (const r of rows) yield { ...r, op: r.op as ChangeOp, ttlExpired: r.ttlExpired === 1 };
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
