@@ -9,6 +9,10 @@ import { CosmosError, SubStatus } from "../errors.js";
 export class ThroughputBudget {
   private balance: number;
   private last: number;
+  /** When the last throttled request was told to come back: later ones queue behind it (no thundering herd). */
+  private reservedUntil = 0;
+  /** Moving average of charges (RU), to size the reservation of a throttled request. */
+  private averageCharge = 5;
 
   constructor(
     public ruPerSecond: number,
@@ -28,7 +32,12 @@ export class ThroughputBudget {
   admit(): void {
     this.refill();
     if (this.balance > 0) return;
-    const waitMs = Math.max(1, Math.ceil((-this.balance / this.ruPerSecond) * 1000) + 1);
+    const t = this.now();
+    // Queue the retry behind the debt and behind earlier throttled requests, like the service's
+    // growing retry-after under sustained overload.
+    const start = Math.max(t + (Math.max(0, -this.balance) / this.ruPerSecond) * 1000, this.reservedUntil);
+    this.reservedUntil = start + (this.averageCharge / this.ruPerSecond) * 1000;
+    const waitMs = Math.max(1, Math.ceil(this.reservedUntil - t));
     throw new CosmosError(
       429,
       "TooManyRequests",
@@ -40,5 +49,6 @@ export class ThroughputBudget {
 
   charge(ru: number): void {
     this.balance -= ru;
+    this.averageCharge = this.averageCharge * 0.9 + ru * 0.1;
   }
 }

@@ -1,0 +1,176 @@
+import { ChangeFeedMode, ChangeFeedStartFrom, type Database, StatusCodes } from "@azure/cosmos";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RuModel } from "../../src/emulator/index.js";
+import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+
+let t: TestEmulator;
+let db: Database;
+
+beforeAll(async () => {
+  // A long sweep interval: these tests decide when purges happen.
+  t = await startTestEmulator({ ttlSweepIntervalMs: 3_600_000 });
+  db = (await t.client.databases.createIfNotExists({ id: uniqueName("ttl") })).database;
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("TTL", () => {
+  it("hides expired items at once from reads, queries and the latest-version feed, before any purge", async () => {
+    const { container, resource } = await db.containers.create({
+      id: uniqueName("c"),
+      partitionKey: "/pk",
+      defaultTtl: 1,
+    });
+    expect(resource?.defaultTtl).toBe(1);
+    await container.items.create({ id: "short", pk: "a" });
+    await container.items.create({ id: "forever", pk: "a", ttl: -1 });
+    await container.items.create({ id: "long", pk: "a", ttl: 3600 });
+    expect((await container.item("short", "a").read()).statusCode).toBe(200);
+    await sleep(2100);
+    expect((await container.item("short", "a").read()).statusCode).toBe(StatusCodes.NotFound);
+    const { resources } = await container.items.query<{ id: string }>("SELECT * FROM c").fetchAll();
+    expect(resources.map((d) => d.id).sort()).toEqual(["forever", "long"]);
+    const feed = await container.items
+      .getChangeFeedIterator<{ id: string }>({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() })
+      .readNext();
+    expect(feed.result.map((d) => d.id).sort()).toEqual(["forever", "long"]);
+    // A create over the expired (not yet purged) item succeeds.
+    const again = await container.items.create({ id: "short", pk: "a", ttl: 3600 });
+    expect(again.statusCode).toBe(201);
+  });
+
+  it("ignores item ttl when the container has no defaultTtl, and validates ttl values", async () => {
+    const { container } = await db.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
+    await container.items.create({ id: "x", pk: "a", ttl: 1 });
+    await sleep(2100);
+    expect((await container.item("x", "a").read()).statusCode).toBe(200);
+    await expect(container.items.create({ id: "bad", pk: "a", ttl: 0 })).rejects.toMatchObject({ code: 400 });
+    await expect(container.items.create({ id: "bad2", pk: "a", ttl: null })).rejects.toMatchObject({
+      code: 400,
+    });
+  });
+
+  it("purges expired items in the background and reports them as TTL deletes in all-versions mode", async () => {
+    const { container } = await db.containers.create({
+      id: uniqueName("c"),
+      partitionKey: "/pk",
+      defaultTtl: -1,
+    });
+    const it = container.items.getChangeFeedIterator<{
+      metadata: { operationType: string; timeToLiveExpired?: boolean; id: string };
+    }>({
+      changeFeedStartFrom: ChangeFeedStartFrom.Now(),
+      changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
+    });
+    await it.readNext();
+    await container.items.create({ id: "e", pk: "a", ttl: 1 });
+    await container.items.create({ id: "kept", pk: "a" });
+    await sleep(2100);
+    expect(t.emulator.purgeExpired()).toBe(1);
+    const items = [];
+    for (;;) {
+      const res = await it.readNext();
+      if (res.statusCode === 304) break;
+      items.push(...res.result);
+    }
+    expect(items.map((x) => `${x.metadata.operationType}:${x.metadata.id}`)).toEqual([
+      "create:e",
+      "create:kept",
+      "delete:e",
+    ]);
+    expect(items[2].metadata.timeToLiveExpired).toBe(true);
+  });
+
+  it("runs the background sweeper on its own", async () => {
+    const fast = await startTestEmulator({ ttlSweepIntervalMs: 100 });
+    try {
+      const d = (await fast.client.databases.create({ id: "sweep" })).database;
+      const { container } = await d.containers.create({ id: "c", partitionKey: "/pk", defaultTtl: 1 });
+      await container.items.create({ id: "e", pk: "a" });
+      const c = fast.emulator.account.container("sweep", "c");
+      expect(c.docs.size).toBe(1);
+      await sleep(2300);
+      expect(c.docs.size).toBe(0);
+    } finally {
+      await fast.close();
+    }
+  });
+});
+
+describe("request units and provisioned throughput", () => {
+  it("charges point reads per KiB and writes more for larger documents", async () => {
+    const { container } = await db.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
+    const small = await container.items.create({ id: "s", pk: "a", v: "x" });
+    const big = await container.items.create({ id: "b", pk: "a", v: "x".repeat(5000) });
+    expect(big.requestCharge).toBeGreaterThan(small.requestCharge);
+    expect(small.requestCharge).toBeGreaterThanOrEqual(RuModel.writePerKiB);
+    expect((await container.item("s", "a").read()).requestCharge).toBe(1);
+    const bigBytes = Buffer.byteLength(JSON.stringify(big.resource));
+    expect(bigBytes).toBeGreaterThan(5 * 1024);
+    expect((await container.item("b", "a").read()).requestCharge).toBe(Math.ceil(bigBytes / 1024));
+    const q = await container.items.query("SELECT * FROM c").fetchAll();
+    expect(q.requestCharge).toBeGreaterThan(RuModel.queryBase);
+    const meter = t.emulator.meter.snapshot()[`${db.id}/${container.id}`];
+    expect(meter.create?.count).toBe(2);
+    expect(meter.read?.ru).toBe(1 + Math.ceil(bigBytes / 1024));
+  });
+
+  it("answers 429 with x-ms-retry-after-ms above the budget, and the SDK's retry then succeeds", async () => {
+    const { container } = await db.containers.create(
+      { id: uniqueName("c"), partitionKey: "/pk" },
+      { offerThroughput: 400 },
+    );
+    const name = `${db.id}/${container.id}`;
+    // ~5.4 RU per write: 200 concurrent writes need ~1100 RU, nearly 3 s of a 400 RU/s budget.
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => container.items.create({ id: `d${i}`, pk: `p${i % 7}`, n: i })),
+    );
+    expect(results.every((r) => r.statusCode === 201)).toBe(true);
+    const m = t.emulator.meter.snapshot()[name];
+    expect(m.create?.throttled ?? 0).toBeGreaterThan(0);
+    const { resources } = await container.items.query("SELECT VALUE COUNT(1) FROM c").fetchAll();
+    expect(resources[0]).toBe(200);
+  });
+
+  it("surfaces the 429 when the client is told not to retry", async () => {
+    const noRetry = t.newClient({
+      connectionPolicy: {
+        retryOptions: {
+          maxRetryAttemptCount: 0,
+          fixedRetryIntervalInMilliseconds: 0,
+          maxWaitTimeInSeconds: 0,
+        },
+      },
+    });
+    const { container } = await db.containers.create(
+      { id: uniqueName("c"), partitionKey: "/pk" },
+      { offerThroughput: 400 },
+    );
+    const c = noRetry.database(db.id).container(container.id);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 150 }, (_, i) => c.items.create({ id: `d${i}`, pk: "a", pad: "y".repeat(2000) })),
+    );
+    const throttled = outcomes.filter((o) => o.status === "rejected");
+    expect(throttled.length).toBeGreaterThan(0);
+    const err = (throttled[0] as PromiseRejectedResult).reason as {
+      code: number;
+      retryAfterInMs?: number;
+      headers?: Record<string, string>;
+    };
+    expect(err.code).toBe(429);
+    expect(Number(err.headers?.["x-ms-retry-after-ms"])).toBeGreaterThan(0);
+  });
+
+  it("returns session tokens and content paths on document operations", async () => {
+    const { container } = await db.containers.create(
+      { id: uniqueName("c"), partitionKey: "/pk" },
+      { offerThroughput: 20_000 },
+    );
+    const r = await container.items.create({ id: "a", pk: "a" });
+    expect(r.headers["x-ms-session-token"]).toMatch(/^\d+:-1#\d+$/);
+    expect(r.headers["x-ms-content-path"]).toBe((await container.read()).resource?._rid);
+  });
+});
