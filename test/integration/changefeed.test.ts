@@ -4,6 +4,7 @@ import {
   ChangeFeedStartFrom,
   type Container,
   type Database,
+  PartitionKeyKind,
   StatusCodes,
 } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -191,7 +192,7 @@ describe("change feed, latest-version mode", () => {
   it("reads a hierarchical-key prefix through EPK bounds", async () => {
     const { container } = await db.containers.create({
       id: uniqueName("hpk"),
-      partitionKey: { paths: ["/tenant", "/user"], kind: "MultiHash", version: 2 },
+      partitionKey: { paths: ["/tenant", "/user"], kind: PartitionKeyKind.MultiHash, version: 2 },
     });
     for (let i = 0; i < 30; i++)
       await container.items.create({ id: `d${i}`, tenant: `t${i % 3}`, user: `u${i}` });
