@@ -48,6 +48,7 @@ export class ThroughputBudget {
   }
 
   charge(ru: number): void {
+    this.refill();
     this.balance -= ru;
     this.averageCharge = this.averageCharge * 0.9 + ru * 0.1;
   }
