@@ -66,12 +66,61 @@ export function parseQuerySpec(body: unknown): SqlQuerySpec {
 
 /** Runs a Cosmos SQL query over documents and returns every result (paging is the caller's). */
 export function runQuery(spec: SqlQuerySpec, docs: readonly unknown[]): unknown[] {
-  const q = compiled(spec.query);
+  const distinct = splitDistinct(spec);
+  const q = compiled(distinct ? distinct.query : spec.query);
+  let result: unknown[];
   try {
-    return q.exec(docs as unknown[], { parameters: spec.parameters ?? [] }).result;
+    result = q.exec(docs as unknown[], { parameters: spec.parameters ?? [] }).result;
   } catch (e) {
     throw badRequest(`The query '${spec.query}' failed: ${(e as Error).message}`);
   }
+  return distinct ? applyDistinct(result, distinct.top) : result;
+}
+
+/** `SELECT [TOP n] DISTINCT [TOP n] ...` (the TOP may stand on either side; n a literal or a parameter). */
+const SELECT_DISTINCT = /^(\s*select\s+)(?:top\s+(\d+|@\w+)\s+)?distinct\s+(?:top\s+(\d+|@\w+)\s+)?/i;
+
+/**
+ * @zeit/cosmosdb-query 0.7.2 cannot parse DISTINCT: the query runs without it (and without its TOP,
+ * which applies after duplicates are removed), then both are applied here.
+ */
+function splitDistinct(spec: SqlQuerySpec): { query: string; top?: number } | undefined {
+  const m = SELECT_DISTINCT.exec(spec.query);
+  if (!m) return undefined;
+  const query = m[1] + spec.query.slice(m[0].length);
+  const raw = m[2] ?? m[3];
+  if (raw === undefined) return { query };
+  const top = raw.startsWith("@") ? spec.parameters?.find((p) => p.name === raw)?.value : Number(raw);
+  if (typeof top !== "number" || !Number.isInteger(top) || top < 0)
+    throw badRequest(`The TOP value ${raw} in '${spec.query}' must be a non-negative integer.`);
+  return { query, top };
+}
+
+/** Keeps the first of structurally equal results (object key order does not matter), then applies TOP. */
+function applyDistinct(results: unknown[], top: number | undefined): unknown[] {
+  const seen = new Set<string>();
+  const out: unknown[] = [];
+  for (const r of results) {
+    if (top !== undefined && out.length >= top) break;
+    const key = canonicalJson(r);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(r);
+  }
+  return out;
+}
+
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(v) ?? "undefined";
 }
 
 /** Evaluates a patch/batch condition `FROM c WHERE ...` against one document. */

@@ -120,6 +120,8 @@ export function documentOperation(ctx: RequestContext, c: Container, id: string)
     }
     case "PUT": {
       const body = jsonObjectBody(ctx);
+      // The service refuses a body in another logical partition (400) before looking the item up.
+      checkBodyMatchesHeader(ctx, c, body);
       const ws = c.beginWrite();
       const doc = ws.replace(key, body, { ifMatch });
       c.commit(ws.mutations, ws.nowMs);
