@@ -1,0 +1,54 @@
+import { isAvailable, type Lease } from "../leases/lease.js";
+
+/** Decides which leases this host should try to take on a balancing round. Pluggable. */
+export interface LoadBalancingStrategy {
+  /**
+   * @param allLeases every lease of the processor, as just read
+   * @param me this host's instance name
+   * @param nowMs current time (ms since epoch)
+   * @returns leases to acquire (each acquire is a conditional write, so a wrong pick only costs a 412)
+   */
+  selectLeasesToTake(allLeases: readonly Lease[], me: string, nowMs: number): Lease[];
+}
+
+/**
+ * .NET's EqualPartitionsBalancingStrategy (change-feed-leases.md §4.4): target = ceil(leases / live owners);
+ * take available (unowned or expired) leases first, up to what this host lacks; otherwise steal one lease
+ * from the busiest owner when that owner has more than its share.
+ */
+export class EqualPartitionsBalancingStrategy implements LoadBalancingStrategy {
+  constructor(private readonly leaseExpirationMs: number) {}
+
+  selectLeasesToTake(allLeases: readonly Lease[], me: string, nowMs: number): Lease[] {
+    const available: Lease[] = [];
+    const workerCount = new Map<string, number>();
+    const seenTokens = new Set<string>();
+    for (const lease of allLeases) {
+      if (seenTokens.has(lease.leaseToken)) continue; // never act on a duplicate token
+      seenTokens.add(lease.leaseToken);
+      if (isAvailable(lease, nowMs, this.leaseExpirationMs)) available.push(lease);
+      else workerCount.set(lease.owner as string, (workerCount.get(lease.owner as string) ?? 0) + 1);
+    }
+    if (!workerCount.has(me)) workerCount.set(me, 0);
+    const leaseCount = seenTokens.size;
+    const workers = workerCount.size;
+    const target = leaseCount > workers ? Math.ceil(leaseCount / workers) : 1;
+    const mine = workerCount.get(me) ?? 0;
+    const need = target - mine;
+    if (need <= 0) return [];
+    if (available.length > 0) return available.slice(0, need);
+    let busiest: string | undefined;
+    let busiestCount = 0;
+    for (const [owner, count] of workerCount) {
+      if (owner !== me && count >= busiestCount) {
+        busiest = owner;
+        busiestCount = count;
+      }
+    }
+    if (busiest === undefined) return [];
+    const shouldSteal = need === 1 ? busiestCount > target : busiestCount >= target;
+    if (!shouldSteal) return [];
+    const victim = allLeases.find((l) => l.owner !== null && l.owner.toLowerCase() === busiest.toLowerCase());
+    return victim ? [victim] : [];
+  }
+}

@@ -1,0 +1,207 @@
+import type { Container, ItemDefinition } from "@azure/cosmos";
+import { infoDocumentId, type Lease, leaseId, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
+
+/** Why a lease was lost. */
+export type LeaseLostReason = "stolen" | "gone" | "released" | "conflict" | "retries-exhausted";
+
+/** The lease is no longer ours (another owner, deleted by a split, or expired and taken). */
+export class LeaseLostError extends Error {
+  constructor(
+    readonly leaseToken: string,
+    readonly reason: LeaseLostReason,
+    readonly newOwner?: string | null,
+  ) {
+    super(`Lease ${leaseToken} was lost (${reason}${newOwner ? `: now owned by ${newOwner}` : ""}).`);
+    this.name = "LeaseLostError";
+  }
+}
+
+/** Lease-container operations by kind, counted as requests (for the RU tuner and the benchmark). */
+export type LeaseOperationKind = "query" | "read" | "create" | "replace" | "delete";
+
+export class LeaseOperationCounters {
+  readonly count: Record<LeaseOperationKind, number> = {
+    query: 0,
+    read: 0,
+    create: 0,
+    replace: 0,
+    delete: 0,
+  };
+  readonly requestCharge: Record<LeaseOperationKind, number> = {
+    query: 0,
+    read: 0,
+    create: 0,
+    replace: 0,
+    delete: 0,
+  };
+
+  add(kind: LeaseOperationKind, charge: number | undefined, requests = 1): void {
+    this.count[kind] += requests;
+    this.requestCharge[kind] += charge ?? 0;
+  }
+
+  total(): number {
+    return Object.values(this.count).reduce((a, b) => a + b, 0);
+  }
+}
+
+/** Attempts of the conditional update loop before giving up (as .NET). */
+export const MAX_UPDATE_ATTEMPTS = 6;
+/** TTL of the bootstrap `.lock` document (seconds), as .NET. */
+export const INIT_LOCK_TTL_SECONDS = 30;
+
+interface CosmosLikeError {
+  code?: number | string;
+}
+const statusOf = (e: unknown): number | undefined => {
+  const c = (e as CosmosLikeError)?.code;
+  return typeof c === "number" ? c : undefined;
+};
+
+/**
+ * The only writer of lease documents. Every write is a replace with If-Match; on 412 the current document is
+ * re-read and the mutation re-applied (the mutation decides whether the lease is still ours); 404 and 409
+ * mean lost. See change-feed-leases.md §4.9.
+ */
+export class LeaseStore {
+  constructor(
+    readonly container: Container,
+    readonly prefix: string,
+    readonly layout: "id" | "partitionKey",
+    readonly counters: LeaseOperationCounters,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Every lease of this prefix (`STARTSWITH(c.id, '<prefix>..')`). */
+  async listAll(): Promise<Lease[]> {
+    const iterator = this.container.items.query<Record<string, unknown>>({
+      query: "SELECT * FROM c WHERE STARTSWITH(c.id, @prefix)",
+      parameters: [{ name: "@prefix", value: `${this.prefix}..` }],
+    });
+    const out: Lease[] = [];
+    while (iterator.hasMoreResults()) {
+      const page = await iterator.fetchNext();
+      this.counters.add("query", page.requestCharge);
+      for (const doc of page.resources ?? []) out.push(parseLease(doc));
+    }
+    return out;
+  }
+
+  async read(lease: Pick<Lease, "id" | "partitionKeyValue">): Promise<Lease | undefined> {
+    const res = await this.container.item(lease.id, lease.partitionKeyValue).read<Record<string, unknown>>();
+    this.counters.add("read", res.requestCharge);
+    if (res.statusCode === 404 || !res.resource) return undefined;
+    return parseLease(res.resource);
+  }
+
+  /** Creates a lease document; `undefined` if it already exists (409: another host created it). */
+  async create(lease: Lease): Promise<Lease | undefined> {
+    try {
+      const res = await this.container.items.create(
+        toLeaseDocument(lease, this.now()) as unknown as ItemDefinition,
+      );
+      this.counters.add("create", res.requestCharge);
+      return parseLease(res.resource as unknown as Record<string, unknown>);
+    } catch (e) {
+      this.counters.add("create", 0);
+      if (statusOf(e) === 409) return undefined;
+      throw e;
+    }
+  }
+
+  /**
+   * Conditional update. `mutate` gets the freshest known copy and returns the new content, or throws
+   * LeaseLostError when the lease is no longer ours.
+   */
+  async update(cached: Lease, mutate: (current: Lease) => Lease): Promise<Lease> {
+    let current = cached;
+    for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
+      const next = mutate(current);
+      const doc = toLeaseDocument(next, this.now());
+      try {
+        const res = await this.container
+          .item(current.id, current.partitionKeyValue)
+          .replace(doc as unknown as ItemDefinition, {
+            accessCondition: { type: "IfMatch", condition: current.etag },
+          });
+        this.counters.add("replace", res.requestCharge);
+        return parseLease(res.resource as unknown as Record<string, unknown>);
+      } catch (e) {
+        this.counters.add("replace", 0);
+        const status = statusOf(e);
+        if (status === 404) throw new LeaseLostError(cached.leaseToken, "gone");
+        if (status === 409) throw new LeaseLostError(cached.leaseToken, "conflict");
+        if (status !== 412) throw e;
+        const fresh = await this.read(current);
+        if (!fresh) throw new LeaseLostError(cached.leaseToken, "gone");
+        current = fresh;
+      }
+    }
+    throw new LeaseLostError(cached.leaseToken, "retries-exhausted");
+  }
+
+  async delete(lease: Lease): Promise<void> {
+    try {
+      const res = await this.container.item(lease.id, lease.partitionKeyValue).delete();
+      this.counters.add("delete", res.requestCharge);
+    } catch (e) {
+      this.counters.add("delete", 0);
+      if (statusOf(e) !== 404) throw e;
+    }
+  }
+
+  // ---------------------------------------------------------------- bootstrap (.info / .lock)
+
+  private docPk(id: string): Record<string, string> {
+    return this.layout === "partitionKey" ? { partitionKey: id } : {};
+  }
+
+  async isInitialized(): Promise<boolean> {
+    const id = infoDocumentId(this.prefix);
+    const res = await this.container.item(id, id).read();
+    this.counters.add("read", res.requestCharge);
+    return res.statusCode === 200;
+  }
+
+  async markInitialized(): Promise<void> {
+    const id = infoDocumentId(this.prefix);
+    try {
+      const res = await this.container.items.create({ id, ...this.docPk(id) });
+      this.counters.add("create", res.requestCharge);
+    } catch (e) {
+      this.counters.add("create", 0);
+      if (statusOf(e) !== 409) throw e;
+    }
+  }
+
+  /** Creates `<prefix>.lock` (ttl 30 s); returns its etag, or undefined when another host holds it. */
+  async acquireInitLock(): Promise<string | undefined> {
+    const id = lockDocumentId(this.prefix);
+    try {
+      const res = await this.container.items.create({ id, ...this.docPk(id), ttl: INIT_LOCK_TTL_SECONDS });
+      this.counters.add("create", res.requestCharge);
+      return res.etag;
+    } catch (e) {
+      this.counters.add("create", 0);
+      if (statusOf(e) === 409) return undefined;
+      throw e;
+    }
+  }
+
+  async releaseInitLock(etag: string): Promise<void> {
+    const id = lockDocumentId(this.prefix);
+    try {
+      const res = await this.container
+        .item(id, id)
+        .delete({ accessCondition: { type: "IfMatch", condition: etag } });
+      this.counters.add("delete", res.requestCharge);
+    } catch (e) {
+      this.counters.add("delete", 0);
+      if (statusOf(e) !== 404 && statusOf(e) !== 412) throw e;
+    }
+  }
+
+  leaseIdFor(token: string): string {
+    return leaseId(this.prefix, token);
+  }
+}

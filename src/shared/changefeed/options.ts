@@ -1,0 +1,184 @@
+import type { Container } from "@azure/cosmos";
+import type { LoadBalancingStrategy } from "./balancing/strategy.js";
+
+/**
+ * Timing defaults, in milliseconds, with the Azure Functions Cosmos DB trigger's names (and .NET's values).
+ * Each is declared here once.
+ */
+export const ChangeFeedDefaults = {
+  /** How often a host checks the leases it owns and renews those that are due (ms). */
+  leaseRenewInterval: 17_000,
+  /** How often a host runs a balancing round: read all leases, take available ones, steal if unbalanced (ms). */
+  leaseAcquireInterval: 13_000,
+  /** A lease whose owner has not written it for this long is available to others (ms). */
+  leaseExpirationInterval: 60_000,
+  /** Wait after a change feed read found nothing new (ms). */
+  feedPollDelay: 5_000,
+  /** First retry delay of a failed batch; doubles up to maxRetryDelay (ms). */
+  retryInitialDelay: 1_000,
+  /** Longest wait between retries of a failed batch (ms). */
+  retryMaxDelay: 30_000,
+  /** Wait between attempts to take the bootstrap lock held by another host (ms); .NET uses 15 s. */
+  bootstrapRetryDelay: 15_000,
+  /** On stop, how often a draining host checks whether a successor took its released leases (ms). */
+  handoffCheckInterval: 250,
+} as const;
+
+export type ErrorPolicy =
+  | {
+      /** Retry the failed batch with exponential backoff until it succeeds (per-key order is kept). */
+      kind: "retry";
+      initialDelay?: number;
+      maxDelay?: number;
+    }
+  | {
+      /** After `maxAttempts` failed deliveries, write each document of the batch to `container` and move on. */
+      kind: "deadLetter";
+      container: Container;
+      maxAttempts: number;
+      initialDelay?: number;
+      maxDelay?: number;
+    };
+
+export interface ChangeFeedProcessorOptions {
+  /** The container whose change feed is processed. */
+  monitoredContainer: Container;
+  /** The lease container (partition key /id or /partitionKey; TTL on, so the bootstrap lock expires). */
+  leaseContainer: Container;
+  /** Lease id prefix, like the trigger's `leaseContainerPrefix` (.NET's processorName). Default "". */
+  leaseContainerPrefix?: string;
+  /** This host's name, stored as the lease Owner. Default: a random UUID per start (as the Functions host). */
+  instanceName?: string;
+  leaseRenewInterval?: number;
+  leaseAcquireInterval?: number;
+  leaseExpirationInterval?: number;
+  feedPollDelay?: number;
+  /** Page size of change feed reads (documents per handler call). Default: the service's (100 on the emulator). */
+  maxItemsPerInvocation?: number;
+  /** For leases without a continuation: start from the beginning of the feed. */
+  startFromBeginning?: boolean;
+  /** For leases without a continuation: start from this time. Not with startFromBeginning. */
+  startFromTime?: Date | string;
+  /** Latest version (default) or all versions and deletes. */
+  mode?: "latestVersion" | "allVersionsAndDeletes";
+  /** What to do when the handler fails. Default: retry with backoff. */
+  errorPolicy?: ErrorPolicy;
+  /** Replaces the equal-partitions strategy. */
+  balancingStrategy?: LoadBalancingStrategy;
+  /**
+   * On stop, keep processing released leases until another host takes them (or this many ms pass), so the
+   * feed never pauses during a rolling deploy. 0 = release and stop at once. Default: leaseAcquireInterval + 2 s.
+   */
+  handoffTimeout?: number;
+}
+
+export interface ResolvedOptions {
+  prefix: string;
+  instanceName: string;
+  leaseRenewInterval: number;
+  leaseAcquireInterval: number;
+  leaseExpirationInterval: number;
+  feedPollDelay: number;
+  maxItemsPerInvocation: number | undefined;
+  startFromBeginning: boolean;
+  startFromTime: Date | undefined;
+  allVersions: boolean;
+  errorPolicy: ErrorPolicy;
+  handoffTimeout: number;
+}
+
+/** Thrown at start for options that cannot work together. */
+export class InvalidProcessorOptionsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "InvalidProcessorOptionsError";
+  }
+}
+
+function positiveMs(name: string, value: number | undefined, fallback: number): number {
+  const v = value ?? fallback;
+  if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
+    throw new InvalidProcessorOptionsError(
+      `${name} must be a positive number of milliseconds; got ${String(value)}.`,
+    );
+  }
+  return v;
+}
+
+export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => string): ResolvedOptions {
+  const renew = positiveMs("leaseRenewInterval", o.leaseRenewInterval, ChangeFeedDefaults.leaseRenewInterval);
+  const acquire = positiveMs(
+    "leaseAcquireInterval",
+    o.leaseAcquireInterval,
+    ChangeFeedDefaults.leaseAcquireInterval,
+  );
+  const expiration = positiveMs(
+    "leaseExpirationInterval",
+    o.leaseExpirationInterval,
+    ChangeFeedDefaults.leaseExpirationInterval,
+  );
+  const poll = positiveMs("feedPollDelay", o.feedPollDelay, ChangeFeedDefaults.feedPollDelay);
+  if (renew >= expiration) {
+    throw new InvalidProcessorOptionsError(
+      `leaseRenewInterval (${renew} ms) must be shorter than leaseExpirationInterval (${expiration} ms), or leases expire while owned.`,
+    );
+  }
+  if (2 * renew > expiration) {
+    throw new InvalidProcessorOptionsError(
+      `leaseExpirationInterval (${expiration} ms) must be at least twice leaseRenewInterval (${renew} ms), so a failed renewal can be retried before the lease expires.`,
+    );
+  }
+  if (o.startFromBeginning && o.startFromTime !== undefined) {
+    throw new InvalidProcessorOptionsError("Set startFromBeginning or startFromTime, not both.");
+  }
+  let startFromTime: Date | undefined;
+  if (o.startFromTime !== undefined) {
+    startFromTime = o.startFromTime instanceof Date ? o.startFromTime : new Date(o.startFromTime);
+    if (Number.isNaN(startFromTime.getTime())) {
+      throw new InvalidProcessorOptionsError(
+        `startFromTime '${String(o.startFromTime)}' is not a valid date.`,
+      );
+    }
+  }
+  const max = o.maxItemsPerInvocation;
+  if (max !== undefined && (!Number.isInteger(max) || max <= 0)) {
+    throw new InvalidProcessorOptionsError(`maxItemsPerInvocation must be a positive integer; got ${max}.`);
+  }
+  const mode = o.mode ?? "latestVersion";
+  if (mode !== "latestVersion" && mode !== "allVersionsAndDeletes") {
+    throw new InvalidProcessorOptionsError(
+      `mode must be 'latestVersion' or 'allVersionsAndDeletes'; got '${mode}'.`,
+    );
+  }
+  if (mode === "allVersionsAndDeletes" && o.startFromBeginning) {
+    throw new InvalidProcessorOptionsError("All-versions-and-deletes mode cannot start from the beginning.");
+  }
+  const policy = o.errorPolicy ?? { kind: "retry" };
+  if (policy.kind === "deadLetter" && (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1)) {
+    throw new InvalidProcessorOptionsError("errorPolicy.maxAttempts must be a positive integer.");
+  }
+  const prefix = o.leaseContainerPrefix ?? "";
+  if (/[/\\?#]/.test(prefix)) {
+    throw new InvalidProcessorOptionsError(
+      `leaseContainerPrefix '${prefix}' must not contain '/', '\\', '?' or '#'.`,
+    );
+  }
+  const handoff = o.handoffTimeout ?? acquire + 2_000;
+  if (!Number.isFinite(handoff) || handoff < 0) {
+    throw new InvalidProcessorOptionsError(`handoffTimeout must be 0 or more milliseconds; got ${handoff}.`);
+  }
+  return {
+    prefix,
+    instanceName: o.instanceName ?? randomName(),
+    leaseRenewInterval: renew,
+    leaseAcquireInterval: acquire,
+    leaseExpirationInterval: expiration,
+    feedPollDelay: poll,
+    maxItemsPerInvocation: max,
+    startFromBeginning: o.startFromBeginning ?? false,
+    startFromTime,
+    allVersions: mode === "allVersionsAndDeletes",
+    errorPolicy: policy,
+    handoffTimeout: handoff,
+  };
+}

@@ -1,0 +1,104 @@
+import {
+  ChangeFeedMode,
+  type ChangeFeedPullModelIterator,
+  ChangeFeedStartFrom,
+  type Container,
+  type FeedRange,
+} from "@azure/cosmos";
+import type { EpkRange } from "../leases/lease.js";
+
+/** Where a lease without a continuation starts. */
+export type StartPosition = { kind: "beginning" } | { kind: "time"; time: Date } | { kind: "now" };
+
+/** One page read for a lease's range. */
+export type FeedPage<T> =
+  | { kind: "changes"; items: T[]; etag: string; requestCharge: number }
+  | { kind: "empty"; etag: string | undefined; requestCharge: number }
+  /** The range was split (or merged) under the iterator: the lease must be replaced by its children. */
+  | { kind: "gone" };
+
+interface CompositeToken {
+  rid: string;
+  Continuation: { minInclusive: string; maxExclusive: string; continuationToken: string | null }[];
+}
+
+/**
+ * The SDK's public API has no way to construct a FeedRange for an arbitrary EPK range; its only concrete
+ * class is what `getFeedRanges()` returns, so instances are made with that constructor.
+ */
+async function feedRangeFactory(container: Container): Promise<(min: string, max: string) => FeedRange> {
+  const ranges = await container.getFeedRanges();
+  const ctor = (ranges[0] as object).constructor as new (min: string, max: string) => FeedRange;
+  return (min, max) => new ctor(min, max);
+}
+
+/**
+ * Reads the change feed of one lease's EPK range through the SDK's pull model, and exposes what the lease
+ * needs: the raw etag of each page (the .NET ContinuationToken) and whether the range is still whole.
+ */
+export class LeaseFeedReader<T> {
+  private iterator: ChangeFeedPullModelIterator<T> | undefined;
+
+  constructor(
+    private readonly container: Container,
+    private readonly range: EpkRange,
+    private readonly continuation: string | null,
+    private readonly start: StartPosition,
+    private readonly maxItemCount: number | undefined,
+    private readonly allVersions: boolean,
+  ) {}
+
+  private async open(): Promise<ChangeFeedPullModelIterator<T>> {
+    const mode = this.allVersions ? ChangeFeedMode.AllVersionsAndDeletes : ChangeFeedMode.LatestVersion;
+    const common = {
+      changeFeedMode: mode,
+      ...(this.maxItemCount ? { maxItemCount: this.maxItemCount } : {}),
+    };
+    if (this.continuation) {
+      const { resource } = await this.container.read();
+      const token: CompositeToken = {
+        rid: resource?._rid as string,
+        Continuation: [
+          {
+            minInclusive: this.range.min,
+            maxExclusive: this.range.max,
+            continuationToken: this.continuation,
+          },
+        ],
+      };
+      return this.container.items.getChangeFeedIterator<T>({
+        ...common,
+        changeFeedStartFrom: ChangeFeedStartFrom.Continuation(JSON.stringify(token)),
+      });
+    }
+    const make = await feedRangeFactory(this.container);
+    const feedRange = make(this.range.min, this.range.max);
+    const startFrom =
+      this.start.kind === "beginning"
+        ? ChangeFeedStartFrom.Beginning(feedRange)
+        : this.start.kind === "time"
+          ? ChangeFeedStartFrom.Time(this.start.time, feedRange)
+          : ChangeFeedStartFrom.Now(feedRange);
+    return this.container.items.getChangeFeedIterator<T>({ ...common, changeFeedStartFrom: startFrom });
+  }
+
+  async next(): Promise<FeedPage<T>> {
+    this.iterator ??= await this.open();
+    const res = await this.iterator.readNext();
+    const token = JSON.parse(res.continuationToken) as CompositeToken;
+    const entries = token.Continuation;
+    if (
+      entries.length !== 1 ||
+      entries[0].minInclusive !== this.range.min ||
+      entries[0].maxExclusive !== this.range.max
+    ) {
+      // The SDK followed a split to the children: one lease can no longer describe the position.
+      return { kind: "gone" };
+    }
+    const etag = entries[0].continuationToken ?? undefined;
+    if (res.statusCode === 304 || res.result.length === 0) {
+      return { kind: "empty", etag, requestCharge: res.requestCharge };
+    }
+    return { kind: "changes", items: res.result, etag: etag as string, requestCharge: res.requestCharge };
+  }
+}

@@ -1,0 +1,180 @@
+import { createHash } from "node:crypto";
+import type { Container } from "@azure/cosmos";
+import type { EpkRange } from "../leases/lease.js";
+import { LeaseLostError } from "../leases/store.js";
+import { ChangeFeedDefaults, type ErrorPolicy } from "../options.js";
+import { type FeedPage, LeaseFeedReader, type StartPosition } from "./feed-reader.js";
+
+/** What a handler learns about the batch it is given. */
+export interface ChangeFeedContext {
+  leaseToken: string;
+  feedRange: EpkRange;
+  /** Fires when this host loses the lease (stolen, expired, deleted) or the processor stops: stop writing. */
+  signal: AbortSignal;
+  /** 1 on first delivery; higher when the same batch is retried. */
+  attempt: number;
+}
+
+export type ChangeFeedHandler<T> = (changes: T[], context: ChangeFeedContext) => Promise<void>;
+
+/** What the worker needs from the lease it works for (the processor owns the writes). */
+export interface LeaseLink {
+  readonly leaseToken: string;
+  readonly feedRange: EpkRange;
+  readonly continuationToken: string | null;
+  checkpoint(etag: string): Promise<void>;
+}
+
+export interface WorkerEvents {
+  checkpointed(leaseToken: string, etag: string, documents: number): void;
+  handlerFailed(leaseToken: string, error: unknown, attempt: number): void;
+  deadLettered(leaseToken: string, documents: number): void;
+}
+
+/** Outcome of a worker's run. */
+export type WorkerExit = { kind: "aborted" } | { kind: "split" } | { kind: "lost"; error: LeaseLostError };
+
+/** An abortable sleep (resolves early, without throwing, when the signal fires). */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * Processes one lease's range: read a page, give it to the handler, checkpoint only after the handler
+ * succeeded. A failing batch is retried (same batch, so per-key order holds) or, with the dead-letter
+ * policy, written to the dead-letter container after N attempts and skipped.
+ */
+export class PartitionWorker<T> {
+  constructor(
+    private readonly lease: LeaseLink,
+    private readonly monitored: Container,
+    private readonly handler: ChangeFeedHandler<T>,
+    private readonly policy: ErrorPolicy,
+    private readonly start: StartPosition,
+    private readonly feedPollDelay: number,
+    private readonly maxItemCount: number | undefined,
+    private readonly allVersions: boolean,
+    private readonly events: WorkerEvents,
+    private readonly processorName: string,
+  ) {}
+
+  async run(signal: AbortSignal): Promise<WorkerExit> {
+    const reader = new LeaseFeedReader<T>(
+      this.monitored,
+      this.lease.feedRange,
+      this.lease.continuationToken,
+      this.start,
+      this.maxItemCount,
+      this.allVersions,
+    );
+    let checkpointedOnce = this.lease.continuationToken !== null;
+    try {
+      while (!signal.aborted) {
+        let page: FeedPage<T>;
+        try {
+          page = await reader.next();
+        } catch (e) {
+          if (signal.aborted) break;
+          this.events.handlerFailed(this.lease.leaseToken, e, 0);
+          await sleep(this.feedPollDelay, signal);
+          continue;
+        }
+        if (signal.aborted) break;
+        if (page.kind === "gone") return { kind: "split" };
+        if (page.kind === "empty") {
+          // Pin a "now"/"time" start on the first empty read, so a successor does not start later.
+          if (!checkpointedOnce && page.etag) {
+            await this.lease.checkpoint(page.etag);
+            checkpointedOnce = true;
+          }
+          await sleep(this.feedPollDelay, signal);
+          continue;
+        }
+        const delivered = await this.deliver(page.items, signal);
+        if (!delivered) break;
+        await this.lease.checkpoint(page.etag);
+        checkpointedOnce = true;
+        this.events.checkpointed(this.lease.leaseToken, page.etag, page.items.length);
+      }
+      return { kind: "aborted" };
+    } catch (e) {
+      if (e instanceof LeaseLostError) return { kind: "lost", error: e };
+      throw e;
+    }
+  }
+
+  /** Delivers a batch under the error policy; false when aborted before success. */
+  private async deliver(items: T[], signal: AbortSignal): Promise<boolean> {
+    const policy = this.policy;
+    let delay = policy.initialDelay ?? ChangeFeedDefaults.retryInitialDelay;
+    const maxDelay = policy.maxDelay ?? ChangeFeedDefaults.retryMaxDelay;
+    for (let attempt = 1; ; attempt++) {
+      if (signal.aborted) return false;
+      try {
+        await this.handler(items, {
+          leaseToken: this.lease.leaseToken,
+          feedRange: this.lease.feedRange,
+          signal,
+          attempt,
+        });
+        return !signal.aborted;
+      } catch (e) {
+        this.events.handlerFailed(this.lease.leaseToken, e, attempt);
+        if (signal.aborted) return false;
+        if (policy.kind === "deadLetter" && attempt >= policy.maxAttempts) {
+          await this.deadLetter(policy.container, items, e, attempt);
+          this.events.deadLettered(this.lease.leaseToken, items.length);
+          return true;
+        }
+        // Full jitter keeps many failing workers from retrying in lockstep.
+        await sleep(delay / 2 + Math.random() * (delay / 2), signal);
+        delay = Math.min(maxDelay, delay * 2);
+      }
+    }
+  }
+
+  /** One dead-letter document per failed change; a deterministic id makes a repeated write a harmless 409. */
+  private async deadLetter(
+    container: Container,
+    items: T[],
+    error: unknown,
+    attempts: number,
+  ): Promise<void> {
+    const now = new Date().toISOString();
+    for (const item of items) {
+      const doc = item as Record<string, unknown>;
+      const key = JSON.stringify([
+        this.processorName,
+        this.lease.leaseToken,
+        doc.id ?? null,
+        doc._lsn ?? null,
+        doc._etag ?? null,
+      ]);
+      const id = createHash("sha256").update(key).digest("hex").slice(0, 40);
+      try {
+        await container.items.create({
+          id,
+          processor: this.processorName,
+          leaseToken: this.lease.leaseToken,
+          sourceId: doc.id ?? null,
+          sourceLsn: doc._lsn ?? null,
+          error: error instanceof Error ? error.message : String(error),
+          attempts,
+          deadLetteredAt: now,
+          document: item,
+        });
+      } catch (e) {
+        if ((e as { code?: unknown }).code !== 409) throw e;
+      }
+    }
+  }
+}

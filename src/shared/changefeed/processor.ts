@@ -1,0 +1,511 @@
+import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
+import type { Container } from "@azure/cosmos";
+import { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
+import { type Lease, LeaseMode, leasePrefix, newLease } from "./leases/lease.js";
+import { acquireAs, checkpointAs, releaseAs, renewAs } from "./leases/mutations.js";
+import { LeaseLostError, LeaseOperationCounters, LeaseStore } from "./leases/store.js";
+import {
+  ChangeFeedDefaults,
+  type ChangeFeedProcessorOptions,
+  InvalidProcessorOptionsError,
+  type ResolvedOptions,
+  resolveOptions,
+} from "./options.js";
+import type { StartPosition } from "./processing/feed-reader.js";
+import { type ChangeFeedHandler, PartitionWorker, sleep, type WorkerExit } from "./processing/worker.js";
+
+/** Events a processor emits (all carry the lease token). */
+export interface ChangeFeedProcessorEvents {
+  acquired: [leaseToken: string];
+  released: [leaseToken: string];
+  lost: [leaseToken: string, reason: string];
+  checkpointed: [leaseToken: string, continuationToken: string, documents: number];
+  split: [parentToken: string, childTokens: string[]];
+  deadLettered: [leaseToken: string, documents: number];
+  error: [error: unknown, leaseToken: string | undefined];
+}
+
+interface OwnedLease {
+  lease: Lease;
+  /** The owner the lease document is expected to carry (this host, or null while draining on stop). */
+  expectedOwner: string | null;
+  abort: AbortController;
+  done: Promise<void>;
+  /** Serializes this lease's writes (renew vs checkpoint), so they do not 412 each other. */
+  writes: Promise<unknown>;
+}
+
+/**
+ * A change feed processor whose lease container is interchangeable with the .NET one's (and the Azure
+ * Functions trigger's): same documents, same balancing. See docs/changefeed.md.
+ */
+export class ChangeFeedProcessor<
+  T = Record<string, unknown>,
+> extends EventEmitter<ChangeFeedProcessorEvents> {
+  readonly counters = new LeaseOperationCounters();
+  private readonly options: ResolvedOptions;
+  private readonly strategy: LoadBalancingStrategy;
+  private store: LeaseStore | undefined;
+  private readonly owned = new Map<string, OwnedLease>();
+  private lifecycle = new AbortController();
+  private loops: Promise<void>[] = [];
+  private startPosition: StartPosition = { kind: "now" };
+  private state: "stopped" | "starting" | "running" | "stopping" = "stopped";
+
+  constructor(
+    private readonly input: ChangeFeedProcessorOptions & { accountEndpoint?: string },
+    private readonly handler: ChangeFeedHandler<T>,
+  ) {
+    super();
+    this.options = resolveOptions(input, randomUUID);
+    this.strategy =
+      input.balancingStrategy ?? new EqualPartitionsBalancingStrategy(this.options.leaseExpirationInterval);
+  }
+
+  get instanceName(): string {
+    return this.options.instanceName;
+  }
+
+  /** Lease tokens this host currently processes. */
+  ownedLeaseTokens(): string[] {
+    return [...this.owned.values()].filter((o) => o.expectedOwner !== null).map((o) => o.lease.leaseToken);
+  }
+
+  get leaseStore(): LeaseStore {
+    if (!this.store) throw new Error("The processor has not been started.");
+    return this.store;
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== "stopped") throw new Error(`Cannot start a processor that is ${this.state}.`);
+    this.state = "starting";
+    try {
+      this.lifecycle = new AbortController();
+      this.store = await this.createStore();
+      await this.bootstrap();
+      const o = this.options;
+      this.startPosition = o.startFromBeginning
+        ? { kind: "beginning" }
+        : o.startFromTime
+          ? { kind: "time", time: o.startFromTime }
+          : // As .NET >= 3.59: "now" is pinned to the start time (less 1 s), so a restart does not skip changes.
+            { kind: "time", time: new Date(Date.now() - 1000) };
+      await this.balanceOnce();
+      this.loops = [
+        this.loop(o.leaseAcquireInterval, () => this.balanceOnce()),
+        this.loop(o.leaseRenewInterval, () => this.renewDue()),
+      ];
+      this.state = "running";
+    } catch (e) {
+      this.state = "stopped";
+      this.lifecycle.abort();
+      throw e;
+    }
+  }
+
+  private async createStore(): Promise<LeaseStore> {
+    const { monitoredContainer, leaseContainer } = this.input;
+    const [{ resource: coll }, { resource: leaseDef }] = await Promise.all([
+      monitoredContainer.read(),
+      leaseContainer.read(),
+    ]);
+    if (!coll)
+      throw new InvalidProcessorOptionsError(
+        `The monitored container '${monitoredContainer.id}' does not exist.`,
+      );
+    if (!leaseDef)
+      throw new InvalidProcessorOptionsError(`The lease container '${leaseContainer.id}' does not exist.`);
+    const paths = leaseDef.partitionKey?.paths ?? [];
+    const layout = paths[0] === "/id" ? "id" : paths[0] === "/partitionKey" ? "partitionKey" : undefined;
+    if (!layout || paths.length !== 1) {
+      throw new InvalidProcessorOptionsError(
+        "The lease container, if partitioned, must have partition key equal to /id or /partitionKey.",
+      );
+    }
+    const collRid = coll._rid as string;
+    const dbRid = Buffer.from(collRid, "base64").subarray(0, 4).toString("base64");
+    const endpoint =
+      this.input.accountEndpoint ?? (await monitoredContainer.database.client.getWriteEndpoint());
+    const prefix = leasePrefix(this.options.prefix, endpoint, dbRid, collRid);
+    return new LeaseStore(leaseContainer, prefix, layout, this.counters);
+  }
+
+  /** .NET's bootstrap: unless `.info` exists, take `.lock`, create missing leases, write `.info`, drop `.lock`. */
+  private async bootstrap(): Promise<void> {
+    const store = this.leaseStore;
+    const mode = this.options.allVersions ? LeaseMode.AllVersionsAndDeletes : LeaseMode.LatestVersion;
+    const existing = await store.listAll();
+    if (existing.length > 0 && existing[0].mode !== mode) {
+      throw new InvalidProcessorOptionsError(
+        `Switching the change feed mode from '${existing[0].mode}' to '${mode}' is not allowed for the same lease prefix.`,
+      );
+    }
+    while (!(await store.isInitialized())) {
+      const lock = await store.acquireInitLock();
+      if (!lock) {
+        await sleep(
+          Math.min(ChangeFeedDefaults.bootstrapRetryDelay, this.options.leaseAcquireInterval),
+          this.lifecycle.signal,
+        );
+        if (this.lifecycle.signal.aborted) throw new Error("The processor was stopped during bootstrap.");
+        continue;
+      }
+      try {
+        await this.createMissingLeases(mode);
+        await store.markInitialized();
+      } finally {
+        await store.releaseInitLock(lock);
+      }
+    }
+  }
+
+  private async createMissingLeases(mode: LeaseMode): Promise<void> {
+    const store = this.leaseStore;
+    const { resources: ranges } = await this.input.monitoredContainer.readPartitionKeyRanges().fetchAll();
+    const leases = await store.listAll();
+    for (const r of ranges) {
+      const covered = leases.some(
+        (l) =>
+          (l.version === 0 && l.leaseToken === r.id) ||
+          (l.version === 1 &&
+            l.feedRange &&
+            (l.feedRange.min === r.minInclusive || l.feedRange.max === r.maxExclusive)),
+      );
+      if (covered) continue;
+      await store.create(
+        newLease(
+          store.prefix,
+          store.layout,
+          { id: r.id, min: r.minInclusive, max: r.maxExclusive },
+          null,
+          mode,
+        ),
+      );
+    }
+  }
+
+  private loop(intervalMs: number, tick: () => Promise<void>): Promise<void> {
+    const signal = this.lifecycle.signal;
+    return (async () => {
+      while (!signal.aborted) {
+        await sleep(intervalMs, signal);
+        if (signal.aborted) break;
+        try {
+          await tick();
+        } catch (e) {
+          this.report(e, undefined);
+        }
+      }
+    })();
+  }
+
+  /** One balancing round: read all leases, drop what others took, take what the strategy picks. */
+  private async balanceOnce(): Promise<void> {
+    const store = this.leaseStore;
+    const me = this.options.instanceName;
+    const all = await store.listAll();
+    const now = Date.now();
+    const byToken = new Map(all.map((l) => [l.leaseToken, l]));
+    for (const [token, o] of this.owned) {
+      const seen = byToken.get(token);
+      if (o.expectedOwner === me && seen && seen.owner !== me) this.stopLease(token, "stolen");
+    }
+    const toTake = all.filter((l) => l.owner === me && !this.owned.has(l.leaseToken));
+    for (const l of this.strategy.selectLeasesToTake(all, me, now)) {
+      if (!this.owned.has(l.leaseToken) && !toTake.includes(l)) toTake.push(l);
+    }
+    for (const l of toTake) {
+      if (this.lifecycle.signal.aborted) return;
+      try {
+        const ranged = l.feedRange ? l : await this.withFeedRange(l);
+        const acquired = await store.update(ranged, acquireAs(l.owner, me));
+        this.startLease(acquired);
+        this.emit("acquired", acquired.leaseToken);
+      } catch (e) {
+        if (!(e instanceof LeaseLostError)) this.report(e, l.leaseToken);
+      }
+    }
+  }
+
+  /** A lease without FeedRange (V2-library era): look its partition key range up by id, as .NET does on acquire. */
+  private async withFeedRange(lease: Lease): Promise<Lease> {
+    const { resources } = await this.input.monitoredContainer.readPartitionKeyRanges().fetchAll();
+    const r = resources.find((x) => x.id === lease.leaseToken);
+    if (!r)
+      throw new Error(`Lease ${lease.leaseToken} has no FeedRange and no partition key range has that id.`);
+    return { ...lease, feedRange: { min: r.minInclusive, max: r.maxExclusive } };
+  }
+
+  /**
+   * Renews owned leases that are due: a lease is rewritten when fewer than two renew intervals remain before
+   * it would expire, so an idle lease costs one write per (expiration − 2 × renew interval), not one read and
+   * one write per renew interval as in .NET, and a failed renewal still gets a second chance.
+   */
+  private async renewDue(): Promise<void> {
+    const o = this.options;
+    const now = Date.now();
+    for (const [token, owned] of this.owned) {
+      if (owned.expectedOwner !== o.instanceName) continue;
+      if (now - owned.lease.timestampMs + 2 * o.leaseRenewInterval < o.leaseExpirationInterval) continue;
+      try {
+        await this.write(owned, renewAs(o.instanceName));
+      } catch (e) {
+        if (e instanceof LeaseLostError) this.stopLease(token, e.reason);
+        else this.report(e, token);
+      }
+    }
+  }
+
+  /** Applies a mutation to an owned lease through the store (serialized per lease). */
+  private write(owned: OwnedLease, mutate: (l: Lease) => Lease): Promise<Lease> {
+    const run = owned.writes.then(async () => {
+      const next = await this.leaseStore.update(owned.lease, mutate);
+      owned.lease = next;
+      return next;
+    });
+    owned.writes = run.catch(() => undefined);
+    return run;
+  }
+
+  private startLease(lease: Lease): void {
+    const abort = new AbortController();
+    const owned: OwnedLease = {
+      lease,
+      expectedOwner: this.options.instanceName,
+      abort,
+      done: Promise.resolve(),
+      writes: Promise.resolve(),
+    };
+    this.owned.set(lease.leaseToken, owned);
+    const range = lease.feedRange ?? { min: "", max: "FF" };
+    const worker = new PartitionWorker<T>(
+      {
+        leaseToken: lease.leaseToken,
+        feedRange: range,
+        continuationToken: lease.continuationToken,
+        checkpoint: async (etag) => {
+          await this.write(owned, checkpointAs(owned.expectedOwner, etag));
+        },
+      },
+      this.input.monitoredContainer,
+      this.handler,
+      this.options.errorPolicy,
+      this.startPosition,
+      this.options.feedPollDelay,
+      this.options.maxItemsPerInvocation,
+      this.options.allVersions,
+      {
+        checkpointed: (token, etag, n) => this.emit("checkpointed", token, etag, n),
+        handlerFailed: (token, error) => this.report(error, token),
+        deadLettered: (token, n) => this.emit("deadLettered", token, n),
+      },
+      this.store?.prefix ?? "",
+    );
+    owned.done = worker.run(abort.signal).then(
+      (exit) => this.onWorkerExit(owned, exit),
+      (e) => {
+        this.report(e, lease.leaseToken);
+        this.forget(owned);
+      },
+    );
+  }
+
+  private async onWorkerExit(owned: OwnedLease, exit: WorkerExit): Promise<void> {
+    const token = owned.lease.leaseToken;
+    if (exit.kind === "lost") {
+      owned.abort.abort(exit.error);
+      this.forget(owned);
+      this.emit("lost", token, exit.error.reason);
+      return;
+    }
+    if (exit.kind === "split") {
+      try {
+        await this.handleSplit(owned);
+      } catch (e) {
+        this.report(e, token);
+        this.forget(owned);
+      }
+      return;
+    }
+    this.forget(owned);
+  }
+
+  /**
+   * Emits "error" when someone listens; otherwise logs, because an unheard "error" event would throw
+   * out of a background loop.
+   */
+  private report(error: unknown, leaseToken: string | undefined): void {
+    if (this.listenerCount("error") > 0) this.emit("error", error, leaseToken);
+    else
+      console.error(`change feed processor ${this.options.instanceName}, lease ${leaseToken ?? "-"}:`, error);
+  }
+
+  /** Drops a lease from the owned set unless it was re-acquired meanwhile (a new entry). */
+  private forget(owned: OwnedLease): void {
+    if (this.owned.get(owned.lease.leaseToken) === owned) this.owned.delete(owned.lease.leaseToken);
+  }
+
+  /**
+   * The lease's range split: create a lease per child range carrying the parent's last checkpoint (version 0
+   * per child partition, or version-1 EPK tiles for an EPK lease), take them here, delete the parent.
+   */
+  private async handleSplit(owned: OwnedLease): Promise<void> {
+    const store = this.leaseStore;
+    const parent = await store.read(owned.lease);
+    this.forget(owned);
+    if (!parent || parent.owner !== this.options.instanceName) {
+      this.emit("lost", owned.lease.leaseToken, "gone");
+      return;
+    }
+    const range = parent.feedRange ?? { min: "", max: "FF" };
+    const { resources: all } = await this.input.monitoredContainer.readPartitionKeyRanges().fetchAll();
+    const children = all
+      .filter(
+        (r) =>
+          r.minInclusive < range.max &&
+          (range.max === "FF" || r.maxExclusive > range.min) &&
+          r.maxExclusive > range.min,
+      )
+      .sort((a, b) => (a.minInclusive < b.minInclusive ? -1 : 1));
+    if (children.length === 0) throw new Error(`No partition key range overlaps lease ${parent.leaseToken}.`);
+    const created: Lease[] = [];
+    for (let i = 0; i < children.length; i++) {
+      const r = children[i];
+      const child =
+        parent.version === 0
+          ? newLease(
+              store.prefix,
+              store.layout,
+              { id: r.id, min: r.minInclusive, max: r.maxExclusive },
+              parent.continuationToken,
+              parent.mode,
+              parent.properties,
+            )
+          : newLease(
+              store.prefix,
+              store.layout,
+              {
+                min: i === 0 ? range.min : r.minInclusive,
+                max: i === children.length - 1 ? range.max : r.maxExclusive,
+              },
+              parent.continuationToken,
+              parent.mode,
+              parent.properties,
+            );
+      child.owner = this.options.instanceName;
+      const c = await store.create(child);
+      if (c) created.push(c);
+    }
+    await store.delete(parent);
+    this.emit(
+      "split",
+      parent.leaseToken,
+      created.map((c) => c.leaseToken),
+    );
+    for (const c of created) {
+      this.startLease(c);
+      this.emit("acquired", c.leaseToken);
+    }
+  }
+
+  /**
+   * Stops every worker and timer without releasing anything: what a crash looks like to the other hosts
+   * (their balancers take the leases once they expire). For tests and for hosts that are being torn down hard.
+   */
+  async abandon(): Promise<void> {
+    this.lifecycle.abort();
+    for (const o of this.owned.values()) o.abort.abort();
+    await Promise.allSettled([...this.loops, ...[...this.owned.values()].map((o) => o.done)]);
+    this.owned.clear();
+    this.state = "stopped";
+  }
+
+  private stopLease(token: string, reason: string): void {
+    const owned = this.owned.get(token);
+    if (!owned) return;
+    owned.abort.abort(new LeaseLostError(token, "stolen"));
+    this.owned.delete(token);
+    this.emit("lost", token, reason);
+  }
+
+  /**
+   * Stops: releases every lease (Owner null, continuation kept). With a handoff timeout, released leases keep
+   * being processed until another host takes them (or the timeout passes), so the feed does not pause.
+   */
+  async stop(): Promise<void> {
+    if (this.state !== "running") return;
+    this.state = "stopping";
+    this.lifecycle.abort();
+    await Promise.allSettled(this.loops);
+    const me = this.options.instanceName;
+    const others = this.options.handoffTimeout > 0 && (await this.otherLiveOwners()) > 0;
+    const entries = [...this.owned.values()];
+    if (!others) for (const o of entries) o.abort.abort();
+    await Promise.all(
+      entries.map(async (o) => {
+        try {
+          await this.write(o, releaseAs(me));
+          o.expectedOwner = null;
+          this.emit("released", o.lease.leaseToken);
+        } catch (e) {
+          o.abort.abort();
+          if (!(e instanceof LeaseLostError)) this.report(e, o.lease.leaseToken);
+        }
+      }),
+    );
+    if (others) await this.drainUntilTaken(entries);
+    for (const o of entries) o.abort.abort();
+    await Promise.allSettled(entries.map((o) => o.done));
+    this.owned.clear();
+    this.state = "stopped";
+  }
+
+  private async otherLiveOwners(): Promise<number> {
+    try {
+      const all = await this.leaseStore.listAll();
+      const now = Date.now();
+      const owners = new Set(
+        all
+          .filter(
+            (l) =>
+              l.owner &&
+              l.owner !== this.options.instanceName &&
+              l.timestampMs + this.options.leaseExpirationInterval >= now,
+          )
+          .map((l) => l.owner),
+      );
+      return owners.size;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Keeps released leases flowing until each is taken by another host, or the handoff timeout passes. */
+  private async drainUntilTaken(entries: OwnedLease[]): Promise<void> {
+    const deadline = Date.now() + this.options.handoffTimeout;
+    const pending = new Set(entries.filter((o) => !o.abort.signal.aborted));
+    const never = new AbortController().signal;
+    while (pending.size > 0 && Date.now() < deadline) {
+      await sleep(ChangeFeedDefaults.handoffCheckInterval, never);
+      for (const o of [...pending]) {
+        const current = await this.leaseStore.read(o.lease).catch(() => o.lease);
+        if (!current || current.owner !== null) {
+          o.abort.abort();
+          pending.delete(o);
+        }
+      }
+    }
+  }
+}
+
+/** Creates a processor (the three verbs: start, stop, and the handler you give it). */
+export function createChangeFeedProcessor<T = Record<string, unknown>>(
+  options: ChangeFeedProcessorOptions & { accountEndpoint?: string },
+  handler: ChangeFeedHandler<T>,
+): ChangeFeedProcessor<T> {
+  return new ChangeFeedProcessor<T>(options, handler);
+}
+
+export type { ChangeFeedContext, ChangeFeedHandler } from "./processing/worker.js";
+export type { Container };
