@@ -1,5 +1,6 @@
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { estimateLag } from "../../src/shared/changefeed/estimator.js";
 import { InvalidProcessorOptionsError } from "../../src/shared/changefeed/options.js";
 import {
   type ChangeFeedContext,
@@ -451,5 +452,26 @@ describe("splits and .NET leases", () => {
     expect(legacy.LeaseToken).toBe("0");
     const epk = resources.find((l) => l.version === 1) as Record<string, unknown>;
     expect(epk.properties).toEqual({ custom: "kept" });
+  });
+});
+
+describe("estimator", () => {
+  it("reports per-lease lag and owner as .NET computes it", async () => {
+    const { monitored, leases } = await containers(2);
+    await writeDocs(monitored, 0, 30);
+    let handled = 0;
+    const p = host(monitored, leases, "est", async (docs) => {
+      handled += docs.length;
+    });
+    await p.start();
+    await waitFor(() => handled >= 30, 10_000, "30 documents");
+    await p.stop();
+    const idle = await estimateLag({ monitoredContainer: monitored, leaseContainer: leases });
+    expect(idle.map((l) => l.estimatedLag)).toEqual([0, 0]);
+    expect(idle.every((l) => l.owner === null)).toBe(true);
+    await writeDocs(monitored, 30, 25);
+    const behind = await estimateLag({ monitoredContainer: monitored, leaseContainer: leases });
+    expect(behind.reduce((s, l) => s + l.estimatedLag, 0)).toBeGreaterThanOrEqual(25);
+    expect(behind.every((l) => l.estimatedLag > 0)).toBe(true);
   });
 });

@@ -2,9 +2,10 @@ import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { Container } from "@azure/cosmos";
 import { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
-import { type Lease, LeaseMode, leasePrefix, newLease } from "./leases/lease.js";
+import { type Lease, LeaseMode, newLease } from "./leases/lease.js";
 import { acquireAs, checkpointAs, releaseAs, renewAs } from "./leases/mutations.js";
-import { LeaseLostError, LeaseOperationCounters, LeaseStore } from "./leases/store.js";
+import { openLeaseStore } from "./leases/open.js";
+import { LeaseLostError, LeaseOperationCounters, type LeaseStore } from "./leases/store.js";
 import {
   ChangeFeedDefaults,
   type ChangeFeedProcessorOptions,
@@ -104,31 +105,14 @@ export class ChangeFeedProcessor<
     }
   }
 
-  private async createStore(): Promise<LeaseStore> {
-    const { monitoredContainer, leaseContainer } = this.input;
-    const [{ resource: coll }, { resource: leaseDef }] = await Promise.all([
-      monitoredContainer.read(),
-      leaseContainer.read(),
-    ]);
-    if (!coll)
-      throw new InvalidProcessorOptionsError(
-        `The monitored container '${monitoredContainer.id}' does not exist.`,
-      );
-    if (!leaseDef)
-      throw new InvalidProcessorOptionsError(`The lease container '${leaseContainer.id}' does not exist.`);
-    const paths = leaseDef.partitionKey?.paths ?? [];
-    const layout = paths[0] === "/id" ? "id" : paths[0] === "/partitionKey" ? "partitionKey" : undefined;
-    if (!layout || paths.length !== 1) {
-      throw new InvalidProcessorOptionsError(
-        "The lease container, if partitioned, must have partition key equal to /id or /partitionKey.",
-      );
-    }
-    const collRid = coll._rid as string;
-    const dbRid = Buffer.from(collRid, "base64").subarray(0, 4).toString("base64");
-    const endpoint =
-      this.input.accountEndpoint ?? (await monitoredContainer.database.client.getWriteEndpoint());
-    const prefix = leasePrefix(this.options.prefix, endpoint, dbRid, collRid);
-    return new LeaseStore(leaseContainer, prefix, layout, this.counters);
+  private createStore(): Promise<LeaseStore> {
+    return openLeaseStore(
+      this.input.monitoredContainer,
+      this.input.leaseContainer,
+      this.options.prefix,
+      this.counters,
+      this.input.accountEndpoint,
+    );
   }
 
   /** .NET's bootstrap: unless `.info` exists, take `.lock`, create missing leases, write `.info`, drop `.lock`. */

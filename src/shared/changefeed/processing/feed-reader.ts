@@ -12,8 +12,8 @@ export type StartPosition = { kind: "beginning" } | { kind: "time"; time: Date }
 
 /** One page read for a lease's range. */
 export type FeedPage<T> =
-  | { kind: "changes"; items: T[]; etag: string; requestCharge: number }
-  | { kind: "empty"; etag: string | undefined; requestCharge: number }
+  | { kind: "changes"; items: T[]; etag: string; requestCharge: number; sessionToken: string | undefined }
+  | { kind: "empty"; etag: string | undefined; requestCharge: number; sessionToken: string | undefined }
   /** The range was split (or merged) under the iterator: the lease must be replaced by its children. */
   | { kind: "gone" };
 
@@ -96,9 +96,16 @@ export class LeaseFeedReader<T> {
       return { kind: "gone" };
     }
     const etag = entries[0].continuationToken ?? undefined;
+    const sessionToken = res.headers["x-ms-session-token"] as string | undefined;
     if (res.statusCode === 304 || res.result.length === 0) {
-      return { kind: "empty", etag, requestCharge: res.requestCharge };
+      return { kind: "empty", etag, requestCharge: res.requestCharge, sessionToken };
     }
-    return { kind: "changes", items: res.result, etag: etag as string, requestCharge: res.requestCharge };
+    return {
+      kind: "changes",
+      items: res.result,
+      etag: etag as string,
+      requestCharge: res.requestCharge,
+      sessionToken,
+    };
   }
 }

@@ -1,0 +1,67 @@
+import type { Container } from "@azure/cosmos";
+import { openLeaseStore } from "./leases/open.js";
+import { LeaseOperationCounters } from "./leases/store.js";
+import { LeaseFeedReader } from "./processing/feed-reader.js";
+
+export interface LeaseLag {
+  leaseToken: string;
+  /** Changes not yet processed (as .NET estimates it: session LSN − first pending change's LSN + 1). */
+  estimatedLag: number;
+  /** The lease's Owner (null when unowned). */
+  owner: string | null;
+}
+
+export interface EstimatorOptions {
+  monitoredContainer: Container;
+  leaseContainer: Container;
+  leaseContainerPrefix?: string;
+  accountEndpoint?: string;
+}
+
+/** The global LSN of a session token: `0:-1#12345` → 12345, `0:12345` → 12345. */
+export function sessionTokenLsn(token: string | undefined): number | undefined {
+  if (!token) return undefined;
+  const first = token.split(",")[0];
+  const afterColon = first.slice(first.indexOf(":") + 1);
+  const parts = afterColon.split("#");
+  const n = Number(parts.length >= 2 ? parts[1] : parts[0]);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * Per-lease lag and owner, computed the way .NET's ChangeFeedEstimator does: a lease without a continuation
+ * reports 1; otherwise one change (maxItemCount 1) is read from its continuation and the lag is the
+ * range's session LSN minus that change's `_lsn`, plus one (0 when nothing is pending). Never writes leases.
+ */
+export async function estimateLag(options: EstimatorOptions): Promise<LeaseLag[]> {
+  const store = await openLeaseStore(
+    options.monitoredContainer,
+    options.leaseContainer,
+    options.leaseContainerPrefix ?? "",
+    new LeaseOperationCounters(),
+    options.accountEndpoint,
+  );
+  const leases = await store.listAll();
+  return Promise.all(
+    leases.map(async (lease): Promise<LeaseLag> => {
+      const base = { leaseToken: lease.leaseToken, owner: lease.owner };
+      if (!lease.continuationToken || !lease.feedRange) return { ...base, estimatedLag: 1 };
+      const reader = new LeaseFeedReader<{ _lsn?: number }>(
+        options.monitoredContainer,
+        lease.feedRange,
+        lease.continuationToken,
+        { kind: "now" },
+        1,
+        false,
+      );
+      const page = await reader.next();
+      if (page.kind === "gone") return { ...base, estimatedLag: 1 };
+      const sessionLsn = sessionTokenLsn(page.sessionToken);
+      if (sessionLsn === undefined) return { ...base, estimatedLag: 1 };
+      const firstLsn = page.kind === "changes" ? page.items[0]?._lsn : undefined;
+      const last = firstLsn !== undefined ? firstLsn - 1 : sessionLsn;
+      if (last < 0) return { ...base, estimatedLag: 1 };
+      return { ...base, estimatedLag: Math.max(0, sessionLsn - last) };
+    }),
+  );
+}

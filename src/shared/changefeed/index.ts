@@ -1,0 +1,25 @@
+export { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
+export { type EstimatorOptions, estimateLag, type LeaseLag, sessionTokenLsn } from "./estimator.js";
+export {
+  type Lease,
+  type LeaseDocument,
+  LeaseMode,
+  leasePrefix,
+  parseLease,
+  toLeaseDocument,
+} from "./leases/lease.js";
+export { LeaseContainerError } from "./leases/open.js";
+export { LeaseLostError, LeaseOperationCounters, type LeaseOperationKind } from "./leases/store.js";
+export {
+  ChangeFeedDefaults,
+  type ChangeFeedProcessorOptions,
+  type ErrorPolicy,
+  InvalidProcessorOptionsError,
+} from "./options.js";
+export {
+  type ChangeFeedContext,
+  type ChangeFeedHandler,
+  ChangeFeedProcessor,
+  type ChangeFeedProcessorEvents,
+  createChangeFeedProcessor,
+} from "./processor.js";
