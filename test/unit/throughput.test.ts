@@ -5,7 +5,12 @@ import { ThroughputBudget } from "../../src/emulator/ru/throughput.js";
 /** A manual clock (ms): the budget's only dependency on time. */
 function clock() {
   let now = 0;
-  return { now: () => now, advance: (ms: number) => (now += ms) };
+  return {
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
 }
 
 function throttle(b: ThroughputBudget): CosmosError {
