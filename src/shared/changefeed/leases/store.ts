@@ -1,4 +1,6 @@
 import type { Container, ItemDefinition } from "@azure/cosmos";
+import { NotFoundError, PreconditionFailedError, statusOf } from "../../cosmos/errors.js";
+import { deleteIfMatch, replaceIfMatch } from "../../cosmos/occ.js";
 import { infoDocumentId, type Lease, leaseId, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
 
 /** Why a lease was lost. */
@@ -49,14 +51,6 @@ export class LeaseOperationCounters {
 export const MAX_UPDATE_ATTEMPTS = 6;
 /** TTL of the bootstrap `.lock` document (seconds), as .NET. */
 export const INIT_LOCK_TTL_SECONDS = 30;
-
-interface CosmosLikeError {
-  code?: number | string;
-}
-const statusOf = (e: unknown): number | undefined => {
-  const c = (e as CosmosLikeError)?.code;
-  return typeof c === "number" ? c : undefined;
-};
 
 /**
  * The only writer of lease documents. Every write is a replace with If-Match; on 412 the current document is

@@ -1,0 +1,47 @@
+/** Typed errors of the data layer, each with the HTTP status the service used. */
+export class CosmosOperationError extends Error {
+  constructor(
+    message: string,
+    readonly statusCode: number,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Create found an item with the same id and partition key (409). */
+export class AlreadyExistsError extends CosmosOperationError {
+  constructor(readonly id: string) {
+    super(`An item with id '${id}' already exists in this partition.`, 409);
+  }
+}
+
+/** The item does not exist (404). */
+export class NotFoundError extends CosmosOperationError {
+  constructor(readonly id: string) {
+    super(`Item '${id}' does not exist.`, 404);
+  }
+}
+
+/** The item changed since it was read (412 on If-Match). */
+export class PreconditionFailedError extends CosmosOperationError {
+  constructor(readonly id: string) {
+    super(`Item '${id}' was changed by another writer (etag mismatch).`, 412);
+  }
+}
+
+/** An optimistic update kept losing races and gave up (after the last 412). */
+export class ConcurrencyConflictError extends CosmosOperationError {
+  constructor(
+    readonly id: string,
+    readonly attempts: number,
+  ) {
+    super(`Item '${id}' could not be updated: it changed under ${attempts} consecutive attempts.`, 412);
+  }
+}
+
+/** The HTTP status of an error thrown by @azure/cosmos (its `code`), if any. */
+export function statusOf(e: unknown): number | undefined {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === "number" ? code : undefined;
+}
