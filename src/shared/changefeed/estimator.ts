@@ -1,4 +1,5 @@
 import type { Container } from "@azure/cosmos";
+import { sessionTokenLsn } from "../cosmos/session.js";
 import { openLeaseStore } from "./leases/open.js";
 import { LeaseOperationCounters } from "./leases/store.js";
 import { LeaseFeedReader } from "./processing/feed-reader.js";
@@ -16,16 +17,6 @@ export interface EstimatorOptions {
   leaseContainer: Container;
   leaseContainerPrefix?: string;
   accountEndpoint?: string;
-}
-
-/** The global LSN of a session token: `0:-1#12345` → 12345, `0:12345` → 12345. */
-export function sessionTokenLsn(token: string | undefined): number | undefined {
-  if (!token) return undefined;
-  const first = token.split(",")[0];
-  const afterColon = first.slice(first.indexOf(":") + 1);
-  const parts = afterColon.split("#");
-  const n = Number(parts.length >= 2 ? parts[1] : parts[0]);
-  return Number.isFinite(n) ? n : undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
 export { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
-export { type EstimatorOptions, estimateLag, type LeaseLag, sessionTokenLsn } from "./estimator.js";
+export { type EstimatorOptions, estimateLag, type LeaseLag } from "./estimator.js";
 export {
   type Lease,
   type LeaseDocument,

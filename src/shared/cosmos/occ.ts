@@ -14,6 +14,8 @@ export type Stored<T> = T & Resource;
 export interface WriteResult<T> {
   resource: Stored<T>;
   requestCharge: number;
+  /** The write's session token (its LSN orders writes within a physical partition). */
+  sessionToken: string | undefined;
 }
 
 /** Attempts of an optimistic update before ConcurrencyConflictError. */
@@ -31,9 +33,21 @@ export async function createItem<T extends ItemDefinition>(
   container: Container,
   body: T,
 ): Promise<Stored<T>> {
+  return (await createWithResult(container, body)).resource;
+}
+
+/** Like createItem, with the request charge and session token of the write. */
+export async function createWithResult<T extends ItemDefinition>(
+  container: Container,
+  body: T,
+): Promise<WriteResult<T>> {
   try {
     const res = await container.items.create<T>(body);
-    return res.resource as Stored<T>;
+    return {
+      resource: res.resource as Stored<T>,
+      requestCharge: res.requestCharge,
+      sessionToken: res.headers["x-ms-session-token"] as string | undefined,
+    };
   } catch (e) {
     if (statusOf(e) === 409) throw new AlreadyExistsError(String(body.id));
     throw e;
@@ -64,7 +78,11 @@ export async function replaceIfMatch<T extends ItemDefinition>(
     const res = await container
       .item(id, partitionKey)
       .replace<T>(body, { accessCondition: { type: "IfMatch", condition: etag } });
-    return { resource: res.resource as Stored<T>, requestCharge: res.requestCharge };
+    return {
+      resource: res.resource as Stored<T>,
+      requestCharge: res.requestCharge,
+      sessionToken: res.headers["x-ms-session-token"] as string | undefined,
+    };
   } catch (e) {
     const s = statusOf(e);
     if (s === 412) throw new PreconditionFailedError(id);
