@@ -25,7 +25,7 @@ import {
 } from "./routes/resources.js";
 import { RuMeter } from "./ru/meter.js";
 import { Account } from "./store/account.js";
-import { SqlitePersistence } from "./store/persistence.js";
+import type { SqlitePersistence } from "./store/persistence.js";
 
 /** How often expired (TTL) documents are purged in the background (ms). */
 export const DEFAULT_TTL_SWEEP_INTERVAL_MS = 1_000;
@@ -79,9 +79,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const key = options.key ?? WELL_KNOWN_EMULATOR_KEY;
   const auth = new MasterKeyAuth(key);
   const meter = new RuMeter();
-  const persistence = options.dataDir
-    ? new SqlitePersistence(options.dataDir, options.durability)
-    : undefined;
+  // Loaded only when persisting: the in-memory emulator needs no native module.
+  let persistence: SqlitePersistence | undefined;
+  if (options.dataDir) {
+    const sqlite = await import("./store/persistence.js");
+    persistence = new sqlite.SqlitePersistence(options.dataDir, options.durability);
+  }
   const account = new Account({
     rangesPerContainer: options.rangesPerContainer,
     enforceThroughput: options.enforceThroughput ?? true,
