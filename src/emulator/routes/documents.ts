@@ -3,6 +3,7 @@ import { badRequest, CosmosError } from "../errors.js";
 import type { PartitionKeyComponent } from "../partitioning/epk.js";
 import { conditionHolds, parseQuerySpec, runQuery } from "../query/engine.js";
 import { countLeafPaths, patchCharge, pointReadCharge, queryCharge, writeCharge } from "../ru/charges.js";
+import type { OperationKind } from "../ru/meter.js";
 import { Container, canonicalPartitionKey, type Scope, type WriteSet } from "../store/container.js";
 import { applyPatch, type PatchRequest, parsePatchRequest } from "../store/patch.js";
 import type { JsonObject, StoredDoc } from "../store/types.js";
@@ -40,6 +41,17 @@ function indexedPaths(c: Container, body: JsonObject): number {
 
 function chargeFor(c: Container, doc: StoredDoc): number {
   return writeCharge(doc.json.length, indexedPaths(c, doc.body));
+}
+
+/** The answer to a write of one document: the stored version, its headers and charge. */
+function writeReply(
+  c: Container,
+  doc: StoredDoc,
+  status: number,
+  kind: OperationKind,
+  charge = chargeFor(c, doc),
+): Reply {
+  return { status, body: doc.json, headers: docHeaders(c, doc), charge, kind };
 }
 
 /** The partition key the request names in its header, checked against the container definition. */
@@ -83,23 +95,11 @@ export function postDocuments(ctx: RequestContext, c: Container): Reply {
   if (isTrue(ctx, "x-ms-documentdb-is-upsert")) {
     const { doc, created } = ws.upsert(body, { ifMatch: header(ctx, "if-match") });
     c.commit(ws.mutations, ws.nowMs);
-    return {
-      status: created ? 201 : 200,
-      body: doc.json,
-      headers: docHeaders(c, doc),
-      charge: chargeFor(c, doc),
-      kind: "upsert",
-    };
+    return writeReply(c, doc, created ? 201 : 200, "upsert");
   }
   const doc = ws.create(body);
   c.commit(ws.mutations, ws.nowMs);
-  return {
-    status: 201,
-    body: doc.json,
-    headers: docHeaders(c, doc),
-    charge: chargeFor(c, doc),
-    kind: "create",
-  };
+  return writeReply(c, doc, 201, "create");
 }
 
 /** GET/PUT/PATCH/DELETE /docs/{id}. */
@@ -125,26 +125,14 @@ export function documentOperation(ctx: RequestContext, c: Container, id: string)
       const ws = c.beginWrite();
       const doc = ws.replace(key, body, { ifMatch });
       c.commit(ws.mutations, ws.nowMs);
-      return {
-        status: 200,
-        body: doc.json,
-        headers: docHeaders(c, doc),
-        charge: chargeFor(c, doc),
-        kind: "replace",
-      };
+      return writeReply(c, doc, 200, "replace");
     }
     case "PATCH": {
       const patch = parsePatchRequest(jsonBody(ctx));
       const ws = c.beginWrite();
       const doc = patchInto(ws, c, key, patch, ifMatch);
       c.commit(ws.mutations, ws.nowMs);
-      return {
-        status: 200,
-        body: doc.json,
-        headers: docHeaders(c, doc),
-        charge: patchCharge(doc.json.length, indexedPaths(c, doc.body)),
-        kind: "patch",
-      };
+      return writeReply(c, doc, 200, "patch", patchCharge(doc.json.length, indexedPaths(c, doc.body)));
     }
     case "DELETE": {
       const ws = c.beginWrite();

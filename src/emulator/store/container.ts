@@ -14,6 +14,7 @@ import {
   splitPoint,
 } from "../partitioning/epk.js";
 import type { ThroughputBudget } from "../ru/throughput.js";
+import type { SavedChange } from "./persistence.js";
 import {
   ChangeOp,
   type JsonObject,
@@ -476,14 +477,7 @@ export class Container {
   }
 
   /** Rebuilds a saved change (from persistence) into memory, without re-validating it. */
-  restore(saved: {
-    lsn: number;
-    op: ChangeOp;
-    json: string;
-    atMs: number;
-    previousLsn: number;
-    ttlExpired: boolean;
-  }): void {
+  restore(saved: SavedChange): void {
     const body = JSON.parse(saved.json) as JsonObject;
     const pkValues = this.partitionKeyOf(body);
     const pkKey = canonicalPartitionKey(pkValues);
