@@ -130,6 +130,29 @@ describe("lease documents", () => {
     expect(lease0.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
+  it("works with a lease container partitioned by /partitionKey (partitionKey = id, as .NET >= 3.59)", async () => {
+    const { monitored } = await containers(2);
+    const { container: leases } = await db.containers.create({
+      id: uniqueName("pkleases"),
+      partitionKey: { paths: ["/partitionKey"] },
+      defaultTtl: -1,
+    });
+    await writeDocs(monitored, 0, 20);
+    const seen = new Set<string>();
+    const p = host(monitored, leases, "pk-host", async (docs) => {
+      for (const d of docs) seen.add(d.id);
+    });
+    await p.start();
+    await waitFor(() => seen.size === 20, 10_000, "20 documents");
+    await p.stop();
+    const { resources } = await leases.items.query<Record<string, unknown>>("SELECT * FROM c").fetchAll();
+    expect(resources.length).toBe(3); // two leases and .info
+    for (const d of resources) expect(d.partitionKey).toBe(d.id);
+    const lease = resources.find((d) => d.LeaseToken === "0") as Record<string, unknown>;
+    expect(Object.keys(lease).slice(0, 3)).toEqual(["id", "partitionKey", "version"]);
+    expect(lease.ContinuationToken).toMatch(/^"\d+"$/);
+  });
+
   it("rejects invalid option combinations at construction", () => {
     const fake = {} as Container;
     expect(() =>
