@@ -204,8 +204,7 @@ export class ChangeFeedProcessor<
       try {
         const ranged = l.feedRange ? l : await this.withFeedRange(l);
         const acquired = await store.update(ranged, acquireAs(l.owner, me));
-        this.startLease(acquired);
-        this.emit("acquired", acquired.leaseToken);
+        if (this.startLease(acquired)) this.emit("acquired", acquired.leaseToken);
       } catch (e) {
         if (!(e instanceof LeaseLostError)) this.report(e, l.leaseToken);
       }
@@ -252,7 +251,11 @@ export class ChangeFeedProcessor<
     return run;
   }
 
-  private startLease(lease: Lease): void {
+  /** Starts a worker for the lease, unless one already runs for it here (then false: one worker per lease). */
+  private startLease(lease: Lease): boolean {
+    // A split's children are created with Owner = this host before handleSplit starts them, so a balancing
+    // round in between takes them too; a second worker would orphan the first (both deliver every change).
+    if (this.owned.has(lease.leaseToken)) return false;
     const abort = new AbortController();
     const owned: OwnedLease = {
       lease,
@@ -293,6 +296,7 @@ export class ChangeFeedProcessor<
         this.forget(owned);
       },
     );
+    return true;
   }
 
   private async onWorkerExit(owned: OwnedLease, exit: WorkerExit): Promise<void> {
@@ -337,8 +341,8 @@ export class ChangeFeedProcessor<
   private async handleSplit(owned: OwnedLease): Promise<void> {
     const store = this.leaseStore;
     const parent = await store.read(owned.lease);
-    this.forget(owned);
     if (!parent || parent.owner !== this.options.instanceName) {
+      this.forget(owned);
       this.emit("lost", owned.lease.leaseToken, "gone");
       return;
     }
@@ -382,14 +386,15 @@ export class ChangeFeedProcessor<
       if (c) created.push(c);
     }
     await store.delete(parent);
+    // Only now: until the parent is gone, a balancing round must not see it as ours-but-idle and re-take it.
+    this.forget(owned);
     this.emit(
       "split",
       parent.leaseToken,
       created.map((c) => c.leaseToken),
     );
     for (const c of created) {
-      this.startLease(c);
-      this.emit("acquired", c.leaseToken);
+      if (this.startLease(c)) this.emit("acquired", c.leaseToken);
     }
   }
 
