@@ -113,19 +113,20 @@ export class LeaseStore {
       const next = mutate(current);
       const doc = toLeaseDocument(next, this.now());
       try {
-        const res = await this.container
-          .item(current.id, current.partitionKeyValue)
-          .replace(doc as unknown as ItemDefinition, {
-            accessCondition: { type: "IfMatch", condition: current.etag },
-          });
+        const res = await replaceIfMatch(
+          this.container,
+          current.id,
+          current.partitionKeyValue,
+          doc as unknown as ItemDefinition,
+          current.etag,
+        );
         this.counters.add("replace", res.requestCharge);
         return parseLease(res.resource as unknown as Record<string, unknown>);
       } catch (e) {
         this.counters.add("replace", 0);
-        const status = statusOf(e);
-        if (status === 404) throw new LeaseLostError(cached.leaseToken, "gone");
-        if (status === 409) throw new LeaseLostError(cached.leaseToken, "conflict");
-        if (status !== 412) throw e;
+        if (e instanceof NotFoundError) throw new LeaseLostError(cached.leaseToken, "gone");
+        if (statusOf(e) === 409) throw new LeaseLostError(cached.leaseToken, "conflict");
+        if (!(e instanceof PreconditionFailedError)) throw e;
         const fresh = await this.read(current);
         if (!fresh) throw new LeaseLostError(cached.leaseToken, "gone");
         current = fresh;
@@ -185,13 +186,10 @@ export class LeaseStore {
   async releaseInitLock(etag: string): Promise<void> {
     const id = lockDocumentId(this.prefix);
     try {
-      const res = await this.container
-        .item(id, id)
-        .delete({ accessCondition: { type: "IfMatch", condition: etag } });
-      this.counters.add("delete", res.requestCharge);
+      this.counters.add("delete", await deleteIfMatch(this.container, id, id, etag));
     } catch (e) {
       this.counters.add("delete", 0);
-      if (statusOf(e) !== 404 && statusOf(e) !== 412) throw e;
+      if (!(e instanceof NotFoundError) && !(e instanceof PreconditionFailedError)) throw e;
     }
   }
 
