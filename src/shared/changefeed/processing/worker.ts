@@ -34,6 +34,53 @@ export interface WorkerEvents {
 /** Outcome of a worker's run. */
 export type WorkerExit = { kind: "aborted" } | { kind: "split" } | { kind: "lost"; error: LeaseLostError };
 
+/**
+ * Checkpoints off the read path: at most one lease write in flight per lease; while it runs, later etags
+ * replace each other (only the newest matters), so a fast feed costs fewer lease writes, never a stale one.
+ * A failure (lease lost) is kept and rethrown to the worker.
+ */
+export class CoalescingCheckpointer {
+  private pending: { etag: string; documents: number } | undefined;
+  private running: Promise<void> | undefined;
+  private failure: unknown;
+
+  constructor(
+    private readonly write: (etag: string) => Promise<void>,
+    private readonly written: (etag: string, documents: number) => void,
+  ) {}
+
+  submit(etag: string, documents: number): void {
+    this.pending = { etag, documents: (this.pending?.documents ?? 0) + documents };
+    this.running ??= this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.pending && this.failure === undefined) {
+        const next = this.pending;
+        this.pending = undefined;
+        await this.write(next.etag);
+        this.written(next.etag, next.documents);
+      }
+    } catch (e) {
+      this.failure = e;
+      this.pending = undefined;
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  /** Waits until everything submitted is written (or throws what failed). */
+  async flush(): Promise<void> {
+    await this.running;
+    this.throwIfFailed();
+  }
+}
+
 /** An abortable sleep (resolves early, without throwing, when the signal fires). */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -76,9 +123,14 @@ export class PartitionWorker<T> {
       this.maxItemCount,
       this.allVersions,
     );
+    const checkpoints = new CoalescingCheckpointer(
+      (etag) => this.lease.checkpoint(etag),
+      (etag, documents) => this.events.checkpointed(this.lease.leaseToken, etag, documents),
+    );
     let checkpointedOnce = this.lease.continuationToken !== null;
     try {
       while (!signal.aborted) {
+        checkpoints.throwIfFailed();
         let page: FeedPage<T>;
         try {
           page = await reader.next();
@@ -89,11 +141,15 @@ export class PartitionWorker<T> {
           continue;
         }
         if (signal.aborted) break;
-        if (page.kind === "gone") return { kind: "split" };
+        if (page.kind === "gone") {
+          // The children start from the parent's last checkpoint: make sure it is written.
+          await checkpoints.flush();
+          return { kind: "split" };
+        }
         if (page.kind === "empty") {
           // Pin a "now"/"time" start on the first empty read, so a successor does not start later.
           if (!checkpointedOnce && page.etag) {
-            await this.lease.checkpoint(page.etag);
+            checkpoints.submit(page.etag, 0);
             checkpointedOnce = true;
           }
           await sleep(this.feedPollDelay, signal);
@@ -101,10 +157,11 @@ export class PartitionWorker<T> {
         }
         const delivered = await this.deliver(page.items, signal);
         if (!delivered) break;
-        await this.lease.checkpoint(page.etag);
+        // Written in the background while the next page is read; a newer etag supersedes one not yet written.
+        checkpoints.submit(page.etag, page.items.length);
         checkpointedOnce = true;
-        this.events.checkpointed(this.lease.leaseToken, page.etag, page.items.length);
       }
+      await checkpoints.flush();
       return { kind: "aborted" };
     } catch (e) {
       if (e instanceof LeaseLostError) return { kind: "lost", error: e };
