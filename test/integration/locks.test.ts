@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { getEventListeners } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { Container, Database } from "@azure/cosmos";
@@ -165,6 +166,18 @@ describe("TTL lock", () => {
     const again = await a.acquire("w");
     await expect(b.acquire("w", { waitMs: 200 })).rejects.toBeInstanceOf(LockHeldError);
     await again.release();
+  });
+
+  it("leaves no listener on the caller's signal after waiting", async () => {
+    const c = await lockContainer();
+    const held = await new LockClient({ container: c, owner: "a", ttlSeconds: TTL_S }).acquire("l");
+    const shutdown = new AbortController();
+    const b = new LockClient({ container: c, owner: "b", ttlSeconds: TTL_S });
+    await expect(b.acquire("l", { waitMs: 700, signal: shutdown.signal })).rejects.toBeInstanceOf(
+      LockHeldError,
+    );
+    expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
+    await held.release();
   });
 
   it("signals loss before anyone else can acquire (validity window ends before the next grant)", async () => {

@@ -15,8 +15,10 @@ export const LockDefaults = {
   safetyMarginMs: 1_500,
   /** Takeover of an expired-but-unpurged lock waits this much past `_ts + ttl` on the local clock (ms). */
   clockSkewAllowanceMs: 1_000,
-  /** Shortest wait between attempts while waiting for a held lock (ms). */
+  /** First wait between attempts while waiting for a held lock (ms); doubles per attempt. */
   minRetryDelayMs: 50,
+  /** Longest wait between attempts while waiting for a held lock (ms). */
+  maxRetryDelayMs: 1_000,
 } as const;
 
 /** The stored lock document. Partition key: /id (the lock name). */
@@ -195,17 +197,18 @@ export class LockHandle implements AsyncDisposable {
   }
 }
 
+/** Sleeps, resolving early when `signal` aborts; never leaves a listener behind on the caller's signal. */
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve();
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 
 /**
@@ -292,6 +295,7 @@ export class LockClient {
   async acquire(name: string, options: AcquireOptions = {}): Promise<LockHandle> {
     const waitMs = options.waitMs ?? 0;
     const giveUpAt = monotonicNow() + waitMs;
+    let backoff: number = LockDefaults.minRetryDelayMs;
     for (;;) {
       options.signal?.throwIfAborted();
       try {
@@ -300,8 +304,15 @@ export class LockClient {
         if (!(e instanceof LockHeldError)) throw e;
         const left = giveUpAt - monotonicNow();
         if (left <= 0) throw e;
-        const base = Math.max(LockDefaults.minRetryDelayMs, Math.min(e.retryAfterMs, left));
-        await sleep(Math.min(left, base / 2 + Math.random() * (base / 2)), options.signal);
+        // Exponential backoff with jitter, never past the holder's expiry or our deadline: a holder that
+        // releases early is noticed soon, and waiters do not stampede.
+        const cap = Math.max(
+          LockDefaults.minRetryDelayMs,
+          Math.min(e.retryAfterMs, left, LockDefaults.maxRetryDelayMs),
+        );
+        const delay = Math.min(backoff, cap);
+        backoff = Math.min(backoff * 2, LockDefaults.maxRetryDelayMs);
+        await sleep(Math.min(left, delay / 2 + Math.random() * (delay / 2)), options.signal);
       }
     }
   }
