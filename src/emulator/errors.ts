@@ -1,5 +1,8 @@
 /** An error the emulator answers with: HTTP status, Cosmos `code`, optional substatus and headers. */
 export class CosmosError extends Error {
+  /** RU charged for the failed request (set where it is metered). */
+  charge?: number;
+
   constructor(
     readonly status: number,
     readonly code: string,

@@ -23,6 +23,7 @@ import {
   partitionKeyRanges,
   readAccount,
 } from "./routes/resources.js";
+import { RuModel } from "./ru/charges.js";
 import { RuMeter } from "./ru/meter.js";
 import { Account } from "./store/account.js";
 import type { SqlitePersistence } from "./store/persistence.js";
@@ -261,14 +262,24 @@ function dispatch(
     }
   }
   let reply: Reply;
-  if (n === 5) {
-    if (method === "POST") reply = postDocuments(ctx, c);
-    else if (method === "GET") {
-      const aim = headers["a-im"] as string | undefined;
-      reply = aim ? changeFeed(ctx, c, aim) : readFeed(ctx, c);
-    } else throw methodNotAllowed(ctx);
-  } else {
-    reply = documentOperation(ctx, c, segments[5]);
+  try {
+    if (n === 5) {
+      if (method === "POST") reply = postDocuments(ctx, c);
+      else if (method === "GET") {
+        const aim = headers["a-im"] as string | undefined;
+        reply = aim ? changeFeed(ctx, c, aim) : readFeed(ctx, c);
+      } else throw methodNotAllowed(ctx);
+    } else {
+      reply = documentOperation(ctx, c, segments[5]);
+    }
+  } catch (e) {
+    // The service charges failed requests too (a 409 or 412 still costs RU).
+    if (e instanceof CosmosError) {
+      e.charge = RuModel.failedRequest;
+      budget?.charge(e.charge);
+      meter.record(c.meterName, kindGuess(method, n), e.charge);
+    }
+    throw e;
   }
   const charge = reply.charge ?? 0;
   budget?.charge(charge);
@@ -301,7 +312,7 @@ function errorReply(e: unknown, activityId: string): Reply {
       status: e.status,
       body: { code: e.code, message: `${e.message}\r\nActivityId: ${activityId}` },
       headers,
-      charge: 0,
+      charge: e.charge ?? 0,
     };
   }
   console.error("emulator: internal error:", e);

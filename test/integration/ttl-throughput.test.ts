@@ -118,6 +118,11 @@ describe("request units and provisioned throughput", () => {
     const meter = t.emulator.meter.snapshot()[`${db.id}/${container.id}`];
     expect(meter.create?.count).toBe(2);
     expect(meter.read?.ru).toBe(1 + Math.ceil(bigBytes / 1024));
+    // A failed request is charged too (as the service does), and metered.
+    const miss = await container.item("missing", "a").read();
+    expect(miss.statusCode).toBe(404);
+    expect(miss.requestCharge).toBe(RuModel.failedRequest);
+    expect(t.emulator.meter.snapshot()[`${db.id}/${container.id}`].read?.count).toBe(3);
   });
 
   it("answers 429 with x-ms-retry-after-ms above the budget, and the SDK's retry then succeeds", async () => {

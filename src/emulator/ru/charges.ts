@@ -21,6 +21,8 @@ export const RuModel = {
   changeFeedPerDocument: 0.5,
   /** Change feed poll that finds nothing (304). */
   changeFeedEmpty: 1,
+  /** A data-plane request that failed (404, 409, 412, 400 …) after being admitted. */
+  failedRequest: 1,
   /** Metadata reads (account, databases, containers, partition key ranges); never throttled. */
   metadata: 1,
 } as const;
