@@ -241,10 +241,12 @@ export class ChangeFeedProcessor<
   }
 
   /** Applies a mutation to an owned lease through the store (serialized per lease). */
-  private write(owned: OwnedLease, mutate: (l: Lease) => Lease): Promise<Lease> {
+  private write(owned: OwnedLease, mutate: (l: Lease) => Lease, after?: () => void): Promise<Lease> {
     const run = owned.writes.then(async () => {
       const next = await this.leaseStore.update(owned.lease, mutate);
       owned.lease = next;
+      // Runs before the next queued write starts (e.g. a checkpoint queued behind a release sees Owner null).
+      after?.();
       return next;
     });
     owned.writes = run.catch(() => undefined);
@@ -272,7 +274,8 @@ export class ChangeFeedProcessor<
         feedRange: range,
         continuationToken: lease.continuationToken,
         checkpoint: async (etag) => {
-          await this.write(owned, checkpointAs(owned.expectedOwner, etag));
+          // The expected owner is read when the write runs, not when it is queued (a release may come first).
+          await this.write(owned, (l) => checkpointAs(owned.expectedOwner, etag)(l));
         },
       },
       this.input.monitoredContainer,
@@ -434,8 +437,9 @@ export class ChangeFeedProcessor<
     await Promise.all(
       entries.map(async (o) => {
         try {
-          await this.write(o, releaseAs(me));
-          o.expectedOwner = null;
+          await this.write(o, releaseAs(me), () => {
+            o.expectedOwner = null;
+          });
           this.emit("released", o.lease.leaseToken);
         } catch (e) {
           o.abort.abort();
