@@ -36,6 +36,7 @@ import { RANGE_COUNT_HEADER } from "../src/emulator/index.js";
 import { ChangeFeedDefaults } from "../src/shared/changefeed/options.js";
 import type { ChangeFeedProcessor } from "../src/shared/changefeed/processor.js";
 import type { HandledRow, HostConfig, ToChild, ToParent } from "./changefeed.child.js";
+import { envNumber, median, percentile } from "./lib/stats.js";
 
 /**
  * BENCH_PROCESSOR_MODULE=/abs/path/processor.ts benchmarks another build of the processor (to A/B a fix); the
@@ -52,14 +53,6 @@ const CHILD = join(HERE, "changefeed.child.ts");
 const RESULTS_DIR = join(HERE, "results");
 const RESULTS_FILE = join(RESULTS_DIR, "changefeed.json");
 const DB = "bench";
-
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number; got '${raw}'`);
-  return n;
-}
 
 const leaseScale = envNumber("BENCH_LEASE_SCALE", 10);
 /** The processor's default lease intervals divided by BENCH_LEASE_SCALE (phases 3–5). */
@@ -105,19 +98,6 @@ const config = {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const round1 = (n: number) => Math.round(n * 10) / 10;
 const round2 = (n: number) => Math.round(n * 100) / 100;
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-/** Nearest-rank percentile of unsorted values. */
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-}
 
 async function waitFor(
   cond: () => boolean | Promise<boolean>,

@@ -26,6 +26,7 @@ import {
   StatusCodes,
 } from "@azure/cosmos";
 import type { ChildMessage, ParentMessage, ServerKind } from "./emulator.server.js";
+import { envNumber, median } from "./lib/stats.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..");
@@ -34,14 +35,6 @@ const RESULTS_FILE = join(RESULTS_DIR, "emulator.json");
 /** Raw profile (gitignored: bench/results/*.cpuprofile); open it in Chrome DevTools or VS Code. */
 const PROFILE_FILE = join(RESULTS_DIR, "emulator-server.cpuprofile");
 const KEY = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
-
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number; got '${raw}'`);
-  return n;
-}
 
 const config = {
   /** Measured slices per server and operation; slices alternate ours/vercel in pairs. */
@@ -300,12 +293,6 @@ function sleep(ms: number): Promise<void> {
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
-}
-
-function median(values: readonly number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 const round1 = (x: number): number => Math.round(x * 10) / 10;

@@ -34,19 +34,12 @@ import {
   type LockHandle,
   LockHeldError,
 } from "../src/shared/locks/lock.js";
+import { envNumber, median, percentile } from "./lib/stats.js";
 import type { MeterSnapshot, ToChild, ToParent } from "./locks.server.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..");
 const RESULTS_FILE = join(HERE, "results", "locks.json");
-
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number; got '${raw}'`);
-  return n;
-}
 
 const config = {
   /** Scenario 1: rounds (each contender's operations interleaved within a round). */
@@ -93,20 +86,6 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
 const round1 = (n: number): number => Math.round(n * 10) / 10;
 const round2 = (n: number): number => Math.round(n * 100) / 100;
 const round3 = (n: number): number => Math.round(n * 1000) / 1000;
-
-/** Nearest-rank percentile of an unsorted sample. */
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
-function medianExact(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 function machineBusyMs(): number {
   let busy = 0;
@@ -393,11 +372,11 @@ async function latencyScenario(emu: EmulatorProcess, locksC: Container) {
   const summary = (name: string) => {
     const s = rounds.filter((x) => x.contender === name);
     return {
-      p50Ms: round3(medianExact(s.map((x) => x.p50Ms))),
-      p99Ms: round3(medianExact(s.map((x) => x.p99Ms))),
-      firstHalfP50Ms: round3(medianExact(s.map((x) => x.firstHalfP50Ms))),
-      secondHalfP50Ms: round3(medianExact(s.map((x) => x.secondHalfP50Ms))),
-      clientCpuUsPerOp: Math.round(medianExact(s.map((x) => x.clientCpuUsPerOp))),
+      p50Ms: round3(median(s.map((x) => x.p50Ms))),
+      p99Ms: round3(median(s.map((x) => x.p99Ms))),
+      firstHalfP50Ms: round3(median(s.map((x) => x.firstHalfP50Ms))),
+      secondHalfP50Ms: round3(median(s.map((x) => x.secondHalfP50Ms))),
+      clientCpuUsPerOp: Math.round(median(s.map((x) => x.clientCpuUsPerOp))),
       pooledP99Ms: round3(percentile(pooled[name], 99)),
       pooledP999Ms: round3(percentile(pooled[name], 99.9)),
       block: blocks[name],
@@ -410,7 +389,7 @@ async function latencyScenario(emu: EmulatorProcess, locksC: Container) {
       const b = rounds.find((s) => s.round === round && s.contender === base);
       if (l && b) per.push(l[field] / b[field]);
     }
-    return round3(medianExact(per));
+    return round3(median(per));
   };
   const ratioP50 = ratio("p50Ms");
   const ratioP99 = ratio("p99Ms");
@@ -595,15 +574,15 @@ async function throughputScenario(emu: EmulatorProcess, locksC: Container, dataC
   const summary = (name: string) => {
     const s = slices.filter((x) => x.contender === name);
     return {
-      opsPerSec: Math.round(medianExact(s.map((x) => x.opsPerSec))),
-      p50Ms: round2(medianExact(s.map((x) => x.p50Ms))),
-      p99Ms: round2(medianExact(s.map((x) => x.p99Ms))),
-      requestsPerOp: round2(medianExact(s.map((x) => x.requestsPerOp as number))),
-      lockRuPerOp: round2(medianExact(s.map((x) => x.lockRuPerOp as number))),
-      dataRuPerOp: round2(medianExact(s.map((x) => x.dataRuPerOp as number))),
-      serverCpuUsPerOp: Math.round(medianExact(s.map((x) => x.serverCpuUsPerOp as number))),
-      clientCpuUsPerOp: Math.round(medianExact(s.map((x) => x.clientCpuUsPerOp as number))),
-      otherCpuCores: round2(medianExact(s.map((x) => x.otherCpuCores as number))),
+      opsPerSec: Math.round(median(s.map((x) => x.opsPerSec))),
+      p50Ms: round2(median(s.map((x) => x.p50Ms))),
+      p99Ms: round2(median(s.map((x) => x.p99Ms))),
+      requestsPerOp: round2(median(s.map((x) => x.requestsPerOp as number))),
+      lockRuPerOp: round2(median(s.map((x) => x.lockRuPerOp as number))),
+      dataRuPerOp: round2(median(s.map((x) => x.dataRuPerOp as number))),
+      serverCpuUsPerOp: Math.round(median(s.map((x) => x.serverCpuUsPerOp as number))),
+      clientCpuUsPerOp: Math.round(median(s.map((x) => x.clientCpuUsPerOp as number))),
+      otherCpuCores: round2(median(s.map((x) => x.otherCpuCores as number))),
       responsesPerOp: s[s.length - 1].responsesPerOp,
     };
   };
@@ -617,7 +596,7 @@ async function throughputScenario(emu: EmulatorProcess, locksC: Container, dataC
     }
     return per;
   };
-  const slowdown = (a: string, b: string) => round3(medianExact(perRound(a, b)));
+  const slowdown = (a: string, b: string) => round3(median(perRound(a, b)));
   const range = (a: string, b: string): [number, number] => {
     const per = perRound(a, b);
     return [round3(Math.min(...per)), round3(Math.max(...per))];
@@ -771,7 +750,7 @@ async function contentionScenario(emu: EmulatorProcess, locksC: Container, varia
     lockBusyFraction: round3(busyMs / (measuredSeconds * 1000)),
     perContender: {
       min: sortedCounts[0],
-      median: medianExact(counts),
+      median: median(counts),
       max: sortedCounts[sortedCounts.length - 1],
       zero: counts.filter((c) => c === 0).length,
       topShare: round3(sortedCounts[sortedCounts.length - 1] / Math.max(1, total)),
