@@ -18,7 +18,7 @@
  * BENCH_IDLE_WINDOW_S (60), BENCH_PHASES (1,2,3,4,5: a subset runs only those and leaves the JSON alone).
  */
 import { type ChildProcess, execSync, fork } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -36,7 +36,7 @@ import { RANGE_COUNT_HEADER } from "../src/emulator/index.js";
 import { ChangeFeedDefaults } from "../src/shared/changefeed/options.js";
 import type { ChangeFeedProcessor } from "../src/shared/changefeed/processor.js";
 import type { HandledRow, HostConfig, ToChild, ToParent } from "./changefeed.child.js";
-import { envNumber, median, percentile } from "./lib/stats.js";
+import { envNumber, machineFacts, median, percentile } from "./lib/stats.js";
 
 /**
  * BENCH_PROCESSOR_MODULE=/abs/path/processor.ts benchmarks another build of the processor (to A/B a fix); the
@@ -978,12 +978,6 @@ function git(args: string): string {
   }
 }
 
-function packageVersion(name: string): string {
-  return (
-    JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }
-  ).version;
-}
-
 /** Losses the stopping host reported for a released lease before the survivor had acquired it. */
 function prematureLosses(t: {
   victimLeaseEvents?: { event: string; token: string; afterMs: number; reason?: string }[];
@@ -1107,15 +1101,8 @@ const phases = new Set(
 async function main(): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const began = Date.now();
-  const cpus = os.cpus();
   const machine = {
-    cpuModel: cpus[0]?.model ?? "unknown",
-    cpuCount: cpus.length,
-    totalMemoryGb: round1(os.totalmem() / 2 ** 30),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-    azureCosmos: packageVersion("@azure/cosmos"),
-    date: new Date().toISOString(),
+    ...machineFacts(ROOT),
     /** 1-minute load average at start and end: > 0 before we start means something else shares the cores. */
     loadAverage1mAtStart: round2(os.loadavg()[0]),
     loadAverage1mAtEnd: 0,

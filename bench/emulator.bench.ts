@@ -26,7 +26,7 @@ import {
   StatusCodes,
 } from "@azure/cosmos";
 import type { ChildMessage, ParentMessage, ServerKind } from "./emulator.server.js";
-import { envNumber, median } from "./lib/stats.js";
+import { envNumber, machineFacts, median, packageVersion } from "./lib/stats.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..");
@@ -734,24 +734,12 @@ async function drainChangeFeed(container: Container) {
 
 // ---------------------------------------------------------------------------------------------------
 
-function packageVersion(name: string): string {
-  const file = join(ROOT, "node_modules", name, "package.json");
-  return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
-}
-
 async function main(): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const began = Date.now();
-  const cpus = os.cpus();
   const machine = {
-    cpuModel: cpus[0]?.model ?? "unknown",
-    cpuCount: cpus.length,
-    totalMemoryGb: round1(os.totalmem() / 2 ** 30),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-    azureCosmos: packageVersion("@azure/cosmos"),
-    vercelCosmosdbServer: packageVersion("@vercel/cosmosdb-server"),
-    date: new Date().toISOString(),
+    ...machineFacts(ROOT),
+    vercelCosmosdbServer: packageVersion(ROOT, "@vercel/cosmosdb-server"),
   };
   const docBytes = Buffer.byteLength(JSON.stringify(makeDoc("w0-0", 0)));
   console.log(
