@@ -2,26 +2,14 @@ import { badRequest } from "../errors.js";
 import { changeFeedCharge } from "../ru/charges.js";
 import { type Container, DEFAULT_CHANGE_FEED_PAGE, type FeedStart, type Scope } from "../store/container.js";
 import { ChangeOp, type LogEntry } from "../store/types.js";
-import { header, maxItemCount, type Reply, type RequestContext } from "./context.js";
+import { header, maxItemCount, type Reply, type RequestContext, requestScope } from "./context.js";
 
 export const LATEST_VERSION_FEED = "incremental feed";
 export const ALL_VERSIONS_FEED = "full-fidelity feed";
 
 function scopeOf(ctx: RequestContext, c: Container): Scope {
-  const rangeHeader = header(ctx, "x-ms-documentdb-partitionkeyrangeid");
-  const startEpk = header(ctx, "x-ms-start-epk");
-  const endEpk = header(ctx, "x-ms-end-epk");
-  if (rangeHeader !== undefined) {
-    const range = c.rangeById(rangeHeader.slice(rangeHeader.lastIndexOf(",") + 1));
-    return { ranges: [range], epkMin: startEpk, epkMax: endEpk };
-  }
-  const pk = header(ctx, "x-ms-documentdb-partitionkey");
-  if (pk !== undefined) return c.scopeForPartitionKey(c.parsePartitionKeyHeader(pk));
-  if (startEpk !== undefined && endEpk !== undefined) {
-    return { ranges: c.rangesOverlapping(startEpk, endEpk), epkMin: startEpk, epkMax: endEpk };
-  }
   // No range named: the whole container (LSN order across ranges).
-  return { ranges: c.ranges };
+  return requestScope(ctx, c) ?? { ranges: c.ranges };
 }
 
 /** Parses If-None-Match / If-Modified-Since into where to start. `undefined` = start from now. */

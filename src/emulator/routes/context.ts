@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { badRequest } from "../errors.js";
 import type { OperationKind } from "../ru/meter.js";
 import type { Account } from "../store/account.js";
+import type { Container, PhysicalRange, Scope } from "../store/container.js";
 
 /** Everything a route handler sees of one request. */
 export interface RequestContext {
@@ -59,4 +60,26 @@ export function maxItemCount(ctx: RequestContext, fallback: number): number {
     throw badRequest(`x-ms-max-item-count must be a positive integer or -1; got '${raw}'.`);
   }
   return n === -1 ? fallback : n;
+}
+
+/** The range named by x-ms-documentdb-partitionkeyrangeid (`id` or `collRid,id`); 410/1002 if split away. */
+export function requestedRange(ctx: RequestContext, c: Container): PhysicalRange | undefined {
+  const raw = header(ctx, "x-ms-documentdb-partitionkeyrangeid");
+  return raw === undefined ? undefined : c.rangeById(raw.slice(raw.lastIndexOf(",") + 1));
+}
+
+/**
+ * What a query, read feed or change feed request reads: a range (± an EPK window), a logical partition or
+ * hierarchical-key prefix, an EPK window, or — undefined — the whole container.
+ */
+export function requestScope(ctx: RequestContext, c: Container): Scope | undefined {
+  const min = header(ctx, "x-ms-start-epk");
+  const max = header(ctx, "x-ms-end-epk");
+  const range = requestedRange(ctx, c);
+  if (range) return { ranges: [range], epkMin: min, epkMax: max };
+  const pk = header(ctx, "x-ms-documentdb-partitionkey");
+  if (pk !== undefined) return c.scopeForPartitionKey(c.parsePartitionKeyHeader(pk));
+  if (min !== undefined && max !== undefined)
+    return { ranges: c.rangesOverlapping(min, max), epkMin: min, epkMax: max };
+  return undefined;
 }

@@ -4,7 +4,7 @@ import type { PartitionKeyComponent } from "../partitioning/epk.js";
 import { conditionHolds, parseQuerySpec, runQuery } from "../query/engine.js";
 import { countLeafPaths, patchCharge, pointReadCharge, queryCharge, writeCharge } from "../ru/charges.js";
 import type { OperationKind } from "../ru/meter.js";
-import { Container, canonicalPartitionKey, type Scope, type WriteSet } from "../store/container.js";
+import { Container, canonicalPartitionKey, type WriteSet } from "../store/container.js";
 import { applyPatch, type PatchRequest, parsePatchRequest } from "../store/patch.js";
 import type { JsonObject, StoredDoc } from "../store/types.js";
 import {
@@ -15,6 +15,8 @@ import {
   maxItemCount,
   type Reply,
   type RequestContext,
+  requestedRange,
+  requestScope,
 } from "./context.js";
 
 const PK_HEADER = "x-ms-documentdb-partitionkey";
@@ -229,23 +231,6 @@ function queryPlan(ctx: RequestContext): Reply {
   };
 }
 
-/** Which documents a query or read feed sees: a logical partition, a range (± EPK window) or everything. */
-function readScope(ctx: RequestContext, c: Container): Scope | undefined {
-  const rangeHeader = header(ctx, "x-ms-documentdb-partitionkeyrangeid");
-  if (rangeHeader !== undefined) {
-    const id = rangeHeader.includes(",") ? rangeHeader.slice(rangeHeader.lastIndexOf(",") + 1) : rangeHeader;
-    const range = c.rangeById(id);
-    return { ranges: [range], epkMin: header(ctx, "x-ms-start-epk"), epkMax: header(ctx, "x-ms-end-epk") };
-  }
-  const pk = headerPartitionKey(ctx, c);
-  if (pk) return c.scopeForPartitionKey(pk);
-  const min = header(ctx, "x-ms-start-epk");
-  const max = header(ctx, "x-ms-end-epk");
-  if (min !== undefined && max !== undefined)
-    return { ranges: c.rangesOverlapping(min, max), epkMin: min, epkMax: max };
-  return undefined;
-}
-
 function query(ctx: RequestContext, c: Container): Reply {
   const spec = parseQuerySpec(jsonBody(ctx));
   const pageSize = maxItemCount(ctx, DEFAULT_QUERY_PAGE);
@@ -263,7 +248,7 @@ function query(ctx: RequestContext, c: Container): Reply {
     if (snap && snap.expiresAt > now) {
       results = snap.results;
     } else {
-      const docs = c.documentsIn(readScope(ctx, c));
+      const docs = c.documentsIn(requestScope(ctx, c));
       scanned = docs.length;
       results = runQuery(
         spec,
@@ -271,7 +256,7 @@ function query(ctx: RequestContext, c: Container): Reply {
       );
     }
   } else {
-    const docs = c.documentsIn(readScope(ctx, c));
+    const docs = c.documentsIn(requestScope(ctx, c));
     scanned = docs.length;
     results = runQuery(
       spec,
@@ -325,7 +310,7 @@ export function readFeed(ctx: RequestContext, c: Container): Reply {
   const offset = token === undefined ? 0 : Number(token);
   if (!Number.isInteger(offset) || offset < 0)
     throw badRequest(`The continuation token '${token}' is not valid.`);
-  const docs = c.documentsIn(readScope(ctx, c));
+  const docs = c.documentsIn(requestScope(ctx, c));
   const page = docs.slice(offset, offset + pageSize);
   const headers: Record<string, string> = { "x-ms-content-path": c.rid };
   if (offset + page.length < docs.length) headers["x-ms-continuation"] = String(offset + page.length);
@@ -463,9 +448,7 @@ function batch(ctx: RequestContext, c: Container): Reply {
     throw badRequest(`A batch can have at most ${MAX_BATCH_OPERATIONS} operations; got ${ops.length}.`);
   }
   const atomic = header(ctx, "x-ms-cosmos-batch-atomic")?.toLowerCase() !== "false";
-  const rangeHeader = header(ctx, "x-ms-documentdb-partitionkeyrangeid");
-  const range =
-    rangeHeader !== undefined ? c.rangeById(rangeHeader.slice(rangeHeader.lastIndexOf(",") + 1)) : undefined;
+  const range = requestedRange(ctx, c);
   const headers: Record<string, string> = { "x-ms-content-path": c.rid, "x-ms-alt-content-path": c.link };
   if (atomic) {
     const pk = requirePartitionKey(ctx, c);
