@@ -62,13 +62,6 @@ export class RuMeter {
     return out;
   }
 
-  /** Total RU charged to one container (all kinds). */
-  totalRu(container: string): number {
-    let sum = 0;
-    for (const e of this.byContainer.get(container)?.values() ?? []) sum += e.ru;
-    return Math.round(sum * 100) / 100;
-  }
-
   reset(): void {
     this.byContainer.clear();
   }

@@ -210,10 +210,6 @@ export class Account {
     this.options.persistence?.deleteContainer(c.rid);
   }
 
-  throughputOf(c: Container): Throughput | undefined {
-    return this.savedThroughput.get(c) ?? this.databases.get(c.databaseId)?.throughput;
-  }
-
   private readonly savedThroughput = new WeakMap<Container, Throughput>();
 
   private budgetFor(t: Throughput | undefined): ThroughputBudget | undefined {

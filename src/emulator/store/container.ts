@@ -310,10 +310,6 @@ export class Container {
 
   // ---------------------------------------------------------------- reads
 
-  isVisible(doc: StoredDoc, nowMs: number): boolean {
-    return doc.expiresAtMs > nowMs;
-  }
-
   /** The current version of a document, unless TTL already expired it. */
   getLive(key: string, nowMs = this.hooks.now()): StoredDoc | undefined {
     const d = this.docs.get(key);

@@ -170,13 +170,3 @@ export function applyPatch(doc: JsonObject, operations: PatchOperation[]): JsonO
   }
   return out;
 }
-
-/** First path segment of every operation (to refuse patching id, system properties or the partition key). */
-export function touchedTopLevelPaths(operations: PatchOperation[]): string[] {
-  const out: string[] = [];
-  for (const op of operations) {
-    out.push(op.path);
-    if (op.from) out.push(op.from);
-  }
-  return out;
-}

@@ -1,7 +1,7 @@
 import type { Container, ItemDefinition } from "@azure/cosmos";
 import { NotFoundError, PreconditionFailedError, statusOf } from "../../cosmos/errors.js";
 import { deleteIfMatch, replaceIfMatch } from "../../cosmos/occ.js";
-import { infoDocumentId, type Lease, leaseId, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
+import { infoDocumentId, type Lease, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
 
 /** Why a lease was lost. */
 export type LeaseLostReason = "stolen" | "gone" | "released" | "conflict" | "retries-exhausted";
@@ -191,9 +191,5 @@ export class LeaseStore {
       this.counters.add("delete", 0);
       if (!(e instanceof NotFoundError) && !(e instanceof PreconditionFailedError)) throw e;
     }
-  }
-
-  leaseIdFor(token: string): string {
-    return leaseId(this.prefix, token);
   }
 }
