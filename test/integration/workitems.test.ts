@@ -93,6 +93,7 @@ describe("work items with embedded leases", () => {
     const c = await jobs(120);
     const claims: { id: string; worker: string; from: number; to: number }[] = [];
     const done = new Set<string>();
+    const stalled = new Set<string>();
     await Promise.all(
       Array.from({ length: 8 }, async (_, w) => {
         // Short leases: some claims lapse (the worker "stalls") and must be re-claimable by others.
@@ -113,7 +114,12 @@ describe("work items with embedded leases", () => {
               from: lease.leasedAt,
               to: lease.leasedAt + lease.leaseDuration,
             });
-            if ((job.payload + w) % 11 === 0) continue; // stall: let the lease lapse, never finish it
+            // Stall once per item (let the lease lapse, never finish it): stalling on every claim could let the
+            // last worker left re-claim its own stalled item forever.
+            if ((job.payload + w) % 11 === 0 && !stalled.has(job.id)) {
+              stalled.add(job.id);
+              continue;
+            }
             try {
               await store.transition(job, "done");
               done.add(job.id);
@@ -125,6 +131,7 @@ describe("work items with embedded leases", () => {
       }),
     );
     expect(done.size).toBe(120);
+    expect(stalled.size).toBeGreaterThan(0);
     const byItem = new Map<string, typeof claims>();
     for (const cl of claims) byItem.set(cl.id, [...(byItem.get(cl.id) ?? []), cl]);
     for (const [id, list] of byItem) {
