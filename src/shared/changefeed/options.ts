@@ -20,6 +20,13 @@ export const ChangeFeedDefaults = {
   retryMaxDelay: 30_000,
   /** Wait between attempts to take the bootstrap lock held by another host (ms); .NET uses 15 s. */
   bootstrapRetryDelay: 15_000,
+  /**
+   * Watch slot: hosts take turns reading the lease container's change feed, one host per slot, so released
+   * leases are noticed within about one slot and the container is read once per slot in total (ms).
+   */
+  leaseWatchInterval: 1_000,
+  /** A stopping host releases a successor's leases this long before the successor's watch slot (ms). */
+  handoffLead: 150,
   /** On stop, how often a draining host checks whether a successor took its released leases (ms). */
   handoffCheckInterval: 250,
 } as const;
@@ -53,6 +60,13 @@ export interface ChangeFeedProcessorOptions {
   leaseAcquireInterval?: number;
   leaseExpirationInterval?: number;
   feedPollDelay?: number;
+  /**
+   * Hosts take turns reading the lease container's change feed, one per slot of this length (ms), so a lease
+   * released by a stopping host is taken by its successor within about one slot; the container is read about
+   * once per slot in total, whatever the number of hosts. A host alone reads it every leaseAcquireInterval.
+   * 0 = no watch: every host reads it once per leaseAcquireInterval (the cost of .NET's listing). Default 1000.
+   */
+  leaseWatchInterval?: number;
   /** Page size of change feed reads (documents per handler call). Default: the service's (100 on the emulator). */
   maxItemsPerInvocation?: number;
   /** For leases without a continuation: start from the beginning of the feed. */
@@ -79,6 +93,7 @@ export interface ResolvedOptions {
   leaseAcquireInterval: number;
   leaseExpirationInterval: number;
   feedPollDelay: number;
+  leaseWatchInterval: number;
   maxItemsPerInvocation: number | undefined;
   startFromBeginning: boolean;
   startFromTime: Date | undefined;
@@ -163,6 +178,12 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
       `leaseContainerPrefix '${prefix}' must not contain '/', '\\', '?' or '#'.`,
     );
   }
+  const watch = o.leaseWatchInterval ?? ChangeFeedDefaults.leaseWatchInterval;
+  if (typeof watch !== "number" || !Number.isFinite(watch) || watch < 0) {
+    throw new InvalidProcessorOptionsError(
+      `leaseWatchInterval must be 0 (off) or a positive number of milliseconds; got ${String(o.leaseWatchInterval)}.`,
+    );
+  }
   const handoff = o.handoffTimeout ?? acquire + 2_000;
   if (!Number.isFinite(handoff) || handoff < 0) {
     throw new InvalidProcessorOptionsError(`handoffTimeout must be 0 or more milliseconds; got ${handoff}.`);
@@ -174,6 +195,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     leaseAcquireInterval: acquire,
     leaseExpirationInterval: expiration,
     feedPollDelay: poll,
+    leaseWatchInterval: watch,
     maxItemsPerInvocation: max,
     startFromBeginning: o.startFromBeginning ?? false,
     startFromTime,

@@ -2,10 +2,18 @@ import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { Container } from "@azure/cosmos";
 import { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
-import { type Lease, LeaseMode, newLease } from "./leases/lease.js";
+import {
+  assignSuccessors,
+  handedTo,
+  nextSlotStart,
+  type WatchSchedule,
+  watchParticipants,
+} from "./balancing/watch-schedule.js";
+import { isAvailable, type Lease, LeaseMode, newLease } from "./leases/lease.js";
 import { acquireAs, checkpointAs, releaseAs, renewAs } from "./leases/mutations.js";
 import { openLeaseStore } from "./leases/open.js";
 import { LeaseLostError, LeaseOperationCounters, type LeaseStore } from "./leases/store.js";
+import { LeaseView } from "./leases/view.js";
 import {
   ChangeFeedDefaults,
   type ChangeFeedProcessorOptions,
@@ -48,6 +56,9 @@ export class ChangeFeedProcessor<
   private readonly options: ResolvedOptions;
   private readonly strategy: LoadBalancingStrategy;
   private store: LeaseStore | undefined;
+  private view: LeaseView | undefined;
+  /** Balancing rounds run one at a time (the timer's and the watch's). */
+  private balancing: Promise<void> = Promise.resolve();
   private readonly owned = new Map<string, OwnedLease>();
   private lifecycle = new AbortController();
   private loops: Promise<void>[] = [];
@@ -78,6 +89,11 @@ export class ChangeFeedProcessor<
     return this.store;
   }
 
+  private get leaseView(): LeaseView {
+    if (!this.view) throw new Error("The processor has not been started.");
+    return this.view;
+  }
+
   async start(): Promise<void> {
     if (this.state !== "stopped") throw new Error(`Cannot start a processor that is ${this.state}.`);
     this.state = "starting";
@@ -92,8 +108,11 @@ export class ChangeFeedProcessor<
           ? { kind: "time", time: o.startFromTime }
           : // As .NET >= 3.59: "now" is pinned to the start time (less 1 s), so a restart does not skip changes.
             { kind: "time", time: new Date(Date.now() - 1000) };
+      this.view = new LeaseView(this.store);
+      await this.view.load();
       await this.balanceOnce();
       this.loops = [
+        this.watchLoop(),
         this.loop(o.leaseAcquireInterval, () => this.balanceOnce()),
         this.loop(o.leaseRenewInterval, () => this.renewDue()),
       ];
@@ -184,29 +203,97 @@ export class ChangeFeedProcessor<
     })();
   }
 
-  /** One balancing round: read all leases, drop what others took, take what the strategy picks. */
-  private async balanceOnce(): Promise<void> {
+  /**
+   * Reads the lease container's change feed in this host's watch slots (see balancing/watch-schedule.ts) and
+   * balances at once when a lease was released, so a stopping host's successor takes over within a slot.
+   */
+  private watchLoop(): Promise<void> {
+    const signal = this.lifecycle.signal;
+    return (async () => {
+      while (!signal.aborted) {
+        const now = Date.now();
+        await sleep(this.nextWatchAt(now) - now, signal);
+        if (signal.aborted) break;
+        try {
+          const changed = await this.leaseView.refresh();
+          if (changed.some((l) => l.owner === null)) await this.balanceOnce();
+        } catch (e) {
+          this.report(e, undefined);
+        }
+      }
+    })();
+  }
+
+  private watchSchedule(nowMs: number): WatchSchedule {
+    const o = this.options;
+    return {
+      participants: watchParticipants(
+        this.leaseView.leases(),
+        o.instanceName,
+        nowMs,
+        o.leaseExpirationInterval,
+      ),
+      watchSlot: o.leaseWatchInterval,
+    };
+  }
+
+  /** This host's next watch slot; every leaseAcquireInterval at the latest, and then only when alone or off. */
+  private nextWatchAt(nowMs: number): number {
+    const o = this.options;
+    const latest = nowMs + o.leaseAcquireInterval;
+    if (o.leaseWatchInterval === 0) return latest;
+    const schedule = this.watchSchedule(nowMs);
+    // Alone, nobody can hand this host a lease; a newcomer shows up in the view within an acquire interval.
+    if (schedule.participants.length < 2) return latest;
+    return Math.min(latest, nextSlotStart(schedule, o.instanceName, nowMs) ?? latest);
+  }
+
+  /**
+   * The leases as the balancer sees them: a lease handed to a successor on stop counts as the successor's
+   * while the hand-off is fresh (one acquire interval), so nobody else takes it and the successor does.
+   */
+  private effectiveLeases(nowMs: number): Lease[] {
+    const fresh = this.options.leaseAcquireInterval;
+    return this.leaseView.leases().map((l) => {
+      const to = handedTo(l, nowMs, fresh);
+      return to ? { ...l, owner: to } : l;
+    });
+  }
+
+  /** One balancing round (one at a time), from the lease view: no request unless a lease is taken. */
+  private balanceOnce(): Promise<void> {
+    const run = this.balancing.then(() => this.balanceFromView());
+    this.balancing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async balanceFromView(): Promise<void> {
     const store = this.leaseStore;
+    const view = this.leaseView;
     const me = this.options.instanceName;
-    const all = await store.listAll();
     const now = Date.now();
-    const byToken = new Map(all.map((l) => [l.leaseToken, l]));
+    const all = this.effectiveLeases(now);
+    const byToken = new Map(view.leases().map((l) => [l.leaseToken, l]));
     for (const [token, o] of this.owned) {
       const seen = byToken.get(token);
       if (o.expectedOwner === me && seen && seen.owner !== me) this.stopLease(token, "stolen");
     }
+    // Leases the view says are this host's but that do not run here: handed to it, or left from before.
     const toTake = all.filter((l) => l.owner === me && !this.owned.has(l.leaseToken));
     for (const l of this.strategy.selectLeasesToTake(all, me, now)) {
       if (!this.owned.has(l.leaseToken) && !toTake.includes(l)) toTake.push(l);
     }
     for (const l of toTake) {
       if (this.lifecycle.signal.aborted) return;
+      const stored = view.get(l.id) ?? l;
       try {
-        const ranged = l.feedRange ? l : await this.withFeedRange(l);
-        const acquired = await store.update(ranged, acquireAs(l.owner, me));
+        const ranged = stored.feedRange ? stored : await this.withFeedRange(stored);
+        const acquired = await store.update(ranged, acquireAs(stored.owner, me));
+        view.apply(acquired);
         if (this.startLease(acquired)) this.emit("acquired", acquired.leaseToken);
       } catch (e) {
         if (!(e instanceof LeaseLostError)) this.report(e, l.leaseToken);
+        else if (e.reason === "gone") view.forget(stored);
       }
     }
   }
@@ -245,6 +332,7 @@ export class ChangeFeedProcessor<
     const run = owned.writes.then(async () => {
       const next = await this.leaseStore.update(owned.lease, mutate);
       owned.lease = next;
+      this.view?.apply(next);
       // Runs before the next queued write starts (e.g. a checkpoint queued behind a release sees Owner null).
       after?.();
       return next;
@@ -386,9 +474,13 @@ export class ChangeFeedProcessor<
             );
       child.owner = this.options.instanceName;
       const c = await store.create(child);
-      if (c) created.push(c);
+      if (c) {
+        created.push(c);
+        this.view?.apply(c);
+      }
     }
     await store.delete(parent);
+    this.view?.forget(parent);
     // Only now: until the parent is gone, a balancing round must not see it as ours-but-idle and re-take it.
     this.forget(owned);
     this.emit(
@@ -422,56 +514,81 @@ export class ChangeFeedProcessor<
   }
 
   /**
-   * Stops: releases every lease (Owner null, continuation kept). With a handoff timeout, released leases keep
-   * being processed until another host takes them (or the timeout passes), so the feed does not pause.
+   * Stops: releases every lease (Owner null, continuation kept). With other live hosts and a handoff timeout,
+   * each lease is handed to a chosen successor (the survivors end up balanced) and released just before that
+   * successor's watch slot, so it is taken within about one slot; until then this host keeps processing it,
+   * so the feed does not pause.
    */
   async stop(): Promise<void> {
     if (this.state !== "running") return;
     this.state = "stopping";
     this.lifecycle.abort();
-    await Promise.allSettled(this.loops);
-    const me = this.options.instanceName;
-    const others = this.options.handoffTimeout > 0 && (await this.otherLiveOwners()) > 0;
+    await Promise.allSettled([...this.loops, this.balancing]);
     const entries = [...this.owned.values()];
-    if (!others) for (const o of entries) o.abort.abort();
-    await Promise.all(
-      entries.map(async (o) => {
-        try {
-          await this.write(o, releaseAs(me), () => {
-            o.expectedOwner = null;
-          });
-          this.emit("released", o.lease.leaseToken);
-        } catch (e) {
-          o.abort.abort();
-          if (!(e instanceof LeaseLostError)) this.report(e, o.lease.leaseToken);
-        }
-      }),
-    );
-    if (others) await this.drainUntilTaken(entries);
+    const plan = this.options.handoffTimeout > 0 ? await this.planHandoff(entries) : new Map();
+    if (plan.size === 0) {
+      for (const o of entries) o.abort.abort();
+      await Promise.all(entries.map((o) => this.release(o, undefined)));
+    } else {
+      for (const batch of plan.values()) {
+        await sleep(batch.at - Date.now(), new AbortController().signal);
+        await Promise.all(batch.leases.map((o: OwnedLease) => this.release(o, batch.successor)));
+      }
+      await this.drainUntilTaken(entries);
+    }
     for (const o of entries) o.abort.abort();
     await Promise.allSettled(entries.map((o) => o.done));
     this.owned.clear();
     this.state = "stopped";
   }
 
-  private async otherLiveOwners(): Promise<number> {
+  private async release(o: OwnedLease, successor: string | undefined): Promise<void> {
     try {
-      const all = await this.leaseStore.listAll();
-      const now = Date.now();
-      const owners = new Set(
-        all
-          .filter(
-            (l) =>
-              l.owner &&
-              l.owner !== this.options.instanceName &&
-              l.timestampMs + this.options.leaseExpirationInterval >= now,
-          )
-          .map((l) => l.owner),
-      );
-      return owners.size;
-    } catch {
-      return 0;
+      await this.write(o, releaseAs(this.options.instanceName, successor), () => {
+        o.expectedOwner = null;
+      });
+      this.emit("released", o.lease.leaseToken);
+    } catch (e) {
+      o.abort.abort();
+      if (!(e instanceof LeaseLostError)) this.report(e, o.lease.leaseToken);
     }
+  }
+
+  /**
+   * Successors for a stopping host's leases (fewest leases first) and when to release each one's share: just
+   * before its next watch slot, by the schedule it follows (this host still counted, as it still owns leases).
+   * Empty when no other host is alive. Batches come in release order.
+   */
+  private async planHandoff(
+    entries: OwnedLease[],
+  ): Promise<Map<string, { successor: string; at: number; leases: OwnedLease[] }>> {
+    const o = this.options;
+    const me = o.instanceName;
+    await this.leaseView.refresh().catch(() => undefined);
+    const now = Date.now();
+    const counts = new Map<string, number>();
+    for (const l of this.effectiveLeases(now)) {
+      if (l.owner !== null && l.owner !== me && !isAvailable(l, now, o.leaseExpirationInterval)) {
+        counts.set(l.owner, (counts.get(l.owner) ?? 0) + 1);
+      }
+    }
+    const byId = new Map(entries.map((e) => [e.lease.id, e]));
+    const assignment = assignSuccessors(
+      entries.map((e) => e.lease),
+      counts,
+    );
+    const schedule = this.watchSchedule(now);
+    const lead = Math.min(ChangeFeedDefaults.handoffLead, o.leaseWatchInterval / 4);
+    const batches = [...assignment].map(([successor, leases]) => {
+      const slot = o.leaseWatchInterval > 0 ? nextSlotStart(schedule, successor, now + lead) : undefined;
+      return {
+        successor,
+        at: slot === undefined ? now : slot - lead,
+        leases: leases.map((l) => byId.get(l.id) as OwnedLease),
+      };
+    });
+    batches.sort((a, b) => a.at - b.at);
+    return new Map(batches.map((b) => [b.successor, b]));
   }
 
   /** Keeps released leases flowing until each is taken by another host, or the handoff timeout passes. */
@@ -481,9 +598,10 @@ export class ChangeFeedProcessor<
     const never = new AbortController().signal;
     while (pending.size > 0 && Date.now() < deadline) {
       await sleep(ChangeFeedDefaults.handoffCheckInterval, never);
+      await this.leaseView.refresh().catch(() => undefined);
       for (const o of [...pending]) {
-        const current = await this.leaseStore.read(o.lease).catch(() => o.lease);
-        if (!current || current.owner !== null) {
+        const current = this.leaseView.get(o.lease.id);
+        if (!current || current.owner !== null || o.abort.signal.aborted) {
           o.abort.abort();
           pending.delete(o);
         }

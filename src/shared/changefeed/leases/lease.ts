@@ -54,7 +54,19 @@ export interface Lease {
   timestampMs: number;
   mode: LeaseMode;
   etag: string;
+  /**
+   * The partition LSN of the write that produced this copy (`_lsn` in feed pages, the session token of a write
+   * response), when known. Orders copies of one document: not stored.
+   */
+  lsn?: number;
 }
+
+/**
+ * `properties` key a stopping host sets on a lease it releases to a chosen successor (value: the successor's
+ * instance name). Owner stays null, so .NET hosts see an ordinary released lease; ours leave it to the
+ * successor while the hand-off is fresh. Acquiring removes it.
+ */
+export const HANDOFF_PROPERTY = "handoffTo";
 
 export const LEASE_ID_SEPARATOR = "..";
 
@@ -148,6 +160,7 @@ export function parseLease(doc: Record<string, unknown>): Lease {
         ? LeaseMode.AllVersionsAndDeletes
         : LeaseMode.LatestVersion,
     etag: typeof doc._etag === "string" ? doc._etag : "",
+    ...(typeof doc._lsn === "number" ? { lsn: doc._lsn } : {}),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Lease } from "./lease.js";
+import { HANDOFF_PROPERTY, type Lease } from "./lease.js";
 import { LeaseLostError } from "./store.js";
 
 /**
@@ -14,7 +14,8 @@ export const acquireAs =
   (seenOwner: string | null, me: string) =>
   (server: Lease): Lease => {
     expectOwner(server, seenOwner);
-    return { ...server, owner: me };
+    const { [HANDOFF_PROPERTY]: _handedTo, ...properties } = server.properties;
+    return { ...server, owner: me, properties };
   };
 
 /** Renew: only the timestamp changes (the store stamps every write). */
@@ -34,10 +35,18 @@ export const checkpointAs =
     return { ...server, continuationToken };
   };
 
-/** Give the lease up: Owner null, continuation kept. */
+/**
+ * Give the lease up: Owner null, continuation kept. With a successor, `properties.handoffTo` names the host
+ * that should take it (a hint our hosts honour for a while; .NET hosts ignore it).
+ */
 export const releaseAs =
-  (me: string) =>
+  (me: string, successor?: string) =>
   (server: Lease): Lease => {
     expectOwner(server, me);
-    return { ...server, owner: null };
+    const { [HANDOFF_PROPERTY]: _previous, ...properties } = server.properties;
+    return {
+      ...server,
+      owner: null,
+      properties: successor ? { ...properties, [HANDOFF_PROPERTY]: successor } : properties,
+    };
   };

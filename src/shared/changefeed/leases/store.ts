@@ -1,6 +1,7 @@
-import type { Container, ItemDefinition } from "@azure/cosmos";
+import { ChangeFeedStartFrom, type Container, type ItemDefinition } from "@azure/cosmos";
 import { NotFoundError, PreconditionFailedError, statusOf } from "../../cosmos/errors.js";
 import { deleteIfMatch, replaceIfMatch } from "../../cosmos/occ.js";
+import { sessionTokenLsn } from "../../cosmos/session.js";
 import { infoDocumentId, type Lease, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
 
 /** Why a lease was lost. */
@@ -19,7 +20,7 @@ export class LeaseLostError extends Error {
 }
 
 /** Lease-container operations by kind, counted as requests (for the RU tuner and the benchmark). */
-export type LeaseOperationKind = "query" | "read" | "create" | "replace" | "delete";
+export type LeaseOperationKind = "query" | "read" | "create" | "replace" | "delete" | "feed";
 
 export class LeaseOperationCounters {
   readonly count: Record<LeaseOperationKind, number> = {
@@ -28,6 +29,7 @@ export class LeaseOperationCounters {
     create: 0,
     replace: 0,
     delete: 0,
+    feed: 0,
   };
   readonly requestCharge: Record<LeaseOperationKind, number> = {
     query: 0,
@@ -35,6 +37,7 @@ export class LeaseOperationCounters {
     create: 0,
     replace: 0,
     delete: 0,
+    feed: 0,
   };
 
   add(kind: LeaseOperationKind, charge: number | undefined, requests = 1): void {
@@ -45,6 +48,15 @@ export class LeaseOperationCounters {
   total(): number {
     return Object.values(this.count).reduce((a, b) => a + b, 0);
   }
+}
+
+/** Documents per page when following the lease container's change feed. */
+export const LEASE_FEED_PAGE_SIZE = 100;
+
+/** The lease container's change feed from the moment it was opened: changed leases of this prefix. */
+export interface LeaseFeed {
+  /** Every lease of this prefix changed since the previous call (latest version of each; deletes are not seen). */
+  readChanges(): Promise<Lease[]>;
 }
 
 /** Attempts of the conditional update loop before giving up (as .NET). */
@@ -79,6 +91,32 @@ export class LeaseStore {
       for (const doc of page.resources ?? []) out.push(parseLease(doc));
     }
     return out;
+  }
+
+  /**
+   * Follows the lease container's change feed from now (the first readChanges() pins the start). One request
+   * per page: an idle container answers 304.
+   */
+  openChangeFeed(): LeaseFeed {
+    const iterator = this.container.items.getChangeFeedIterator<Record<string, unknown>>({
+      changeFeedStartFrom: ChangeFeedStartFrom.Now(),
+      maxItemCount: LEASE_FEED_PAGE_SIZE,
+    });
+    const idPrefix = `${this.prefix}..`;
+    return {
+      readChanges: async () => {
+        const out: Lease[] = [];
+        for (;;) {
+          const page = await iterator.readNext();
+          this.counters.add("feed", page.requestCharge);
+          const docs = page.statusCode === 304 ? [] : (page.result ?? []);
+          for (const doc of docs) {
+            if (typeof doc.id === "string" && doc.id.startsWith(idPrefix)) out.push(parseLease(doc));
+          }
+          if (docs.length < LEASE_FEED_PAGE_SIZE) return out;
+        }
+      },
+    };
   }
 
   async read(lease: Pick<Lease, "id" | "partitionKeyValue">): Promise<Lease | undefined> {
@@ -121,7 +159,9 @@ export class LeaseStore {
           current.etag,
         );
         this.counters.add("replace", res.requestCharge);
-        return parseLease(res.resource as unknown as Record<string, unknown>);
+        const written = parseLease(res.resource as unknown as Record<string, unknown>);
+        const lsn = sessionTokenLsn(res.sessionToken);
+        return lsn === undefined ? written : { ...written, lsn };
       } catch (e) {
         this.counters.add("replace", 0);
         if (e instanceof NotFoundError) throw new LeaseLostError(cached.leaseToken, "gone");

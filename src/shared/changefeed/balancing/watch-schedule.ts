@@ -1,0 +1,73 @@
+import { HANDOFF_PROPERTY, isAvailable, type Lease } from "../leases/lease.js";
+
+/**
+ * Hosts take turns reading the lease container's change feed, so the container is read about once per
+ * `watchSlot` in total whatever the number of hosts (not once per slot per host). Wall-clock slot k (of
+ * `watchSlot` ms) belongs to the host of rank k mod N among the N participants sorted by name. Hosts agree on
+ * the participants because they derive them from the same lease documents; when they briefly disagree (a host
+ * joined or left since someone's last read), slots overlap or one is skipped: cost or latency, never safety.
+ */
+export interface WatchSchedule {
+  /** Sorted instance names: the live owners in the view, plus this host. */
+  participants: string[];
+  /** Slot length (ms). */
+  watchSlot: number;
+}
+
+/** Live owners (not expired) of the given leases, plus `me`, sorted by name (code-unit order, as every host sorts). */
+export function watchParticipants(
+  leases: readonly Lease[],
+  me: string,
+  nowMs: number,
+  expirationMs: number,
+): string[] {
+  const names = new Set<string>([me]);
+  for (const l of leases) if (!isAvailable(l, nowMs, expirationMs)) names.add(l.owner as string);
+  return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** Start (ms since epoch) of `host`'s next slot strictly after `nowMs`, or undefined if it does not participate. */
+export function nextSlotStart(schedule: WatchSchedule, host: string, nowMs: number): number | undefined {
+  const n = schedule.participants.length;
+  const rank = schedule.participants.indexOf(host);
+  if (rank < 0) return undefined;
+  const slot = schedule.watchSlot;
+  const current = Math.floor(nowMs / slot);
+  let k = current + ((((rank - current) % n) + n) % n);
+  if (k * slot <= nowMs) k += n;
+  return k * slot;
+}
+
+/**
+ * The host a lease was handed to, while that hand-off is fresh: released (Owner null) with
+ * `properties.handoffTo`, written less than `freshForMs` ago.
+ */
+export function handedTo(lease: Lease, nowMs: number, freshForMs: number): string | undefined {
+  if (lease.owner !== null) return undefined;
+  const to = lease.properties[HANDOFF_PROPERTY];
+  return to && nowMs - lease.timestampMs < freshForMs ? to : undefined;
+}
+
+/**
+ * Spreads a stopping host's leases over the other live hosts, each next lease to the host with the fewest
+ * (counting what it already owns; ties by name), so the survivors end up balanced without stealing.
+ */
+export function assignSuccessors(
+  mine: readonly Lease[],
+  ownedCounts: ReadonlyMap<string, number>,
+): Map<string, Lease[]> {
+  const load = new Map(ownedCounts);
+  const out = new Map<string, Lease[]>();
+  if (load.size === 0) return out;
+  for (const lease of mine) {
+    let best: string | undefined;
+    for (const [host, count] of load) {
+      const bestCount = best === undefined ? Number.POSITIVE_INFINITY : (load.get(best) as number);
+      if (count < bestCount || (count === bestCount && best !== undefined && host < best)) best = host;
+    }
+    const to = best as string;
+    load.set(to, (load.get(to) as number) + 1);
+    out.set(to, [...(out.get(to) ?? []), lease]);
+  }
+  return out;
+}
