@@ -36,6 +36,7 @@ export interface HostConfig {
   leaseRenewInterval: number;
   leaseAcquireInterval: number;
   leaseExpirationInterval: number;
+  leaseWatchInterval: number;
   feedPollDelay: number;
 }
 
@@ -134,6 +135,7 @@ async function runHost(config: HostConfig): Promise<void> {
       leaseRenewInterval: config.leaseRenewInterval,
       leaseAcquireInterval: config.leaseAcquireInterval,
       leaseExpirationInterval: config.leaseExpirationInterval,
+      leaseWatchInterval: config.leaseWatchInterval,
       feedPollDelay: config.feedPollDelay,
       // Everything written after the bench created the containers must be seen.
       startFromBeginning: true,

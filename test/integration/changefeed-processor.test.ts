@@ -395,6 +395,107 @@ describe("balancing", () => {
   });
 });
 
+describe("hand-off through the lease container's change feed", () => {
+  it("has released leases taken by chosen successors in under 1 s, balanced, with no pause", async () => {
+    const ranges = 6;
+    const { monitored, leases } = await containers(ranges);
+    // 500 ms watch slots; balancing rounds 2 s apart (> 3 hosts × 500 ms), so a balancing round cannot explain
+    // a pickup under 1 s: only the watch can. (bench/ measures the default 1 s slot.)
+    const slow = {
+      leaseWatchInterval: 500,
+      leaseRenewInterval: 3_000,
+      leaseAcquireInterval: 2_000,
+      leaseExpirationInterval: 20_000,
+      feedPollDelay: 50,
+      handoffTimeout: 8_000,
+    };
+    const handledAt = new Map<string, number>();
+    const handler = async (docs: Doc[]) => {
+      for (const d of docs) if (!handledAt.has(d.id)) handledAt.set(d.id, Date.now());
+    };
+    const hosts = ["h-a", "h-b", "h-c"].map((n) => host(monitored, leases, n, handler, slow));
+    const [a, b, c] = hosts;
+    const releasedAt = new Map<string, number>();
+    const acquiredAt = new Map<string, number>();
+    a.on("released", (token) => releasedAt.set(token, Date.now()));
+    for (const s of [b, c]) s.on("acquired", (token) => acquiredAt.set(token, Date.now()));
+    await a.start(); // bootstraps alone (the others would wait for its .lock), then b and c steal to 2/2/2
+    await Promise.all([b.start(), c.start()]);
+    await waitFor(() => hosts.every((h) => h.ownedLeaseTokens().length === 2), 40_000, "2/2/2");
+    const leaving = a.ownedLeaseTokens();
+    acquiredAt.clear();
+
+    const writtenAt = new Map<string, number>();
+    let stopWriting = false;
+    const writer = (async () => {
+      for (let i = 0; !stopWriting; i++) {
+        await monitored.items.create<Doc>({ id: `w${i}`, pk: `k${i % 29}`, n: i });
+        writtenAt.set(`w${i}`, Date.now());
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 500));
+    const stopAt = Date.now();
+    await a.stop();
+    const stopMs = Date.now() - stopAt;
+    await new Promise((r) => setTimeout(r, 300));
+    stopWriting = true;
+    await writer;
+    await waitFor(() => [...writtenAt.keys()].every((id) => handledAt.has(id)), 10_000, "all handled");
+
+    // Each released lease was taken by a survivor less than a second after its release.
+    expect([...releasedAt.keys()].sort()).toEqual([...leaving].sort());
+    for (const token of leaving) {
+      const taken = acquiredAt.get(token);
+      expect(taken, `lease ${token} taken`).toBeDefined();
+      expect((taken as number) - (releasedAt.get(token) as number)).toBeLessThan(1_000);
+    }
+    // Chosen successors: the survivors end balanced without a steal, and the hint is gone from the documents.
+    expect(b.ownedLeaseTokens().length).toBe(3);
+    expect(c.ownedLeaseTokens().length).toBe(3);
+    // Released just before a successor's next slot: at most one round of the 3 slots, plus the writes.
+    expect(stopMs).toBeLessThan(3 * 500 + 1_000);
+    const { resources } = await leases.items
+      .query<{ Owner: string | null; properties: Record<string, string> }>(
+        "SELECT c.Owner, c.properties FROM c WHERE IS_DEFINED(c.LeaseToken)",
+      )
+      .fetchAll();
+    expect(resources.filter((r) => r.properties.handoffTo !== undefined)).toEqual([]);
+    expect(new Set(resources.map((r) => r.Owner))).toEqual(new Set(["h-b", "h-c"]));
+    // The feed never paused: the stopping host processed its leases until the successors took them.
+    const worstLatency = Math.max(...[...writtenAt].map(([id, at]) => (handledAt.get(id) as number) - at));
+    expect(worstLatency).toBeLessThan(1_000);
+  }, 90_000);
+});
+
+describe("whole-app shutdown", () => {
+  it("does not wait for the handoff timeout when every host stops at once, and leaves every lease released", async () => {
+    const { monitored, leases } = await containers(4);
+    const opts = { handoffTimeout: 20_000, leaseWatchInterval: 100 };
+    const a = host(monitored, leases, "down-a", async () => {}, opts);
+    const b = host(monitored, leases, "down-b", async () => {}, opts);
+    await a.start();
+    await b.start();
+    await waitFor(
+      () => a.ownedLeaseTokens().length === 2 && b.ownedLeaseTokens().length === 2,
+      10_000,
+      "2/2",
+    );
+    const t0 = Date.now();
+    await Promise.all([a.stop(), b.stop()]);
+    // Each hands its leases to the other, sees the other release everything, and stops draining.
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    const { resources } = await leases.items
+      .query<{ Owner: string | null }>("SELECT c.Owner FROM c WHERE IS_DEFINED(c.LeaseToken)")
+      .fetchAll();
+    expect(resources.map((r) => r.Owner)).toEqual([null, null, null, null]);
+    // A host started right after takes them all at once: a hand-off to a host that is gone holds nothing back.
+    const next = host(monitored, leases, "up-c", async () => {}, { ...opts, leaseAcquireInterval: 60_000 });
+    await next.start();
+    expect(next.ownedLeaseTokens().length).toBe(4);
+  });
+});
+
 describe("splits and .NET leases", () => {
   it("replaces a lease by its children on a live split and loses nothing", async () => {
     const { monitored, leases } = await containers(2);

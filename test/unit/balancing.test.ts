@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
-import { type Lease, newLease } from "../../src/shared/changefeed/leases/lease.js";
+import {
+  assignSuccessors,
+  handedTo,
+  nextSlotStart,
+  watchParticipants,
+} from "../../src/shared/changefeed/balancing/watch-schedule.js";
+import { HANDOFF_PROPERTY, type Lease, newLease } from "../../src/shared/changefeed/leases/lease.js";
 
 const NOW = 1_000_000;
 const EXPIRATION = 60_000;
@@ -48,5 +54,57 @@ describe("EqualPartitionsBalancingStrategy", () => {
 
   it("ignores a duplicate lease token instead of acting on it twice", () => {
     expect(take([lease("0", null), lease("0", null)], "a")).toEqual(["0"]);
+  });
+});
+
+describe("watch schedule", () => {
+  const T = 1_000;
+  const schedule = { participants: ["a", "b", "c"], watchSlot: T };
+
+  it("gives wall-clock slot k to participant k mod N, strictly after now", () => {
+    // Slot 3000–3999 is index 3 → 3 mod 3 = 0 → "a".
+    expect(nextSlotStart(schedule, "a", 2_999)).toBe(3_000);
+    expect(nextSlotStart(schedule, "a", 3_000)).toBe(6_000);
+    expect(nextSlotStart(schedule, "b", 3_000)).toBe(4_000);
+    expect(nextSlotStart(schedule, "c", 3_500)).toBe(5_000);
+    expect(nextSlotStart(schedule, "stranger", 3_500)).toBeUndefined();
+    // Every instant has exactly one owner: the next slots of all hosts are N distinct consecutive slots.
+    for (const now of [0, 1, 999, 1_000, 12_345, 99_999]) {
+      const starts = schedule.participants.map((p) => nextSlotStart(schedule, p, now) as number);
+      const sorted = [...starts].sort((x, y) => x - y);
+      expect(sorted[1] - sorted[0]).toBe(T);
+      expect(sorted[2] - sorted[1]).toBe(T);
+      expect(sorted[0] - now).toBeLessThanOrEqual(T);
+      expect(sorted[0]).toBeGreaterThan(now);
+    }
+  });
+
+  it("lists live owners and this host, sorted; expired and released owners are not participants", () => {
+    const leases = [lease("0", "c"), lease("1", "b"), lease("2", "z", EXPIRATION + 1), lease("3", null)];
+    expect(watchParticipants(leases, "m", NOW, EXPIRATION)).toEqual(["b", "c", "m"]);
+  });
+
+  it("honours a hand-off only while it is fresh and the lease is still released", () => {
+    const handed = { ...lease("0", null, 500), properties: { [HANDOFF_PROPERTY]: "b" } };
+    expect(handedTo(handed, NOW, 1_000)).toBe("b");
+    expect(handedTo(handed, NOW, 400)).toBeUndefined();
+    expect(handedTo({ ...handed, owner: "c" }, NOW, 1_000)).toBeUndefined();
+    expect(handedTo(lease("1", null), NOW, 1_000)).toBeUndefined();
+  });
+
+  it("hands a stopping host's leases to the least loaded survivors so they end up balanced", () => {
+    const mine = ["0", "1", "2", "3", "4", "5", "6", "7"].map((t) => lease(t, "x"));
+    const plan = assignSuccessors(
+      mine,
+      new Map([
+        ["a", 8],
+        ["b", 6],
+        ["c", 8],
+      ]),
+    );
+    const got = Object.fromEntries([...plan].map(([h, ls]) => [h, ls.length]));
+    // 30 leases over 3 survivors → 10 each.
+    expect(got).toEqual({ a: 2, b: 4, c: 2 });
+    expect(assignSuccessors(mine, new Map()).size).toBe(0);
   });
 });

@@ -250,13 +250,18 @@ export class ChangeFeedProcessor<
 
   /**
    * The leases as the balancer sees them: a lease handed to a successor on stop counts as the successor's
-   * while the hand-off is fresh (one acquire interval), so nobody else takes it and the successor does.
+   * while the hand-off is fresh (one acquire interval) and the successor alive, so nobody else takes it and
+   * the successor does.
    */
   private effectiveLeases(nowMs: number): Lease[] {
-    const fresh = this.options.leaseAcquireInterval;
-    return this.leaseView.leases().map((l) => {
-      const to = handedTo(l, nowMs, fresh);
-      return to ? { ...l, owner: to } : l;
+    const o = this.options;
+    const leases = this.leaseView.leases();
+    // Only a live successor (one that owns a lease, or this host) holds a hand-off: after a whole-app shutdown
+    // the leases are plainly available to whoever starts next.
+    const alive = new Set(watchParticipants(leases, o.instanceName, nowMs, o.leaseExpirationInterval));
+    return leases.map((l) => {
+      const to = handedTo(l, nowMs, o.leaseAcquireInterval);
+      return to && alive.has(to) ? { ...l, owner: to } : l;
     });
   }
 
@@ -591,19 +596,28 @@ export class ChangeFeedProcessor<
     return new Map(batches.map((b) => [b.successor, b]));
   }
 
-  /** Keeps released leases flowing until each is taken by another host, or the handoff timeout passes. */
+  /**
+   * Keeps released leases flowing until each is taken by another host, or the handoff timeout passes, or no
+   * other live host is left (the others are stopping too: a whole-app shutdown does not wait for the timeout).
+   */
   private async drainUntilTaken(entries: OwnedLease[]): Promise<void> {
-    const deadline = Date.now() + this.options.handoffTimeout;
-    const pending = new Set(entries.filter((o) => !o.abort.signal.aborted));
+    const o = this.options;
+    const deadline = Date.now() + o.handoffTimeout;
+    const pending = new Set(entries.filter((e) => !e.abort.signal.aborted));
     const never = new AbortController().signal;
     while (pending.size > 0 && Date.now() < deadline) {
       await sleep(ChangeFeedDefaults.handoffCheckInterval, never);
       await this.leaseView.refresh().catch(() => undefined);
-      for (const o of [...pending]) {
-        const current = this.leaseView.get(o.lease.id);
-        if (!current || current.owner !== null || o.abort.signal.aborted) {
-          o.abort.abort();
-          pending.delete(o);
+      const now = Date.now();
+      const othersAlive = this.leaseView
+        .leases()
+        .some((l) => l.owner !== o.instanceName && !isAvailable(l, now, o.leaseExpirationInterval));
+      if (!othersAlive) break;
+      for (const e of [...pending]) {
+        const current = this.leaseView.get(e.lease.id);
+        if (!current || current.owner !== null || e.abort.signal.aborted) {
+          e.abort.abort();
+          pending.delete(e);
         }
       }
     }
