@@ -70,6 +70,8 @@ export interface RunningEmulator {
   meter: RuMeter;
   /** Splits a live partition key range; requests naming it then get 410/1002. Returns the children's ids. */
   splitRange(databaseId: string, containerId: string, rangeId: string): string[];
+  /** Merges two adjacent live ranges (left first); both ids then get 410/1002. Returns the merged range's id. */
+  mergeRanges(databaseId: string, containerId: string, leftId: string, rightId: string): string;
   /** Purges expired documents now (the background sweeper does it every ttlSweepIntervalMs). */
   purgeExpired(): number;
   close(): Promise<void>;
@@ -170,6 +172,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
         .container(db, coll)
         .splitRange(rangeId)
         .map((r) => r.id),
+    mergeRanges: (db, coll, leftId, rightId) => account.container(db, coll).mergeRanges(leftId, rightId).id,
     purgeExpired,
     close: async () => {
       clearInterval(sweeper);

@@ -520,6 +520,41 @@ describe("splits and .NET leases", () => {
     expect(resources.map((r) => r.LeaseToken).sort()).toEqual(["1", "2", "3"]);
   });
 
+  it("turns version-0 leases into version-1 EPK leases when their partitions merge, and loses nothing", async () => {
+    const { monitored, leases } = await containers(2);
+    const deliveries = new Map<string, number>();
+    const merges: [string, string][] = [];
+    const p = host(monitored, leases, "merger", async (docs) => {
+      for (const d of docs) deliveries.set(d.id, (deliveries.get(d.id) ?? 0) + 1);
+    });
+    p.on("merged", (from, to) => merges.push([from, to]));
+    await p.start();
+    const ranges = (await monitored.readPartitionKeyRanges().fetchAll()).resources;
+    await writeDocs(monitored, 0, 100);
+    await waitFor(() => deliveries.size >= 100, 10_000, "the first 100 documents");
+    const mergedId = t.emulator.mergeRanges(db.id, monitored.id, "0", "1");
+    await writeDocs(monitored, 100, 100);
+    await waitFor(() => deliveries.size >= 200 && merges.length === 2, 15_000, "200 documents and 2 merges");
+    // Each document exactly once: the old lease's last checkpoint is where the new lease starts.
+    expect([...deliveries.values()].every((n) => n === 1)).toBe(true);
+    const epkToken = (r: { minInclusive: string; maxExclusive: string }) =>
+      `${r.minInclusive}-${r.maxExclusive}`;
+    expect(merges.sort()).toEqual([
+      ["0", epkToken(ranges[0])],
+      ["1", epkToken(ranges[1])],
+    ]);
+    const { resources } = await leases.items
+      .query<{ LeaseToken: string; version: number; FeedRange: { Range: { min: string; max: string } } }>(
+        "SELECT c.LeaseToken, c.version, c.FeedRange FROM c WHERE IS_DEFINED(c.LeaseToken)",
+      )
+      .fetchAll();
+    expect(resources.map((r) => [r.version, r.LeaseToken]).sort()).toEqual(
+      ranges.map((r) => [1, epkToken(r)]).sort(),
+    );
+    expect(mergedId).toBe("2");
+    expect(p.ownedLeaseTokens().sort()).toEqual(ranges.map(epkToken).sort());
+  });
+
   it("adopts leases written by .NET (version 0, version 1 EPK, legacy PartitionId) and continues from their continuation", async () => {
     const { monitored, leases } = await containers(2);
     await writeDocs(monitored, 0, 60);

@@ -265,6 +265,65 @@ describe("change feed across a live split", () => {
   });
 });
 
+describe("change feed across a merge", () => {
+  it("loses nothing and repeats nothing when two ranges merge under running readers", async () => {
+    const c = await newContainer(2);
+    // One reader over the whole container, and one per range (as a lease each), all started before the merge.
+    const whole = c.items.getChangeFeedIterator<Doc>({
+      changeFeedStartFrom: ChangeFeedStartFrom.Beginning(),
+      maxItemCount: 10,
+    });
+    const perRange = (await c.getFeedRanges()).map((r) =>
+      c.items.getChangeFeedIterator<Doc>({
+        changeFeedStartFrom: ChangeFeedStartFrom.Beginning(r),
+        maxItemCount: 7,
+      }),
+    );
+    let written = 0;
+    const write = async (n: number) => {
+      for (let i = 0; i < n; i++, written++)
+        await c.items.create<Doc>({ id: `d${written}`, pk: `p${written % 17}`, n: written });
+    };
+    await write(60);
+    const seenWhole: string[] = [];
+    const seenRanges: string[] = [];
+    seenWhole.push(...(await whole.readNext()).result.map((d) => d.id));
+    for (const it of perRange) seenRanges.push(...(await it.readNext()).result.map((d) => d.id));
+
+    const merged = t.emulator.mergeRanges(db.id, c.id, "0", "1");
+    const raw = await rawRequest(
+      t.emulator.endpoint,
+      t.emulator.key,
+      "GET",
+      `/dbs/${db.id}/colls/${c.id}/docs`,
+      {
+        headers: { "a-im": "Incremental Feed", "x-ms-documentdb-partitionkeyrangeid": "0" },
+      },
+    );
+    expect(raw.status).toBe(410);
+    expect(raw.headers.get("x-ms-substatus")).toBe("1002");
+    await write(60);
+    seenWhole.push(...(await drain(whole)).items.map((d) => d.id));
+    for (const it of perRange) seenRanges.push(...(await drain(it)).items.map((d) => d.id));
+    for (const seen of [seenWhole, seenRanges]) {
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen.length).toBe(120);
+    }
+    // A sub-range reader after the merge reads its EPK window of the merged range, from the merged session.
+    const after = await perRange[0].readNext();
+    expect(after.headers["x-ms-session-token"]).toMatch(new RegExp(`^${merged}:`));
+    expect((await c.getFeedRanges()).length).toBe(1);
+    expect((await c.items.query<Doc>("SELECT * FROM c").fetchAll()).resources.length).toBe(120);
+    expect((await c.item("d7", "p7").read<Doc>()).resource?.n).toBe(7);
+  });
+
+  it("rejects a merge of ranges that are not neighbours", async () => {
+    const c = await newContainer(3);
+    expect(() => t.emulator.mergeRanges(db.id, c.id, "0", "2")).toThrow(/not adjacent/);
+    expect(() => t.emulator.mergeRanges(db.id, c.id, "1", "0")).toThrow(/not adjacent/);
+  });
+});
+
 describe("change feed, all-versions-and-deletes mode", () => {
   interface AvadItem {
     current?: Doc;

@@ -300,6 +300,45 @@ export class Container {
     return [left, right];
   }
 
+  /**
+   * Merges two adjacent live ranges into one with a new id (what the service does when throughput shrinks);
+   * both old ids then answer 410/1002. The LSN counter is per container, so continuations taken on either
+   * parent stay valid on the merged range when read with that parent's EPK window.
+   */
+  mergeRanges(leftId: string, rightId: string): PhysicalRange {
+    const li = this.ranges.findIndex((r) => r.id === leftId);
+    const ri = this.ranges.findIndex((r) => r.id === rightId);
+    for (const [id, i] of [
+      [leftId, li],
+      [rightId, ri],
+    ] as const) {
+      if (i >= 0) continue;
+      if (this.goneRanges.has(id)) throw partitionKeyRangeGone(id);
+      throw notFound(`Partition key range '${id}' does not exist in ${this.link}.`);
+    }
+    const left = this.ranges[li];
+    const right = this.ranges[ri];
+    if (ri !== li + 1 || left.maxExclusive !== right.minInclusive) {
+      throw badRequest(
+        `Ranges ${leftId} and ${rightId} are not adjacent (left first); only neighbours merge.`,
+      );
+    }
+    const merged = new PhysicalRange(String(this.nextRangeId++), left.minInclusive, right.maxExclusive, [
+      ...left.parents,
+      left.id,
+      ...right.parents,
+      right.id,
+    ]);
+    merged.log = [...left.log, ...right.log].sort((a, b) => a.lsn - b.lsn);
+    merged.dead = left.dead + right.dead;
+    merged.lastLsn = Math.max(left.lastLsn, right.lastLsn);
+    this.ranges.splice(li, 2, merged);
+    this.goneRanges.set(left.id, [merged.id]);
+    this.goneRanges.set(right.id, [merged.id]);
+    this.hooks.rangesChanged?.(this);
+    return merged;
+  }
+
   layout(): { ranges: PartitionKeyRangeInfo[]; gone: Record<string, string[]>; nextRangeId: number } {
     return {
       ranges: this.ranges.map((r) => r.info()),

@@ -31,6 +31,8 @@ export interface ChangeFeedProcessorEvents {
   lost: [leaseToken: string, reason: string];
   checkpointed: [leaseToken: string, continuationToken: string, documents: number];
   split: [parentToken: string, childTokens: string[]];
+  /** A version-0 lease whose partition was merged away became a version-1 (EPK) lease of the same range. */
+  merged: [oldToken: string, newToken: string];
   deadLettered: [leaseToken: string, documents: number];
   error: [error: unknown, leaseToken: string | undefined];
 }
@@ -365,6 +367,7 @@ export class ChangeFeedProcessor<
       {
         leaseToken: lease.leaseToken,
         feedRange: range,
+        partitionKeyRangeId: lease.version === 0 ? lease.leaseToken : undefined,
         continuationToken: lease.continuationToken,
         checkpoint: async (etag) => {
           // The expected owner is read when the write runs, not when it is queued (a release may come first).
@@ -431,8 +434,10 @@ export class ChangeFeedProcessor<
   }
 
   /**
-   * The lease's range split: create a lease per child range carrying the parent's last checkpoint (version 0
-   * per child partition, or version-1 EPK tiles for an EPK lease), take them here, delete the parent.
+   * The lease's range split, or its partition was merged away (.NET's table, change-feed-leases.md §4.10):
+   * after a split, a lease per child range carrying the parent's last checkpoint (version 0 per child
+   * partition, or version-1 EPK tiles for an EPK lease); after a merge of a version-0 lease's partition, one
+   * version-1 lease of the same EPK range with the same checkpoint. Taken here; the old lease is deleted.
    */
   private async handleSplit(owned: OwnedLease): Promise<void> {
     const store = this.leaseStore;
@@ -453,11 +458,25 @@ export class ChangeFeedProcessor<
       )
       .sort((a, b) => (a.minInclusive < b.minInclusive ? -1 : 1));
     if (children.length === 0) throw new Error(`No partition key range overlaps lease ${parent.leaseToken}.`);
+    const merged = parent.version === 0 && children.length === 1;
+    if (merged && children[0].id === parent.leaseToken) {
+      throw new Error(
+        `Lease ${parent.leaseToken} was reported gone but its partition key range still exists.`,
+      );
+    }
     const created: Lease[] = [];
     for (let i = 0; i < children.length; i++) {
       const r = children[i];
-      const child =
-        parent.version === 0
+      const child = merged
+        ? newLease(
+            store.prefix,
+            store.layout,
+            { min: range.min, max: range.max },
+            parent.continuationToken,
+            parent.mode,
+            parent.properties,
+          )
+        : parent.version === 0
           ? newLease(
               store.prefix,
               store.layout,
@@ -488,11 +507,13 @@ export class ChangeFeedProcessor<
     this.view?.forget(parent);
     // Only now: until the parent is gone, a balancing round must not see it as ours-but-idle and re-take it.
     this.forget(owned);
-    this.emit(
-      "split",
-      parent.leaseToken,
-      created.map((c) => c.leaseToken),
-    );
+    if (merged && created.length === 1) this.emit("merged", parent.leaseToken, created[0].leaseToken);
+    else
+      this.emit(
+        "split",
+        parent.leaseToken,
+        created.map((c) => c.leaseToken),
+      );
     for (const c of created) {
       if (this.startLease(c)) this.emit("acquired", c.leaseToken);
     }

@@ -14,7 +14,10 @@ export type StartPosition = { kind: "beginning" } | { kind: "time"; time: Date }
 export type FeedPage<T> =
   | { kind: "changes"; items: T[]; etag: string; requestCharge: number; sessionToken: string | undefined }
   | { kind: "empty"; etag: string | undefined; requestCharge: number; sessionToken: string | undefined }
-  /** The range was split (or merged) under the iterator: the lease must be replaced by its children. */
+  /**
+   * The range was split under the iterator, or the partition key range of a version-0 lease was merged away:
+   * the lease must be replaced (children after a split, an EPK lease after a merge).
+   */
   | { kind: "gone" };
 
 interface CompositeToken {
@@ -46,6 +49,8 @@ export class LeaseFeedReader<T> {
     private readonly start: StartPosition,
     private readonly maxItemCount: number | undefined,
     private readonly allVersions: boolean,
+    /** A version-0 lease's partition key range id: a page served by another range means it was merged away. */
+    private readonly partitionKeyRangeId?: string,
   ) {}
 
   private async open(): Promise<ChangeFeedPullModelIterator<T>> {
@@ -97,6 +102,12 @@ export class LeaseFeedReader<T> {
     }
     const etag = entries[0].continuationToken ?? undefined;
     const sessionToken = res.headers["x-ms-session-token"] as string | undefined;
+    // Session tokens start with the id of the range that served the read. The SDK follows a merge silently
+    // (EPK headers on the merged range); .NET then turns the version-0 lease into a version-1 one, and so do we.
+    if (this.partitionKeyRangeId !== undefined && sessionToken) {
+      const served = sessionToken.slice(0, sessionToken.indexOf(":"));
+      if (served.length > 0 && served !== this.partitionKeyRangeId) return { kind: "gone" };
+    }
     if (res.statusCode === 304 || res.result.length === 0) {
       return { kind: "empty", etag, requestCharge: res.requestCharge, sessionToken };
     }

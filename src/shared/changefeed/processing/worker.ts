@@ -21,6 +21,8 @@ export type ChangeFeedHandler<T> = (changes: T[], context: ChangeFeedContext) =>
 export interface LeaseLink {
   readonly leaseToken: string;
   readonly feedRange: EpkRange;
+  /** For a version-0 lease, the partition key range it was made for (its LeaseToken). */
+  readonly partitionKeyRangeId: string | undefined;
   readonly continuationToken: string | null;
   checkpoint(etag: string): Promise<void>;
 }
@@ -122,6 +124,7 @@ export class PartitionWorker<T> {
       this.start,
       this.maxItemCount,
       this.allVersions,
+      this.lease.partitionKeyRangeId,
     );
     const checkpoints = new CoalescingCheckpointer(
       (etag) => this.lease.checkpoint(etag),
@@ -142,7 +145,7 @@ export class PartitionWorker<T> {
         }
         if (signal.aborted) break;
         if (page.kind === "gone") {
-          // The children start from the parent's last checkpoint: make sure it is written.
+          // Split or merge: the replacement leases start from this one's last checkpoint: make sure it is written.
           await checkpoints.flush();
           return { kind: "split" };
         }
