@@ -906,6 +906,11 @@ async function idlePhase(emu: EmulatorProcess, db: Database) {
     .fetchAll();
   const leaseDocId = idDocs[0].id;
   const readRu = (await leases.item(leaseDocId, leaseDocId).read()).requestCharge;
+  // And of .NET's all-leases query (ours no longer runs one after start: the lease view replaces it).
+  const allLeasesQuery = await leases.items
+    .query("SELECT * FROM c WHERE IS_DEFINED(c.LeaseToken)", { maxItemCount: 1000 })
+    .fetchAll();
+  const queryRu = allLeasesQuery.requestCharge;
   await Promise.all(hosts.map((h) => h.stop()));
   for (const c of clients) c.dispose();
 
@@ -942,7 +947,7 @@ async function idlePhase(emu: EmulatorProcess, db: Database) {
   const ruPerOp = (kind: string) => (meter[kind] ? (ru[kind] ?? 0) / meter[kind] : 0);
   const oursRuPerHour = toPerHour(sum(ru));
   const dotnetRuPerHour = Math.round(
-    dotnetQueries * ruPerOp("query") + (dotnetRenewOps / 2) * (readRu + ruPerOp("replace")),
+    dotnetQueries * queryRu + (dotnetRenewOps / 2) * (readRu + ruPerOp("replace")),
   );
   return {
     balanceMs,
@@ -966,13 +971,14 @@ async function idlePhase(emu: EmulatorProcess, db: Database) {
         renewReadsPlusReplaces: Math.round(dotnetRenewOps),
       },
     },
-    /** RU, not requests: the emulator's charges; .NET's estimated with the same measured RU per query and per
-     * replace, and a measured lease point read. The all-leases query costs the same on both, so it weighs more. */
+    /** RU, not requests: the emulator's charges; .NET's estimated with the measured RU of an all-leases query, a
+     * lease point read and our replaces. Ours pays for lease-feed reads instead of queries. */
     ruPerHour: {
       ours: oursRuPerHour,
       dotnetEstimate: dotnetRuPerHour,
       ratio: round2(oursRuPerHour / dotnetRuPerHour),
-      ruPerQuery: round2(ruPerOp("query")),
+      ruPerAllLeasesQuery: round2(queryRu),
+      ruPerLeaseFeedRead: round2(ruPerOp("changeFeed")),
       ruPerReplace: round2(ruPerOp("replace")),
       ruPerRead: round2(readRu),
     },

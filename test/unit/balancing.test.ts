@@ -16,7 +16,8 @@ function lease(token: string, owner: string | null, ageMs = 0): Lease {
   return { ...l, owner, timestampMs: NOW - ageMs };
 }
 
-const strategy = new EqualPartitionsBalancingStrategy(EXPIRATION);
+// `() => 0`: the first of equals, as .NET picks.
+const strategy = new EqualPartitionsBalancingStrategy(EXPIRATION, () => 0);
 const take = (leases: Lease[], me: string) =>
   strategy.selectLeasesToTake(leases, me, NOW).map((l) => l.leaseToken);
 
@@ -54,6 +55,23 @@ describe("EqualPartitionsBalancingStrategy", () => {
 
   it("ignores a duplicate lease token instead of acting on it twice", () => {
     expect(take([lease("0", null), lease("0", null)], "a")).toEqual(["0"]);
+  });
+});
+
+describe("EqualPartitionsBalancingStrategy, random pick among equals", () => {
+  it("lets hosts with different draws go for different leases, still only up to the target", () => {
+    const available = [
+      lease("0", null),
+      lease("1", null),
+      lease("2", null),
+      lease("3", null),
+      lease("4", "b"),
+    ];
+    const late = new EqualPartitionsBalancingStrategy(EXPIRATION, () => 0.99);
+    // 5 leases, owners b and a → target 3; a takes 3 of the 4 available, starting from a random one.
+    expect(late.selectLeasesToTake(available, "a", NOW).map((l) => l.leaseToken)).toEqual(["3", "0", "1"]);
+    const busy = [lease("0", "b"), lease("1", "b"), lease("2", "b"), lease("3", "c")];
+    expect(late.selectLeasesToTake(busy, "a", NOW).map((l) => l.leaseToken)).toEqual(["2"]);
   });
 });
 

@@ -15,9 +15,17 @@ export interface LoadBalancingStrategy {
  * .NET's EqualPartitionsBalancingStrategy (change-feed-leases.md §4.4): target = ceil(leases / live owners);
  * take available (unowned or expired) leases first, up to what this host lacks; otherwise steal one lease
  * from the busiest owner when that owner has more than its share.
+ *
+ * Unlike .NET, which always takes the first available lease and the busiest owner's first lease, the pick
+ * among equals is random: hosts deciding from the same lease list would otherwise all go for the same lease,
+ * and all but one lose the race (a 412 and a wasted round each), which slows a cold start of many hosts.
  */
 export class EqualPartitionsBalancingStrategy implements LoadBalancingStrategy {
-  constructor(private readonly leaseExpirationMs: number) {}
+  constructor(
+    private readonly leaseExpirationMs: number,
+    /** Picks among equals; a test can pass `() => 0` to get .NET's "first one" choice. */
+    private readonly random: () => number = Math.random,
+  ) {}
 
   selectLeasesToTake(allLeases: readonly Lease[], me: string, nowMs: number): Lease[] {
     const available: Lease[] = [];
@@ -36,7 +44,12 @@ export class EqualPartitionsBalancingStrategy implements LoadBalancingStrategy {
     const mine = workerCount.get(me) ?? 0;
     const need = target - mine;
     if (need <= 0) return [];
-    if (available.length > 0) return available.slice(0, need);
+    if (available.length > 0) {
+      // A random rotation of the list: a contiguous run from a random start.
+      const start = Math.floor(this.random() * available.length);
+      const rotated = [...available.slice(start), ...available.slice(0, start)];
+      return rotated.slice(0, need);
+    }
     let busiest: string | undefined;
     let busiestCount = 0;
     for (const [owner, count] of workerCount) {
@@ -48,7 +61,10 @@ export class EqualPartitionsBalancingStrategy implements LoadBalancingStrategy {
     if (busiest === undefined) return [];
     const shouldSteal = need === 1 ? busiestCount > target : busiestCount >= target;
     if (!shouldSteal) return [];
-    const victim = allLeases.find((l) => l.owner !== null && l.owner.toLowerCase() === busiest.toLowerCase());
-    return victim ? [victim] : [];
+    const candidates = allLeases.filter(
+      (l) => l.owner !== null && l.owner.toLowerCase() === busiest.toLowerCase(),
+    );
+    if (candidates.length === 0) return [];
+    return [candidates[Math.floor(this.random() * candidates.length)]];
   }
 }
