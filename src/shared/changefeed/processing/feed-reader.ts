@@ -36,6 +36,28 @@ async function feedRangeFactory(container: Container): Promise<(min: string, max
 }
 
 /**
+ * Per container object (one per processor, shared by its workers): the FeedRange factory and the container's
+ * rid, read once instead of once per lease start (a pkranges read and a container read each).
+ */
+const factories = new WeakMap<Container, Promise<(min: string, max: string) => FeedRange>>();
+const rids = new WeakMap<Container, Promise<string>>();
+
+function cached<V>(
+  map: WeakMap<Container, Promise<V>>,
+  container: Container,
+  load: () => Promise<V>,
+): Promise<V> {
+  let p = map.get(container);
+  if (!p) {
+    p = load();
+    map.set(container, p);
+    // A failed read is not remembered: the next lease start tries again.
+    p.catch(() => map.delete(container));
+  }
+  return p;
+}
+
+/**
  * Reads the change feed of one lease's EPK range through the SDK's pull model, and exposes what the lease
  * needs: the raw etag of each page (the .NET ContinuationToken) and whether the range is still whole.
  */
@@ -60,9 +82,12 @@ export class LeaseFeedReader<T> {
       ...(this.maxItemCount ? { maxItemCount: this.maxItemCount } : {}),
     };
     if (this.continuation) {
-      const { resource } = await this.container.read();
+      const rid = await cached(rids, this.container, async () => {
+        const { resource } = await this.container.read();
+        return resource?._rid as string;
+      });
       const token: CompositeToken = {
-        rid: resource?._rid as string,
+        rid,
         Continuation: [
           {
             minInclusive: this.range.min,
@@ -76,7 +101,7 @@ export class LeaseFeedReader<T> {
         changeFeedStartFrom: ChangeFeedStartFrom.Continuation(JSON.stringify(token)),
       });
     }
-    const make = await feedRangeFactory(this.container);
+    const make = await cached(factories, this.container, () => feedRangeFactory(this.container));
     const feedRange = make(this.range.min, this.range.max);
     const startFrom =
       this.start.kind === "beginning"
