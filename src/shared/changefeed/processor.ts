@@ -114,9 +114,23 @@ export class ChangeFeedProcessor<
       await this.view.load();
       await this.balanceOnce();
       this.loops = [
-        this.watchLoop(),
-        this.loop(o.leaseAcquireInterval, () => this.balanceOnce()),
-        this.loop(o.leaseRenewInterval, () => this.renewDue()),
+        // The watch: this host's slots of the lease feed; a release seen there is balanced at once, so a
+        // stopping host's successor takes over within a slot (see balancing/watch-schedule.ts).
+        this.loop(
+          (now) => this.nextWatchAt(now) - now,
+          async () => {
+            const changed = await this.leaseView.refresh();
+            if (changed.some((l) => l.owner === null)) await this.balanceOnce();
+          },
+        ),
+        this.loop(
+          () => o.leaseAcquireInterval,
+          () => this.balanceOnce(),
+        ),
+        this.loop(
+          () => o.leaseRenewInterval,
+          () => this.renewDue(),
+        ),
       ];
       this.state = "running";
     } catch (e) {
@@ -190,35 +204,15 @@ export class ChangeFeedProcessor<
     }
   }
 
-  private loop(intervalMs: number, tick: () => Promise<void>): Promise<void> {
+  /** Runs `tick` after each wait of `delayMs(now)` until the processor stops; a failed tick is reported. */
+  private loop(delayMs: (nowMs: number) => number, tick: () => Promise<void>): Promise<void> {
     const signal = this.lifecycle.signal;
     return (async () => {
       while (!signal.aborted) {
-        await sleep(intervalMs, signal);
+        await sleep(delayMs(Date.now()), signal);
         if (signal.aborted) break;
         try {
           await tick();
-        } catch (e) {
-          this.report(e, undefined);
-        }
-      }
-    })();
-  }
-
-  /**
-   * Reads the lease container's change feed in this host's watch slots (see balancing/watch-schedule.ts) and
-   * balances at once when a lease was released, so a stopping host's successor takes over within a slot.
-   */
-  private watchLoop(): Promise<void> {
-    const signal = this.lifecycle.signal;
-    return (async () => {
-      while (!signal.aborted) {
-        const now = Date.now();
-        await sleep(this.nextWatchAt(now) - now, signal);
-        if (signal.aborted) break;
-        try {
-          const changed = await this.leaseView.refresh();
-          if (changed.some((l) => l.owner === null)) await this.balanceOnce();
         } catch (e) {
           this.report(e, undefined);
         }
@@ -551,12 +545,12 @@ export class ChangeFeedProcessor<
     this.lifecycle.abort();
     await Promise.allSettled([...this.loops, this.balancing]);
     const entries = [...this.owned.values()];
-    const plan = this.options.handoffTimeout > 0 ? await this.planHandoff(entries) : new Map();
-    if (plan.size === 0) {
+    const plan = this.options.handoffTimeout > 0 ? await this.planHandoff(entries) : [];
+    if (plan.length === 0) {
       for (const o of entries) o.abort.abort();
       await Promise.all(entries.map((o) => this.release(o, undefined)));
     } else {
-      for (const batch of plan.values()) {
+      for (const batch of plan) {
         await sleep(batch.at - Date.now(), new AbortController().signal);
         await Promise.all(batch.leases.map((o: OwnedLease) => this.release(o, batch.successor)));
       }
@@ -587,7 +581,7 @@ export class ChangeFeedProcessor<
    */
   private async planHandoff(
     entries: OwnedLease[],
-  ): Promise<Map<string, { successor: string; at: number; leases: OwnedLease[] }>> {
+  ): Promise<{ successor: string; at: number; leases: OwnedLease[] }[]> {
     const o = this.options;
     const me = o.instanceName;
     await this.leaseView.refresh().catch(() => undefined);
@@ -613,8 +607,7 @@ export class ChangeFeedProcessor<
         leases: leases.map((l) => byId.get(l.id) as OwnedLease),
       };
     });
-    batches.sort((a, b) => a.at - b.at);
-    return new Map(batches.map((b) => [b.successor, b]));
+    return batches.sort((a, b) => a.at - b.at);
   }
 
   /**
@@ -622,18 +615,14 @@ export class ChangeFeedProcessor<
    * other live host is left (the others are stopping too: a whole-app shutdown does not wait for the timeout).
    */
   private async drainUntilTaken(entries: OwnedLease[]): Promise<void> {
-    const o = this.options;
-    const deadline = Date.now() + o.handoffTimeout;
+    const deadline = Date.now() + this.options.handoffTimeout;
     const pending = new Set(entries.filter((e) => !e.abort.signal.aborted));
     const never = new AbortController().signal;
     while (pending.size > 0 && Date.now() < deadline) {
       await sleep(ChangeFeedDefaults.handoffCheckInterval, never);
       await this.leaseView.refresh().catch(() => undefined);
-      const now = Date.now();
-      const othersAlive = this.leaseView
-        .leases()
-        .some((l) => l.owner !== o.instanceName && !isAvailable(l, now, o.leaseExpirationInterval));
-      if (!othersAlive) break;
+      // Nobody else alive: the participants are this host alone.
+      if (this.watchSchedule(Date.now()).participants.length < 2) break;
       for (const e of [...pending]) {
         const current = this.leaseView.get(e.lease.id);
         if (!current || current.owner !== null || e.abort.signal.aborted) {

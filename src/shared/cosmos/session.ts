@@ -11,3 +11,11 @@ export function sessionTokenLsn(token: string | undefined): number | undefined {
   const n = Number(parts.length >= 2 ? parts[1] : parts[0]);
   return Number.isFinite(n) ? n : undefined;
 }
+
+/** The id of the partition key range that issued a session token (`<range>:…`; several: the first). */
+export function sessionTokenRangeId(token: string | undefined): string | undefined {
+  if (!token) return undefined;
+  const first = token.split(",")[0];
+  const colon = first.indexOf(":");
+  return colon > 0 ? first.slice(0, colon) : undefined;
+}

@@ -20,25 +20,15 @@ export class LeaseLostError extends Error {
 }
 
 /** Lease-container operations by kind, counted as requests (for the RU tuner and the benchmark). */
-export type LeaseOperationKind = "query" | "read" | "create" | "replace" | "delete" | "feed";
+export const LEASE_OPERATION_KINDS = ["query", "read", "create", "replace", "delete", "feed"] as const;
+export type LeaseOperationKind = (typeof LEASE_OPERATION_KINDS)[number];
+
+const zeroPerKind = (): Record<LeaseOperationKind, number> =>
+  Object.fromEntries(LEASE_OPERATION_KINDS.map((k) => [k, 0])) as Record<LeaseOperationKind, number>;
 
 export class LeaseOperationCounters {
-  readonly count: Record<LeaseOperationKind, number> = {
-    query: 0,
-    read: 0,
-    create: 0,
-    replace: 0,
-    delete: 0,
-    feed: 0,
-  };
-  readonly requestCharge: Record<LeaseOperationKind, number> = {
-    query: 0,
-    read: 0,
-    create: 0,
-    replace: 0,
-    delete: 0,
-    feed: 0,
-  };
+  readonly count = zeroPerKind();
+  readonly requestCharge = zeroPerKind();
 
   add(kind: LeaseOperationKind, charge: number | undefined, requests = 1): void {
     this.count[kind] += requests;

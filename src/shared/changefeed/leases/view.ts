@@ -15,11 +15,6 @@ export class LeaseView {
 
   constructor(private readonly store: LeaseStore) {}
 
-  /** True once loaded and while the feed works; false after a failed read (the next refresh re-lists). */
-  get current(): boolean {
-    return this.feed !== undefined;
-  }
-
   /**
    * Lists every lease and follows the feed from just before the listing, so no change falls in between.
    * Returns every lease.

@@ -5,6 +5,7 @@ import {
   type Container,
   type FeedRange,
 } from "@azure/cosmos";
+import { sessionTokenRangeId } from "../../cosmos/session.js";
 import type { EpkRange } from "../leases/lease.js";
 
 /** Where a lease without a continuation starts. */
@@ -129,9 +130,9 @@ export class LeaseFeedReader<T> {
     const sessionToken = res.headers["x-ms-session-token"] as string | undefined;
     // Session tokens start with the id of the range that served the read. The SDK follows a merge silently
     // (EPK headers on the merged range); .NET then turns the version-0 lease into a version-1 one, and so do we.
-    if (this.partitionKeyRangeId !== undefined && sessionToken) {
-      const served = sessionToken.slice(0, sessionToken.indexOf(":"));
-      if (served.length > 0 && served !== this.partitionKeyRangeId) return { kind: "gone" };
+    if (this.partitionKeyRangeId !== undefined) {
+      const served = sessionTokenRangeId(sessionToken);
+      if (served !== undefined && served !== this.partitionKeyRangeId) return { kind: "gone" };
     }
     if (res.statusCode === 304 || res.result.length === 0) {
       return { kind: "empty", etag, requestCharge: res.requestCharge, sessionToken };
