@@ -17,7 +17,7 @@
  * BENCH_LEASE_SCALE (10: lease intervals of phases 3–5 are the defaults ÷ this; 1 = the real defaults, slow),
  * BENCH_IDLE_WINDOW_S (60), BENCH_PHASES (1,2,3,4,5: a subset runs only those and leaves the JSON alone).
  */
-import { type ChildProcess, execSync, fork } from "node:child_process";
+import { type ChildProcess, execSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -36,6 +36,7 @@ import { RANGE_COUNT_HEADER } from "../src/emulator/index.js";
 import { ChangeFeedDefaults } from "../src/shared/changefeed/options.js";
 import type { ChangeFeedProcessor } from "../src/shared/changefeed/processor.js";
 import type { HandledRow, HostConfig, ToChild, ToParent } from "./changefeed.child.js";
+import { ask, forkTs, stopChild, waitForMessage } from "./lib/child.js";
 import { envNumber, machineFacts, median, percentile } from "./lib/stats.js";
 
 /**
@@ -128,13 +129,7 @@ async function waitFor(
 
 type Stats = Extract<ToParent, { type: "stats" }>;
 
-function forkChild(args: string[]): ChildProcess {
-  return fork(CHILD, args, {
-    cwd: ROOT,
-    execArgv: ["--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-}
+const forkChild = (args: string[]): ChildProcess => forkTs(CHILD, args, ROOT);
 
 class EmulatorProcess {
   private nextId = 0;
@@ -146,36 +141,21 @@ class EmulatorProcess {
 
   static async start(): Promise<EmulatorProcess> {
     const child = forkChild(["emulator"]);
-    const ready = await new Promise<Extract<ToParent, { type: "ready" }>>((res, rej) => {
-      child.once("exit", (code) => rej(new Error(`emulator child exited (${code})`)));
-      child.on("message", (m: ToParent) => {
-        if (m.type === "ready") res(m);
-      });
-    });
+    const ready = await waitForMessage<ToParent, "ready">(child, "ready", "emulator child");
     return new EmulatorProcess(child, ready.endpoint, ready.key);
   }
 
   stats(): Promise<Stats> {
     const id = ++this.nextId;
-    return new Promise((res) => {
-      const on = (m: ToParent) => {
-        if (m.type === "stats" && m.id === id) {
-          this.child.off("message", on);
-          res(m);
-        }
-      };
-      this.child.on("message", on);
-      this.child.send({ type: "stats", id } satisfies ToChild);
-    });
+    return ask<ToParent, Stats>(
+      this.child,
+      { type: "stats", id } satisfies ToChild,
+      (m): m is Stats => m.type === "stats" && m.id === id,
+    );
   }
 
-  async close(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise<void>((r) => this.child.once("exit", () => r()));
-    this.child.send({ type: "close" } satisfies ToChild);
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), 5000);
-    await exited;
-    clearTimeout(timer);
+  close(): Promise<void> {
+    return stopChild(this.child, { type: "close" } satisfies ToChild);
   }
 }
 
@@ -242,13 +222,12 @@ class HostProcess {
 
   readonly child: ChildProcess;
 
-  ready(): Promise<void> {
-    return new Promise((res, rej) => {
-      this.child.once("exit", (code) => rej(new Error(`host ${this.config.instanceName} exited (${code})`)));
-      this.child.on("message", (m: ToParent) => {
-        if (m.type === "host-ready") res();
-      });
-    });
+  async ready(): Promise<void> {
+    await waitForMessage<ToParent, "host-ready">(
+      this.child,
+      "host-ready",
+      `host ${this.config.instanceName}`,
+    );
   }
 
   async kill(signal: NodeJS.Signals): Promise<void> {

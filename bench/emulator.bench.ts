@@ -12,7 +12,7 @@
  * Knobs (environment): BENCH_PAIRS (8), BENCH_SLICE_S (2), BENCH_WARMUP_S (3), BENCH_CONCURRENCY (32),
  * BENCH_CF_DOCS (20000), BENCH_PROFILE_S (4), BENCH_QUIET_WAIT_S (20). See docs/bench-emulator.md.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
@@ -26,6 +26,7 @@ import {
   StatusCodes,
 } from "@azure/cosmos";
 import type { ChildMessage, ParentMessage, ServerKind } from "./emulator.server.js";
+import { ask, forkTs, stopChild, waitForMessage } from "./lib/child.js";
 import { envNumber, machineFacts, median, packageVersion } from "./lib/stats.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -75,21 +76,8 @@ class ServerProcess {
   ) {}
 
   static async start(kind: ServerKind, host?: string): Promise<ServerProcess> {
-    const child = fork(join(HERE, "emulator.server.ts"), host ? [kind, host] : [kind], {
-      cwd: ROOT,
-      execArgv: ["--import", "tsx"],
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    });
-    const ready = await new Promise<Extract<ChildMessage, { type: "ready" }>>((resolveReady, reject) => {
-      const onExit = (code: number | null): void => reject(new Error(`${kind} server exited (${code})`));
-      child.once("exit", onExit);
-      child.on("message", (m: ChildMessage) => {
-        if (m.type === "ready") {
-          child.off("exit", onExit);
-          resolveReady(m);
-        }
-      });
-    });
+    const child = forkTs(join(HERE, "emulator.server.ts"), host ? [kind, host] : [kind], ROOT);
+    const ready = await waitForMessage<ChildMessage, "ready">(child, "ready", `${kind} server`);
     return new ServerProcess(kind, child, ready.endpoint);
   }
 
@@ -97,19 +85,12 @@ class ServerProcess {
     msg: ParentMessage,
     answer: T,
   ): Promise<Extract<ChildMessage, { type: T }>> {
-    return new Promise((resolveAnswer, reject) => {
-      const onMessage = (m: ChildMessage): void => {
-        if (m.type === answer) {
-          this.child.off("message", onMessage);
-          resolveAnswer(m as Extract<ChildMessage, { type: T }>);
-        } else if (m.type === "error") {
-          this.child.off("message", onMessage);
-          reject(new Error(`${this.kind} server: ${m.message}`));
-        }
-      };
-      this.child.on("message", onMessage);
-      this.child.send(msg);
-    });
+    return ask<ChildMessage, Extract<ChildMessage, { type: T }>>(
+      this.child,
+      msg,
+      (m): m is Extract<ChildMessage, { type: T }> => m.type === answer,
+      (m) => (m.type === "error" ? `${this.kind} server: ${m.message}` : undefined),
+    );
   }
 
   async stats(): Promise<ServerStats> {
@@ -131,13 +112,8 @@ class ServerProcess {
     return (await this.ask({ type: "profile-stop", file }, "profile")).file;
   }
 
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise<void>((r) => this.child.once("exit", () => r()));
-    this.child.send({ type: "stop" } satisfies ParentMessage);
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), 5000);
-    await exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return stopChild(this.child, { type: "stop" } satisfies ParentMessage);
   }
 }
 

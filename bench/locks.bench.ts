@@ -19,7 +19,7 @@
  * Knobs (environment): BENCH_ROUNDS (6), BENCH_LAT_OPS (1000), BENCH_CONCURRENCY (16), BENCH_TP_ROUNDS (10),
  * BENCH_SLICE_S (1.5), BENCH_CONTENDERS (50), BENCH_CONTENTION_S (10), BENCH_CS_MS (5). See docs/bench-locks.md.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { getEventListeners, setMaxListeners } from "node:events";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -34,6 +34,7 @@ import {
   type LockHandle,
   LockHeldError,
 } from "../src/shared/locks/lock.js";
+import { ask, forkTs, stopChild, waitForMessage } from "./lib/child.js";
 import { envNumber, median, percentile } from "./lib/stats.js";
 import type { MeterSnapshot, ToChild, ToParent } from "./locks.server.js";
 
@@ -111,45 +112,24 @@ class EmulatorProcess {
   ) {}
 
   static async start(): Promise<EmulatorProcess> {
-    const child = fork(join(HERE, "locks.server.ts"), [], {
-      cwd: ROOT,
-      execArgv: ["--import", "tsx"],
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    });
-    const ready = await new Promise<Extract<ToParent, { type: "ready" }>>((resolveReady, reject) => {
-      const onExit = (code: number | null): void => reject(new Error(`emulator child exited (${code})`));
-      child.once("exit", onExit);
-      child.on("message", (m: ToParent) => {
-        if (m.type === "ready") {
-          child.off("exit", onExit);
-          resolveReady(m);
-        }
-      });
-    });
+    const child = forkTs(join(HERE, "locks.server.ts"), [], ROOT);
+    const ready = await waitForMessage<ToParent, "ready">(child, "ready", "emulator child");
     return new EmulatorProcess(child, ready.endpoint, ready.key);
   }
 
-  stats(): Promise<ServerStats> {
+  async stats(): Promise<ServerStats> {
     const id = this.nextId++;
-    return new Promise((resolveStats) => {
-      const onMessage = (m: ToParent): void => {
-        if (m.type === "stats" && m.id === id) {
-          this.child.off("message", onMessage);
-          resolveStats({ meter: m.meter, responses: m.responses, cpuMs: m.cpuMs });
-        }
-      };
-      this.child.on("message", onMessage);
-      this.child.send({ type: "stats", id } satisfies ToChild);
-    });
+    type Stats = Extract<ToParent, { type: "stats" }>;
+    const m = await ask<ToParent, Stats>(
+      this.child,
+      { type: "stats", id } satisfies ToChild,
+      (x): x is Stats => x.type === "stats" && x.id === id,
+    );
+    return { meter: m.meter, responses: m.responses, cpuMs: m.cpuMs };
   }
 
-  async close(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise<void>((r) => this.child.once("exit", () => r()));
-    this.child.send({ type: "close" } satisfies ToChild);
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), 5000);
-    await exited;
-    clearTimeout(timer);
+  close(): Promise<void> {
+    return stopChild(this.child, { type: "close" } satisfies ToChild);
   }
 }
 
