@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
+import { seededRandom } from "../support/prng.js";
 import type { HandledLine, ProcessorChildConfig } from "../support/processor-child.js";
 
 // ------------------------------------------------------------------------------------------------ knobs
@@ -54,18 +55,6 @@ const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
 // ------------------------------------------------------------------------------------------------ helpers
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** mulberry32: a tiny seeded PRNG, so a failing run can be replayed with CHAOS_SEED. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function waitFor(cond: () => boolean, timeoutMs: number, what: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -155,7 +144,7 @@ describe("change feed processor under chaos", () => {
     async () => {
       const began = Date.now();
       const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);
-      const random = prng(seed);
+      const random = seededRandom(seed);
       const between = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo));
 
       const { database } = await client.databases.create({ id: `chaos-${process.pid}` });

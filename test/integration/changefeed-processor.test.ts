@@ -89,6 +89,31 @@ async function waitFor(
   }
 }
 
+/** Writes a document every ~10 ms until stopped, recording when each was written. */
+function startWriter(c: Container, idPrefix: string, keys: number) {
+  const writtenAt = new Map<string, number>();
+  let stopping = false;
+  const running = (async () => {
+    for (let i = 0; !stopping; i++) {
+      await c.items.create<Doc>({ id: `${idPrefix}${i}`, pk: `k${i % keys}`, n: i });
+      writtenAt.set(`${idPrefix}${i}`, Date.now());
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  return {
+    writtenAt,
+    stop: async () => {
+      stopping = true;
+      await running;
+    },
+  };
+}
+
+/** The longest write → first-handled time over the written documents (all must have been handled). */
+function worstLatency(writtenAt: Map<string, number>, handledAt: Map<string, number>): number {
+  return Math.max(...[...writtenAt].map(([id, at]) => (handledAt.get(id) as number) - at));
+}
+
 async function writeDocs(c: Container, from: number, count: number, keys = 13): Promise<void> {
   for (let i = from; i < from + count; i++)
     await c.items.create<Doc>({ id: `d${i}`, pk: `p${i % keys}`, n: i });
@@ -371,27 +396,18 @@ describe("balancing", () => {
       10_000,
       "2/2",
     );
-    const writtenAt = new Map<string, number>();
-    let stopWriting = false;
-    const writer = (async () => {
-      for (let i = 0; !stopWriting; i++) {
-        await monitored.items.create<Doc>({ id: `h${i}`, pk: `k${i % 31}`, n: i });
-        writtenAt.set(`h${i}`, Date.now());
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+    const writer = startWriter(monitored, "h", 31);
+    const { writtenAt } = writer;
     await new Promise((r) => setTimeout(r, 300));
     const stopAt = Date.now();
     await a.stop();
     const handoffMs = Date.now() - stopAt;
     await new Promise((r) => setTimeout(r, 300));
-    stopWriting = true;
-    await writer;
+    await writer.stop();
     await waitFor(() => [...writtenAt.keys()].every((id) => handledAt.has(id)), 5_000, "all handled");
     expect(b.ownedLeaseTokens().length).toBe(4);
     expect(handoffMs).toBeLessThan(FAST.leaseAcquireInterval + 2_000);
-    const worstLatency = Math.max(...[...writtenAt].map(([id, at]) => (handledAt.get(id) as number) - at));
-    expect(worstLatency).toBeLessThan(1_000);
+    expect(worstLatency(writtenAt, handledAt)).toBeLessThan(1_000);
   });
 });
 
@@ -425,22 +441,14 @@ describe("hand-off through the lease container's change feed", () => {
     const leaving = a.ownedLeaseTokens();
     acquiredAt.clear();
 
-    const writtenAt = new Map<string, number>();
-    let stopWriting = false;
-    const writer = (async () => {
-      for (let i = 0; !stopWriting; i++) {
-        await monitored.items.create<Doc>({ id: `w${i}`, pk: `k${i % 29}`, n: i });
-        writtenAt.set(`w${i}`, Date.now());
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+    const writer = startWriter(monitored, "w", 29);
+    const { writtenAt } = writer;
     await new Promise((r) => setTimeout(r, 500));
     const stopAt = Date.now();
     await a.stop();
     const stopMs = Date.now() - stopAt;
     await new Promise((r) => setTimeout(r, 300));
-    stopWriting = true;
-    await writer;
+    await writer.stop();
     await waitFor(() => [...writtenAt.keys()].every((id) => handledAt.has(id)), 10_000, "all handled");
 
     // Each released lease was taken by a survivor less than a second after its release.
@@ -464,8 +472,7 @@ describe("hand-off through the lease container's change feed", () => {
     expect(resources.filter((r) => r.properties.handoffTo !== undefined)).toEqual([]);
     expect(new Set(resources.map((r) => r.Owner))).toEqual(new Set(["h-b", "h-c"]));
     // The feed never paused: the stopping host processed its leases until the successors took them.
-    const worstLatency = Math.max(...[...writtenAt].map(([id, at]) => (handledAt.get(id) as number) - at));
-    expect(worstLatency).toBeLessThan(1_000);
+    expect(worstLatency(writtenAt, handledAt)).toBeLessThan(1_000);
   }, 90_000);
 });
 

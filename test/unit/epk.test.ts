@@ -12,6 +12,7 @@ import {
   prefixEpkRange,
   splitPoint,
 } from "../../src/emulator/partitioning/epk.js";
+import { seededRandom } from "../support/prng.js";
 
 const V1: PartitionKeyDefinitionLike = { paths: ["/pk"], kind: "Hash" };
 const V1_NO_KIND: PartitionKeyDefinitionLike = { paths: ["/pk"] };
@@ -25,18 +26,6 @@ const sdkHashPath = path.join(path.dirname(require.resolve("@azure/cosmos")), "u
 const sdk = require(sdkHashPath) as {
   hashPartitionKey(values: PartitionKeyComponent[], def: PartitionKeyDefinitionLike): string;
 };
-
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomString(r: () => number): string {
   const lenClass = r();
@@ -118,7 +107,7 @@ const hexOf = (s: string) => /^[0-9A-F]*$/.test(s);
 
 /** n distinct keys (unique strings and numbers) so that EPK counts measure the hash distribution. */
 function distinctKeys(n: number, seed: number): PartitionKeyComponent[] {
-  const r = rng(seed);
+  const r = seededRandom(seed);
   const keys: PartitionKeyComponent[] = [];
   for (let i = 0; i < n; i++) keys.push(r() < 0.7 ? `${i}:${randomString(r)}` : i * 1.5 - n);
   return keys;
@@ -161,7 +150,7 @@ describe("effectivePartitionKey: differential against the SDK's hashPartitionKey
   });
 
   it("matches for ~2000 random single-component keys (V1 and V2)", () => {
-    const r = rng(0xc05);
+    const r = seededRandom(0xc05);
     const values: PartitionKeyComponent[] = [...SPECIAL_NUMBERS, true, false, null, {}, "", "a".repeat(100)];
     values.push("a".repeat(101), "é".repeat(99), "😀".repeat(60), `${"x".repeat(99)}😀`);
     while (values.length < 2000) values.push(randomComponent(r));
@@ -177,7 +166,7 @@ describe("effectivePartitionKey: differential against the SDK's hashPartitionKey
   });
 
   it("matches for ~2000 random MultiHash keys with 2-3 components, including prefixes", () => {
-    const r = rng(0xbeef);
+    const r = seededRandom(0xbeef);
     for (let i = 0; i < 2000; i++) {
       const def = r() < 0.5 ? MH2 : MH3;
       const n = 1 + Math.floor(r() * def.paths.length);
@@ -220,7 +209,7 @@ describe("prefixEpkRange", () => {
   });
 
   it("contains every full key that extends the prefix, and no other", () => {
-    const r = rng(7);
+    const r = seededRandom(7);
     const prefix: PartitionKeyComponent[] = ["tenant-1"];
     const range = prefixEpkRange(prefix, MH3)!;
     for (let i = 0; i < 300; i++) {
@@ -336,7 +325,7 @@ describe("splitPoint", () => {
   });
 
   it("returns a point strictly inside arbitrary ranges", () => {
-    const r = rng(42);
+    const r = seededRandom(42);
     const randHex = () => {
       let s = "";
       const n = 1 + Math.floor(r() * 20);
