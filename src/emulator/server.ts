@@ -13,7 +13,8 @@ import { CosmosError } from "./errors.js";
 import { adminRoute } from "./routes/admin.js";
 import { changeFeed } from "./routes/changefeed.js";
 import type { Reply, RequestContext } from "./routes/context.js";
-import { documentOperation, postDocuments, readFeed } from "./routes/documents.js";
+import { documentOperation, postDocuments } from "./routes/documents.js";
+import { readFeed } from "./routes/query.js";
 import {
   container,
   containers,
