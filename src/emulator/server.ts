@@ -128,8 +128,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     });
     req.on("end", () => {
       const activityId = randomUUID();
-      let reply: Reply;
-      try {
+      void answer(req, res, activityId, () => {
         if (tooLarge) {
           throw new CosmosError(
             413,
@@ -138,13 +137,39 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
           );
         }
         const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-        reply = dispatch(req, body, activityId, scheme, account, auth, meter, { purgeExpired, retentionMs });
-      } catch (e) {
-        reply = errorReply(e, activityId);
-      }
-      send(res, reply, activityId);
-      if (options.log) console.error(`${req.method} ${req.url} -> ${reply.status}`);
+        return dispatch(req, body, activityId, scheme, account, auth, meter, { purgeExpired, retentionMs });
+      });
     });
+  };
+
+  /**
+   * Runs one request's handler and sends its reply. The one guard around the whole request: nothing a
+   * handler or the send path throws (or rejects with) may end the process.
+   */
+  const answer = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    activityId: string,
+    run: () => Reply | Promise<Reply>,
+  ): Promise<void> => {
+    let reply: Reply;
+    try {
+      reply = await run();
+    } catch (e) {
+      reply = errorReply(e, activityId);
+    }
+    try {
+      send(res, reply, activityId);
+    } catch (e) {
+      console.error("emulator: could not send a reply:", e);
+      try {
+        if (!res.headersSent) send(res, errorReply(e, activityId), activityId);
+        else res.destroy();
+      } catch {
+        res.destroy();
+      }
+    }
+    if (options.log) console.error(`${req.method} ${req.url} -> ${reply.status}`);
   };
 
   const server: Server = options.tls
@@ -200,7 +225,7 @@ function dispatch(
   auth: MasterKeyAuth,
   meter: RuMeter,
   admin: AdminHooks,
-): Reply {
+): Reply | Promise<Reply> {
   const url = req.url ?? "/";
   const q = url.indexOf("?");
   const path = q < 0 ? url : url.slice(0, q);
@@ -265,7 +290,22 @@ function dispatch(
       throw e;
     }
   }
-  let reply: Reply;
+  const failed = (e: unknown): never => {
+    // The service charges failed requests too (a 409 or 412 still costs RU).
+    if (e instanceof CosmosError) {
+      e.charge = RuModel.failedRequest;
+      budget?.charge(e.charge);
+      meter.record(c.meterName, kindGuess(method, n), e.charge);
+    }
+    throw e;
+  };
+  const charged = (reply: Reply): Reply => {
+    const charge = reply.charge ?? 0;
+    budget?.charge(charge);
+    meter.record(c.meterName, reply.kind ?? "metadata", charge);
+    return reply;
+  };
+  let reply: Reply | Promise<Reply>;
   try {
     if (n === 5) {
       if (method === "POST") reply = postDocuments(ctx, c);
@@ -277,18 +317,10 @@ function dispatch(
       reply = documentOperation(ctx, c, segments[5]);
     }
   } catch (e) {
-    // The service charges failed requests too (a 409 or 412 still costs RU).
-    if (e instanceof CosmosError) {
-      e.charge = RuModel.failedRequest;
-      budget?.charge(e.charge);
-      meter.record(c.meterName, kindGuess(method, n), e.charge);
-    }
-    throw e;
+    return failed(e);
   }
-  const charge = reply.charge ?? 0;
-  budget?.charge(charge);
-  meter.record(c.meterName, reply.kind ?? "metadata", charge);
-  return reply;
+  // A handler may answer later (work moved off the event loop); it is charged the same way.
+  return reply instanceof Promise ? reply.then(charged, failed) : charged(reply);
 }
 
 function kindGuess(method: string, n: number) {
