@@ -427,15 +427,17 @@ export class Container {
     return new WriteSet(this, nowMs);
   }
 
-  /** Builds a stored version of `body` with fresh system properties and the next LSN. */
-  materialize(body: JsonObject, nowMs: number, previous: StoredDoc | undefined): StoredDoc {
+  /**
+   * Builds a stored version of `body` with fresh system properties under `lsn` (allocated by the write set;
+   * the container's counter moves only when the write commits).
+   */
+  materialize(body: JsonObject, nowMs: number, previous: StoredDoc | undefined, lsn: number): StoredDoc {
     const id = body.id;
     validateId(id);
     const pkValues = this.partitionKeyOf(body);
     const pkKey = canonicalPartitionKey(pkValues);
     const epk = this.epkOf(pkValues);
     const ttl = this.effectiveTtl(body);
-    const lsn = ++this.lsn;
     const ts = Math.floor(nowMs / 1000);
     let rid: string;
     if (previous) {
@@ -495,9 +497,19 @@ export class Container {
     return (own as number | undefined) ?? def;
   }
 
-  /** Persists, then applies, a write set's mutations: all or nothing. */
+  /**
+   * Persists, then applies, a write set's mutations: all or nothing. LSNs are handed out only here: a write
+   * refused before or during commit leaves the counter where it was, so every LSN a client has seen is on
+   * disk and a saved change feed continuation is never "ahead" after a restart.
+   */
   commit(mutations: Mutation[], nowMs = this.hooks.now()): void {
     if (mutations.length === 0) return;
+    if (mutations[0].doc.lsn !== this.lsn + 1) {
+      // Another write committed between this write set's begin and commit: its LSNs are stale.
+      throw new Error(
+        `write set is stale: its first LSN is ${mutations[0].doc.lsn}, the container is at ${this.lsn}`,
+      );
+    }
     const entries: LogEntry[] = mutations.map((m) => ({
       lsn: m.doc.lsn,
       op: m.op,
@@ -659,11 +671,15 @@ export interface WriteConditions {
 export class WriteSet {
   readonly mutations: Mutation[] = [];
   private readonly overlay = new Map<string, StoredDoc | null>();
+  /** The last LSN this write set allocated; the container's own counter moves only on commit. */
+  private lsn: number;
 
   constructor(
     readonly container: Container,
     readonly nowMs: number,
-  ) {}
+  ) {
+    this.lsn = container.lsn;
+  }
 
   /** Current version as this write set sees it; expired documents are purged first (a TTL delete). */
   get(key: string): StoredDoc | undefined {
@@ -689,11 +705,13 @@ export class WriteSet {
 
   /** A delete record: the deleted version's content under a new LSN. */
   private tombstone(d: StoredDoc): StoredDoc {
-    return { ...d, lsn: ++this.container.lsn };
+    return { ...d, lsn: ++this.lsn };
   }
 
   private put(op: ChangeOp, body: JsonObject, previous: StoredDoc | undefined): StoredDoc {
-    const doc = this.container.materialize(body, this.nowMs, previous);
+    // Allocated only once materialize succeeded: a refused write (413, bad ttl …) takes no LSN.
+    const doc = this.container.materialize(body, this.nowMs, previous, this.lsn + 1);
+    this.lsn++;
     this.mutations.push({ op, doc, previousLsn: previous?.lsn ?? 0, ttlExpired: false });
     this.overlay.set(doc.key, doc);
     return doc;
