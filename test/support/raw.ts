@@ -33,7 +33,7 @@ export async function rawRequest(
     body:
       options.body === undefined
         ? undefined
-        : typeof options.body === "string"
+        : typeof options.body === "string" || options.body instanceof Uint8Array
           ? options.body
           : JSON.stringify(options.body),
   });

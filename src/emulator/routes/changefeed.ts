@@ -20,11 +20,13 @@ function startOf(ctx: RequestContext, c: Container, allVersions: boolean): FeedS
     const lsn = Number(inm.replace(/^W\//, "").replace(/"/g, ""));
     if (!Number.isInteger(lsn) || lsn < 0) {
       throw badRequest(
-        `The change feed continuation (If-None-Match) '${inm}' is not an LSN etag this emulator issued.`,
+        `Invalid Continuation Token: the change feed continuation (If-None-Match) '${inm}' is not an LSN etag this emulator issued.`,
       );
     }
     if (lsn > c.lsn)
-      throw badRequest(`The change feed continuation '${inm}' is ahead of this container (LSN ${c.lsn}).`);
+      throw badRequest(
+        `Invalid Continuation Token: the change feed continuation '${inm}' is ahead of this container (LSN ${c.lsn}).`,
+      );
     return { afterLsn: lsn };
   }
   const ims = header(ctx, "if-modified-since");
@@ -35,7 +37,8 @@ function startOf(ctx: RequestContext, c: Container, allVersions: boolean): FeedS
   }
   if (allVersions) {
     throw badRequest(
-      "You must read the change feed from within the retention period: all-versions-and-deletes mode starts from now, a time or a continuation, not from the beginning.",
+      // The service's wording, which SDK users match on.
+      "You must read the change feed from within the retention period. All-versions-and-deletes mode starts from now, a time or a continuation, not from the beginning.",
     );
   }
   return {};

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { badRequest } from "../errors.js";
+import { parseJsonBody } from "../json.js";
 import type { OperationKind } from "../ru/meter.js";
 import type { Account } from "../store/account.js";
 import type { Container, PhysicalRange, Scope } from "../store/container.js";
@@ -37,11 +38,7 @@ export function isTrue(ctx: RequestContext, name: string): boolean {
 /** Parses the request body as JSON; a missing or malformed body is a 400. */
 export function jsonBody(ctx: RequestContext): unknown {
   if (ctx.body.length === 0) throw badRequest("The request body is empty; a JSON body is required.");
-  try {
-    return JSON.parse(ctx.body.toString("utf8"));
-  } catch (e) {
-    throw badRequest(`The request body is not valid JSON: ${(e as Error).message}`);
-  }
+  return parseJsonBody(ctx.body);
 }
 
 export function jsonObjectBody(ctx: RequestContext): Record<string, unknown> {

@@ -6,6 +6,7 @@ import {
   partitionKeyRangeGone,
   preconditionFailed,
 } from "../errors.js";
+import { MAX_ITEM_NESTING, nestingDepth } from "../json.js";
 import {
   effectivePartitionKey,
   initialBoundaries,
@@ -460,6 +461,12 @@ export class Container {
     stored._attachments = "attachments/";
     stored._ts = ts;
     const json = JSON.stringify(stored);
+    const depth = nestingDepth(json);
+    if (depth > MAX_ITEM_NESTING) {
+      throw badRequest(
+        `The document nests objects and arrays ${depth} levels deep; the limit is ${MAX_ITEM_NESTING}.`,
+      );
+    }
     if (Buffer.byteLength(json) > MAX_ITEM_BYTES) {
       throw new CosmosError(
         413,

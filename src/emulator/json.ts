@@ -1,0 +1,59 @@
+import { badRequest } from "./errors.js";
+
+/**
+ * The service's nesting limit for an item's objects and arrays
+ * (https://learn.microsoft.com/azure/cosmos-db/concepts-limits#per-item-limits: "Maximum nesting depth for
+ * embedded objects / arrays: 128").
+ */
+export const MAX_ITEM_NESTING = 128;
+/** Levels a request body may wrap around an item: a batch's array and operation, a patch's operations. */
+export const ENVELOPE_NESTING = 3;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The deepest nesting of objects and arrays in JSON text, found in one pass without recursion, so that
+ * hostile input (10,000 levels) can be refused before anything recursive (stringify, query, RU count) sees it.
+ */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x7b || ch === 0x5b) {
+      if (++depth > max) max = depth;
+    } else if (ch === 0x7d || ch === 0x5d) depth--;
+  }
+  return max;
+}
+
+/** Decodes a request body as strict UTF-8 (the service refuses malformed bytes rather than replacing them). */
+export function decodeUtf8(body: Buffer): string {
+  try {
+    return utf8.decode(body);
+  } catch {
+    throw badRequest("The request body is not valid UTF-8.");
+  }
+}
+
+/** Parses a request body: strict UTF-8, JSON, nesting within the item limit plus a request envelope. */
+export function parseJsonBody(body: Buffer): unknown {
+  const text = decodeUtf8(body);
+  const depth = nestingDepth(text);
+  if (depth > MAX_ITEM_NESTING + ENVELOPE_NESTING) {
+    throw badRequest(
+      `The request body nests objects and arrays ${depth} levels deep; the limit for an item is ${MAX_ITEM_NESTING}.`,
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw badRequest(`The request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
