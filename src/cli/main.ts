@@ -1,6 +1,7 @@
 #!/usr/bin/env node
+import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
-import { startEmulator } from "../emulator/index.js";
+import { EmulatorStartError, type RunningEmulator, startEmulator } from "../emulator/index.js";
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -12,7 +13,13 @@ function integer(name: string, min: number, max: number) {
   };
 }
 
-const program = new Command("cosmos-feed").description("cosmos-feed-app tools");
+const packageJson = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+  version: string;
+};
+
+const program = new Command("cosmos-feed")
+  .description("cosmos-feed-app tools")
+  .version(packageJson.version, "-V, --version", "print the version");
 
 program
   .command("emulator")
@@ -29,23 +36,38 @@ program
     if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) {
       program.error("--tls-cert and --tls-key go together.");
     }
-    const emu = await startEmulator({
-      port: opts.port,
-      host: opts.host,
-      dataDir: opts.dataDir,
-      rangesPerContainer: opts.ranges,
-      enforceThroughput: opts.throttle,
-      tls: opts.tlsCert ? { certFile: opts.tlsCert, keyFile: opts.tlsKey } : undefined,
-      log: opts.log,
-    });
+    let emu: RunningEmulator;
+    try {
+      emu = await startEmulator({
+        port: opts.port,
+        host: opts.host,
+        dataDir: opts.dataDir,
+        rangesPerContainer: opts.ranges,
+        enforceThroughput: opts.throttle,
+        tls: opts.tlsCert ? { certFile: opts.tlsCert, keyFile: opts.tlsKey } : undefined,
+        log: opts.log,
+      });
+    } catch (e) {
+      // One line that says what to change, not a stack trace.
+      const reason =
+        e instanceof EmulatorStartError
+          ? e.message
+          : `Cannot start the emulator: ${(e as Error).message ?? String(e)}`;
+      console.error(`cosmos-feed emulator: ${reason}`);
+      process.exit(1);
+    }
     console.log(
       `Cosmos DB emulator listening on ${emu.endpoint}${opts.dataDir ? ` (data in ${opts.dataDir})` : " (in memory)"}`,
     );
     console.log(`Connection string: ${emu.connectionString}`);
     console.log(`  new CosmosClient({ endpoint: "${emu.endpoint}", key: "<the key above>" })`);
-    const stop = async () => {
-      await emu.close();
-      process.exit(0);
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      // A second signal while closing ends the process at once.
+      if (stopping) process.exit(130);
+      stopping = true;
+      console.log(`Received ${signal}; stopping the emulator.`);
+      void emu.close().then(() => process.exit(0));
     };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);

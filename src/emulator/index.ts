@@ -8,6 +8,7 @@ export {
   DEFAULT_CHANGE_FEED_RETENTION_MS,
   DEFAULT_TTL_SWEEP_INTERVAL_MS,
   type EmulatorOptions,
+  EmulatorStartError,
   type RunningEmulator,
   startEmulator,
 } from "./server.js";

@@ -1,7 +1,32 @@
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import type { ChangeOp, LogEntry } from "./types.js";
+
+/**
+ * Creates a directory and its parents one level at a time. Node's `mkdirSync(…, {recursive: true})` can loop
+ * forever on some unwritable paths (under /proc, for one); this always ends with the directory or an error.
+ */
+export function ensureDirectory(dir: string): void {
+  const path = resolve(dir);
+  const missing: string[] = [];
+  let at = path;
+  for (;;) {
+    try {
+      if (!statSync(at).isDirectory()) {
+        throw Object.assign(new Error(`'${at}' is not a directory`), { code: "ENOTDIR" });
+      }
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+      missing.push(at);
+      const parent = dirname(at);
+      if (parent === at) break;
+      at = parent;
+    }
+  }
+  for (const d of missing.reverse()) mkdirSync(d);
+}
 
 /** A database or container resource as saved: its JSON and its place in the account. */
 export interface SavedResource {
@@ -36,7 +61,7 @@ export class SqlitePersistence {
   private readonly putMeta: Database.Statement;
 
   constructor(dataDir: string, durability: "normal" | "full" = "normal") {
-    mkdirSync(dataDir, { recursive: true });
+    ensureDirectory(dataDir);
     this.db = new Database(join(dataDir, "cosmos-emulator.sqlite"));
     this.db.pragma("journal_mode = WAL");
     this.db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
