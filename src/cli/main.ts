@@ -13,6 +13,19 @@ function integer(name: string, min: number, max: number) {
   };
 }
 
+function durability(raw: string): "normal" | "full" {
+  if (raw !== "normal" && raw !== "full")
+    throw new InvalidArgumentError("--durability is 'normal' or 'full'.");
+  return raw;
+}
+
+function accountKey(raw: string): string {
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || Buffer.from(raw, "base64").length < 16) {
+    throw new InvalidArgumentError("--key must be a base64 string of at least 16 bytes.");
+  }
+  return raw;
+}
+
 const packageJson = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
   version: string;
 };
@@ -27,6 +40,17 @@ program
   .option("-p, --port <port>", "TCP port", integer("--port", 0, 65535), 8081)
   .option("--host <host>", "interface to bind", "127.0.0.1")
   .option("--data-dir <dir>", "persist to SQLite in this directory (default: in memory)")
+  .option(
+    "--durability <mode>",
+    "with --data-dir: 'normal' survives process crashes, 'full' adds an fsync per commit (power loss)",
+    durability,
+    "normal",
+  )
+  .option(
+    "--key <base64>",
+    "account key clients sign with (default: the well-known emulator key)",
+    accountKey,
+  )
   .option("--ranges <n>", "physical partition key ranges per new container", integer("--ranges", 1, 64))
   .option("--no-throttle", "do not answer 429 when provisioned throughput is exceeded")
   .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (needs --tls-key)")
@@ -42,6 +66,8 @@ program
         port: opts.port,
         host: opts.host,
         dataDir: opts.dataDir,
+        durability: opts.durability,
+        key: opts.key,
         rangesPerContainer: opts.ranges,
         enforceThroughput: opts.throttle,
         tls: opts.tlsCert ? { certFile: opts.tlsCert, keyFile: opts.tlsKey } : undefined,
