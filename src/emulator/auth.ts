@@ -91,10 +91,13 @@ export class MasterKeyAuth {
  * The resource type and id a request is signed for, from its decoded path segments:
  * an even number of segments names a resource (`dbs/db1/colls/c1` → type colls, id = the path),
  * an odd number names a feed under its parent (`dbs/db1/colls/c1/docs` → type docs, id `dbs/db1/colls/c1`).
+ * Offers are signed with the offer id alone: `offers/AbC1` → type offers, id `abc1`.
  */
 export function signedResource(segments: readonly string[]): { type: string; id: string } {
   const n = segments.length;
   if (n === 0) return { type: "", id: "" };
+  // An offer is signed with its id alone, lower-cased (the SDK's setAuthorizationTokenHeaderUsingMasterKey).
+  if (segments[0] === "offers") return { type: "offers", id: n === 2 ? segments[1].toLowerCase() : "" };
   if (n % 2 === 0) return { type: segments[n - 2], id: segments.join("/") };
   return { type: segments[n - 1], id: segments.slice(0, n - 1).join("/") };
 }

@@ -14,6 +14,7 @@ import { adminRoute } from "./routes/admin.js";
 import { changeFeed } from "./routes/changefeed.js";
 import type { Reply, RequestContext } from "./routes/context.js";
 import { documentOperation, postDocuments } from "./routes/documents.js";
+import { offers } from "./routes/offers.js";
 import { readFeed } from "./routes/query.js";
 import {
   container,
@@ -47,7 +48,7 @@ export interface EmulatorOptions {
   dataDir?: string;
   /** "full" adds fsync per commit (survives power loss); "normal" survives process crashes. */
   durability?: "normal" | "full";
-  /** Physical ranges per new container; default derived from throughput (1 per 10,000 RU/s, min 1). */
+  /** Physical ranges per new container; default: derived from throughput as the service does. */
   rangesPerContainer?: number;
   /** Answer 429 when a container's provisioned RU/s is exceeded. Default true. */
   enforceThroughput?: boolean;
@@ -260,6 +261,7 @@ function dispatch(
   const n = segments.length;
   if (n === 0) return readAccount(ctx);
   if (segments[0] === "_emulator") return adminRoute(ctx, meter, admin);
+  if (segments[0] === "offers") return offers(ctx);
   if (segments[0] !== "dbs") {
     throw new CosmosError(
       400,

@@ -32,7 +32,7 @@ afterAll(async () => {
 async function newContainer(ranges: number): Promise<Container> {
   const { container } = await db.containers.create(
     { id: uniqueName("c"), partitionKey: { paths: ["/pk"], version: 2 } },
-    { offerThroughput: ranges * 10_000 },
+    { offerThroughput: ranges * 6_000 },
   );
   return container;
 }

@@ -42,7 +42,7 @@ afterAll(async () => {
 async function containers(ranges: number): Promise<{ monitored: Container; leases: Container }> {
   const { container: monitored } = await db.containers.create(
     { id: uniqueName("data"), partitionKey: { paths: ["/pk"], version: 2 } },
-    { offerThroughput: ranges * 10_000 },
+    { offerThroughput: ranges * 6_000 },
   );
   const { container: leases } = await db.containers.create({
     id: uniqueName("leases"),

@@ -32,7 +32,7 @@ afterAll(async () => {
 async function newContainer(ranges = 4, extra: Record<string, unknown> = {}): Promise<Container> {
   const { container } = await db.containers.create(
     { id: uniqueName("c"), partitionKey: { paths: ["/pk"], version: 2 }, ...extra },
-    { offerThroughput: ranges * 10_000 },
+    { offerThroughput: ranges * 6_000 },
   );
   return container;
 }

@@ -29,11 +29,11 @@ afterAll(async () => {
   await t.close();
 });
 
-/** A V2 `/pk` container with `ranges` physical ranges (throughput 10,000 RU/s per range). */
+/** A V2 `/pk` container with `ranges` physical ranges (the service starts one per 6,000 RU/s of manual throughput). */
 async function newContainer(ranges = 1): Promise<Container> {
   const { container } = await db.containers.create(
     { id: uniqueName("c"), partitionKey: { paths: ["/pk"], version: 2 } },
-    { offerThroughput: Math.max(400, ranges * 10_000) },
+    { offerThroughput: Math.max(400, ranges * 6_000) },
   );
   return container;
 }
@@ -184,10 +184,10 @@ describe("containers", () => {
     }
   });
 
-  it("derives the number of ranges from throughput: 40000 RU/s → 4, 400 → 1", async () => {
+  it("derives the number of ranges from throughput: 24000 RU/s → 4, 400 → 1", async () => {
     const big = await db.containers.create(
       { id: uniqueName("c"), partitionKey: "/pk" },
-      { offerThroughput: 40_000 },
+      { offerThroughput: 24_000 },
     );
     const bigRanges = await big.container.getFeedRanges();
     expect(bigRanges.length).toBe(4);
@@ -400,7 +400,7 @@ describe("item CRUD", () => {
   it("a V1 container with 4 ranges stores, reads and scopes items by partition key", async () => {
     const { container } = await db.containers.create(
       { id: uniqueName("c"), partitionKey: { paths: ["/pk"] } },
-      { offerThroughput: 40_000 },
+      { offerThroughput: 24_000 },
     );
     expect((await container.getFeedRanges()).length).toBe(4);
     for (let i = 0; i < 20; i++) await container.items.create<Doc>({ id: `v${i}`, pk: `k${i % 5}`, n: i });
@@ -544,7 +544,7 @@ describe("hierarchical partition keys", () => {
           version: 2,
         },
       },
-      { offerThroughput: 40_000 },
+      { offerThroughput: 24_000 },
     );
     c = res.container;
     let i = 0;

@@ -22,7 +22,7 @@ beforeAll(async () => {
   c = (
     await db.containers.create(
       { id: uniqueName("c"), partitionKey: { paths: ["/pk"], version: 2 } },
-      { offerThroughput: 40_000 },
+      { offerThroughput: 24_000 },
     )
   ).container;
   for (let i = 0; i < N; i++) {

@@ -30,7 +30,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function jobs(count: number, ranges = 4): Promise<Container> {
   const { container } = await db.containers.create(
     { id: uniqueName("jobs"), partitionKey: { paths: ["/tenant"], version: 2 } },
-    { offerThroughput: ranges * 10_000 },
+    { offerThroughput: ranges * 6_000 },
   );
   const base = Date.now() - 1_000_000;
   for (let i = 0; i < count; i++) {

@@ -57,4 +57,32 @@ describe("ThroughputBudget", () => {
     expect(waits[1]).toBeGreaterThan(waits[0]);
     expect(waits[2]).toBeGreaterThan(waits[1]);
   });
+
+  it("a raise applies at once: the extra RU/s are usable now and the debt and queued waits are forgiven", () => {
+    const c = clock();
+    const b = new ThroughputBudget(400, c.now);
+    b.charge(1000);
+    expect(throttle(b).status).toBe(429);
+    b.setRate(10_000);
+    expect(b.ruPerSecond).toBe(10_000);
+    // 9600 RU of new headroom in the current second, no time passing.
+    for (let i = 0; i < 90; i++) {
+      b.admit();
+      b.charge(100);
+    }
+    expect(() => b.admit()).not.toThrow();
+  });
+
+  it("a cut keeps the debt and caps the balance at one second of the new rate", () => {
+    const c = clock();
+    const b = new ThroughputBudget(1000, c.now);
+    b.setRate(100);
+    b.charge(150);
+    // 50 RU of debt at 100 RU/s: 500 ms.
+    expect(throttle(b).status).toBe(429);
+    c.advance(400);
+    expect(throttle(b).status).toBe(429);
+    c.advance(200);
+    expect(() => b.admit()).not.toThrow();
+  });
 });

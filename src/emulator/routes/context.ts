@@ -80,3 +80,14 @@ export function requestScope(ctx: RequestContext, c: Container): Scope | undefin
     return { ranges: c.rangesOverlapping(min, max), epkMin: min, epkMax: max };
   return undefined;
 }
+
+/**
+ * The value of `x-ms-alt-content-path` (the name-based path of the owning resource, e.g.
+ * `dbs/{db}/colls/{c}`) for raw ids: each segment percent-encoded (UTF-8), so any id is a valid header value.
+ * The service sends it escaped: the .NET SDK unescapes it (Uri.UnescapeDataString in
+ * Azure/azure-cosmos-dotnet-v3 Microsoft.Azure.Cosmos/src/Headers/HttpResponseHeadersWrapper.cs).
+ * Letters, digits and `-_.!~*'()` come out unchanged.
+ */
+export function altContentPath(...segments: string[]): string {
+  return segments.map(encodeURIComponent).join("/");
+}

@@ -1,14 +1,22 @@
 import { badRequest, CosmosError } from "../errors.js";
 import { parseQuerySpec, runQuery } from "../query/engine.js";
 import { RuModel } from "../ru/charges.js";
-import { parseThroughputHeaders } from "../store/account.js";
+import { MAX_INITIAL_RANGES, parseThroughputHeaders } from "../store/account.js";
 import type { Container } from "../store/container.js";
-import { header, isTrue, jsonBody, jsonObjectBody, type Reply, type RequestContext } from "./context.js";
+import {
+  altContentPath,
+  header,
+  isTrue,
+  jsonBody,
+  jsonObjectBody,
+  type Reply,
+  type RequestContext,
+} from "./context.js";
+
+export { MAX_INITIAL_RANGES };
 
 /** Emulator-only header: number of physical ranges for a new container (overrides the throughput rule). */
 export const RANGE_COUNT_HEADER = "x-ms-emulator-partition-count";
-/** Upper bound of physical ranges a container may start with. */
-export const MAX_INITIAL_RANGES = 64;
 
 const meta = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({
   status,
@@ -91,7 +99,7 @@ export function containers(ctx: RequestContext, dbId: string): Reply {
       header(ctx, "x-ms-cosmos-offer-autopilot-settings"),
     );
     const c = account.createContainer(dbId, jsonObjectBody(ctx), throughput, rangeCountHeader(ctx));
-    return meta(201, c.definition, containerHeaders(c));
+    return meta(201, c.definition, containerHeaders(ctx, c));
   }
   return feed(
     ctx,
@@ -112,12 +120,39 @@ function rangeCountHeader(ctx: RequestContext): number | undefined {
   return n;
 }
 
-function containerHeaders(c: Container): Record<string, string> {
-  return {
+/**
+ * Headers of a container response. Index transformation is instant here, so its progress is always 100 (what
+ * the service reports when nothing is pending). With `x-ms-documentdb-populatequotainfo: true` (the SDK's
+ * `populateQuotaInfo`) the quota and usage of the container follow, in the service's format (sizes in KB).
+ */
+function containerHeaders(ctx: RequestContext, c: Container): Record<string, string> {
+  const headers: Record<string, string> = {
     etag: c.definition._etag as string,
     "x-ms-content-path": c.rid,
-    "x-ms-alt-content-path": `dbs/${c.databaseId}`,
+    "x-ms-alt-content-path": altContentPath("dbs", c.databaseId),
+    "x-ms-documentdb-collection-index-transformation-progress": "100",
   };
+  if (isTrue(ctx, "x-ms-documentdb-populatequotainfo")) {
+    headers["x-ms-resource-quota"] = QUOTA;
+    headers["x-ms-resource-usage"] = usage(c);
+  }
+  return headers;
+}
+
+/** The service's default collection quota: item size (KB), data and collection size (KB), unlimited count. */
+const QUOTA = "documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;";
+
+function usage(c: Container): string {
+  const now = Date.now();
+  let count = 0;
+  let bytes = 0;
+  for (const doc of c.docs.values()) {
+    if (doc.expiresAtMs <= now) continue;
+    count++;
+    bytes += Buffer.byteLength(doc.json);
+  }
+  const kb = Math.ceil(bytes / 1024);
+  return `documentSize=${Math.ceil(kb / 1024)};documentsSize=${kb};documentsCount=${count};collectionSize=${kb};`;
 }
 
 export function container(ctx: RequestContext, dbId: string, collId: string): Reply {
@@ -125,11 +160,11 @@ export function container(ctx: RequestContext, dbId: string, collId: string): Re
   switch (ctx.method) {
     case "GET": {
       const c = account.container(dbId, collId);
-      return meta(200, c.definition, containerHeaders(c));
+      return meta(200, c.definition, containerHeaders(ctx, c));
     }
     case "PUT": {
       const c = account.replaceContainer(dbId, collId, jsonObjectBody(ctx));
-      return meta(200, c.definition, containerHeaders(c));
+      return meta(200, c.definition, containerHeaders(ctx, c));
     }
     case "DELETE":
       account.deleteContainer(dbId, collId);

@@ -47,6 +47,23 @@ export class ThroughputBudget {
     );
   }
 
+  /**
+   * Changes the rate at once (an offer replace). A raise adds the extra RU/s to the current second (the new
+   * throughput is usable from the next request) and forgives the debt and the waits handed out under the old
+   * rate; a cut caps the balance at one second of the new rate and keeps any debt, repaid at the lower rate.
+   */
+  setRate(ruPerSecond: number): void {
+    this.refill();
+    const extra = ruPerSecond - this.ruPerSecond;
+    this.ruPerSecond = ruPerSecond;
+    if (extra > 0) {
+      this.balance = Math.min(Math.max(this.balance, 0) + extra, ruPerSecond);
+      this.reservedUntil = 0;
+    } else {
+      this.balance = Math.min(this.balance, ruPerSecond);
+    }
+  }
+
   charge(ru: number): void {
     this.refill();
     this.balance -= ru;

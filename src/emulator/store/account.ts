@@ -1,14 +1,37 @@
-import { badRequest, CosmosError, conflict, notFound } from "../errors.js";
+import { badRequest, CosmosError, conflict, notFound, preconditionFailed } from "../errors.js";
 import type { RuMeter } from "../ru/meter.js";
 import { ThroughputBudget } from "../ru/throughput.js";
 import { Container, type ContainerHooks, validateId } from "./container.js";
 import type { SqlitePersistence } from "./persistence.js";
 import type { JsonObject, PartitionKeyDefinition, PartitionKeyRangeInfo } from "./types.js";
 
-/** RU/s of provisioned throughput served by one physical partition when ranges are derived from throughput. */
-export const RU_PER_PHYSICAL_RANGE = 10_000;
-/** The service's minimum manual throughput (RU/s). */
+// Throughput limits of the service (learn.microsoft.com/azure/cosmos-db/concepts-limits, "Provisioned
+// throughput" and "Minimum throughput limits"; request-units: manual RU/s in increments of 100;
+// provision-throughput-autoscale: autoscale max RU/s in increments of 1000).
+/** Minimum manual throughput of a container or shared database (RU/s). */
 export const MIN_THROUGHPUT = 400;
+/** Manual throughput is set in steps of this many RU/s. */
+export const THROUGHPUT_STEP = 100;
+/** Minimum autoscale maximum (RU/s; it then scales between 100 and 1000). */
+export const MIN_AUTOSCALE_MAX_THROUGHPUT = 1000;
+/** The autoscale maximum is set in steps of this many RU/s. */
+export const AUTOSCALE_STEP = 1000;
+/** Default maximum RU/s per container or database (more needs a support request to the service). */
+export const MAX_THROUGHPUT = 1_000_000;
+
+// Physical partitions at creation, by the service's documented heuristic
+// (learn.microsoft.com/azure/cosmos-db/scaling-provisioned-throughput-best-practices, "How to optimize RU/s
+// for large data ingestion"): ROUNDUP(starting RU/s / 6000) for a container with dedicated manual
+// throughput, ROUNDUP(RU/s / 10,000) for autoscale (its max RU/s) and for shared-throughput databases.
+/** Initial RU/s per physical partition of a container with dedicated manual throughput. */
+export const RU_PER_INITIAL_RANGE_MANUAL = 6000;
+/** Initial RU/s per physical partition for autoscale and shared databases (also a partition's maximum). */
+export const RU_PER_INITIAL_RANGE = 10_000;
+/** Upper bound of physical ranges a container may start with (no request can allocate more). */
+export const MAX_INITIAL_RANGES = 64;
+
+/** Largest `defaultTtl` (seconds): a 32-bit signed integer (concepts-limits, "Maximum TTL value"). */
+export const MAX_TTL_SECONDS = 2_147_483_647;
 
 export interface Throughput {
   /** Manual RU/s, or the autoscale maximum. */
@@ -16,8 +39,38 @@ export interface Throughput {
   autoscale: boolean;
 }
 
+/** The offer (throughput settings) of a database or container that has throughput of its own. */
+export interface Offer {
+  /** Its id and _rid: 4 characters, as the service's. */
+  readonly id: string;
+  throughput: Throughput;
+  /** Highest manual RU/s or autoscale maximum ever set; it raises the minimum a replace may set. */
+  maxEverProvisioned: number;
+  etag: string;
+  ts: number;
+  /** When the throughput was last replaced (seconds since epoch), if it was. */
+  lastReplaceTs?: number;
+}
+
+/** An offer with the resource it belongs to. */
+export interface OfferEntry {
+  offer: Offer;
+  /** The owner's `_self` (`dbs/{rid}/` or `dbs/{rid}/colls/{rid}/`): the offer's `resource`. */
+  resource: string;
+  /** The owner's `_rid`: the offer's `offerResourceId`. */
+  resourceRid: string;
+}
+
+/** A replace of an offer: the new body, and the request headers that govern it. */
+export interface OfferReplace {
+  body: JsonObject;
+  ifMatch?: string;
+  /** `x-ms-cosmos-migrate-offer-to-autopilot` / `x-ms-cosmos-migrate-offer-to-manual-throughput`. */
+  migrateTo?: "autoscale" | "manual";
+}
+
 export interface AccountOptions {
-  /** Physical ranges for every new container; when unset, derived from throughput (1 per 10,000 RU/s). */
+  /** Physical ranges for every new container; when unset, derived from throughput (see initialRangeCount). */
   rangesPerContainer?: number;
   /** Enforce provisioned throughput with 429s (default true). */
   enforceThroughput: boolean;
@@ -32,9 +85,14 @@ export class CosmosDatabase {
     readonly id: string,
     readonly rid: string,
     readonly body: JsonObject,
-    readonly throughput: Throughput | undefined,
+    /** Shared throughput of its containers that have none of their own. */
+    public offer: Offer | undefined,
     readonly budget: ThroughputBudget | undefined,
   ) {}
+
+  get throughput(): Throughput | undefined {
+    return this.offer?.throughput;
+  }
 }
 
 interface SavedContainer {
@@ -42,7 +100,9 @@ interface SavedContainer {
   definition: JsonObject;
   pk: PartitionKeyDefinition;
   layout: { ranges: PartitionKeyRangeInfo[]; gone: Record<string, string[]>; nextRangeId: number };
+  /** Saved by older versions instead of `offer`. */
   throughput?: Throughput;
+  offer?: Offer;
   /** LSN and document sequence high-water marks (changes below them may have been compacted away). */
   lsnFloor: number;
   docSeqFloor: number;
@@ -60,10 +120,25 @@ function etagFor(seq: number): string {
   return `"${seq.toString(16).padStart(8, "0")}-0000-0000-0000-000000000000"`;
 }
 
-/** Databases and containers of the emulated account, with their throughput budgets and persistence. */
+const OFFER_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/** A 4-character offer id (longer past 62^4) from a unique sequence number; URL-safe, unlike base64. */
+function offerIdFor(seq: number): string {
+  let id = "";
+  let n = seq;
+  do {
+    id = OFFER_ID_ALPHABET[n % 62] + id;
+    n = Math.floor(n / 62);
+  } while (n > 0);
+  return id.padStart(4, OFFER_ID_ALPHABET[0]);
+}
+
+/** Databases and containers of the emulated account, with their offers, budgets and persistence. */
 export class Account {
   readonly databases = new Map<string, CosmosDatabase>();
   private ridSeq = 0;
+  /** Offers of containers with throughput of their own. */
+  private readonly containerOffers = new WeakMap<Container, Offer>();
 
   constructor(readonly options: AccountOptions) {
     const p = options.persistence;
@@ -74,6 +149,10 @@ export class Account {
     this.ridSeq++;
     this.options.persistence?.setMeta("ridSeq", String(this.ridSeq));
     return this.ridSeq;
+  }
+
+  private nowSeconds(): number {
+    return Math.floor(this.options.now() / 1000);
   }
 
   database(id: string): CosmosDatabase {
@@ -101,11 +180,12 @@ export class Account {
       _etag: etagFor(seq),
       _colls: "colls/",
       _users: "users/",
-      _ts: Math.floor(this.options.now() / 1000),
+      _ts: this.nowSeconds(),
     };
-    const db = new CosmosDatabase(id, r, resource, throughput, this.budgetFor(throughput));
+    const offer = throughput && this.newOffer(throughput);
+    const db = new CosmosDatabase(id, r, resource, offer, this.budgetFor(throughput));
     this.databases.set(id, db);
-    this.options.persistence?.saveResource("database", r, "", JSON.stringify({ body: resource, throughput }));
+    this.saveDatabase(db);
     return db;
   }
 
@@ -130,16 +210,12 @@ export class Account {
     if (db.containers.has(id)) throw conflict(`Container '${id}' already exists in database '${dbId}'.`);
     const pk = normalizePartitionKey(body.partitionKey);
     validateDefaultTtl(body.defaultTtl);
+    const indexingPolicy = normalizeIndexingPolicy(body.indexingPolicy);
     const seq = this.nextSeq();
     const r = rid([...Buffer.from(db.rid, "base64"), ...u32(seq)]);
     const definition: JsonObject = {
       id,
-      indexingPolicy: body.indexingPolicy ?? {
-        indexingMode: "consistent",
-        automatic: true,
-        includedPaths: [{ path: "/*" }],
-        excludedPaths: [{ path: '/"_etag"/?' }],
-      },
+      indexingPolicy,
       partitionKey: pk,
       ...(body.defaultTtl !== undefined ? { defaultTtl: body.defaultTtl } : {}),
       ...(body.changeFeedPolicy !== undefined ? { changeFeedPolicy: body.changeFeedPolicy } : {}),
@@ -151,7 +227,7 @@ export class Account {
       },
       geospatialConfig: body.geospatialConfig ?? { type: "Geography" },
       _rid: r,
-      _ts: Math.floor(this.options.now() / 1000),
+      _ts: this.nowSeconds(),
       _self: `dbs/${db.rid}/colls/${r}/`,
       _etag: etagFor(seq),
       _docs: "docs/",
@@ -161,9 +237,7 @@ export class Account {
       _conflicts: "conflicts/",
     };
     const rangeCount =
-      rangeCountOverride ??
-      this.options.rangesPerContainer ??
-      Math.max(1, Math.ceil((throughput?.ruPerSecond ?? 0) / RU_PER_PHYSICAL_RANGE));
+      rangeCountOverride ?? this.options.rangesPerContainer ?? initialRangeCount(throughput, db.throughput);
     const c = new Container(
       dbId,
       id,
@@ -174,8 +248,9 @@ export class Account {
       this.budgetFor(throughput) ?? db.budget,
       this.hooks(),
     );
+    if (throughput) this.containerOffers.set(c, this.newOffer(throughput));
     db.containers.set(id, c);
-    this.saveContainer(c, throughput);
+    this.saveContainer(c);
     return c;
   }
 
@@ -194,12 +269,12 @@ export class Account {
     const next: JsonObject = { ...c.definition };
     if (body.defaultTtl === undefined) delete next.defaultTtl;
     else next.defaultTtl = body.defaultTtl;
-    if (body.indexingPolicy !== undefined) next.indexingPolicy = body.indexingPolicy;
+    if (body.indexingPolicy !== undefined) next.indexingPolicy = normalizeIndexingPolicy(body.indexingPolicy);
     if (body.changeFeedPolicy !== undefined) next.changeFeedPolicy = body.changeFeedPolicy;
-    next._ts = Math.floor(this.options.now() / 1000);
+    next._ts = this.nowSeconds();
     next._etag = etagFor(this.nextSeq());
     c.definition = next;
-    this.saveContainer(c, this.savedThroughput.get(c));
+    this.saveContainer(c);
     return c;
   }
 
@@ -210,7 +285,103 @@ export class Account {
     this.options.persistence?.deleteContainer(c.rid);
   }
 
-  private readonly savedThroughput = new WeakMap<Container, Throughput>();
+  // ---------------------------------------------------------------- offers
+
+  /** Every offer of the account: shared databases first, then containers with throughput of their own. */
+  *offers(): Generator<OfferEntry> {
+    for (const db of this.databases.values()) {
+      if (db.offer) yield { offer: db.offer, resource: db.body._self as string, resourceRid: db.rid };
+      for (const c of db.containers.values()) {
+        const offer = this.containerOffers.get(c);
+        if (offer) yield { offer, resource: c.definition._self as string, resourceRid: c.rid };
+      }
+    }
+  }
+
+  offer(id: string): OfferEntry {
+    for (const e of this.offers()) if (e.offer.id === id) return e;
+    throw notFound(`Offer '${id}' does not exist.`);
+  }
+
+  /**
+   * Replaces an offer's throughput (learn.microsoft.com/rest/api/cosmos-db/replace-an-offer): validated as at
+   * creation and against the minimum the resource's history allows, If-Match honoured, the enforced budget
+   * changed at once, persisted. The partition layout stays as it is: the service splits partitions
+   * asynchronously when the new RU/s exceed partitions × 10,000; the emulator does not split by itself.
+   * Switching between manual and autoscale needs the migration headers, as the service.
+   */
+  replaceOffer(id: string, change: OfferReplace): OfferEntry {
+    const entry = this.offer(id);
+    const { offer } = entry;
+    const { body } = change;
+    if (change.ifMatch !== undefined && change.ifMatch !== "*" && change.ifMatch !== offer.etag)
+      throw preconditionFailed();
+    if (body.id !== undefined && body.id !== offer.id)
+      throw badRequest(`The offer id in the body ('${String(body.id)}') must match the URL ('${offer.id}').`);
+    if (body.offerVersion !== "V2") {
+      throw badRequest(
+        `The offerVersion must be 'V2' (user-defined throughput); got ${JSON.stringify(body.offerVersion)}.`,
+      );
+    }
+    if (body.resource !== undefined && body.resource !== entry.resource)
+      throw badRequest("The offer's resource cannot be changed.");
+    if (body.offerResourceId !== undefined && body.offerResourceId !== entry.resourceRid)
+      throw badRequest("The offer's offerResourceId cannot be changed.");
+    const content = body.content;
+    if (content === null || typeof content !== "object" || Array.isArray(content))
+      throw badRequest("The offer needs a content object, e.g. {offerThroughput: 400}.");
+    const next = nextThroughput(offer, content as JsonObject, change.migrateTo);
+    if (!change.migrateTo) {
+      const min = minimumThroughput(offer, next.autoscale);
+      if (next.ruPerSecond < min) {
+        throw badRequest(
+          `The ${next.autoscale ? "autoscale maximum throughput" : "offer throughput"} ${next.ruPerSecond} RU/s is below this resource's minimum of ${min} RU/s (it depends on the highest throughput ever provisioned, ${offer.maxEverProvisioned} RU/s).`,
+        );
+      }
+    }
+    offer.throughput = next;
+    offer.maxEverProvisioned = Math.max(offer.maxEverProvisioned, next.ruPerSecond);
+    offer.etag = etagFor(this.nextSeq());
+    offer.ts = this.nowSeconds();
+    offer.lastReplaceTs = offer.ts;
+    this.applyOffer(entry);
+    return entry;
+  }
+
+  /** The lowest RU/s (or autoscale maximum) a replace of this offer may set (`x-ms-cosmos-min-throughput`). */
+  minimumThroughput(offer: Offer): number {
+    return minimumThroughput(offer, offer.throughput.autoscale);
+  }
+
+  /** After an offer changed: the owner's budget takes the new rate, and the owner is saved. */
+  private applyOffer(entry: OfferEntry): void {
+    const ru = entry.offer.throughput.ruPerSecond;
+    for (const db of this.databases.values()) {
+      if (db.offer === entry.offer) {
+        db.budget?.setRate(ru);
+        this.saveDatabase(db);
+        return;
+      }
+      for (const c of db.containers.values()) {
+        if (this.containerOffers.get(c) === entry.offer) {
+          c.budget?.setRate(ru);
+          this.saveContainer(c);
+          return;
+        }
+      }
+    }
+  }
+
+  private newOffer(throughput: Throughput): Offer {
+    const seq = this.nextSeq();
+    return {
+      id: offerIdFor(seq),
+      throughput,
+      maxEverProvisioned: throughput.ruPerSecond,
+      etag: etagFor(seq),
+      ts: this.nowSeconds(),
+    };
+  }
 
   private budgetFor(t: Throughput | undefined): ThroughputBudget | undefined {
     return t && this.options.enforceThroughput ? new ThroughputBudget(t.ruPerSecond) : undefined;
@@ -221,12 +392,20 @@ export class Account {
     return {
       now: this.options.now,
       persist: p ? (c, entries) => p.appendChanges(c.rid, entries) : undefined,
-      rangesChanged: (c) => this.saveContainer(c, this.savedThroughput.get(c)),
+      rangesChanged: (c) => this.saveContainer(c),
     };
   }
 
-  saveContainer(c: Container, throughput: Throughput | undefined): void {
-    if (throughput) this.savedThroughput.set(c, throughput);
+  private saveDatabase(db: CosmosDatabase): void {
+    this.options.persistence?.saveResource(
+      "database",
+      db.rid,
+      "",
+      JSON.stringify({ body: db.body, offer: db.offer }),
+    );
+  }
+
+  saveContainer(c: Container): void {
     const p = this.options.persistence;
     if (!p) return;
     const db = this.database(c.databaseId);
@@ -235,7 +414,7 @@ export class Account {
       definition: c.definition,
       pk: c.pk,
       layout: c.layout(),
-      throughput,
+      offer: this.containerOffers.get(c),
       lsnFloor: c.lsn,
       docSeqFloor: c.docSeq,
     };
@@ -248,7 +427,7 @@ export class Account {
       for (const c of db.containers.values()) {
         const dropped = c.compact(retentionMs);
         if (dropped.length > 0 && this.options.persistence) {
-          this.saveContainer(c, this.savedThroughput.get(c));
+          this.saveContainer(c);
           this.options.persistence.pruneChanges(c.rid, dropped);
         }
       }
@@ -262,22 +441,28 @@ export class Account {
   private load(p: SqlitePersistence): void {
     this.ridSeq = Number(p.getMeta("ridSeq") ?? "0");
     const dbByRid = new Map<string, CosmosDatabase>();
+    // Data saved before offers existed has throughput without an offer: it gets one, saved at once so its id
+    // stays the same across restarts.
+    const legacy: (() => void)[] = [];
     for (const r of p.loadResources("database")) {
-      const saved = JSON.parse(r.json) as { body: JsonObject; throughput?: Throughput };
+      const saved = JSON.parse(r.json) as { body: JsonObject; throughput?: Throughput; offer?: Offer };
+      const offer = saved.offer ?? (saved.throughput && this.newOffer(saved.throughput));
       const db = new CosmosDatabase(
         saved.body.id as string,
         r.rid,
         saved.body,
-        saved.throughput,
-        this.budgetFor(saved.throughput),
+        offer,
+        this.budgetFor(offer?.throughput),
       );
       this.databases.set(db.id, db);
       dbByRid.set(r.rid, db);
+      if (!saved.offer && offer) legacy.push(() => this.saveDatabase(db));
     }
     for (const r of p.loadResources("container")) {
       const saved = JSON.parse(r.json) as SavedContainer;
       const db = dbByRid.get(r.parentRid);
       if (!db) continue;
+      const offer = saved.offer ?? (saved.throughput && this.newOffer(saved.throughput));
       const c = new Container(
         db.id,
         saved.definition.id as string,
@@ -285,16 +470,122 @@ export class Account {
         saved.definition,
         saved.pk,
         saved.layout,
-        this.budgetFor(saved.throughput) ?? db.budget,
+        this.budgetFor(offer?.throughput) ?? db.budget,
         this.hooks(),
       );
-      if (saved.throughput) this.savedThroughput.set(c, saved.throughput);
+      if (offer) this.containerOffers.set(c, offer);
       for (const change of p.loadChanges(r.rid)) c.restore(change);
       c.lsn = Math.max(c.lsn, saved.lsnFloor);
       c.docSeq = Math.max(c.docSeq, saved.docSeqFloor);
       db.containers.set(c.id, c);
+      if (!saved.offer && offer) legacy.push(() => this.saveContainer(c));
     }
+    for (const save of legacy) save();
   }
+}
+
+/**
+ * Physical ranges a new container starts with (the service's heuristic, see RU_PER_INITIAL_RANGE_MANUAL):
+ * its own manual RU/s / 6000, its own autoscale max / 10,000, or its shared database's RU/s / 10,000, rounded
+ * up; one without throughput; never more than MAX_INITIAL_RANGES.
+ */
+export function initialRangeCount(own: Throughput | undefined, shared: Throughput | undefined): number {
+  const t = own ?? shared;
+  if (!t) return 1;
+  const perRange = own && !own.autoscale ? RU_PER_INITIAL_RANGE_MANUAL : RU_PER_INITIAL_RANGE;
+  return Math.min(MAX_INITIAL_RANGES, Math.max(1, Math.ceil(t.ruPerSecond / perRange)));
+}
+
+/**
+ * The lowest RU/s a replace may set (concepts-limits "Minimum throughput limits", autoscale-faq "How do I
+ * lower the maximum RU/s?"; storage is not counted): manual MAX(400, highest ever / 100), autoscale max
+ * MAX(1000, highest ever / 10), rounded up to the step.
+ */
+function minimumThroughput(offer: Offer, autoscale: boolean): number {
+  if (autoscale) {
+    const floor = Math.ceil(offer.maxEverProvisioned / 10 / AUTOSCALE_STEP) * AUTOSCALE_STEP;
+    return Math.max(MIN_AUTOSCALE_MAX_THROUGHPUT, floor);
+  }
+  const floor = Math.ceil(offer.maxEverProvisioned / 100 / THROUGHPUT_STEP) * THROUGHPUT_STEP;
+  return Math.max(MIN_THROUGHPUT, floor);
+}
+
+/**
+ * The throughput an offer replace asks for. Without a migration header the offer keeps its kind (a manual
+ * offer given autoscale settings, or the reverse, is a 400 naming the header). With one, the service picks
+ * the value and ignores the body's (autoscale-faq, "How does the migration between autoscale and standard
+ * (manual) provisioned throughput work?"): to autoscale MAX(1000, current RU/s, highest ever / 10) rounded
+ * up to 1000 (storage is not counted); to manual the current autoscale maximum.
+ */
+function nextThroughput(
+  offer: Offer,
+  content: JsonObject,
+  migrateTo: "autoscale" | "manual" | undefined,
+): Throughput {
+  const current = offer.throughput;
+  if (migrateTo === "autoscale") {
+    if (current.autoscale) throw badRequest("The offer already uses autoscale throughput.");
+    const max = Math.max(MIN_AUTOSCALE_MAX_THROUGHPUT, current.ruPerSecond, offer.maxEverProvisioned / 10);
+    return {
+      ruPerSecond: Math.min(MAX_THROUGHPUT, Math.ceil(max / AUTOSCALE_STEP) * AUTOSCALE_STEP),
+      autoscale: true,
+    };
+  }
+  if (migrateTo === "manual") {
+    if (!current.autoscale) throw badRequest("The offer already uses manual throughput.");
+    return { ruPerSecond: current.ruPerSecond, autoscale: false };
+  }
+  const settings = content.offerAutopilotSettings;
+  const hasSettings = settings !== undefined && settings !== null;
+  if (current.autoscale) {
+    if (!hasSettings) {
+      throw badRequest(
+        "This offer uses autoscale throughput: set content.offerAutopilotSettings.maxThroughput, or send x-ms-cosmos-migrate-offer-to-manual-throughput: true to switch it to manual throughput.",
+      );
+    }
+    if (typeof settings !== "object" || Array.isArray(settings))
+      throw badRequest("content.offerAutopilotSettings must be an object like {maxThroughput: 4000}.");
+    return autoscaleThroughput((settings as JsonObject).maxThroughput);
+  }
+  if (hasSettings) {
+    throw badRequest(
+      "This offer uses manual throughput: set content.offerThroughput, or send x-ms-cosmos-migrate-offer-to-autopilot: true to switch it to autoscale.",
+    );
+  }
+  return manualThroughput(content.offerThroughput);
+}
+
+/** Manual RU/s as the service accepts them: 400 to 1,000,000 in steps of 100. */
+function manualThroughput(value: unknown): Throughput {
+  const n = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  if (
+    typeof n !== "number" ||
+    !Number.isInteger(n) ||
+    n < MIN_THROUGHPUT ||
+    n > MAX_THROUGHPUT ||
+    n % THROUGHPUT_STEP !== 0
+  ) {
+    throw badRequest(
+      `The offer should have valid throughput values between ${MIN_THROUGHPUT} and ${MAX_THROUGHPUT} inclusive in increments of ${THROUGHPUT_STEP}; got ${JSON.stringify(value)}.`,
+    );
+  }
+  return { ruPerSecond: n, autoscale: false };
+}
+
+/** An autoscale maximum as the service accepts it: 1000 to 1,000,000 in steps of 1000. */
+function autoscaleThroughput(value: unknown): Throughput {
+  if (
+    typeof value !== "number" ||
+    !Number.isInteger(value) ||
+    value < MIN_AUTOSCALE_MAX_THROUGHPUT ||
+    value > MAX_THROUGHPUT ||
+    value % AUTOSCALE_STEP !== 0
+  ) {
+    throw badRequest(
+      `The offer should have valid autoscale maxThroughput values between ${MIN_AUTOSCALE_MAX_THROUGHPUT} and ${MAX_THROUGHPUT} inclusive in increments of ${AUTOSCALE_STEP}; got ${JSON.stringify(value)}.`,
+    );
+  }
+  return { ruPerSecond: value, autoscale: true };
 }
 
 function validateResourceId(id: unknown, what: string): void {
@@ -305,9 +596,9 @@ function validateResourceId(id: unknown, what: string): void {
 
 function validateDefaultTtl(ttl: unknown): void {
   if (ttl === undefined) return;
-  if (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl === 0 || ttl < -1) {
+  if (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl === 0 || ttl < -1 || ttl > MAX_TTL_SECONDS) {
     throw badRequest(
-      `The defaultTtl must be -1 (on, no default expiry) or a positive integer number of seconds; got ${JSON.stringify(ttl)}.`,
+      `The defaultTtl must be -1 (on, no default expiry) or a whole number of seconds from 1 to ${MAX_TTL_SECONDS}; got ${JSON.stringify(ttl)}.`,
     );
   }
 }
@@ -343,30 +634,126 @@ export function normalizePartitionKey(input: unknown): PartitionKeyDefinition {
   return out;
 }
 
+/** The path the service excludes from indexing unless a policy names `_etag` itself. */
+const ETAG_PATH = '/"_etag"/?';
+
+/**
+ * Fills the service's defaults into an indexing policy and validates it (learn.microsoft.com/azure/cosmos-db/
+ * index-policy): mode `consistent` (or `none`; new containers cannot choose `lazy`), `automatic: true`,
+ * included `/*` when no paths are given; the root path `/*` must be included or excluded; `_etag` is
+ * excluded unless the policy names it; composite indexes have two or more paths whose `order` is `ascending`
+ * (the default) or `descending`. Anything else comes back as given.
+ */
+export function normalizeIndexingPolicy(input: unknown): JsonObject {
+  if (input === undefined || input === null) {
+    return {
+      indexingMode: "consistent",
+      automatic: true,
+      includedPaths: [{ path: "/*" }],
+      excludedPaths: [{ path: ETAG_PATH }],
+    };
+  }
+  if (typeof input !== "object" || Array.isArray(input))
+    throw badRequest("The indexingPolicy must be a JSON object.");
+  const policy: JsonObject = { ...(input as JsonObject) };
+  const mode = policy.indexingMode ?? "consistent";
+  const modeName = typeof mode === "string" ? mode.toLowerCase() : "";
+  if (modeName === "lazy")
+    throw badRequest("New containers cannot use the lazy indexing mode; use consistent or none.");
+  if (modeName !== "consistent" && modeName !== "none") {
+    throw badRequest(`The indexingMode must be 'consistent' or 'none'; got ${JSON.stringify(mode)}.`);
+  }
+  policy.indexingMode = modeName;
+  if (policy.automatic === undefined) policy.automatic = true;
+  else if (typeof policy.automatic !== "boolean")
+    throw badRequest("The indexingPolicy's automatic must be true or false.");
+  const noPaths = policy.includedPaths === undefined && policy.excludedPaths === undefined;
+  const included = indexPaths(policy.includedPaths, "includedPaths");
+  const excluded = indexPaths(policy.excludedPaths, "excludedPaths");
+  if (modeName === "consistent") {
+    if (noPaths) included.push({ path: "/*" });
+    if (![...included, ...excluded].some((p) => p.path === "/*")) {
+      throw badRequest(
+        'The special mandatory indexing path "/*" is not provided in any of the path type sets (includedPaths or excludedPaths).',
+      );
+    }
+    if (![...included, ...excluded].some((p) => String(p.path).includes("_etag")))
+      excluded.push({ path: ETAG_PATH });
+  }
+  policy.includedPaths = included;
+  policy.excludedPaths = excluded;
+  if (policy.compositeIndexes !== undefined)
+    policy.compositeIndexes = compositeIndexes(policy.compositeIndexes);
+  return policy;
+}
+
+function indexPaths(value: unknown, name: string): JsonObject[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw badRequest(`The indexingPolicy's ${name} must be an array of {path}.`);
+  return value.map((entry) => {
+    if (entry === null || typeof entry !== "object" || Array.isArray(entry))
+      throw badRequest(`Every entry of ${name} must be an object like {"path": "/name/?"}.`);
+    const path = (entry as JsonObject).path;
+    if (typeof path !== "string" || !path.startsWith("/"))
+      throw badRequest(`The ${name} path ${JSON.stringify(path)} is invalid; it must start with '/'.`);
+    return { ...(entry as JsonObject) };
+  });
+}
+
+function compositeIndexes(value: unknown): JsonObject[][] {
+  if (!Array.isArray(value))
+    throw badRequest("compositeIndexes must be an array of arrays of {path, order}.");
+  return value.map((index) => {
+    if (!Array.isArray(index) || index.length < 2)
+      throw badRequest(
+        "Every composite index must list two or more paths, e.g. [{path: '/a'}, {path: '/b'}].",
+      );
+    return index.map((entry) => {
+      if (entry === null || typeof entry !== "object" || Array.isArray(entry))
+        throw badRequest(
+          'Every composite index path must be an object like {"path": "/name", "order": "ascending"}.',
+        );
+      const { path, order } = entry as JsonObject;
+      if (typeof path !== "string" || !path.startsWith("/") || path.endsWith("*"))
+        throw badRequest(
+          `The composite index path ${JSON.stringify(path)} is invalid; it must start with '/' and cannot use the '*' wildcard.`,
+        );
+      const orderName =
+        order === undefined ? "ascending" : typeof order === "string" ? order.toLowerCase() : "";
+      if (orderName !== "ascending" && orderName !== "descending") {
+        throw badRequest(
+          `The composite index order for ${path} must be 'ascending' or 'descending'; got ${JSON.stringify(order)}.`,
+        );
+      }
+      return { ...(entry as JsonObject), order: orderName };
+    });
+  });
+}
+
+/**
+ * The throughput asked for at creation: `x-ms-offer-throughput` (manual) or
+ * `x-ms-cosmos-offer-autopilot-settings` (autoscale), validated as the service does; both at once is a 400.
+ */
 export function parseThroughputHeaders(
   manual: string | undefined,
   autoscale: string | undefined,
 ): Throughput | undefined {
-  if (manual !== undefined) {
-    const n = Number(manual);
-    if (!Number.isInteger(n) || n < MIN_THROUGHPUT) {
-      throw badRequest(
-        `x-ms-offer-throughput must be an integer of at least ${MIN_THROUGHPUT} RU/s; got '${manual}'.`,
-      );
-    }
-    return { ruPerSecond: n, autoscale: false };
+  if (manual !== undefined && autoscale !== undefined) {
+    throw badRequest(
+      "Specify either x-ms-offer-throughput (manual) or x-ms-cosmos-offer-autopilot-settings (autoscale), not both.",
+    );
   }
+  if (manual !== undefined) return manualThroughput(manual);
   if (autoscale !== undefined) {
-    let max: unknown;
+    let settings: unknown;
     try {
-      max = (JSON.parse(autoscale) as { maxThroughput?: unknown }).maxThroughput;
+      settings = JSON.parse(autoscale);
     } catch {
       throw badRequest('x-ms-cosmos-offer-autopilot-settings must be JSON like {"maxThroughput": 4000}.');
     }
-    if (typeof max !== "number" || !Number.isInteger(max) || max < 1000) {
-      throw badRequest("Autoscale maxThroughput must be an integer of at least 1000 RU/s.");
-    }
-    return { ruPerSecond: max, autoscale: true };
+    if (settings === null || typeof settings !== "object" || Array.isArray(settings))
+      throw badRequest('x-ms-cosmos-offer-autopilot-settings must be JSON like {"maxThroughput": 4000}.');
+    return autoscaleThroughput((settings as { maxThroughput?: unknown }).maxThroughput);
   }
   return undefined;
 }
