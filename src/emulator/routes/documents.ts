@@ -71,7 +71,7 @@ function checkBodyMatchesHeader(ctx: RequestContext, c: Container, body: JsonObj
 }
 
 /** POST /docs: create, upsert, query, query plan, batch or bulk. */
-export function postDocuments(ctx: RequestContext, c: Container): Reply {
+export function postDocuments(ctx: RequestContext, c: Container): Reply | Promise<Reply> {
   if (header(ctx, "x-ms-cosmos-is-query-plan-request")?.toLowerCase() === "true") return queryPlan(ctx);
   if (
     isTrue(ctx, "x-ms-documentdb-isquery") ||

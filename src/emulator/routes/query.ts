@@ -1,141 +1,407 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { badRequest } from "../errors.js";
-import { parseQuerySpec, runQuery } from "../query/engine.js";
+import {
+  compile,
+  parseQuerySpec,
+  planQuery,
+  type QueryDocument,
+  type QueryOutcome,
+  runDocumentQuery,
+  type SqlQuerySpec,
+} from "../query/engine.js";
+import type { CompositeIndexPath } from "../query/evaluate.js";
+import { isRewrittenOrderByQuery, printQuery } from "../query/plan.js";
 import { queryCharge } from "../ru/charges.js";
-import type { Container } from "../store/container.js";
-import { header, jsonBody, maxItemCount, type Reply, type RequestContext, requestScope } from "./context.js";
+import type { Container, Scope } from "../store/container.js";
+import type { StoredDoc } from "../store/types.js";
+import {
+  header,
+  isTrue,
+  jsonBody,
+  maxItemCount,
+  type Reply,
+  type RequestContext,
+  requestScope,
+} from "./context.js";
 
 /** Query page size when the client names none. */
 export const DEFAULT_QUERY_PAGE = 100;
 
+/**
+ * Queries are answered whole by the emulator on the SDK's direct path (no 400/1004 "needs a query plan"
+ * round trip): cross-partition TOP, ORDER BY, OFFSET/LIMIT, DISTINCT, aggregates and GROUP BY come back
+ * exactly merged, in pages. When the SDK does run the client-side pipeline (forceQueryPlan,
+ * enableQueryControl), the plan describes the query as the service's does and each range executes the
+ * rewritten query (plan.ts), so the SDK's merge produces the same results.
+ *
+ * Paging: a query's results are computed once and snapshotted; the continuation names the snapshot and
+ * an offset, and is bound to the container, the query (text and parameters) and its scope.
+ */
+
 interface QuerySnapshot {
-  results: unknown[];
+  rows: unknown[];
+  rowsAreJson: boolean;
+  /** EPK of the document each row came from (undefined: not from one document), for range splits. */
+  epks: (string | undefined)[];
   expiresAt: number;
 }
 
-/** Paged query results are snapshotted so later pages are stable and cheap (bounded, time-limited). */
+/** Paged results kept: bounded, time-limited (the clock restarts each time a page is read). */
 const SNAPSHOT_LIMIT = 256;
 const SNAPSHOT_TTL_MS = 5 * 60 * 1000;
 const snapshots = new Map<string, QuerySnapshot>();
 
+/** What a continuation token carries (JSON; opaque to the SDK). */
+interface QueryToken {
+  /** The container's _rid. */
+  rid: string;
+  /** Hash of the query text and parameters. */
+  q: string;
+  /** Hash of the query's shape: as `q`, but for the SDK's per-range ORDER BY query without its WHERE. */
+  shape: string;
+  /** Which documents the query read (see scopeKey). */
+  scope: string;
+  snap: string;
+  offset: number;
+}
+
+/** POST .../docs with x-ms-cosmos-is-query-plan-request: the plan the SDK uses for client-side pipelines. */
 export function queryPlan(ctx: RequestContext): Reply {
-  const spec = parseQuerySpec(jsonBody(ctx));
+  const spec = parseQuerySpecFrom(ctx);
+  const c = ctx.account.container(ctx.segments[1], ctx.segments[3]);
   return {
     status: 200,
-    body: {
-      partitionedQueryExecutionInfoVersion: 2,
-      queryInfo: {
-        distinctType: "None",
-        top: null,
-        offset: null,
-        limit: null,
-        orderBy: [],
-        orderByExpressions: [],
-        groupByExpressions: [],
-        groupByAliases: [],
-        aggregates: [],
-        groupByAliasToAggregateType: {},
-        rewrittenQuery: "",
-        hasSelectValue: /^\s*select\s+(top\s+\d+\s+)?(distinct\s+)?value\b/i.test(spec.query),
-        dCountInfo: null,
-        hasNonStreamingOrderBy: false,
-      },
-      queryRanges: [{ min: "", max: "FF", isMinInclusive: true, isMaxInclusive: false }],
-    },
+    body: planQuery(spec, { compositeIndexes: compositeIndexesOf(c) }),
     charge: 0,
     kind: "metadata",
   };
 }
 
-export function query(ctx: RequestContext, c: Container): Reply {
-  const spec = parseQuerySpec(jsonBody(ctx));
+function parseQuerySpecFrom(ctx: RequestContext): SqlQuerySpec {
+  return parseQuerySpec(jsonBody(ctx));
+}
+
+export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply> {
+  const spec = parseQuerySpecFrom(ctx);
+  const ast = compile(spec);
   const pageSize = maxItemCount(ctx, DEFAULT_QUERY_PAGE);
-  const token = header(ctx, "x-ms-continuation");
+  const scope = requestScope(ctx, c);
+  const scopeKey = scopeKeyOf(scope);
+  const params = JSON.stringify(spec.parameters ?? []);
+  const exact = hash(`${spec.query}\u0000${params}`);
+  const shape = isRewrittenOrderByQuery(ast)
+    ? hash(`${printQuery({ ...ast, where: undefined })}\u0000${params}`)
+    : exact;
+  const raw = header(ctx, "x-ms-continuation");
+  const token = raw === undefined || raw === "" ? undefined : parseQueryToken(raw);
   const now = Date.now();
-  let results: unknown[];
+  const metricsWanted = isTrue(ctx, "x-ms-documentdb-populatequerymetrics");
+  const binding = { q: exact, shape, scope: scopeKey };
+
   let offset = 0;
-  let scanned = 0;
-  let snapshotId: string | undefined;
   if (token) {
-    const parsed = parseQueryToken(token);
-    offset = parsed.offset;
-    snapshotId = parsed.id;
-    const snap = snapshots.get(parsed.id);
-    if (snap && snap.expiresAt > now) {
-      results = snap.results;
-    } else {
-      const docs = c.documentsIn(requestScope(ctx, c));
-      scanned = docs.length;
-      results = runQuery(
-        spec,
-        docs.map((d) => d.body),
+    if (token.rid !== c.rid)
+      throw invalidToken(
+        "it was issued for another container (or for a container since deleted and re-created).",
       );
+    if (token.q !== exact) {
+      // The SDK resumes an ORDER BY range with a filter in the rewritten query's WHERE
+      // (OrderByQueryRangeStrategy) and skips what it already returned itself: start that query over.
+      if (token.shape !== shape || exact === shape)
+        throw invalidToken("it was issued for a different query.");
+    } else {
+      offset = token.offset;
+      const snap = snapshots.get(token.snap);
+      if (snap && snap.expiresAt > now) {
+        if (token.scope === scopeKey)
+          return page({ c, snapId: token.snap, snap, offset, pageSize, binding, metricsWanted });
+        if (!scopeKey.startsWith("range:") || !token.scope.startsWith("range:"))
+          throw invalidToken("it was issued for a query over other partitions.");
+        // The range was split or merged since: continue with the rows of this (narrower) range.
+        const { epkMin, epkMax } = epkWindow(scope as Scope);
+        const kept: QuerySnapshot = { rows: [], rowsAreJson: snap.rowsAreJson, epks: [], expiresAt: 0 };
+        for (let i = offset; i < snap.rows.length; i++) {
+          const epk = snap.epks[i];
+          if (epk !== undefined && epk >= epkMin && (epkMax === "FF" || epk < epkMax)) {
+            kept.rows.push(snap.rows[i]);
+            kept.epks.push(epk);
+          }
+        }
+        return page({
+          c,
+          snapId: newSnapshot(kept, now),
+          snap: kept,
+          offset: 0,
+          pageSize,
+          binding,
+          metricsWanted,
+        });
+      }
+      if (token.scope !== scopeKey)
+        throw invalidToken("the results it continues have expired and its partition changed.");
     }
+  }
+
+  const docs = orderedDocuments(c, scope);
+  const outcome = runDocumentQuery(spec, docs, { compositeIndexes: compositeIndexesOf(c) });
+  const finish = (o: QueryOutcome): Reply => {
+    const snap: QuerySnapshot = {
+      rows: o.rows,
+      rowsAreJson: o.rowsAreJson,
+      epks: o.sources.map((i) => (i >= 0 ? docs[i].epk : undefined)),
+      expiresAt: 0,
+    };
+    const scanned = { count: docs.length, bytes: docs.reduce((n, d) => n + d.json.length, 0), outcome: o };
+    return page({
+      c,
+      snapId: newSnapshot(snap, now),
+      snap,
+      offset,
+      pageSize,
+      binding,
+      scanned,
+      metricsWanted,
+    });
+  };
+  return outcome instanceof Promise ? outcome.then(finish) : finish(outcome);
+}
+
+function newSnapshot(snap: QuerySnapshot, now: number): string {
+  const id = randomUUID();
+  snap.expiresAt = now + SNAPSHOT_TTL_MS;
+  snapshots.set(id, snap);
+  if (snapshots.size > SNAPSHOT_LIMIT) snapshots.delete(snapshots.keys().next().value as string);
+  return id;
+}
+
+/** What a page is cut from, and how its continuation names the query. */
+interface PageRequest {
+  c: Container;
+  snapId: string;
+  snap: QuerySnapshot;
+  offset: number;
+  pageSize: number;
+  /** The token fields that bind a continuation to this container, query and scope. */
+  binding: Pick<QueryToken, "q" | "shape" | "scope">;
+  /** Set when this request ran the query (for the metrics and the charge). */
+  scanned?: ScanFacts;
+  metricsWanted: boolean;
+}
+
+interface ScanFacts {
+  count: number;
+  bytes: number;
+  outcome: QueryOutcome;
+}
+
+/** One page of a snapshot. */
+function page({ c, snapId, snap, offset, pageSize, binding, scanned, metricsWanted }: PageRequest): Reply {
+  const started = performance.now();
+  const rows = snap.rows.slice(offset, offset + pageSize);
+  const json = snap.rowsAreJson ? rows.join(",") : rows.map((r) => JSON.stringify(r)).join(",");
+  const headers: Record<string, string> = {
+    "x-ms-content-path": c.rid,
+    "x-ms-alt-content-path": c.link,
+    "x-ms-item-count": String(rows.length),
+  };
+  const next = offset + rows.length;
+  // As the service: a page that stops at the page size carries a continuation, even when nothing follows
+  // (the next page is then empty and final).
+  if (next < snap.rows.length || (rows.length > 0 && rows.length === pageSize)) {
+    snap.expiresAt = Date.now() + SNAPSHOT_TTL_MS;
+    const token: QueryToken = { rid: c.rid, ...binding, snap: snapId, offset: next };
+    headers["x-ms-continuation"] = JSON.stringify(token);
   } else {
-    const docs = c.documentsIn(requestScope(ctx, c));
-    scanned = docs.length;
-    results = runQuery(
-      spec,
-      docs.map((d) => d.body),
+    snapshots.delete(snapId);
+  }
+  if (metricsWanted) {
+    headers["x-ms-documentdb-query-metrics"] = queryMetrics(
+      scanned,
+      rows.length,
+      json.length,
+      performance.now() - started,
     );
   }
-  const page = results.slice(offset, offset + pageSize);
-  const headers: Record<string, string> = { "x-ms-content-path": c.rid, "x-ms-alt-content-path": c.link };
-  const next = offset + page.length;
-  if (next < results.length) {
-    if (!snapshotId || !snapshots.has(snapshotId)) {
-      snapshotId = randomUUID();
-      snapshots.set(snapshotId, { results, expiresAt: now + SNAPSHOT_TTL_MS });
-      if (snapshots.size > SNAPSHOT_LIMIT) snapshots.delete(snapshots.keys().next().value as string);
-    }
-    headers["x-ms-continuation"] = JSON.stringify({ snapshot: snapshotId, offset: next });
-  } else if (snapshotId) {
-    snapshots.delete(snapshotId);
-  }
-  const docsJson = JSON.stringify(page);
   return {
     status: 200,
-    body: `{"_rid":"${c.rid}","Documents":${docsJson},"_count":${page.length}}`,
-    headers: { ...headers, "x-ms-item-count": String(page.length) },
-    charge: queryCharge(scanned, page.length === 0 ? 0 : docsJson.length),
+    body: `{"_rid":"${c.rid}","Documents":[${json}],"_count":${rows.length}}`,
+    headers,
+    charge: queryCharge(scanned?.count ?? 0, json.length),
     kind: "query",
   };
 }
 
-function parseQueryToken(token: string): { id: string; offset: number } {
+/**
+ * `x-ms-documentdb-query-metrics` as the service formats it (semicolon-separated key=value, times in ms),
+ * which the SDK parses into FeedResponse.queryMetrics (QueryMetrics.createFromDelimitedString).
+ */
+function queryMetrics(
+  scanned: ScanFacts | undefined,
+  outputCount: number,
+  outputBytes: number,
+  writeMs: number,
+): string {
+  const ms = (x: number) => x.toFixed(2);
+  const compileMs = scanned?.outcome.compileMs ?? 0;
+  const execMs = scanned?.outcome.executionMs ?? 0;
+  const fields: [string, string | number][] = [
+    ["totalExecutionTimeInMs", ms(compileMs + execMs + writeMs)],
+    ["queryCompileTimeInMs", ms(compileMs)],
+    ["queryLogicalPlanBuildTimeInMs", ms(0)],
+    ["queryPhysicalPlanBuildTimeInMs", ms(0)],
+    ["queryOptimizationTimeInMs", ms(0)],
+    ["VMExecutionTimeInMs", ms(execMs)],
+    ["indexLookupTimeInMs", ms(0)],
+    ["documentLoadTimeInMs", ms(0)],
+    ["systemFunctionExecuteTimeInMs", ms(0)],
+    ["userFunctionExecuteTimeInMs", ms(0)],
+    ["retrievedDocumentCount", scanned?.count ?? 0],
+    ["retrievedDocumentSize", scanned?.bytes ?? 0],
+    ["outputDocumentCount", outputCount],
+    ["outputDocumentSize", outputBytes],
+    ["writeOutputTimeInMs", ms(writeMs)],
+    ["indexUtilizationRatio", ms(scanned && scanned.count > 0 ? 1 : 0)],
+  ];
+  return fields.map(([k, v]) => `${k}=${v}`).join(";");
+}
+
+function parseQueryToken(raw: string): QueryToken {
+  let t: Partial<QueryToken>;
   try {
-    const t = JSON.parse(token) as { snapshot?: unknown; offset?: unknown };
-    if (
-      typeof t.snapshot === "string" &&
-      typeof t.offset === "number" &&
-      Number.isInteger(t.offset) &&
-      t.offset >= 0
-    ) {
-      return { id: t.snapshot, offset: t.offset };
-    }
+    t = JSON.parse(raw) as Partial<QueryToken>;
   } catch {
-    // fall through
+    throw invalidToken("it is not a continuation token this emulator issued.");
   }
-  throw badRequest(`The continuation token '${token}' is not a token this emulator issued.`);
+  if (
+    t === null ||
+    typeof t !== "object" ||
+    typeof t.rid !== "string" ||
+    typeof t.q !== "string" ||
+    typeof t.shape !== "string" ||
+    typeof t.scope !== "string" ||
+    typeof t.snap !== "string" ||
+    typeof t.offset !== "number" ||
+    !Number.isInteger(t.offset) ||
+    t.offset < 0
+  ) {
+    throw invalidToken("it is not a continuation token this emulator issued.");
+  }
+  return t as QueryToken;
+}
+
+/** The service's wording (SDK users match on "Invalid Continuation Token"). */
+function invalidToken(why: string) {
+  return badRequest(`Invalid Continuation Token: ${why}`);
+}
+
+/** A stable name for the documents a request reads. */
+function scopeKeyOf(scope: Scope | undefined): string {
+  if (!scope) return "all";
+  if (scope.pkKey !== undefined) return `pk:${scope.pkKey}`;
+  if (scope.ranges.length === 1 && scope.epkMin === undefined && scope.epkMax === undefined)
+    return `range:${scope.ranges[0].minInclusive}-${scope.ranges[0].maxExclusive}`;
+  return `range:${scope.epkMin ?? scope.ranges[0]?.minInclusive ?? ""}-${scope.epkMax ?? scope.ranges.at(-1)?.maxExclusive ?? "FF"}`;
+}
+
+function epkWindow(scope: Scope): { epkMin: string; epkMax: string } {
+  const lo = scope.ranges[0]?.minInclusive ?? "";
+  const hi = scope.ranges.at(-1)?.maxExclusive ?? "FF";
+  return {
+    epkMin: scope.epkMin !== undefined && scope.epkMin > lo ? scope.epkMin : lo,
+    epkMax: scope.epkMax !== undefined && (hi === "FF" || scope.epkMax < hi) ? scope.epkMax : hi,
+  };
+}
+
+interface OrderedDocument extends QueryDocument {
+  epk: string;
+}
+
+/**
+ * The documents of a scope in the order results take without ORDER BY, and ties take with it: by physical
+ * range (as the SDK drains ranges), then by _rid (each range's own order).
+ */
+function orderedDocuments(c: Container, scope: Scope | undefined): OrderedDocument[] {
+  const docs = c.documentsIn(scope);
+  const keyed = docs.map((d) => ({ d, key: `${c.rangeFor(d.epk).minInclusive}\u0000${ridOrder(d)}` }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return keyed.map(({ d }) => ({ body: d.body, json: d.json, epk: d.epk }));
+}
+
+function ridOrder(d: StoredDoc): string {
+  const rid = d.body._rid;
+  return typeof rid === "string" ? Buffer.from(rid, "base64").toString("hex") : d.id;
+}
+
+function compositeIndexesOf(c: Container): CompositeIndexPath[][] {
+  const policy = c.definition.indexingPolicy as { compositeIndexes?: unknown } | undefined;
+  const list = policy?.compositeIndexes;
+  if (!Array.isArray(list)) return [];
+  return list
+    .filter((x): x is unknown[] => Array.isArray(x))
+    .map((index) =>
+      index
+        .filter(
+          (p): p is { path: string; order?: string } =>
+            p !== null && typeof p === "object" && typeof (p as { path?: unknown }).path === "string",
+        )
+        .map((p) => ({ path: p.path, order: typeof p.order === "string" ? p.order : undefined })),
+    );
+}
+
+function hash(s: string): string {
+  return createHash("sha256").update(s).digest("base64url").slice(0, 22);
+}
+
+/** A read feed token: bound to the container and the documents read, positioned by offset. */
+interface FeedToken {
+  rid: string;
+  feed: string;
+  offset: number;
 }
 
 /** GET /docs without A-IM: the legacy read feed, all documents of the scope, paged. */
 export function readFeed(ctx: RequestContext, c: Container): Reply {
   const pageSize = maxItemCount(ctx, DEFAULT_QUERY_PAGE);
-  const token = header(ctx, "x-ms-continuation");
-  const offset = token === undefined ? 0 : Number(token);
-  if (!Number.isInteger(offset) || offset < 0)
-    throw badRequest(`The continuation token '${token}' is not valid.`);
-  const docs = c.documentsIn(requestScope(ctx, c));
-  const page = docs.slice(offset, offset + pageSize);
-  const headers: Record<string, string> = { "x-ms-content-path": c.rid };
-  if (offset + page.length < docs.length) headers["x-ms-continuation"] = String(offset + page.length);
-  const json = page.map((d) => d.json).join(",");
+  const scope = requestScope(ctx, c);
+  const feed = scopeKeyOf(scope);
+  const raw = header(ctx, "x-ms-continuation");
+  let offset = 0;
+  if (raw !== undefined && raw !== "") {
+    let t: Partial<FeedToken> | undefined;
+    try {
+      t = JSON.parse(raw) as Partial<FeedToken>;
+    } catch {
+      t = undefined;
+    }
+    if (
+      !t ||
+      typeof t !== "object" ||
+      typeof t.offset !== "number" ||
+      !Number.isInteger(t.offset) ||
+      t.offset < 0
+    )
+      throw invalidToken("it is not a continuation token this emulator issued.");
+    if (t.rid !== c.rid) throw invalidToken("it was issued for another container.");
+    if (t.feed !== feed) throw invalidToken("it was issued for a read of other partitions.");
+    offset = t.offset;
+  }
+  const docs = orderedDocuments(c, scope);
+  const pageDocs = docs.slice(offset, offset + pageSize);
+  const headers: Record<string, string> = {
+    "x-ms-content-path": c.rid,
+    "x-ms-item-count": String(pageDocs.length),
+  };
+  const next = offset + pageDocs.length;
+  if (next < docs.length || (pageDocs.length > 0 && pageDocs.length === pageSize)) {
+    const token: FeedToken = { rid: c.rid, feed, offset: next };
+    headers["x-ms-continuation"] = JSON.stringify(token);
+  }
+  const json = pageDocs.map((d) => d.json).join(",");
   return {
     status: 200,
-    body: `{"_rid":"${c.rid}","Documents":[${json}],"_count":${page.length}}`,
+    body: `{"_rid":"${c.rid}","Documents":[${json}],"_count":${pageDocs.length}}`,
     headers,
-    charge: queryCharge(page.length, json.length),
+    charge: queryCharge(pageDocs.length, json.length),
     kind: "readFeed",
   };
 }

@@ -1,0 +1,152 @@
+/** The syntax tree of a Cosmos DB (NoSQL) query, as produced by parser.ts. */
+
+export type Expr =
+  | { k: "lit"; value: unknown }
+  | { k: "param"; name: string }
+  /** An alias bound by FROM/JOIN (or by an enclosing query, for correlated subqueries). */
+  | { k: "ref"; name: string }
+  /** `obj.name` (prop a string, computed false) or `obj[expr]` (computed true). */
+  | { k: "member"; obj: Expr; prop: Expr; computed: boolean }
+  | { k: "unary"; op: "-" | "+" | "~" | "NOT"; arg: Expr }
+  | { k: "binary"; op: BinaryOp; left: Expr; right: Expr }
+  | { k: "between"; value: Expr; low: Expr; high: Expr; not: boolean }
+  | { k: "in"; value: Expr; list: Expr[]; not: boolean }
+  | { k: "like"; value: Expr; pattern: Expr; escape?: Expr; not: boolean }
+  | { k: "cond"; test: Expr; then: Expr; else: Expr }
+  | { k: "array"; items: Expr[] }
+  | { k: "object"; props: { key: string; value: Expr }[] }
+  /** A built-in function (name upper-cased) or `udf.name(...)`. */
+  | { k: "call"; name: string; args: Expr[]; udf: boolean }
+  /** `(SELECT ...)` as a value, `ARRAY(SELECT ...)` or `EXISTS(SELECT ...)`. */
+  | { k: "subquery"; mode: "scalar" | "array" | "exists"; query: Query };
+
+export type BinaryOp =
+  | "AND"
+  | "OR"
+  | "="
+  | "!="
+  | "<"
+  | "<="
+  | ">"
+  | ">="
+  | "+"
+  | "-"
+  | "*"
+  | "/"
+  | "%"
+  | "|"
+  | "&"
+  | "^"
+  | "<<"
+  | ">>"
+  | ">>>"
+  | "||"
+  | "??";
+
+/** What FROM or a JOIN iterates: the container, a path into a bound value, or a subquery. */
+export type CollectionExpr =
+  | { k: "root"; name: string }
+  | { k: "path"; base: CollectionExpr; prop: string | number }
+  | { k: "subquery"; query: Query };
+
+export interface FromSource {
+  alias: string;
+  /** `alias IN expr` iterates an array; otherwise the value itself is bound (subquery: each result). */
+  iterate: boolean;
+  expr: CollectionExpr;
+}
+
+export type SelectClause =
+  | { kind: "star" }
+  | { kind: "value"; expr: Expr }
+  | { kind: "list"; items: { expr: Expr; alias?: string }[] };
+
+export interface SortItem {
+  expr: Expr;
+  desc: boolean;
+  /** Whether ASC/DESC was written (the rewritten query echoes it as given). */
+  explicit: boolean;
+}
+
+export interface Query {
+  distinct: boolean;
+  top?: Expr;
+  select: SelectClause;
+  /** FROM source first, then each JOIN. Empty when the query has no FROM. */
+  from: FromSource[];
+  where?: Expr;
+  groupBy?: Expr[];
+  orderBy?: SortItem[];
+  offset?: Expr;
+  limit?: Expr;
+}
+
+export const AGGREGATES = new Set(["COUNT", "SUM", "AVG", "MIN", "MAX"]);
+
+export type CallExpr = Extract<Expr, { k: "call" }>;
+
+/** The aggregate call `e` is, if it is one. */
+export function aggregateCall(e: Expr): CallExpr | undefined {
+  return e.k === "call" && !e.udf && AGGREGATES.has(e.name) ? e : undefined;
+}
+
+export function isAggregateCall(e: Expr): boolean {
+  return aggregateCall(e) !== undefined;
+}
+
+/** Whether an expression contains an aggregate call outside of subqueries. */
+export function containsAggregate(e: Expr): boolean {
+  if (isAggregateCall(e)) return true;
+  let found = false;
+  forEachChild(e, (c) => {
+    if (!found && containsAggregate(c)) found = true;
+  });
+  return found;
+}
+
+/** Visits the direct sub-expressions of `e` (not the inside of subqueries). */
+export function forEachChild(e: Expr, visit: (child: Expr) => void): void {
+  switch (e.k) {
+    case "member":
+      visit(e.obj);
+      if (e.computed) visit(e.prop);
+      return;
+    case "unary":
+      visit(e.arg);
+      return;
+    case "binary":
+      visit(e.left);
+      visit(e.right);
+      return;
+    case "between":
+      visit(e.value);
+      visit(e.low);
+      visit(e.high);
+      return;
+    case "in":
+      visit(e.value);
+      for (const x of e.list) visit(x);
+      return;
+    case "like":
+      visit(e.value);
+      visit(e.pattern);
+      if (e.escape) visit(e.escape);
+      return;
+    case "cond":
+      visit(e.test);
+      visit(e.then);
+      visit(e.else);
+      return;
+    case "array":
+      for (const x of e.items) visit(x);
+      return;
+    case "object":
+      for (const p of e.props) visit(p.value);
+      return;
+    case "call":
+      for (const x of e.args) visit(x);
+      return;
+    default:
+      return;
+  }
+}
