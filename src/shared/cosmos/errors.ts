@@ -1,32 +1,31 @@
+import { CosmosFeedError } from "../errors.js";
+
 /** Typed errors of the data layer, each with the HTTP status the service used. */
-export class CosmosOperationError extends Error {
-  constructor(
-    message: string,
-    readonly statusCode: number,
-  ) {
-    super(message);
-    this.name = new.target.name;
+export class CosmosOperationError extends CosmosFeedError {
+  declare readonly statusCode: number;
+  constructor(message: string, statusCode: number, code?: string) {
+    super(message, { statusCode, code });
   }
 }
 
 /** Create found an item with the same id and partition key (409). */
 export class AlreadyExistsError extends CosmosOperationError {
   constructor(readonly id: string) {
-    super(`An item with id '${id}' already exists in this partition.`, 409);
+    super(`An item with id '${id}' already exists in this partition.`, 409, "Conflict");
   }
 }
 
 /** The item does not exist (404). */
 export class NotFoundError extends CosmosOperationError {
   constructor(readonly id: string) {
-    super(`Item '${id}' does not exist.`, 404);
+    super(`Item '${id}' does not exist.`, 404, "NotFound");
   }
 }
 
 /** The item changed since it was read (412 on If-Match). */
 export class PreconditionFailedError extends CosmosOperationError {
   constructor(readonly id: string) {
-    super(`Item '${id}' was changed by another writer (etag mismatch).`, 412);
+    super(`Item '${id}' was changed by another writer (etag mismatch).`, 412, "PreconditionFailed");
   }
 }
 
@@ -36,7 +35,11 @@ export class ConcurrencyConflictError extends CosmosOperationError {
     readonly id: string,
     readonly attempts: number,
   ) {
-    super(`Item '${id}' could not be updated: it changed under ${attempts} consecutive attempts.`, 412);
+    super(
+      `Item '${id}' could not be updated: it changed under ${attempts} consecutive attempts.`,
+      412,
+      "ConcurrencyConflict",
+    );
   }
 }
 

@@ -1,21 +1,24 @@
 import { ChangeFeedStartFrom, type Container, type ItemDefinition } from "@azure/cosmos";
 import { NotFoundError, PreconditionFailedError, statusOf } from "../../cosmos/errors.js";
 import { deleteIfMatch, replaceIfMatch } from "../../cosmos/occ.js";
+import { defaultOccRetryPolicy } from "../../cosmos/retry.js";
 import { sessionTokenLsn } from "../../cosmos/session.js";
+import { CosmosFeedError } from "../../errors.js";
 import { infoDocumentId, type Lease, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
 
 /** Why a lease was lost. */
 export type LeaseLostReason = "stolen" | "gone" | "released" | "conflict" | "retries-exhausted";
 
 /** The lease is no longer ours (another owner, deleted by a split, or expired and taken). */
-export class LeaseLostError extends Error {
+export class LeaseLostError extends CosmosFeedError {
   constructor(
     readonly leaseToken: string,
     readonly reason: LeaseLostReason,
     readonly newOwner?: string | null,
   ) {
-    super(`Lease ${leaseToken} was lost (${reason}${newOwner ? `: now owned by ${newOwner}` : ""}).`);
-    this.name = "LeaseLostError";
+    super(`Lease ${leaseToken} was lost (${reason}${newOwner ? `: now owned by ${newOwner}` : ""}).`, {
+      statusCode: 412,
+    });
   }
 }
 
@@ -49,15 +52,13 @@ export interface LeaseFeed {
   readChanges(): Promise<Lease[]>;
 }
 
-/** Attempts of the conditional update loop before giving up (as .NET). */
-export const MAX_UPDATE_ATTEMPTS = 6;
 /** TTL of the bootstrap `.lock` document (seconds), as .NET. */
 export const INIT_LOCK_TTL_SECONDS = 30;
 
 /**
  * The only writer of lease documents. Every write is a replace with If-Match; on 412 the current document is
- * re-read and the mutation re-applied (the mutation decides whether the lease is still ours); 404 and 409
- * mean lost. See change-feed-leases.md §4.9.
+ * re-read and the mutation re-applied under the shared OCC retry policy (the mutation decides whether the
+ * lease is still ours); 404 and 409 mean lost. See change-feed-leases.md §4.9.
  */
 export class LeaseStore {
   constructor(
@@ -137,32 +138,35 @@ export class LeaseStore {
    */
   async update(cached: Lease, mutate: (current: Lease) => Lease): Promise<Lease> {
     let current = cached;
-    for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
-      const next = mutate(current);
-      const doc = toLeaseDocument(next, this.now());
-      try {
-        const res = await replaceIfMatch(
-          this.container,
-          current.id,
-          current.partitionKeyValue,
-          doc as unknown as ItemDefinition,
-          current.etag,
-        );
-        this.counters.add("replace", res.requestCharge);
-        const written = parseLease(res.resource as unknown as Record<string, unknown>);
-        const lsn = sessionTokenLsn(res.sessionToken);
-        return lsn === undefined ? written : { ...written, lsn };
-      } catch (e) {
-        this.counters.add("replace", 0);
-        if (e instanceof NotFoundError) throw new LeaseLostError(cached.leaseToken, "gone");
-        if (statusOf(e) === 409) throw new LeaseLostError(cached.leaseToken, "conflict");
-        if (!(e instanceof PreconditionFailedError)) throw e;
-        const fresh = await this.read(current);
-        if (!fresh) throw new LeaseLostError(cached.leaseToken, "gone");
-        current = fresh;
-      }
-    }
-    throw new LeaseLostError(cached.leaseToken, "retries-exhausted");
+    return defaultOccRetryPolicy.run(
+      async () => {
+        const next = mutate(current);
+        const doc = toLeaseDocument(next, this.now());
+        try {
+          const res = await replaceIfMatch(
+            this.container,
+            current.id,
+            current.partitionKeyValue,
+            doc as unknown as ItemDefinition,
+            current.etag,
+          );
+          this.counters.add("replace", res.requestCharge);
+          const written = parseLease(res.resource as unknown as Record<string, unknown>);
+          const lsn = sessionTokenLsn(res.sessionToken);
+          return lsn === undefined ? written : { ...written, lsn };
+        } catch (e) {
+          this.counters.add("replace", 0);
+          if (e instanceof NotFoundError) throw new LeaseLostError(cached.leaseToken, "gone");
+          if (statusOf(e) === 409) throw new LeaseLostError(cached.leaseToken, "conflict");
+          if (!(e instanceof PreconditionFailedError)) throw e;
+          const fresh = await this.read(current);
+          if (!fresh) throw new LeaseLostError(cached.leaseToken, "gone");
+          current = fresh;
+          throw e; // the shared policy backs off and re-applies `mutate` to the fresh copy
+        }
+      },
+      { onExhausted: () => new LeaseLostError(cached.leaseToken, "retries-exhausted") },
+    );
   }
 
   async delete(lease: Lease): Promise<void> {
