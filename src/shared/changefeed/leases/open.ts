@@ -1,9 +1,10 @@
 import type { Container } from "@azure/cosmos";
+import { CosmosFeedError } from "../../errors.js";
 import { leasePrefix } from "./lease.js";
 import { type LeaseOperationCounters, LeaseStore } from "./store.js";
 
 /** Thrown when the monitored or lease container cannot serve a processor. */
-export class LeaseContainerError extends Error {
+export class LeaseContainerError extends CosmosFeedError {
   constructor(message: string) {
     super(message);
     this.name = "LeaseContainerError";
