@@ -88,9 +88,31 @@ export class MasterKeyAuth {
 }
 
 /**
+ * The decoded path segments of a request URL. The data plane uses no query strings, and the SDK puts an item
+ * id into the path with `encodeURI`, which leaves `?` alone: in `docs/a?b` the `?b` is part of the id (the
+ * SDK signs `…/docs/a?b`), so for a document path the query is given back to the id.
+ */
+export function pathSegments(url: string): string[] {
+  const q = url.indexOf("?");
+  const path = q < 0 ? url : url.slice(0, q);
+  const raw = path.split("/").filter((s) => s.length > 0);
+  if (q >= 0 && raw[0] === "dbs" && raw[2] === "colls" && raw[4] === "docs") {
+    // `docs/a?b` → id `a?b`; `docs/?b` (an id starting with `?`) → id `?b`.
+    if (raw.length === 6) raw[5] += url.slice(q);
+    else if (raw.length === 5 && path.endsWith("/")) raw.push(url.slice(q));
+  }
+  try {
+    return raw.map(decodeURIComponent);
+  } catch {
+    throw new CosmosError(400, "BadRequest", `The request path '${path}' is not validly URL-encoded.`);
+  }
+}
+
+/**
  * The resource type and id a request is signed for, from its decoded path segments:
  * an even number of segments names a resource (`dbs/db1/colls/c1` → type colls, id = the path),
  * an odd number names a feed under its parent (`dbs/db1/colls/c1/docs` → type docs, id `dbs/db1/colls/c1`).
+ * Container operations (`dbs/db1/colls/c1/operations/partitionkeydelete`) are signed for the container.
  * Offers are signed with the offer id alone: `offers/AbC1` → type offers, id `abc1`.
  */
 export function signedResource(segments: readonly string[]): { type: string; id: string } {
@@ -98,6 +120,9 @@ export function signedResource(segments: readonly string[]): { type: string; id:
   if (n === 0) return { type: "", id: "" };
   // An offer is signed with its id alone, lower-cased (the SDK's setAuthorizationTokenHeaderUsingMasterKey).
   if (segments[0] === "offers") return { type: "offers", id: n === 2 ? segments[1].toLowerCase() : "" };
+  if (n === 6 && segments[0] === "dbs" && segments[2] === "colls" && segments[4] === "operations") {
+    return { type: "colls", id: segments.slice(0, 4).join("/") };
+  }
   if (n % 2 === 0) return { type: segments[n - 2], id: segments.join("/") };
   return { type: segments[n - 1], id: segments.slice(0, n - 1).join("/") };
 }

@@ -8,12 +8,12 @@ import {
 } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { MasterKeyAuth, signedResource, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
+import { MasterKeyAuth, pathSegments, signedResource, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
 import { CosmosError } from "./errors.js";
 import { adminRoute } from "./routes/admin.js";
 import { changeFeed } from "./routes/changefeed.js";
 import type { Reply, RequestContext } from "./routes/context.js";
-import { documentOperation, postDocuments } from "./routes/documents.js";
+import { deleteAllItemsForPartitionKey, documentOperation, postDocuments } from "./routes/documents.js";
 import { offers } from "./routes/offers.js";
 import { readFeed } from "./routes/query.js";
 import {
@@ -227,18 +227,7 @@ function dispatch(
   meter: RuMeter,
   admin: AdminHooks,
 ): Reply | Promise<Reply> {
-  const url = req.url ?? "/";
-  const q = url.indexOf("?");
-  const path = q < 0 ? url : url.slice(0, q);
-  let segments: string[];
-  try {
-    segments = path
-      .split("/")
-      .filter((s) => s.length > 0)
-      .map(decodeURIComponent);
-  } catch {
-    throw new CosmosError(400, "BadRequest", `The request path '${path}' is not validly URL-encoded.`);
-  }
+  const segments = pathSegments(req.url ?? "/");
   const method = req.method ?? "GET";
   const headers = req.headers;
   const resource = signedResource(segments);
@@ -280,7 +269,9 @@ function dispatch(
     if (method !== "GET") throw methodNotAllowed(ctx);
     return partitionKeyRanges(c);
   }
-  if (feed !== "docs" || n > 6) throw unsupported(feed);
+  // POST dbs/{db}/colls/{c}/operations/partitionkeydelete: container.deleteAllItemsForPartitionKey.
+  const partitionKeyDelete = feed === "operations" && n === 6 && segments[5] === "partitionkeydelete";
+  if ((feed !== "docs" && !partitionKeyDelete) || n > 6) throw unsupported(feed);
 
   // Data plane: admitted against the provisioned throughput, then charged and metered.
   const budget = c.budget;
@@ -309,7 +300,10 @@ function dispatch(
   };
   let reply: Reply | Promise<Reply>;
   try {
-    if (n === 5) {
+    if (partitionKeyDelete) {
+      if (method !== "POST") throw methodNotAllowed(ctx);
+      reply = deleteAllItemsForPartitionKey(ctx, c);
+    } else if (n === 5) {
       if (method === "POST") reply = postDocuments(ctx, c);
       else if (method === "GET") {
         const aim = headers["a-im"] as string | undefined;

@@ -141,6 +141,43 @@ export function documentOperation(ctx: RequestContext, c: Container, id: string)
   }
 }
 
+/**
+ * POST dbs/{db}/colls/{c}/operations/partitionkeydelete (`container.deleteAllItemsForPartitionKey`): deletes
+ * every item of one logical partition. The service runs it in the background but its effect is immediate
+ * (https://learn.microsoft.com/azure/cosmos-db/nosql/how-to-delete-by-partition-key); here all deletes
+ * commit together in one write set, so each appears in the all-versions-and-deletes feed. That page also
+ * says a hierarchical key must be given in full (a prefix is an error). Charged as the deletes it made.
+ */
+export function deleteAllItemsForPartitionKey(ctx: RequestContext, c: Container): Reply {
+  const pk = headerPartitionKey(ctx, c);
+  if (!pk) {
+    throw badRequest(
+      "PartitionKey value must be supplied for this operation (x-ms-documentdb-partitionkey).",
+    );
+  }
+  if (pk.length !== c.pk.paths.length) {
+    throw badRequest(
+      `Deleting by partition key needs the full key (${c.pk.paths.length} components); a hierarchical key prefix is not supported.`,
+    );
+  }
+  const pkKey = canonicalPartitionKey(pk);
+  const ws = c.beginWrite();
+  let charge = 0;
+  for (const doc of [...(c.partitions.get(pkKey)?.values() ?? [])]) {
+    // An already expired item is purged as a TTL delete by the lookup itself.
+    if (!ws.get(doc.key)) continue;
+    charge += chargeFor(c, ws.delete(doc.key));
+  }
+  c.commit(ws.mutations, ws.nowMs);
+  return {
+    status: 200,
+    headers: docHeaders(c, undefined, c.epkOf(pk)),
+    // At least 1 RU even for an empty partition, like any admitted request.
+    charge: Math.max(1, Math.round(charge * 100) / 100),
+    kind: "delete",
+  };
+}
+
 export function patchInto(
   ws: WriteSet,
   c: Container,

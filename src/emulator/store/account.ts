@@ -591,7 +591,7 @@ function autoscaleThroughput(value: unknown): Throughput {
 function validateResourceId(id: unknown, what: string): void {
   if (typeof id !== "string" || id.length === 0)
     throw badRequest(`The ${what} id must be a non-empty string.`);
-  validateId(id);
+  validateId(id, what);
 }
 
 function validateDefaultTtl(ttl: unknown): void {

@@ -27,13 +27,26 @@ import {
 
 /** The service's item size limit (bytes of the serialized document). */
 export const MAX_ITEM_BYTES = 2 * 1024 * 1024;
-/** The service's id length limit (characters). */
-export const MAX_ID_LENGTH = 255;
+/**
+ * The service's item id length limit, in UTF-8 bytes ("Maximum length of ID value: 1,023 bytes",
+ * https://learn.microsoft.com/azure/cosmos-db/concepts-limits#per-item-limits).
+ */
+export const MAX_ID_BYTES = 1023;
+/** Database and container ids: at most 255 characters. */
+export const MAX_RESOURCE_ID_LENGTH = 255;
+/** An item ttl is a 32-bit signed number of seconds ("Maximum TTL value: 2147483647", concepts-limits). */
+export const MAX_TTL_SECONDS = 2_147_483_647;
 /** Page size of a change feed read that names no x-ms-max-item-count. */
 export const DEFAULT_CHANGE_FEED_PAGE = 100;
 
 const SYSTEM_PROPERTIES = ["_rid", "_self", "_etag", "_attachments", "_ts", "_lsn"] as const;
-const ILLEGAL_ID = /[/\\?#]/;
+/** Database and container ids: no `/ \ ? #` (the SDK refuses them too). */
+const ILLEGAL_RESOURCE_ID = /[/\\?#]/;
+/**
+ * Item ids: the service refuses `/` and `\`; `#` cannot travel in a URL (the SDK refuses it client side),
+ * so it is refused at create rather than leaving an item no point operation can reach.
+ */
+const ILLEGAL_ITEM_ID = /[/\\#]/;
 const NONE: Record<string, never> = Object.freeze({}) as Record<string, never>;
 
 /** One physical partition key range: its EPK bounds and its LSN-ordered change log. */
@@ -109,6 +122,7 @@ export function canonicalPartitionKey(values: readonly PartitionKeyComponent[]):
   return JSON.stringify(values);
 }
 
+/** `{}` — the SDK's None (undefined) partition key component. */
 function isNone(v: unknown): boolean {
   return v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0;
 }
@@ -220,7 +234,8 @@ export class Container {
         }
         v = (v as JsonObject)[seg];
       }
-      if (v === undefined) out.push(NONE);
+      // A missing path and `{}` are both the None (undefined) component, as the SDK extracts them.
+      if (v === undefined || isNone(v)) out.push(NONE);
       else if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean")
         out.push(v);
       else
@@ -493,9 +508,15 @@ export class Container {
   private effectiveTtl(body: JsonObject): number | undefined {
     const own = body.ttl;
     if (own !== undefined) {
-      if (typeof own !== "number" || !Number.isInteger(own) || own === 0 || own < -1) {
+      if (
+        typeof own !== "number" ||
+        !Number.isInteger(own) ||
+        own === 0 ||
+        own < -1 ||
+        own > MAX_TTL_SECONDS
+      ) {
         throw badRequest(
-          `The document's ttl must be a positive integer number of seconds or -1; got ${JSON.stringify(own)}.`,
+          `The document's ttl must be -1 or an integer number of seconds from 1 to ${MAX_TTL_SECONDS}; got ${JSON.stringify(own)}.`,
         );
       }
     }
@@ -652,18 +673,39 @@ function firstAtOrAfterTime(log: LogEntry[], ms: number): number {
   return lo;
 }
 
-export function validateId(id: unknown): asserts id is string {
+/**
+ * Validates an id. Items (`what` = "document") follow the service's per-item rules (concepts-limits: at most
+ * 1,023 bytes, no `/` or `\`), plus what the SDK's URLs cannot carry: `#`, the dot segments `.` and `..`
+ * (URL normalization turns `docs/..` into another path) and a trailing `?` (an empty query is dropped), so
+ * such an item is refused at create instead of being unreachable afterwards. A trailing space, `?` inside,
+ * `%`, `+` and any other Unicode are accepted. Databases and containers keep the resource rules (no
+ * `/ \ ? #`, no trailing space, at most 255 characters).
+ */
+export function validateId(id: unknown, what = "document"): asserts id is string {
   if (id === undefined) {
     throw badRequest("The input content is invalid because the required properties - 'id; ' - are missing");
   }
-  if (typeof id !== "string")
-    throw badRequest(`The document id must be a string; got ${JSON.stringify(id)}.`);
-  if (id.length === 0) throw badRequest("The document id must not be empty.");
-  if (id.length > MAX_ID_LENGTH)
-    throw badRequest(`The document id is longer than ${MAX_ID_LENGTH} characters.`);
-  if (ILLEGAL_ID.test(id))
-    throw badRequest(`The document id '${id}' contains an illegal character ('/', '\\', '?' or '#').`);
-  if (id.endsWith(" ")) throw badRequest(`The document id '${id}' must not end with a space.`);
+  if (typeof id !== "string") throw badRequest(`The ${what} id must be a string; got ${JSON.stringify(id)}.`);
+  if (id.length === 0) throw badRequest(`The ${what} id must not be empty.`);
+  if (what !== "document") {
+    if (id.length > MAX_RESOURCE_ID_LENGTH)
+      throw badRequest(`The ${what} id is longer than ${MAX_RESOURCE_ID_LENGTH} characters.`);
+    if (ILLEGAL_RESOURCE_ID.test(id))
+      throw badRequest(`The ${what} id '${id}' contains an illegal character ('/', '\\', '?' or '#').`);
+    if (id.endsWith(" ")) throw badRequest(`The ${what} id '${id}' must not end with a space.`);
+    return;
+  }
+  const bytes = Buffer.byteLength(id);
+  if (bytes > MAX_ID_BYTES)
+    throw badRequest(`The document id is ${bytes} bytes long; the limit is ${MAX_ID_BYTES} bytes.`);
+  if (ILLEGAL_ITEM_ID.test(id))
+    throw badRequest(`The document id '${id}' contains an illegal character ('/', '\\' or '#').`);
+  if (id === "." || id === "..")
+    throw badRequest(`The document id '${id}' is a URL dot segment; no request URL could address it.`);
+  if (id.endsWith("?"))
+    throw badRequest(
+      `The document id '${id}' ends with '?'; request URLs drop an empty query, so no request could address it.`,
+    );
 }
 
 /** Options a single write can carry (If-Match). */
