@@ -257,3 +257,35 @@ describe("None (undefined) components of a hierarchical partition key", () => {
     expect((await c.item("b1", bNone).read()).statusCode).toBe(StatusCodes.NotFound);
   });
 });
+
+describe("non-Latin-1 database and container ids", () => {
+  it("item operations, batch, bulk and delete-by-partition-key answer with a percent-encoded x-ms-alt-content-path", async () => {
+    const database = (await t.client.databases.create({ id: uniqueName("数据库 ü") })).database;
+    const { container: c } = await database.containers.create({
+      id: "容器 é",
+      partitionKey: { paths: ["/pk"], version: 2 },
+    });
+    const created = await c.items.create<Doc>({ id: "d1", pk: "p", n: 1 });
+    expect(created.statusCode).toBe(201);
+    const altPath = created.headers["x-ms-alt-content-path"];
+    expect(altPath).toBe(`dbs/${encodeURIComponent(database.id)}/colls/${encodeURIComponent("容器 é")}`);
+    expect(decodeURIComponent(String(altPath))).toBe(`dbs/${database.id}/colls/容器 é`);
+    expect((await c.item("d1", "p").read<Doc>()).resource?.n).toBe(1);
+    expect((await c.items.upsert<Doc>({ id: "d1", pk: "p", n: 2 })).statusCode).toBe(200);
+    expect((await c.item("d1", "p").replace<Doc>({ id: "d1", pk: "p", n: 3 })).statusCode).toBe(200);
+    const patched = await c.item("d1", "p").patch<Doc>([{ op: "incr", path: "/n", value: 1 }]);
+    expect(patched.resource?.n).toBe(4);
+    const batch = await c.items.batch(
+      [{ operationType: BulkOperationType.Create, resourceBody: { id: "d2", pk: "p" } }],
+      "p",
+    );
+    expect(batch.code).toBe(200);
+    const bulk = await c.items.bulk([
+      { operationType: BulkOperationType.Create, resourceBody: { id: "d3", pk: "p" } },
+    ]);
+    expect(bulk.map((r) => r.statusCode)).toEqual([201]);
+    expect((await c.item("d1", "p").delete()).statusCode).toBe(204);
+    expect((await c.deleteAllItemsForPartitionKey("p")).statusCode).toBe(200);
+    for (const id of ["d2", "d3"]) expect((await c.item(id, "p").read()).statusCode).toBe(404);
+  });
+});

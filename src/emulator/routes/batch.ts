@@ -4,7 +4,14 @@ import { patchCharge, pointReadCharge } from "../ru/charges.js";
 import { Container, canonicalPartitionKey, type WriteSet } from "../store/container.js";
 import { type PatchRequest, parsePatchRequest } from "../store/patch.js";
 import type { JsonObject, StoredDoc } from "../store/types.js";
-import { header, jsonBody, type Reply, type RequestContext, requestedRange } from "./context.js";
+import {
+  altContentPath,
+  header,
+  jsonBody,
+  type Reply,
+  type RequestContext,
+  requestedRange,
+} from "./context.js";
 import { chargeFor, docHeaders, indexedPaths, patchInto, requirePartitionKey } from "./documents.js";
 
 type OperationType = "create" | "upsert" | "read" | "replace" | "delete" | "patch";
@@ -191,7 +198,10 @@ function dependencyFailed(): OperationResult {
 export function batch(ctx: RequestContext, c: Container): Reply {
   const atomic = header(ctx, "x-ms-cosmos-batch-atomic")?.toLowerCase() !== "false";
   const range = requestedRange(ctx, c);
-  const headers: Record<string, string> = { "x-ms-content-path": c.rid, "x-ms-alt-content-path": c.link };
+  const headers: Record<string, string> = {
+    "x-ms-content-path": c.rid,
+    "x-ms-alt-content-path": altContentPath("dbs", c.databaseId, "colls", c.id),
+  };
   if (atomic) {
     const pk = requirePartitionKey(ctx, c);
     const headerPk = canonicalPartitionKey(pk);

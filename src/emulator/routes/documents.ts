@@ -7,7 +7,15 @@ import { Container, canonicalPartitionKey, type WriteSet } from "../store/contai
 import { applyPatch, type PatchRequest, parsePatchRequest } from "../store/patch.js";
 import type { JsonObject, StoredDoc } from "../store/types.js";
 import { batch } from "./batch.js";
-import { header, isTrue, jsonBody, jsonObjectBody, type Reply, type RequestContext } from "./context.js";
+import {
+  altContentPath,
+  header,
+  isTrue,
+  jsonBody,
+  jsonObjectBody,
+  type Reply,
+  type RequestContext,
+} from "./context.js";
 import { query, queryPlan } from "./query.js";
 
 const PK_HEADER = "x-ms-documentdb-partitionkey";
@@ -18,7 +26,7 @@ export function docHeaders(c: Container, doc: StoredDoc | undefined, epk?: strin
   const h: Record<string, string> = {
     "x-ms-session-token": `${range.id}:-1#${range.lastLsn}`,
     "x-ms-content-path": c.rid,
-    "x-ms-alt-content-path": c.link,
+    "x-ms-alt-content-path": altContentPath("dbs", c.databaseId, "colls", c.id),
     lsn: String(c.lsn),
   };
   if (doc) h.etag = doc.etag;
