@@ -9,6 +9,8 @@ export type Expr =
   | { k: "member"; obj: Expr; prop: Expr; computed: boolean }
   | { k: "unary"; op: "-" | "+" | "~" | "NOT"; arg: Expr }
   | { k: "binary"; op: BinaryOp; left: Expr; right: Expr }
+  /** `a AND b AND ...` / `a OR b OR ...` kept flat: generated queries chain thousands of terms. */
+  | { k: "logical"; op: "AND" | "OR"; terms: Expr[] }
   | { k: "between"; value: Expr; low: Expr; high: Expr; not: boolean }
   | { k: "in"; value: Expr; list: Expr[]; not: boolean }
   | { k: "like"; value: Expr; pattern: Expr; escape?: Expr; not: boolean }
@@ -21,8 +23,6 @@ export type Expr =
   | { k: "subquery"; mode: "scalar" | "array" | "exists"; query: Query };
 
 export type BinaryOp =
-  | "AND"
-  | "OR"
   | "="
   | "!="
   | "<"
@@ -118,6 +118,9 @@ export function forEachChild(e: Expr, visit: (child: Expr) => void): void {
       visit(e.left);
       visit(e.right);
       return;
+    case "logical":
+      for (const x of e.terms) visit(x);
+      return;
     case "between":
       visit(e.value);
       visit(e.low);
@@ -149,4 +152,39 @@ export function forEachChild(e: Expr, visit: (child: Expr) => void): void {
     default:
       return;
   }
+}
+
+/**
+ * How deeply a query's expressions and subqueries nest (measured without recursion, so that any parsed
+ * text can be measured safely before recursive passes walk it).
+ */
+export function nestingDepth(q: Query): number {
+  let max = 0;
+  const stack: [Expr | Query, number][] = [[q, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [Expr | Query, number];
+    if (depth > max) max = depth;
+    if ("k" in node) {
+      if (node.k === "subquery") stack.push([node.query, depth + 1]);
+      else forEachChild(node, (c) => stack.push([c, depth + 1]));
+      continue;
+    }
+    const exprs: (Expr | undefined)[] = [node.top, node.where, node.offset, node.limit];
+    if (node.select.kind === "value") exprs.push(node.select.expr);
+    if (node.select.kind === "list") for (const it of node.select.items) exprs.push(it.expr);
+    for (const g of node.groupBy ?? []) exprs.push(g);
+    for (const o of node.orderBy ?? []) exprs.push(o.expr);
+    for (const e of exprs) if (e) stack.push([e, depth + 1]);
+    for (const s of node.from) {
+      let c: CollectionExpr = s.expr;
+      let d = depth + 1;
+      while (c.k === "path") {
+        c = c.base;
+        d++;
+      }
+      if (c.k === "subquery") stack.push([c.query, d + 1]);
+      else if (d > max) max = d;
+    }
+  }
+  return max;
 }

@@ -445,6 +445,20 @@ class Compiler {
       }
       case "binary":
         return this.binary(e.op, this.expr(e.left, scope, grouped), this.expr(e.right, scope, grouped));
+      case "logical": {
+        const terms = e.terms.map((x) => this.expr(x, scope, grouped));
+        // Three-valued: OR is true if any term is, false if all are false, else undefined (AND dually).
+        const decisive = e.op === "OR";
+        return (env) => {
+          let allOpposite = true;
+          for (const term of terms) {
+            const v = term(env);
+            if (v === decisive) return decisive;
+            if (v !== !decisive) allOpposite = false;
+          }
+          return allOpposite ? !decisive : undefined;
+        };
+      }
       case "between": {
         const value = this.expr(e.value, scope, grouped);
         const low = this.expr(e.low, scope, grouped);
@@ -558,22 +572,6 @@ class Compiler {
 
   private binary(op: string, left: Fn, right: Fn): Fn {
     switch (op) {
-      case "AND":
-        return (env) => {
-          const a = left(env);
-          if (a === false) return false;
-          const b = right(env);
-          if (b === false) return false;
-          return a === true && b === true ? true : undefined;
-        };
-      case "OR":
-        return (env) => {
-          const a = left(env);
-          if (a === true) return true;
-          const b = right(env);
-          if (b === true) return true;
-          return a === false && b === false ? false : undefined;
-        };
       case "??":
         return (env) => {
           const a = left(env);

@@ -1,4 +1,13 @@
-import type { BinaryOp, CollectionExpr, Expr, FromSource, Query, SelectClause, SortItem } from "./ast.js";
+import {
+  type BinaryOp,
+  type CollectionExpr,
+  type Expr,
+  type FromSource,
+  nestingDepth,
+  type Query,
+  type SelectClause,
+  type SortItem,
+} from "./ast.js";
 
 /**
  * A recursive-descent parser for the Cosmos DB (NoSQL) query language:
@@ -230,11 +239,22 @@ function isIdentPart(c: number): boolean {
   return isIdentStart(c) || isDigit(c);
 }
 
-/** Deepest nesting of expressions/subqueries accepted (the service rejects pathological queries too). */
+/** Deepest recursion of the parser itself (parentheses, unary operators, calls, subqueries). */
 const MAX_DEPTH = 128;
+/** Deepest nesting of the parsed tree (member and operator chains included) that later passes walk. */
+const MAX_TREE_DEPTH = 256;
 
 export function parseQuery(text: string): Query {
-  return new Parser(text).parseProgram();
+  const q = new Parser(text).parseProgram();
+  if (nestingDepth(q) > MAX_TREE_DEPTH) {
+    throw new QueryCompileError(
+      `The query is too complex: its expressions nest more than ${MAX_TREE_DEPTH} levels deep.`,
+      0,
+      text.length,
+      "SC1002",
+    );
+  }
+  return q;
 }
 
 class Parser {
@@ -468,15 +488,19 @@ class Parser {
   }
 
   private parseOr(): Expr {
-    let left = this.parseAnd();
-    while (this.acceptKeyword("OR")) left = { k: "binary", op: "OR", left, right: this.parseAnd() };
-    return left;
+    const first = this.parseAnd();
+    if (!this.isKeyword("OR")) return first;
+    const terms = [first];
+    while (this.acceptKeyword("OR")) terms.push(this.parseAnd());
+    return { k: "logical", op: "OR", terms };
   }
 
   private parseAnd(): Expr {
-    let left = this.parseNot();
-    while (this.acceptKeyword("AND")) left = { k: "binary", op: "AND", left, right: this.parseNot() };
-    return left;
+    const first = this.parseNot();
+    if (!this.isKeyword("AND")) return first;
+    const terms = [first];
+    while (this.acceptKeyword("AND")) terms.push(this.parseNot());
+    return { k: "logical", op: "AND", terms };
   }
 
   private parseNot(): Expr {

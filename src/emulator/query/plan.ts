@@ -277,6 +277,11 @@ export function printExpr(e: Expr): string {
       return e.op === "NOT" ? `(NOT ${printExpr(e.arg)})` : `(${e.op}${printExpr(e.arg)})`;
     case "binary":
       return `(${printExpr(e.left)} ${e.op} ${printExpr(e.right)})`;
+    case "logical": {
+      let s = printExpr(e.terms[0]);
+      for (let i = 1; i < e.terms.length; i++) s = `(${s} ${e.op} ${printExpr(e.terms[i])})`;
+      return s;
+    }
     case "between":
       return `(${printExpr(e.value)} ${e.not ? "NOT " : ""}BETWEEN ${printExpr(e.low)} AND ${printExpr(e.high)})`;
     case "in":

@@ -1,5 +1,7 @@
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { QueryJob, QueryJobResult } from "./jobs.js";
@@ -29,6 +31,11 @@ export function runInWorker(job: Omit<QueryJob, "id">): Promise<QueryJobResult> 
     queue.push({ job: { ...job, id: nextId++ }, resolve, reject });
     dispatch();
   });
+}
+
+/** Queries being executed by a worker thread right now. */
+export function queriesInWorkers(): number {
+  return slots.filter((s) => s.busy).length;
 }
 
 function dispatch(): void {
@@ -68,6 +75,24 @@ function spawn(): Slot {
   return slot;
 }
 
+/** The ESM entry of tsx's API (`tsx/esm/api`, import condition), found through tsx's package.json. */
+function tsxEsmApi(from: string): string {
+  const require = createRequire(from);
+  const pkgPath = require.resolve("tsx/package.json");
+  const pkg = JSON.parse(readFileSync(pkgPath, "utf8")) as {
+    exports: Record<string, string | { import?: string | { default?: string } }>;
+  };
+  const entry = pkg.exports["./esm/api"];
+  const target =
+    typeof entry === "string"
+      ? entry
+      : typeof entry.import === "string"
+        ? entry.import
+        : entry.import?.default;
+  if (!target) throw new Error("tsx does not export ./esm/api");
+  return join(dirname(pkgPath), target);
+}
+
 /**
  * From compiled JavaScript the worker is worker.js beside this file. From TypeScript sources (tsx, vitest)
  * the worker first registers tsx's loader, then imports worker.ts.
@@ -75,7 +100,7 @@ function spawn(): Slot {
 function createWorker(): Worker {
   const here = import.meta.url;
   if (!here.endsWith(".ts")) return new Worker(new URL("./worker.js", here));
-  const tsxApi = pathToFileURL(createRequire(here).resolve("tsx/esm/api")).href;
+  const tsxApi = pathToFileURL(tsxEsmApi(here)).href;
   const entry = new URL("./worker.ts", here).href;
   const boot = `
     const { workerData } = require("node:worker_threads");

@@ -15,6 +15,7 @@ import { queryCharge } from "../ru/charges.js";
 import type { Container, Scope } from "../store/container.js";
 import type { StoredDoc } from "../store/types.js";
 import {
+  altContentPath,
   header,
   isTrue,
   jsonBody,
@@ -201,7 +202,7 @@ function page({ c, snapId, snap, offset, pageSize, binding, scanned, metricsWant
   const json = snap.rowsAreJson ? rows.join(",") : rows.map((r) => JSON.stringify(r)).join(",");
   const headers: Record<string, string> = {
     "x-ms-content-path": c.rid,
-    "x-ms-alt-content-path": c.link,
+    "x-ms-alt-content-path": altContentPath("dbs", c.databaseId, "colls", c.id),
     "x-ms-item-count": String(rows.length),
   };
   const next = offset + rows.length;
