@@ -62,6 +62,18 @@ export interface EmulatorOptions {
   log?: boolean;
 }
 
+/** Why the emulator could not start: `code` says which setting to change, the message how. */
+export class EmulatorStartError extends Error {
+  constructor(
+    readonly code: "PORT_IN_USE" | "LISTEN_FAILED" | "DATA_DIR_UNUSABLE",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "EmulatorStartError";
+  }
+}
+
 export interface RunningEmulator {
   /** `http://127.0.0.1:8081/` */
   endpoint: string;
@@ -86,17 +98,28 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const meter = new RuMeter();
   // Loaded only when persisting: the in-memory emulator needs no native module.
   let persistence: SqlitePersistence | undefined;
-  if (options.dataDir) {
-    const sqlite = await import("./store/persistence.js");
-    persistence = new sqlite.SqlitePersistence(options.dataDir, options.durability);
+  let account: Account;
+  try {
+    if (options.dataDir) {
+      const sqlite = await import("./store/persistence.js");
+      persistence = new sqlite.SqlitePersistence(options.dataDir, options.durability);
+    }
+    account = new Account({
+      rangesPerContainer: options.rangesPerContainer,
+      enforceThroughput: options.enforceThroughput ?? true,
+      meter,
+      persistence,
+      now: Date.now,
+    });
+  } catch (e) {
+    persistence?.close();
+    const reason = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    throw new EmulatorStartError(
+      "DATA_DIR_UNUSABLE",
+      `Cannot keep data in '${options.dataDir}' (${reason}): it must be a directory this process can create and write (or leave --data-dir out to run in memory).`,
+      { cause: e },
+    );
   }
-  const account = new Account({
-    rangesPerContainer: options.rangesPerContainer,
-    enforceThroughput: options.enforceThroughput ?? true,
-    meter,
-    persistence,
-    now: Date.now,
-  });
   const scheme = options.tls ? "https" : "http";
   const retentionMs = options.changeFeedRetentionMs ?? DEFAULT_CHANGE_FEED_RETENTION_MS;
 
@@ -180,10 +203,30 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       )
     : createHttpServer(handler);
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 8081, options.host ?? "127.0.0.1", () => resolve());
-  });
+  const wantedPort = options.port ?? 8081;
+  const wantedHost = options.host ?? "127.0.0.1";
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(wantedPort, wantedHost, () => resolve());
+    });
+  } catch (e) {
+    clearInterval(sweeper);
+    persistence?.close();
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") {
+      throw new EmulatorStartError(
+        "PORT_IN_USE",
+        `Port ${wantedPort} on ${wantedHost} is already in use; choose another with --port <n> (or --port 0 for any free port).`,
+        { cause: e },
+      );
+    }
+    throw new EmulatorStartError(
+      "LISTEN_FAILED",
+      `Cannot listen on ${wantedHost}:${wantedPort} (${code ?? (e as Error).message}).`,
+      { cause: e },
+    );
+  }
   const port = (server.address() as AddressInfo).port;
   const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
   const endpoint = `${scheme}://${host}:${port}/`;

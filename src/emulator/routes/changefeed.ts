@@ -2,7 +2,14 @@ import { badRequest } from "../errors.js";
 import { changeFeedCharge } from "../ru/charges.js";
 import { type Container, DEFAULT_CHANGE_FEED_PAGE, type FeedStart, type Scope } from "../store/container.js";
 import { ChangeOp, type LogEntry } from "../store/types.js";
-import { header, maxItemCount, type Reply, type RequestContext, requestScope } from "./context.js";
+import {
+  altContentPath,
+  header,
+  maxItemCount,
+  type Reply,
+  type RequestContext,
+  requestScope,
+} from "./context.js";
 
 export const LATEST_VERSION_FEED = "incremental feed";
 export const ALL_VERSIONS_FEED = "full-fidelity feed";
@@ -82,7 +89,7 @@ export function changeFeed(ctx: RequestContext, c: Container, aim: string): Repl
   const sessionLsn = scope.ranges.reduce((m, r) => Math.max(m, r.lastLsn), 0);
   const headers: Record<string, string> = {
     "x-ms-content-path": c.rid,
-    "x-ms-alt-content-path": c.link,
+    "x-ms-alt-content-path": altContentPath("dbs", c.databaseId, "colls", c.id),
     "x-ms-session-token": `${rangeId ?? scope.ranges[0].id}:-1#${sessionLsn}`,
     lsn: String(sessionLsn),
   };
