@@ -1,4 +1,4 @@
-import type { Database } from "@azure/cosmos";
+import { ChangeFeedStartFrom, type Database, StatusCodes } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 
@@ -176,5 +176,32 @@ describe("defaultTtl", () => {
       code: 400,
     });
     expect((await max.container.read()).resource?.defaultTtl).toBe(2147483647);
+  });
+});
+
+describe("ids outside Latin-1", () => {
+  it("a database and container named 'sample 中文 database' work end to end", async () => {
+    const name = "sample 中文 database";
+    const { database } = await t.client.databases.create({ id: name });
+    const { container, headers } = await database.containers.create({ id: name, partitionKey: "/pk" });
+    // Header values are ASCII: the path is percent-encoded per segment.
+    expect(headers["x-ms-alt-content-path"]).toBe(`dbs/${encodeURIComponent(name)}`);
+    expect((await database.read()).resource?.id).toBe(name);
+    expect((await container.read()).resource?.id).toBe(name);
+    await container.items.create({ id: "文档 1", pk: "键" });
+    const read = await container.item("文档 1", "键").read();
+    expect(read.statusCode).toBe(200);
+    const { resources } = await container.items.query("SELECT c.id FROM c").fetchAll();
+    expect(resources).toEqual([{ id: "文档 1" }]);
+    const feed = await container.items
+      .getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() })
+      .readNext();
+    expect(feed.result.map((d) => d.id)).toEqual(["文档 1"]);
+    const { resources: listed } = await database.containers.readAll().fetchAll();
+    expect(listed.map((c) => c.id)).toEqual([name]);
+    expect((await container.delete()).statusCode).toBe(StatusCodes.NoContent);
+    expect((await database.delete()).statusCode).toBe(StatusCodes.NoContent);
+    // Still serving.
+    expect((await db.read()).statusCode).toBe(200);
   });
 });
