@@ -26,14 +26,14 @@ import os from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Container, CosmosClient, type ItemDefinition } from "@azure/cosmos";
-import { fencedUpdate } from "../src/shared/locks/fencing.js";
 import {
   type AcquireOptions,
+  fencedUpdate,
   LockClient,
   LockDefaults,
   type LockHandle,
   LockHeldError,
-} from "../src/shared/locks/lock.js";
+} from "../src/shared/locks/index.js";
 import { ask, forkTs, stopChild, waitForMessage } from "./lib/child.js";
 import { envNumber, median, percentile } from "./lib/stats.js";
 import type { MeterSnapshot, ToChild, ToParent } from "./locks.server.js";
@@ -513,14 +513,9 @@ async function throughputScenario(emu: EmulatorProcess, locksC: Container, dataC
       const c = cid("lockFenced", w);
       const lock = await locks.acquire(`tp-lockFenced-${w}`);
       try {
-        await fencedUpdate<Counter>(
-          dataC,
-          c,
-          c,
-          lock.fencingToken,
-          (d) => ({ id: d.id, n: d.n + 1 }),
-          lock.signal,
-        );
+        await fencedUpdate<Counter>(dataC, c, c, lock, (d) => ({ id: d.id, n: d.n + 1 }), {
+          signal: lock.signal,
+        });
         counters.lockFenced[w]++;
       } finally {
         await lock.release();

@@ -6,6 +6,7 @@ import {
   PreconditionFailedError,
   statusOf,
 } from "./errors.js";
+import { defaultOccRetryPolicy, type OccRetryPolicy } from "./retry.js";
 
 /** A stored item: the body plus the system properties the service added. */
 export type Stored<T> = T & Resource;
@@ -18,13 +19,11 @@ export interface WriteResult<T> {
   sessionToken: string | undefined;
 }
 
-/** Attempts of an optimistic update before ConcurrencyConflictError. */
-export const DEFAULT_UPDATE_ATTEMPTS = 10;
-/** First backoff after a 412 (ms), doubled per attempt with full jitter. */
-export const UPDATE_BACKOFF_MS = 5;
-
 export interface UpdateOptions {
+  /** Overrides the policy's attempts (OccRetryDefaults.maxAttempts) for this call. */
   maxAttempts?: number;
+  /** The optimistic-concurrency retry policy (default: the shared one). */
+  retryPolicy?: OccRetryPolicy;
   signal?: AbortSignal;
 }
 
@@ -111,11 +110,10 @@ export async function deleteIfMatch(
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
- * Read → mutate → Replace with If-Match; on 412 re-read and re-apply (bounded, jittered backoff).
- * `mutate` returns the new body, or `undefined` to leave the item unchanged. A missing item is NotFoundError.
+ * Read → mutate → Replace with If-Match; on 412 re-read and re-apply (the shared bounded, jittered policy).
+ * `mutate` returns the new body computed from `current` (it may run several times), or `undefined` to leave
+ * the item unchanged. A missing item is NotFoundError; losing every attempt is ConcurrencyConflictError.
  */
 export async function updateItem<T extends ItemDefinition>(
   container: Container,
@@ -124,22 +122,18 @@ export async function updateItem<T extends ItemDefinition>(
   mutate: (current: Stored<T>) => T | undefined,
   options: UpdateOptions = {},
 ): Promise<Stored<T>> {
-  const attempts = options.maxAttempts ?? DEFAULT_UPDATE_ATTEMPTS;
-  for (let attempt = 1; attempt <= attempts; attempt++) {
-    options.signal?.throwIfAborted();
-    const current = await readItem<T>(container, id, partitionKey);
-    if (!current) throw new NotFoundError(id);
-    const next = mutate(current);
-    if (next === undefined) return current;
-    try {
+  const base = options.retryPolicy ?? defaultOccRetryPolicy;
+  const policy = options.maxAttempts === undefined ? base : base.with({ maxAttempts: options.maxAttempts });
+  return policy.run(
+    async () => {
+      const current = await readItem<T>(container, id, partitionKey);
+      if (!current) throw new NotFoundError(id);
+      const next = mutate(current);
+      if (next === undefined) return current;
       return (await replaceIfMatch(container, id, partitionKey, next, current._etag)).resource;
-    } catch (e) {
-      if (!(e instanceof PreconditionFailedError)) throw e;
-      // Full jitter: contenders that collided spread out instead of colliding again.
-      await sleep(Math.random() * UPDATE_BACKOFF_MS * 2 ** Math.min(attempt, 8));
-    }
-  }
-  throw new ConcurrencyConflictError(id, attempts);
+    },
+    { signal: options.signal, onExhausted: (attempts) => new ConcurrencyConflictError(id, attempts) },
+  );
 }
 
 /** Deletes an item, conditional on the etag when given (a stale remover gets PreconditionFailedError). */

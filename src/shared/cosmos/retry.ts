@@ -78,6 +78,17 @@ export class OccRetryPolicy {
     }
   }
 
+  /** The same policy (same randomness and sleep) with other limits. */
+  with(overrides: Omit<OccRetryPolicyOptions, "random" | "sleep">): OccRetryPolicy {
+    return new OccRetryPolicy({
+      maxAttempts: overrides.maxAttempts ?? this.maxAttempts,
+      baseDelayMs: overrides.baseDelayMs ?? this.baseDelayMs,
+      maxDelayMs: overrides.maxDelayMs ?? this.maxDelayMs,
+      random: this.random,
+      sleep: this.sleep,
+    });
+  }
+
   /** The wait after losing attempt `attempt` (1-based): uniform in [0, min(max, base·2^(attempt−1))). */
   backoffMs(attempt: number): number {
     const ceiling = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** Math.min(attempt - 1, 30));

@@ -1,4 +1,9 @@
-import { type LockClient, type LockHandle, LockHeldError, LockLostError } from "./lock.js";
+import { createClientLogger } from "@azure/logger";
+import { InvalidLockNameError, LockHeldError, LockLostError } from "./errors.js";
+import type { LockHandle } from "./handle.js";
+import { type LockClient, validateLockName } from "./lock.js";
+
+const logger = createClientLogger("cosmos-feed-locks");
 
 /** A transport-neutral HTTP response (runtime/ adapts it to the Functions host or the dev host). */
 export interface GuardedResponse {
@@ -12,7 +17,7 @@ export interface LockGuardOptions {
   waitMs?: number;
   /**
    * 409 Conflict (default) or 503 Service Unavailable with code LockContention: Azure SDK clients only retry
-   * 408/429/5xx, so callers through them need 503 (ARO-HCP learned this the hard way).
+   * 408/429/5xx, so callers through them need 503 (ARO-HCP learned this the hard way). Nothing else.
    */
   contentionStatus?: 409 | 503;
   /** The request's own cancellation (client went away). */
@@ -21,8 +26,10 @@ export interface LockGuardOptions {
 
 /**
  * Runs a mutating request under the lock `name`. Contention → 409/503 + Retry-After (seconds, rounded up).
- * The handler gets an AbortSignal that fires if the lock is lost mid-request; it must write nothing more, and
- * the request then answers 503 LockLost.
+ * An invalid lock name (it usually comes from the URL) → 400 InvalidLockName. The handler gets an AbortSignal
+ * that fires if the lock is lost mid-request; it must write nothing more, and the request then answers 503
+ * LockLost. A release that fails after the handler finished is logged, and the handler's response stands:
+ * the work is committed, and the lock lapses by its TTL.
  */
 export async function guardWithLock(
   locks: LockClient,
@@ -30,12 +37,21 @@ export async function guardWithLock(
   handler: (signal: AbortSignal, lock: LockHandle) => Promise<GuardedResponse>,
   options: LockGuardOptions = {},
 ): Promise<GuardedResponse> {
+  const status = options.contentionStatus ?? 409;
+  if (status !== 409 && status !== 503) {
+    throw new RangeError(`contentionStatus must be 409 or 503; got ${String(status)}.`);
+  }
+  try {
+    validateLockName(name);
+  } catch (e) {
+    if (!(e instanceof InvalidLockNameError)) throw e;
+    return { status: 400, body: { error: { code: e.code, message: e.message } } };
+  }
   let lock: LockHandle;
   try {
     lock = await locks.acquire(name, { waitMs: options.waitMs ?? 0, signal: options.signal });
   } catch (e) {
     if (!(e instanceof LockHeldError)) throw e;
-    const status = options.contentionStatus ?? 409;
     return {
       status,
       headers: { "Retry-After": String(e.retryAfterSeconds) },
@@ -48,21 +64,34 @@ export async function guardWithLock(
     };
   }
   const signal = options.signal ? AbortSignal.any([lock.signal, options.signal]) : lock.signal;
+  let response: GuardedResponse;
   try {
-    const response = await handler(signal, lock);
+    response = await handler(signal, lock);
     if (
       lock.signal.aborted &&
       lock.signal.reason instanceof LockLostError &&
       lock.signal.reason.reason !== "released"
     ) {
+      response = lockLost(name);
+    }
+  } catch (e) {
+    await releaseQuietly(lock);
+    if (lock.signal.reason instanceof LockLostError && lock.signal.reason.reason !== "released") {
       return lockLost(name);
     }
-    return response;
-  } catch (e) {
-    if (lock.signal.aborted) return lockLost(name);
     throw e;
-  } finally {
+  }
+  await releaseQuietly(lock);
+  return response;
+}
+
+async function releaseQuietly(lock: LockHandle): Promise<void> {
+  try {
     await lock.release();
+  } catch (e) {
+    logger.warning(
+      `Releasing lock '${lock.name}' failed after the request finished; it lapses by its TTL: ${String(e)}`,
+    );
   }
 }
 

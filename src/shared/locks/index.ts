@@ -1,12 +1,28 @@
-export { FENCE_FIELD, type Fenced, fencedCreate, fencedUpdate, StaleFencingTokenError } from "./fencing.js";
-export { type GuardedResponse, guardWithLock, type LockGuardOptions } from "./http-guard.js";
+export { CosmosFeedError } from "../errors.js";
 export {
-  type AcquireOptions,
-  LockClient,
-  type LockClientOptions,
-  LockDefaults,
-  type LockDocument,
-  LockHandle,
+  InvalidLockNameError,
+  LockContainerError,
   LockHeldError,
   LockLostError,
-} from "./lock.js";
+  type LockLostReason,
+} from "./errors.js";
+export {
+  FENCE_FIELD,
+  type Fenced,
+  type FencedUpdateOptions,
+  fencedCreate,
+  fencedRead,
+  fencedUpdate,
+  StaleFencingTokenError,
+} from "./fencing.js";
+export { type FencingLock, type LockDocument, LockHandle } from "./handle.js";
+export { type GuardedResponse, guardWithLock, type LockGuardOptions } from "./http-guard.js";
+export { LockClient, MAX_LOCK_NAME_LENGTH, validateLockName } from "./lock.js";
+export {
+  type AcquireOptions,
+  type LockClientOptions,
+  type LockClock,
+  LockDefaults,
+  systemLockClock,
+} from "./options.js";
+export { type LockQueueDocument, type LockTicket, QUEUE_ID_PREFIX } from "./queue.js";

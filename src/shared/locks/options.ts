@@ -1,0 +1,100 @@
+import type { Container } from "@azure/cosmos";
+import type { OccRetryPolicy } from "../cosmos/retry.js";
+
+/**
+ * Timing of the TTL lock, each named once: seconds where Cosmos counts seconds (ttl), milliseconds elsewhere.
+ * App settings (runtime/settings.ts): LOCK_TTL_SECONDS, LOCK_SAFETY_MARGIN_MS, LOCK_CLOCK_SKEW_ALLOWANCE_MS,
+ * LOCK_RENEW_INTERVAL_MS.
+ */
+export const LockDefaults = {
+  /** Lock document TTL (s): how long a crashed holder blocks others. */
+  ttlSeconds: 10,
+  /** Subtracted from the TTL for the holder's own deadline (ms): `_ts` is whole seconds (1000) plus safety (500). */
+  safetyMarginMs: 1_500,
+  /** Takeover of an expired-but-unpurged lock waits this much past `_ts + ttl` on the local clock (ms). */
+  clockSkewAllowanceMs: 1_000,
+  /** Fast-path retries (a waiter not yet queued) start at this delay (ms); doubles per attempt. */
+  minRetryDelayMs: 50,
+  /** Longest wait between two looks at the lock or the queue (ms). */
+  maxRetryDelayMs: 1_000,
+  /** The head of the waiter queue tries the lock this often (ms, jittered ±50 %). */
+  headPollMs: 10,
+  /** A waiter at queue position p (head = 0) re-reads the queue every p × this (ms, jittered, ≤ maxRetryDelayMs). */
+  queuePollMs: 20,
+  /** A waiter's ticket lapses this long after its last refresh (ms): how long a dead waiter can hold up the queue. */
+  ticketLifetimeMs: 5_000,
+} as const;
+
+/** Time as the lock sees it (client-go's clock.Clock, reduced); tests inject a fake one. */
+export interface LockClock {
+  /** Monotonic milliseconds (performance.now()): deadlines and waits. */
+  now(): number;
+  /** Milliseconds since the epoch (Date.now()): compared with the service's `_ts` and with tickets. */
+  wallNow(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemLockClock: LockClock = {
+  now: () => performance.now(),
+  wallNow: () => Date.now(),
+  setTimeout: (callback, ms) => {
+    const t = setTimeout(callback, ms);
+    t.unref?.();
+    return t;
+  },
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export interface LockClientOptions {
+  /** The lock container: partition key /id, TTL on (defaultTtl set, e.g. -1). */
+  container: Container;
+  /** This holder's name (default: a random UUID). */
+  owner?: string;
+  /** Default LockDefaults.ttlSeconds. Whole seconds ≥ 1. */
+  ttlSeconds?: number;
+  /** Default LockDefaults.safetyMarginMs; at least 1000 (the service's `_ts` is whole seconds). */
+  safetyMarginMs?: number;
+  /** Default LockDefaults.clockSkewAllowanceMs; positive. */
+  clockSkewAllowanceMs?: number;
+  /** How often a held lock is renewed (ms). Default: a third of the TTL. */
+  renewIntervalMs?: number;
+  /** A waiter's ticket lifetime (ms). Default LockDefaults.ticketLifetimeMs. */
+  ticketLifetimeMs?: number;
+  /**
+   * Check once, before the first acquisition, that the container has TTL on (else LockContainerError).
+   * Default true; false only for containers whose expired locks are taken over without purging (tests).
+   */
+  checkContainerTtl?: boolean;
+  /** For the waiter queue's optimistic writes (default: the shared policy). */
+  retryPolicy?: OccRetryPolicy;
+  clock?: LockClock;
+  /** Uniform [0, 1) for jitter. Default Math.random. */
+  random?: () => number;
+}
+
+export interface AcquireOptions {
+  /** Wait up to this long for a held lock (ms, finite, ≥ 0); 0 = try once (the HTTP fast path, no queue). */
+  waitMs?: number;
+  signal?: AbortSignal;
+  /** Renew automatically until released (default true). */
+  autoRenew?: boolean;
+}
+
+/** A finite number > 0 (or ≥ 0 with `allowZero`), else a RangeError naming the knob and its unit. */
+export function checkDuration(
+  name: string,
+  value: unknown,
+  options: { allowZero?: boolean; min?: number } = {},
+) {
+  const ok =
+    typeof value === "number" &&
+    Number.isFinite(value) &&
+    (options.allowZero ? value >= 0 : value > 0) &&
+    (options.min === undefined || value >= options.min);
+  if (!ok) {
+    const range = options.min !== undefined ? `≥ ${options.min}` : options.allowZero ? "≥ 0" : "> 0";
+    throw new RangeError(`${name} must be a finite number of milliseconds ${range}; got ${String(value)}.`);
+  }
+  return value as number;
+}
