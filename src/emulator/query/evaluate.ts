@@ -111,9 +111,9 @@ class Compiler {
       expanders.push(this.source(s, aliases, top && i === 0));
       aliases.push(s.alias);
     });
-    const where = q.where ? this.expr(q.where, aliases) : undefined;
     if (q.where && containsAggregate(q.where))
       fail("Aggregate functions are not allowed in the WHERE clause.", "SC2101");
+    const where = q.where ? this.expr(q.where, aliases) : undefined;
 
     const grouped = q.groupBy !== undefined || selectHasAggregate(q);
     if (q.select.kind === "star") {
