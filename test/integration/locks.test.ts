@@ -12,15 +12,18 @@ import {
 import { createItem, readItem, removeItem, updateItem } from "../../src/shared/cosmos/occ.js";
 import {
   fencedCreate,
+  fencedRead,
   fencedUpdate,
   guardWithLock,
   LockClient,
+  LockContainerError,
   type LockHandle,
   LockHeldError,
   LockLostError,
   StaleFencingTokenError,
 } from "../../src/shared/locks/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { faultPlugins, serviceError } from "../support/faults.js";
 
 /** Background TTL purge of the test emulator (ms): part of "TTL + sweep delay + ε". */
 const SWEEP_MS = 200;
@@ -460,5 +463,219 @@ describe("HTTP lock guard", () => {
     expect(response.status).toBe(503);
     expect((response.body as { error: { code: string } }).error.code).toBe("LockLost");
     expect(await readItem(data, "second", "second")).toBeUndefined();
+  });
+});
+
+/** Blocks this whole process (timers, sockets, the in-process emulator) for `ms`, as a GC pause would. */
+function freezeProcess(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.max(0, ms));
+}
+
+/** Lines a child prints, one JSON object each. */
+function jsonLines(stream: NodeJS.ReadableStream): () => Promise<Record<string, unknown>> {
+  const queue: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  createInterface({ input: stream }).on("line", (line) => {
+    const w = waiting.shift();
+    if (w) w(line);
+    else queue.push(line);
+  });
+  return () =>
+    new Promise((resolve) => {
+      const take = (line: string) => resolve(JSON.parse(line) as Record<string, unknown>);
+      const q = queue.shift();
+      if (q !== undefined) take(q);
+      else waiting.push(take);
+    });
+}
+
+async function waitUntilStopped(pid: number): Promise<void> {
+  const { readFileSync } = await import("node:fs");
+  for (;;) {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("T")) return;
+    await sleep(10);
+  }
+}
+
+describe("issue 9: lock defects", () => {
+  it("a holder frozen between its fenced read and write past its expiry does not land the write (no lost read-modify-write)", async () => {
+    const locksC = await lockContainer();
+    const data = await dataContainer();
+    await fencedCreate(data, { id: "counter", value: 0 }, 0);
+    const script = fileURLToPath(new URL("../support/fenced-writer-child.ts", import.meta.url));
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        script,
+        JSON.stringify({
+          endpoint: t.emulator.endpoint,
+          key: t.emulator.key,
+          database: db.id,
+          locks: locksC.id,
+          data: data.id,
+          name: "rmw",
+          ttlSeconds: TTL_S,
+        }),
+      ],
+      { stdio: ["pipe", "pipe", "inherit"] },
+    );
+    try {
+      const next = jsonLines(child.stdout as NodeJS.ReadableStream);
+      await next(); // the child holds the lock
+      child.stdin?.write("go\n");
+      await waitUntilStopped(child.pid as number); // frozen after its read, before its write
+      const b = new LockClient({ container: locksC, owner: "b", ttlSeconds: TTL_S });
+      const { lock } = await acquireWhenFree(b, "rmw");
+      // The new holder's read-modify-write: read, then write what it computed.
+      const read = (await readItem<{ id: string; value: number }>(data, "counter", "counter")) as {
+        value: number;
+      };
+      child.kill("SIGCONT");
+      const paused = await next();
+      await fencedUpdate<{ id: string; value: number }>(data, "counter", "counter", lock, (cur) => ({
+        ...cur,
+        value: read.value + 1,
+      }));
+      await lock.release();
+      const acknowledged = 1 + (paused.ok === true ? 1 : 0);
+      const final = (await readItem<{ value: number }>(data, "counter", "counter"))?.value;
+      expect(paused).toEqual({ error: "LockLostError" });
+      expect(final).toBe(acknowledged);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 30_000);
+
+  it("fencedRead stamps the reader's token, so an older holder's later write is refused", async () => {
+    const locksC = await lockContainer();
+    const data = await dataContainer();
+    await fencedCreate(data, { id: "doc", value: 0 }, 0);
+    const a = await new LockClient({ container: locksC, owner: "a", ttlSeconds: TTL_S }).tryAcquire("fr", {
+      autoRenew: false,
+    });
+    const { lock: b } = await acquireWhenFree(
+      new LockClient({ container: locksC, owner: "b", ttlSeconds: TTL_S }),
+      "fr",
+    );
+    const seen = await fencedRead<{ id: string; value: number }>(data, "doc", "doc", b);
+    expect(seen.fencingToken).toBe(b.fencingToken);
+    // The stale holder, even if it believed itself valid, can no longer write.
+    const staleLock = { name: "fr", fencingToken: a.fencingToken, assertHeld: () => {} };
+    await expect(
+      fencedUpdate<{ id: string; value: number }>(data, "doc", "doc", staleLock, (cur) => ({
+        ...cur,
+        value: 99,
+      })),
+    ).rejects.toBeInstanceOf(StaleFencingTokenError);
+    await b.release();
+  }, 20_000);
+
+  it("renew() after the deadline reports the loss and writes nothing, even before the deadline timer ran", async () => {
+    const c = await lockContainer();
+    const a = new LockClient({ container: c, owner: "a", ttlSeconds: TTL_S });
+    const lock = await a.tryAcquire("late", { autoRenew: false });
+    const etag = lock.etag;
+    freezeProcess(lock.validUntil - performance.now() + 100);
+    const renewed = lock.renew();
+    await expect(renewed).rejects.toBeInstanceOf(LockLostError);
+    expect(((await renewed.catch((e) => e)) as LockLostError).reason).toBe("expired");
+    expect((await readItem(c, "late", "late"))?._etag).toBe(etag);
+  });
+
+  it("a failed acquisition after the lock document was written leaves no orphan lock", async () => {
+    const c = await lockContainer();
+    // Fault: the create's response loses its session token (no fencing token can be derived from it).
+    const faulty = t.newClient(
+      faultPlugins({
+        match: (ctx) => ctx.method === "POST" && (ctx.path ?? "").endsWith(`/colls/${c.id}/docs`),
+        run: async (_ctx, send) => {
+          const response = (await send()) as { headers: Record<string, unknown> };
+          delete response.headers["x-ms-session-token"];
+          return response;
+        },
+      }),
+    );
+    const locks = new LockClient({ container: faulty.database(db.id).container(c.id), ttlSeconds: TTL_S });
+    await expect(locks.acquire("orphan")).rejects.toThrow(/session token/);
+    expect(await readItem(c, "orphan", "orphan")).toBeUndefined();
+  });
+
+  it("the create → 409 → read → 404 race is retried a bounded number of times", async () => {
+    const c = await lockContainer();
+    const holder = await new LockClient({ container: c, owner: "h", ttlSeconds: TTL_S }).acquire("race");
+    let reads = 0;
+    // Fault: every read of the lock answers 404, as if the holder released right after each 409.
+    const faulty = t.newClient(
+      faultPlugins({
+        match: (ctx) => ctx.method === "GET" && (ctx.path ?? "").includes(`/colls/${c.id}/docs/race`),
+        run: async () => {
+          reads++;
+          throw serviceError(404);
+        },
+      }),
+    );
+    const locks = new LockClient({ container: faulty.database(db.id).container(c.id), ttlSeconds: TTL_S });
+    await expect(locks.tryAcquire("race")).rejects.toBeInstanceOf(LockHeldError);
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThanOrEqual(5);
+    await holder.release();
+  }, 10_000);
+
+  it("refuses a lock container with TTL off, with a clear error", async () => {
+    const c = await lockContainer(false);
+    const locks = new LockClient({ container: c, ttlSeconds: TTL_S });
+    const err = await locks.acquire("x").catch((e) => e);
+    expect(err).toBeInstanceOf(LockContainerError);
+    expect((err as Error).message).toMatch(/TTL off/);
+    expect(await readItem(c, "x", "x")).toBeUndefined();
+  });
+
+  it("serves waiters in arrival order; a holder that re-acquires at once queues behind them", async () => {
+    const c = await lockContainer();
+    const client = (owner: string) =>
+      new LockClient({ container: t.newClient().database(db.id).container(c.id), owner, ttlSeconds: TTL_S });
+    const h = client("h");
+    const first = await h.acquire("fifo");
+    const order: string[] = [];
+    const waiters = Array.from({ length: 5 }, async (_, i) => {
+      await sleep(150 * i);
+      const lock = await client(`w${i}`).acquire("fifo", { waitMs: 20_000 });
+      order.push(`w${i}`);
+      await sleep(30);
+      await lock.release();
+    });
+    await sleep(900);
+    await first.release();
+    const again = await h.acquire("fifo", { waitMs: 20_000 });
+    order.push("h");
+    await again.release();
+    await Promise.all(waiters);
+    expect(order).toEqual(["w0", "w1", "w2", "w3", "w4", "h"]);
+  }, 30_000);
+});
+
+describe("issue 9: HTTP guard", () => {
+  it("returns the handler's response when the release fails after the handler committed", async () => {
+    const c = await lockContainer();
+    const data = await dataContainer();
+    // Fault: deleting the lock document (the release) fails with a 500.
+    const faulty = t.newClient(
+      faultPlugins({
+        match: (ctx) => ctx.method === "DELETE" && (ctx.path ?? "").includes(`/colls/${c.id}/docs/`),
+        run: async () => {
+          throw serviceError(500);
+        },
+      }),
+    );
+    const locks = new LockClient({ container: faulty.database(db.id).container(c.id), ttlSeconds: TTL_S });
+    const response = await guardWithLock(locks, "commit", async () => {
+      await createItem(data, { id: "committed" });
+      return { status: 201, body: { id: "committed" } };
+    });
+    expect(response.status).toBe(201);
+    expect(await readItem(data, "committed", "committed")).toBeDefined();
   });
 });

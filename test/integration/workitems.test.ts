@@ -1,5 +1,6 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConcurrencyConflictError } from "../../src/shared/cosmos/errors.js";
 import { createItem } from "../../src/shared/cosmos/occ.js";
 import {
   type WorkItem,
@@ -8,6 +9,7 @@ import {
   WorkItemStore,
 } from "../../src/shared/workitems/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { faultPlugins } from "../support/faults.js";
 
 interface Job extends WorkItem {
   tenant: string;
@@ -147,4 +149,29 @@ describe("work items with embedded leases", () => {
       .fetchAll();
     expect(resources[0]).toBe(120);
   }, 60_000);
+
+  it("acquire gives up after the shared policy's attempts when every claim loses its race (was unbounded)", async () => {
+    const c = await jobs(1);
+    const other = t.newClient().database(db.id).container(c.id);
+    let sabotaged = 0;
+    // Fault timing, not a fake: just before each of our claims is sent, another writer really changes the item.
+    const racing = t.newClient(
+      faultPlugins({
+        match: (ctx) => ctx.method === "PUT" && (ctx.path ?? "").includes(`/colls/${c.id}/docs/job-0`),
+        run: async (_ctx, send) => {
+          sabotaged++;
+          const { resource } = await other.item("job-0", "t0").read<Job>();
+          await other.item("job-0", "t0").replace({ ...(resource as Job), payload: sabotaged });
+          return send();
+        },
+      }),
+    );
+    const store = new WorkItemStore<Job>({
+      container: racing.database(db.id).container(c.id),
+      owner: "loser",
+      partitionKeyOf: (j) => j.tenant,
+    });
+    await expect(store.acquire("job-0", "t0")).rejects.toBeInstanceOf(ConcurrencyConflictError);
+    expect(sabotaged).toBe(10);
+  }, 15_000);
 });

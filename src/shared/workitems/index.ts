@@ -1,3 +1,4 @@
+export { CosmosFeedError } from "../errors.js";
 export {
   DEFAULT_WORK_ITEM_LEASE_MS,
   leaseExpired,

@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Container, ItemDefinition, PartitionKey } from "@azure/cosmos";
-import { NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
+import { ConcurrencyConflictError, NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
 import { readItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
+import { defaultOccRetryPolicy, type OccRetryPolicy } from "../cosmos/retry.js";
+import { CosmosFeedError } from "../errors.js";
 
 /** A lease embedded in a work item. Times in ms since the epoch (the claimer's clock). */
 export interface WorkItemLease {
@@ -19,27 +21,26 @@ export interface WorkItem extends ItemDefinition {
   lease?: WorkItemLease | null;
 }
 
-/** Default embedded lease duration (ms). */
+/** Default embedded lease duration (ms). App setting: WORK_ITEM_LEASE_DURATION_MS. */
 export const DEFAULT_WORK_ITEM_LEASE_MS = 60_000;
 
-export class WorkItemLeasedError extends Error {
-  readonly statusCode = 409;
+/** Another worker holds an unexpired lease on the item (409, code "WorkItemLeased"). */
+export class WorkItemLeasedError extends CosmosFeedError {
   constructor(
     readonly id: string,
     readonly holder: string,
     readonly expiresAt: number,
   ) {
-    super(`Work item '${id}' is leased by ${holder} until ${new Date(expiresAt).toISOString()}.`);
-    this.name = "WorkItemLeasedError";
+    super(`Work item '${id}' is leased by ${holder} until ${new Date(expiresAt).toISOString()}.`, {
+      statusCode: 409,
+    });
   }
 }
 
-/** The caller's lease on the item is gone (expired and taken, broken, or the item changed). */
-export class WorkItemLeaseLostError extends Error {
-  readonly statusCode = 412;
+/** The caller's lease on the item is gone (expired and taken, broken, or the item changed) (412). */
+export class WorkItemLeaseLostError extends CosmosFeedError {
   constructor(readonly id: string) {
-    super(`The lease on work item '${id}' is no longer held by this worker.`);
-    this.name = "WorkItemLeaseLostError";
+    super(`The lease on work item '${id}' is no longer held by this worker.`, { statusCode: 412 });
   }
 }
 
@@ -51,6 +52,8 @@ export interface WorkItemStoreOptions<T extends WorkItem> {
   /** The partition key value of an item (default: its id, for containers partitioned by /id). */
   partitionKeyOf?: (item: T) => PartitionKey;
   now?: () => number;
+  /** Retries of a claim that lost a race (default: the shared optimistic-concurrency policy). */
+  retryPolicy?: OccRetryPolicy;
 }
 
 export function leaseExpired(lease: WorkItemLease | null | undefined, nowMs: number): boolean {
@@ -67,6 +70,7 @@ export class WorkItemStore<T extends WorkItem> {
   private readonly leaseDurationMs: number;
   private readonly pkOf: (item: T) => PartitionKey;
   private readonly now: () => number;
+  private readonly retryPolicy: OccRetryPolicy;
 
   constructor(options: WorkItemStoreOptions<T>) {
     this.container = options.container;
@@ -74,7 +78,11 @@ export class WorkItemStore<T extends WorkItem> {
     this.leaseDurationMs = options.leaseDurationMs ?? DEFAULT_WORK_ITEM_LEASE_MS;
     this.pkOf = options.partitionKeyOf ?? ((item) => item.id);
     this.now = options.now ?? Date.now;
-    if (!(this.leaseDurationMs > 0)) throw new RangeError("leaseDurationMs must be positive.");
+    this.retryPolicy = options.retryPolicy ?? defaultOccRetryPolicy;
+    const d = this.leaseDurationMs;
+    if (typeof d !== "number" || !Number.isFinite(d) || d <= 0) {
+      throw new RangeError(`leaseDurationMs must be a finite number of milliseconds > 0; got ${String(d)}.`);
+    }
   }
 
   private leased(item: Stored<T>): T {
@@ -86,20 +94,20 @@ export class WorkItemStore<T extends WorkItem> {
 
   /** Takes the lease on one item (free, expired, or already ours); WorkItemLeasedError when another holds it. */
   async acquire(id: string, partitionKey: PartitionKey): Promise<Stored<T>> {
-    for (;;) {
-      const item = await readItem<T>(this.container, id, partitionKey);
-      if (!item) throw new NotFoundError(id);
-      const lease = item.lease;
-      if (lease && lease.leasedBy !== this.owner && !leaseExpired(lease, this.now())) {
-        throw new WorkItemLeasedError(id, lease.leasedBy, lease.leasedAt + lease.leaseDuration);
-      }
-      try {
+    // A 412 means the item changed meanwhile: look again, under the shared bounded policy.
+    return this.retryPolicy.run(
+      async () => {
+        const item = await readItem<T>(this.container, id, partitionKey);
+        if (!item) throw new NotFoundError(id);
+        const lease = item.lease;
+        if (lease && lease.leasedBy !== this.owner && !leaseExpired(lease, this.now())) {
+          throw new WorkItemLeasedError(id, lease.leasedBy, lease.leasedAt + lease.leaseDuration);
+        }
         return (await replaceIfMatch(this.container, id, partitionKey, this.leased(item), item._etag))
           .resource;
-      } catch (e) {
-        if (!(e instanceof PreconditionFailedError)) throw e; // changed meanwhile: look again
-      }
-    }
+      },
+      { onExhausted: (attempts) => new ConcurrencyConflictError(id, attempts) },
+    );
   }
 
   /** Extends our lease; the etag proves nothing changed since we claimed it. */

@@ -1,0 +1,30 @@
+export { CosmosFeedError, isCosmosFeedError } from "../errors.js";
+export {
+  AlreadyExistsError,
+  ConcurrencyConflictError,
+  CosmosOperationError,
+  NotFoundError,
+  PreconditionFailedError,
+  statusOf,
+} from "./errors.js";
+export {
+  createItem,
+  createWithResult,
+  deleteIfMatch,
+  readItem,
+  removeItem,
+  replaceIfMatch,
+  type Stored,
+  type UpdateOptions,
+  updateItem,
+  type WriteResult,
+} from "./occ.js";
+export {
+  abortableSleep,
+  defaultOccRetryPolicy,
+  OccRetryDefaults,
+  OccRetryPolicy,
+  type OccRetryPolicyOptions,
+  type OccRunOptions,
+} from "./retry.js";
+export { sessionTokenLsn, sessionTokenRangeId } from "./session.js";
