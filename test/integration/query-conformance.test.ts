@@ -358,6 +358,66 @@ describe("cross-partition queries over 4 physical ranges", () => {
   });
 });
 
+describe("a range split under a per-range continuation", () => {
+  // After a 410/1002 the SDK's pipeline re-creates the range's producer for each child range with the
+  // parent's continuation and the child's EPK bounds (parallelQueryExecutionContextBase,
+  // _enqueueReplacementDocumentProducers). (4.9.3 itself does not refresh its routing map there — it asks the
+  // gone range again — so this is the protocol, sent raw.)
+  it("each child continues with its own share of the parent's remaining results", async () => {
+    const { container } = await db.containers.create(
+      { id: uniqueName("split"), partitionKey: { paths: ["/pk"], version: 2 } },
+      { initialHeaders: { "x-ms-emulator-partition-count": "1" } },
+    );
+    for (const d of docs) await container.items.create(d);
+    const path = `/dbs/${db.id}/colls/${container.id}/docs`;
+    const query = { query: "SELECT VALUE c.n FROM c ORDER BY c.n" };
+    const post = (headers: Record<string, string>) =>
+      rawRequest(t.emulator.endpoint, t.emulator.key, "POST", path, {
+        headers: {
+          "content-type": "application/query+json",
+          "x-ms-documentdb-isquery": "True",
+          "x-ms-max-item-count": "10",
+          ...headers,
+        },
+        body: query,
+      });
+    const first = await post({ "x-ms-documentdb-partitionkeyrangeid": "0" });
+    expect((first.body as { Documents: number[] }).Documents).toEqual(ns(0, 10));
+    const token = first.headers.get("x-ms-continuation") as string;
+    expect(token).toBeTruthy();
+
+    const children = t.emulator.splitRange(db.id, container.id, "0");
+    const stored = t.emulator.account.container(db.id, container.id);
+    expect(
+      (await post({ "x-ms-documentdb-partitionkeyrangeid": "0", "x-ms-continuation": token })).status,
+    ).toBe(410);
+    const rest: number[] = [];
+    for (const id of children) {
+      const range = stored.rangeById(id);
+      let continuation: string | null = token;
+      const fromChild: number[] = [];
+      while (continuation) {
+        const res = await post({
+          "x-ms-documentdb-partitionkeyrangeid": id,
+          "x-ms-start-epk": range.minInclusive,
+          "x-ms-end-epk": range.maxExclusive,
+          "x-ms-continuation": continuation,
+        });
+        expect(res.status).toBe(200);
+        fromChild.push(...(res.body as { Documents: number[] }).Documents);
+        continuation = res.headers.get("x-ms-continuation");
+      }
+      expect(fromChild).toEqual([...fromChild].sort((a, b) => a - b));
+      for (const n of fromChild)
+        expect(range.contains(stored.documentsIn(undefined).find((d) => d.body.n === n)?.epk ?? "")).toBe(
+          true,
+        );
+      rest.push(...fromChild);
+    }
+    expect(rest.sort((a, b) => a - b)).toEqual(ns(10, N));
+  });
+});
+
 describe("the query plan", () => {
   it("describes TOP, OFFSET/LIMIT, ORDER BY, DISTINCT, aggregates and GROUP BY as the service's does", async () => {
     const top = await rawPlan(c, "SELECT TOP 5 * FROM c");

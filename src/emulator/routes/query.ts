@@ -87,7 +87,7 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
   const ast = compile(spec);
   const pageSize = maxItemCount(ctx, DEFAULT_QUERY_PAGE);
   const scope = requestScope(ctx, c);
-  const scopeKey = scopeKeyOf(scope);
+  const scopeKey = scopeKeyOf(ctx, scope);
   const params = JSON.stringify(spec.parameters ?? []);
   const exact = hash(`${spec.query}\u0000${params}`);
   const shape = isRewrittenOrderByQuery(ast)
@@ -116,9 +116,9 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
       if (snap && snap.expiresAt > now) {
         if (token.scope === scopeKey)
           return page({ c, snapId: token.snap, snap, offset, pageSize, binding, metricsWanted });
-        if (!scopeKey.startsWith("range:") || !token.scope.startsWith("range:"))
+        if (!windowWithin(scopeKey, token.scope))
           throw invalidToken("it was issued for a query over other partitions.");
-        // The range was split or merged since: continue with the rows of this (narrower) range.
+        // The range was split since: continue with the rows of this (narrower) range.
         const { epkMin, epkMax } = epkWindow(scope as Scope);
         const kept: QuerySnapshot = { rows: [], rowsAreJson: snap.rowsAreJson, epks: [], expiresAt: 0 };
         for (let i = offset; i < snap.rows.length; i++) {
@@ -295,13 +295,29 @@ function invalidToken(why: string) {
   return badRequest(`Invalid Continuation Token: ${why}`);
 }
 
-/** A stable name for the documents a request reads. */
-function scopeKeyOf(scope: Scope | undefined): string {
+/**
+ * A stable name for the documents a request reads: the whole container, a logical partition, or an EPK
+ * window — `range:` when the SDK named a partition key range (which may split or merge under a token).
+ */
+function scopeKeyOf(ctx: RequestContext, scope: Scope | undefined): string {
   if (!scope) return "all";
   if (scope.pkKey !== undefined) return `pk:${scope.pkKey}`;
-  if (scope.ranges.length === 1 && scope.epkMin === undefined && scope.epkMax === undefined)
-    return `range:${scope.ranges[0].minInclusive}-${scope.ranges[0].maxExclusive}`;
-  return `range:${scope.epkMin ?? scope.ranges[0]?.minInclusive ?? ""}-${scope.epkMax ?? scope.ranges.at(-1)?.maxExclusive ?? "FF"}`;
+  const { epkMin, epkMax } = epkWindow(scope);
+  const byRange = header(ctx, "x-ms-documentdb-partitionkeyrangeid") !== undefined;
+  return `${byRange ? "range" : "epk"}:${epkMin}-${epkMax}`;
+}
+
+/** Whether the window of `inner` (a `range:` scope key) lies inside that of `outer`. */
+function windowWithin(inner: string, outer: string): boolean {
+  const parse = (key: string) => {
+    const m = /^range:([0-9A-F]*)-([0-9A-F]*)$/.exec(key);
+    return m ? { min: m[1], max: m[2] } : undefined;
+  };
+  const a = parse(inner);
+  const b = parse(outer);
+  if (!a || !b) return false;
+  const below = (x: string, y: string) => y === "FF" || (x !== "FF" && x <= y);
+  return a.min >= b.min && below(a.max, b.max);
 }
 
 function epkWindow(scope: Scope): { epkMin: string; epkMax: string } {
@@ -364,7 +380,7 @@ interface FeedToken {
 export function readFeed(ctx: RequestContext, c: Container): Reply {
   const pageSize = maxItemCount(ctx, DEFAULT_QUERY_PAGE);
   const scope = requestScope(ctx, c);
-  const feed = scopeKeyOf(scope);
+  const feed = scopeKeyOf(ctx, scope);
   const raw = header(ctx, "x-ms-continuation");
   let offset = 0;
   if (raw !== undefined && raw !== "") {
