@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { badRequest } from "../errors.js";
 import {
-  compile,
+  compileTimed,
   parseQuerySpec,
   planQuery,
   type QueryDocument,
@@ -84,7 +84,8 @@ function parseQuerySpecFrom(ctx: RequestContext): SqlQuerySpec {
 
 export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply> {
   const spec = parseQuerySpecFrom(ctx);
-  const ast = compile(spec);
+  const parsed = compileTimed(spec);
+  const ast = parsed.query;
   const pageSize = maxItemCount(ctx, DEFAULT_QUERY_PAGE);
   const scope = requestScope(ctx, c);
   const scopeKey = scopeKeyOf(ctx, scope);
@@ -143,8 +144,8 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
     }
   }
 
-  const docs = orderedDocuments(c, scope);
-  const outcome = runDocumentQuery(spec, docs, { compositeIndexes: compositeIndexesOf(c) });
+  const docs = orderedDocuments(c, scope, scopeKey);
+  const outcome = runDocumentQuery(spec, docs, { compositeIndexes: compositeIndexesOf(c), parsed });
   const finish = (o: QueryOutcome): Reply => {
     const snap: QuerySnapshot = {
       rows: o.rows,
@@ -333,15 +334,41 @@ interface OrderedDocument extends QueryDocument {
   epk: string;
 }
 
+/** Ordered documents of recent scopes, reused while the container has not changed. */
+interface OrderedEntry {
+  lsn: number;
+  layout: string;
+  /** When the first of these documents expires (TTL): the list is stale from then on. */
+  validUntil: number;
+  docs: OrderedDocument[];
+}
+const ORDERED_SCOPES_PER_CONTAINER = 16;
+const orderedCache = new WeakMap<Container, Map<string, OrderedEntry>>();
+
 /**
  * The documents of a scope in the order results take without ORDER BY, and ties take with it: by physical
- * range (as the SDK drains ranges), then by _rid (each range's own order).
+ * range (as the SDK drains ranges), then by _rid (each range's own order). Cached until the next write.
  */
-function orderedDocuments(c: Container, scope: Scope | undefined): OrderedDocument[] {
-  const docs = c.documentsIn(scope);
-  const keyed = docs.map((d) => ({ d, key: `${c.rangeFor(d.epk).minInclusive}\u0000${ridOrder(d)}` }));
+function orderedDocuments(c: Container, scope: Scope | undefined, scopeKey: string): OrderedDocument[] {
+  const now = Date.now();
+  const layout = c.ranges.map((r) => r.id).join(",");
+  let byScope = orderedCache.get(c);
+  const hit = byScope?.get(scopeKey);
+  if (hit && hit.lsn === c.lsn && hit.layout === layout && now < hit.validUntil) return hit.docs;
+  const stored = c.documentsIn(scope, now);
+  const keyed = stored.map((d) => ({ d, key: `${c.rangeFor(d.epk).minInclusive}\u0000${ridOrder(d)}` }));
   keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return keyed.map(({ d }) => ({ body: d.body, json: d.json, epk: d.epk }));
+  const docs = keyed.map(({ d }) => ({ body: d.body, json: d.json, epk: d.epk }));
+  let validUntil = Number.POSITIVE_INFINITY;
+  for (const d of stored) if (d.expiresAtMs < validUntil) validUntil = d.expiresAtMs;
+  if (!byScope) {
+    byScope = new Map();
+    orderedCache.set(c, byScope);
+  }
+  byScope.delete(scopeKey);
+  byScope.set(scopeKey, { lsn: c.lsn, layout, validUntil, docs });
+  if (byScope.size > ORDERED_SCOPES_PER_CONTAINER) byScope.delete(byScope.keys().next().value as string);
+  return docs;
 }
 
 function ridOrder(d: StoredDoc): string {
@@ -402,7 +429,7 @@ export function readFeed(ctx: RequestContext, c: Container): Reply {
     if (t.feed !== feed) throw invalidToken("it was issued for a read of other partitions.");
     offset = t.offset;
   }
-  const docs = orderedDocuments(c, scope);
+  const docs = orderedDocuments(c, scope, feed);
   const pageDocs = docs.slice(offset, offset + pageSize);
   const headers: Record<string, string> = {
     "x-ms-content-path": c.rid,
