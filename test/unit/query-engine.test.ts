@@ -239,3 +239,43 @@ describe("invalid queries are a 400", () => {
     );
   });
 });
+
+describe("the query route on a container with a fake clock", () => {
+  it("a document that expires (TTL) leaves the results of a repeated query at once", async () => {
+    const { Account } = await import("../../src/emulator/store/account.js");
+    const { RuMeter } = await import("../../src/emulator/ru/meter.js");
+    const { query } = await import("../../src/emulator/routes/query.js");
+    let clock = Date.UTC(2030, 0, 1);
+    const account = new Account({ enforceThroughput: false, meter: new RuMeter(), now: () => clock });
+    account.createDatabase({ id: "d" }, undefined);
+    const c = account.createContainer(
+      "d",
+      { id: "c", partitionKey: { paths: ["/pk"] }, defaultTtl: 10 },
+      undefined,
+      2,
+    );
+    const ws = c.beginWrite();
+    ws.create({ id: "short", pk: "a" });
+    ws.create({ id: "forever", pk: "b", ttl: -1 });
+    c.commit(ws.mutations, ws.nowMs);
+    const run = () => {
+      const reply = query(
+        {
+          method: "POST",
+          segments: ["dbs", "d", "colls", "c", "docs"],
+          headers: { "x-ms-documentdb-isquery": "True" },
+          body: Buffer.from(JSON.stringify({ query: "SELECT VALUE c.id FROM c" })),
+          origin: "http://127.0.0.1/",
+          account,
+          activityId: "test",
+        },
+        c,
+      );
+      if (reply instanceof Promise) throw new Error("expected an inline answer");
+      return (JSON.parse(reply.body as string) as { Documents: string[] }).Documents.sort();
+    };
+    expect(run()).toEqual(["forever", "short"]);
+    clock += 11_000;
+    expect(run()).toEqual(["forever"]);
+  });
+});

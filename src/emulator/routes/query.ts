@@ -338,8 +338,8 @@ interface OrderedDocument extends QueryDocument {
 interface OrderedEntry {
   lsn: number;
   layout: string;
-  /** When the first of these documents expires (TTL): the list is stale from then on. */
-  validUntil: number;
+  /** The first of these documents to expire (TTL): the list is stale once it has. */
+  firstToExpire?: StoredDoc;
   docs: OrderedDocument[];
 }
 const ORDERED_SCOPES_PER_CONTAINER = 16;
@@ -350,23 +350,29 @@ const orderedCache = new WeakMap<Container, Map<string, OrderedEntry>>();
  * range (as the SDK drains ranges), then by _rid (each range's own order). Cached until the next write.
  */
 function orderedDocuments(c: Container, scope: Scope | undefined, scopeKey: string): OrderedDocument[] {
-  const now = Date.now();
   const layout = c.ranges.map((r) => r.id).join(",");
   let byScope = orderedCache.get(c);
   const hit = byScope?.get(scopeKey);
-  if (hit && hit.lsn === c.lsn && hit.layout === layout && now < hit.validUntil) return hit.docs;
-  const stored = c.documentsIn(scope, now);
+  // (Expiry is judged by the container's own clock: getLive answers only while a document is alive.)
+  const fresh = (e: OrderedEntry) => !e.firstToExpire || c.getLive(e.firstToExpire.key) === e.firstToExpire;
+  if (hit && hit.lsn === c.lsn && hit.layout === layout && fresh(hit)) return hit.docs;
+  const stored = c.documentsIn(scope);
   const keyed = stored.map((d) => ({ d, key: `${c.rangeFor(d.epk).minInclusive}\u0000${ridOrder(d)}` }));
   keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   const docs = keyed.map(({ d }) => ({ body: d.body, json: d.json, epk: d.epk }));
-  let validUntil = Number.POSITIVE_INFINITY;
-  for (const d of stored) if (d.expiresAtMs < validUntil) validUntil = d.expiresAtMs;
+  let firstToExpire: StoredDoc | undefined;
+  for (const d of stored)
+    if (
+      d.expiresAtMs !== Number.POSITIVE_INFINITY &&
+      (!firstToExpire || d.expiresAtMs < firstToExpire.expiresAtMs)
+    )
+      firstToExpire = d;
   if (!byScope) {
     byScope = new Map();
     orderedCache.set(c, byScope);
   }
   byScope.delete(scopeKey);
-  byScope.set(scopeKey, { lsn: c.lsn, layout, validUntil, docs });
+  byScope.set(scopeKey, { lsn: c.lsn, layout, firstToExpire, docs });
   if (byScope.size > ORDERED_SCOPES_PER_CONTAINER) byScope.delete(byScope.keys().next().value as string);
   return docs;
 }
