@@ -1,5 +1,6 @@
 import type { Container } from "@azure/cosmos";
 import { sessionTokenLsn } from "../cosmos/session.js";
+import { UnsupportedLeaseError } from "./leases/lease.js";
 import { openLeaseStore } from "./leases/open.js";
 import { LeaseOperationCounters } from "./leases/store.js";
 import { LeaseFeedReader } from "./processing/feed-reader.js";
@@ -16,6 +17,11 @@ export interface EstimatorOptions {
   monitoredContainer: Container;
   leaseContainer: Container;
   leaseContainerPrefix?: string;
+  /**
+   * The account endpoint whose host goes into the lease prefix, as the .NET / Functions hosts are configured
+   * (e.g. `https://myaccount.documents.azure.com/`). Default: the endpoint the monitored container's client was
+   * created with. Never the regional endpoint the client writes to.
+   */
   accountEndpoint?: string;
 }
 
@@ -23,6 +29,8 @@ export interface EstimatorOptions {
  * Per-lease lag and owner, computed the way .NET's ChangeFeedEstimator does: a lease without a continuation
  * reports 1; otherwise one change (maxItemCount 1) is read from its continuation and the lag is the
  * range's session LSN minus that change's `_lsn`, plus one (0 when nothing is pending). Never writes leases.
+ * A Java lease is estimated from the etag inside its state; a lease this library cannot read from throws
+ * UnsupportedLeaseError (as .NET's estimator fails on a continuation it cannot send).
  */
 export async function estimateLag(options: EstimatorOptions): Promise<LeaseLag[]> {
   const store = await openLeaseStore(
@@ -36,6 +44,7 @@ export async function estimateLag(options: EstimatorOptions): Promise<LeaseLag[]
   return Promise.all(
     leases.map(async (lease): Promise<LeaseLag> => {
       const base = { leaseToken: lease.leaseToken, owner: lease.owner };
+      if (lease.shape?.unsupported) throw new UnsupportedLeaseError(lease.id, lease.shape.unsupported);
       if (!lease.continuationToken || !lease.feedRange) return { ...base, estimatedLag: 1 };
       const reader = new LeaseFeedReader<{ _lsn?: number }>(
         options.monitoredContainer,

@@ -1,6 +1,20 @@
+import { CosmosFeedError } from "../../errors.js";
+import {
+  decodeJavaState,
+  encodeJavaState,
+  JAVA_MODE_FULL_FIDELITY,
+  JAVA_MODE_INCREMENTAL,
+  type JavaChangeFeedState,
+  javaStateEtag,
+  javaStateWithEtag,
+  looksLikeJavaState,
+  UnsupportedLeaseError,
+} from "./java-state.js";
+
 /**
  * Lease documents exactly as the .NET v3 Change Feed Processor (and the Azure Functions Cosmos DB trigger)
- * writes them: see ../shared/reference/change-feed-leases.md §2–§3.
+ * writes them: see ../shared/reference/change-feed-leases.md §2–§3. Leases written by the Java SDK are read
+ * too and rewritten in their own shape (`LeaseShape`).
  */
 
 /** Change feed mode names as stored in a lease's `Mode`. */
@@ -26,7 +40,9 @@ export interface LeaseDocument {
   _etag?: string | null;
   LeaseToken: string;
   PartitionId?: string;
-  FeedRange?: { Range: EpkRange };
+  FeedRange?: unknown;
+  /** Java's spelling of FeedRange (epk-version leases). */
+  feedRange?: unknown;
   Owner: string | null;
   ContinuationToken: string | null;
   properties: Record<string, string>;
@@ -54,11 +70,34 @@ export interface Lease {
   timestampMs: number;
   mode: LeaseMode;
   etag: string;
+  /** How the stored document spells what differs between the SDKs; absent for leases this library creates. */
+  shape?: LeaseShape;
   /**
    * The partition LSN of the write that produced this copy (`_lsn` in feed pages, the session token of a write
    * response), when known. Orders copies of one document: not stored.
    */
   lsn?: number;
+}
+
+/**
+ * What a rewrite keeps from the stored document, so hosts of the SDK that wrote it go on reading it: .NET
+ * ignores unknown casing differences on read, but Java reads `feedRange` and its base64 state only, and a
+ * `Mode` added to a lease that had none would make .NET's mode check compare a value the owner never wrote.
+ */
+export interface LeaseShape {
+  /** `FeedRange` (.NET, Functions, this library) or `feedRange` (Java epk-version). */
+  feedRangeProperty: "FeedRange" | "feedRange";
+  /** The stored feed range object, written back as it was while the range is unchanged (keeps `isMaxInclusive` etc.). */
+  storedFeedRange?: unknown;
+  /** Whether the document had `Mode` (Java and V2-library leases do not). */
+  hasMode: boolean;
+  /**
+   * The continuation as Java stores it (base64 ChangeFeedState): the lease's `continuationToken` is the etag
+   * inside it, and checkpoints are written back into it. Absent: the raw etag, as .NET stores it.
+   */
+  java?: { state: JavaChangeFeedState | undefined; stored: string | null };
+  /** Why this library cannot process the lease: acquiring it throws UnsupportedLeaseError with this reason. */
+  unsupported?: string;
 }
 
 /**
@@ -83,7 +122,8 @@ export function epkLeaseToken(range: EpkRange): string {
 
 /**
  * The lease prefix .NET derives: processorName + account host + "_" + database rid + "_" + container rid.
- * `endpoint` is the client endpoint (only its host name is used, no scheme or port).
+ * `endpoint` is the endpoint the client was configured with (.NET's `CosmosClient.Endpoint`; only its host
+ * name is used, no scheme or port) — not the regional endpoint the client writes to.
  */
 export function leasePrefix(
   processorName: string,
@@ -92,6 +132,31 @@ export function leasePrefix(
   containerRid: string,
 ): string {
   return `${processorName}${new URL(endpoint).hostname}_${databaseRid}_${containerRid}`;
+}
+
+/**
+ * Cosmos resource ids are base64 with `-` standing for `/` (.NET's `ResourceId.FromBase64String`). Node's
+ * decoder would read `-` as URL-safe base64 (`+`), so ids are translated to the standard alphabet first.
+ */
+export function decodeResourceId(rid: string): Buffer {
+  return Buffer.from(rid.replace(/-/g, "/"), "base64");
+}
+
+export function encodeResourceId(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString("base64").replace(/\//g, "-");
+}
+
+/** The database rid inside a container rid (its first 4 bytes), as .NET derives it for the lease prefix. */
+export function databaseRidOf(containerRid: string): string {
+  const bytes = decodeResourceId(containerRid);
+  if (bytes.length < 8) throw new RangeError(`'${containerRid}' is not a container resource id.`);
+  return encodeResourceId(bytes.subarray(0, 4));
+}
+
+/** The container rid in a lease id (`…_<db rid>_<container rid>..<token>`); rids never contain `_`. */
+export function containerRidOfLeaseId(id: string, leaseToken: string): string {
+  const prefix = id.slice(0, Math.max(0, id.length - leaseToken.length - LEASE_ID_SEPARATOR.length));
+  return prefix.slice(prefix.lastIndexOf("_") + 1);
 }
 
 /** Parses ISO-8601 timestamps tolerantly: more than 3 fractional digits, a Java `[UTC]` suffix. */
@@ -112,13 +177,49 @@ function parseFeedRange(raw: unknown): EpkRange | undefined {
   return undefined;
 }
 
-export class InvalidLeaseError extends Error {
+export class InvalidLeaseError extends CosmosFeedError {
   constructor(
     readonly documentId: string,
     message: string,
   ) {
     super(`Lease document '${documentId}' is invalid: ${message}`);
-    this.name = "InvalidLeaseError";
+  }
+}
+
+export { UnsupportedLeaseError };
+
+const modeOf = (value: unknown): LeaseMode | undefined =>
+  value === LeaseMode.AllVersionsAndDeletes || value === JAVA_MODE_FULL_FIDELITY
+    ? LeaseMode.AllVersionsAndDeletes
+    : value === LeaseMode.LatestVersion || value === JAVA_MODE_INCREMENTAL
+      ? LeaseMode.LatestVersion
+      : undefined;
+
+/** The etag to read from, and how the continuation is stored (raw etag, or Java's state). */
+function readContinuation(
+  id: string,
+  raw: unknown,
+  feedRange: EpkRange | undefined,
+  javaShaped: boolean,
+): { etag: string | null; java?: LeaseShape["java"]; unsupported?: string } {
+  const stored = typeof raw === "string" && raw.length > 0 ? raw : null;
+  if (stored === null || !looksLikeJavaState(stored)) {
+    // A Java lease that has no checkpoint yet: its first checkpoint is written as a Java state.
+    return { etag: stored, ...(javaShaped && stored === null ? { java: { state: undefined, stored } } : {}) };
+  }
+  const state = decodeJavaState(stored);
+  if (!state) {
+    return {
+      etag: null,
+      java: { state: undefined, stored },
+      unsupported: "its ContinuationToken looks like a Java change feed state but cannot be decoded.",
+    };
+  }
+  try {
+    return { etag: javaStateEtag(state, id, feedRange), java: { state, stored } };
+  } catch (e) {
+    if (!(e instanceof UnsupportedLeaseError)) throw e;
+    return { etag: null, java: { state, stored }, unsupported: e.reason };
   }
 }
 
@@ -130,9 +231,26 @@ export function parseLease(doc: Record<string, unknown>): Lease {
   const legacy = typeof doc.PartitionId === "string" ? doc.PartitionId : undefined;
   const token = typeof doc.LeaseToken === "string" ? doc.LeaseToken : legacy;
   if (token === undefined) throw new InvalidLeaseError(id, "neither LeaseToken nor PartitionId is set");
-  const feedRange = parseFeedRange(doc.FeedRange ?? doc.feedRange);
+  const feedRangeProperty =
+    doc.FeedRange === undefined && doc.feedRange !== undefined ? "feedRange" : "FeedRange";
+  const storedFeedRange = doc[feedRangeProperty];
+  const feedRange = parseFeedRange(storedFeedRange);
   if (version === 1 && !feedRange)
     throw new InvalidLeaseError(id, "a version-1 (EPK) lease needs FeedRange.Range");
+  const continuation = readContinuation(
+    id,
+    doc.ContinuationToken,
+    feedRange,
+    feedRangeProperty === "feedRange",
+  );
+  const javaMode = continuation.java?.state ? modeOf(continuation.java.state.Mode) : undefined;
+  const shape: LeaseShape = {
+    feedRangeProperty,
+    ...(storedFeedRange !== undefined ? { storedFeedRange } : {}),
+    hasMode: doc.Mode !== undefined,
+    ...(continuation.java ? { java: continuation.java } : {}),
+    ...(continuation.unsupported ? { unsupported: continuation.unsupported } : {}),
+  };
   const ts = typeof doc._ts === "number" ? doc._ts * 1000 : 0;
   const owner = typeof doc.Owner === "string" && doc.Owner.trim().length > 0 ? doc.Owner : null;
   const props = doc.properties;
@@ -149,26 +267,53 @@ export function parseLease(doc: Record<string, unknown>): Lease {
     legacyPartitionId: legacy,
     feedRange,
     owner,
-    continuationToken:
-      typeof doc.ContinuationToken === "string" && doc.ContinuationToken.length > 0
-        ? doc.ContinuationToken
-        : null,
+    continuationToken: continuation.etag,
     properties,
     timestampMs: parseLeaseTimestamp(doc.timestamp) ?? ts,
-    mode:
-      doc.Mode === LeaseMode.AllVersionsAndDeletes
-        ? LeaseMode.AllVersionsAndDeletes
-        : LeaseMode.LatestVersion,
+    // .NET treats a missing Mode as the latest-version feed; a Java lease names its mode in its state.
+    mode: modeOf(doc.Mode) ?? javaMode ?? LeaseMode.LatestVersion,
     etag: typeof doc._etag === "string" ? doc._etag : "",
+    shape,
     ...(typeof doc._lsn === "number" ? { lsn: doc._lsn } : {}),
   };
 }
 
+/** The stored feed range when it still describes the lease's range, else .NET's `{Range: {min, max}}`. */
+function feedRangeValue(lease: Lease, range: EpkRange): unknown {
+  const stored = parseFeedRange(lease.shape?.storedFeedRange);
+  if (stored && stored.min === range.min && stored.max === range.max) return lease.shape?.storedFeedRange;
+  return { Range: { min: range.min, max: range.max } };
+}
+
+/** ContinuationToken as stored: the raw etag, or (Java leases) the etag inside Java's state. */
+function continuationValue(lease: Lease): string | null {
+  const java = lease.shape?.java;
+  if (!java) return lease.continuationToken;
+  if (lease.continuationToken === null) return java.stored;
+  const range = lease.feedRange ?? { min: "", max: "FF" };
+  // Unchanged position and range: the stored string as Java wrote it.
+  if (java.state && java.stored !== null) {
+    try {
+      if (javaStateEtag(java.state, lease.id, range) === lease.continuationToken) return java.stored;
+    } catch {
+      // the range changed (a split child): re-encoded below
+    }
+  }
+  return encodeJavaState(
+    javaStateWithEtag(java.state, lease.continuationToken, range, {
+      containerRid: containerRidOfLeaseId(lease.id, lease.leaseToken),
+      mode: lease.mode === LeaseMode.AllVersionsAndDeletes ? JAVA_MODE_FULL_FIDELITY : JAVA_MODE_INCREMENTAL,
+    }),
+  );
+}
+
 /**
- * Serializes a lease with exactly the .NET field set and order (nulls written, not omitted).
- * `timestamp` is the time of this write.
+ * Serializes a lease with exactly the .NET field set and order (nulls written, not omitted), in the shape it
+ * was read with: Java's `feedRange` casing and base64 state stay, and `Mode` is written only when the document
+ * had one (or is new). `timestamp` is the time of this write.
  */
 export function toLeaseDocument(lease: Lease, nowMs: number): LeaseDocument {
+  const feedRangeProperty = lease.shape?.feedRangeProperty ?? "FeedRange";
   const doc: LeaseDocument = {
     id: lease.id,
     ...(lease.hasPartitionKeyProperty ? { partitionKey: lease.partitionKeyValue } : {}),
@@ -176,19 +321,21 @@ export function toLeaseDocument(lease: Lease, nowMs: number): LeaseDocument {
     _etag: lease.etag || null,
     LeaseToken: lease.leaseToken,
     ...(lease.legacyPartitionId !== undefined ? { PartitionId: lease.legacyPartitionId } : {}),
-    ...(lease.feedRange
-      ? { FeedRange: { Range: { min: lease.feedRange.min, max: lease.feedRange.max } } }
-      : {}),
+    ...(lease.feedRange ? { [feedRangeProperty]: feedRangeValue(lease, lease.feedRange) } : {}),
     Owner: lease.owner,
-    ContinuationToken: lease.continuationToken,
+    ContinuationToken: continuationValue(lease),
     properties: { ...lease.properties },
     timestamp: new Date(nowMs).toISOString(),
-    Mode: lease.mode,
+    ...(lease.shape === undefined || lease.shape.hasMode ? { Mode: lease.mode } : {}),
   };
   return doc;
 }
 
-/** A new, unowned lease for a partition key range (version 0) or an EPK range (version 1). */
+/**
+ * A new, unowned lease for a partition key range (version 0) or an EPK range (version 1). `properties` are
+ * copied (a split's children inherit the parent's) without a pending hand-off: a new lease is nobody's
+ * hand-off. `like`: a split's parent, whose shape the child keeps (a Java parent gets Java children).
+ */
 export function newLease(
   prefix: string,
   layout: "id" | "partitionKey",
@@ -196,10 +343,19 @@ export function newLease(
   continuationToken: string | null,
   mode: LeaseMode,
   properties: Record<string, string> = {},
+  like?: Lease,
 ): Lease {
   const version: LeaseVersion = range.id !== undefined ? 0 : 1;
   const token = range.id ?? epkLeaseToken(range);
   const id = leaseId(prefix, token);
+  const { [HANDOFF_PROPERTY]: _handedTo, ...inherited } = properties;
+  const shape: LeaseShape | undefined = like?.shape
+    ? {
+        feedRangeProperty: like.shape.feedRangeProperty,
+        hasMode: like.shape.hasMode,
+        ...(like.shape.java ? { java: { state: like.shape.java.state, stored: null } } : {}),
+      }
+    : undefined;
   return {
     id,
     partitionKeyValue: id,
@@ -209,10 +365,11 @@ export function newLease(
     feedRange: { min: range.min, max: range.max },
     owner: null,
     continuationToken,
-    properties: { ...properties },
+    properties: inherited,
     timestampMs: 0,
     mode,
     etag: "",
+    ...(shape ? { shape } : {}),
   };
 }
 

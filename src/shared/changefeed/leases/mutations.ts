@@ -1,4 +1,4 @@
-import { HANDOFF_PROPERTY, type Lease } from "./lease.js";
+import { HANDOFF_PROPERTY, type Lease, UnsupportedLeaseError } from "./lease.js";
 import { LeaseLostError } from "./store.js";
 
 /**
@@ -9,10 +9,15 @@ function expectOwner(server: Lease, expected: string | null): void {
   if (server.owner !== expected) throw new LeaseLostError(server.leaseToken, "stolen", server.owner);
 }
 
-/** Take a lease seen with `seenOwner` (null, or an expired owner, or the victim of a steal). */
+/**
+ * Take a lease seen with `seenOwner` (null, or an expired owner, or the victim of a steal). A lease this
+ * library cannot read from (e.g. a Java state holding several continuations) is refused before any write,
+ * so it stays with the hosts that can process it instead of stalling here. A pending hand-off is cleared.
+ */
 export const acquireAs =
   (seenOwner: string | null, me: string) =>
   (server: Lease): Lease => {
+    if (server.shape?.unsupported) throw new UnsupportedLeaseError(server.id, server.shape.unsupported);
     expectOwner(server, seenOwner);
     const { [HANDOFF_PROPERTY]: _handedTo, ...properties } = server.properties;
     return { ...server, owner: me, properties };

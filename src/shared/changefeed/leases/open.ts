@@ -1,6 +1,6 @@
-import type { Container } from "@azure/cosmos";
+import type { Container, CosmosClient } from "@azure/cosmos";
 import { CosmosFeedError } from "../../errors.js";
-import { leasePrefix } from "./lease.js";
+import { databaseRidOf, leasePrefix } from "./lease.js";
 import { type LeaseOperationCounters, LeaseStore } from "./store.js";
 
 /** Thrown when the monitored or lease container cannot serve a processor. */
@@ -12,9 +12,38 @@ export class LeaseContainerError extends CosmosFeedError {
 }
 
 /**
+ * The endpoint the client was created with (`new CosmosClient({ endpoint })`, or a connection string's
+ * AccountEndpoint): what .NET's `CosmosClient.Endpoint` and the Functions host use for the lease prefix.
+ * @azure/cosmos 4.x has no public getter for it; `getWriteEndpoint()` answers the regional endpoint the
+ * account read named (`acct-westus2.documents.azure.com`), which changes after a failover, so it must not be
+ * used. The client keeps its options on its context; when that is not there, the caller must pass
+ * `accountEndpoint`.
+ */
+export function configuredEndpoint(client: CosmosClient): string | undefined {
+  const internals = client as unknown as { clientContext?: { cosmosClientOptions?: { endpoint?: unknown } } };
+  const endpoint = internals.clientContext?.cosmosClientOptions?.endpoint;
+  return typeof endpoint === "string" && endpoint.length > 0 ? endpoint : undefined;
+}
+
+/** The account endpoint for the prefix: the option when given, else the client's configured endpoint. */
+export function prefixEndpoint(monitored: Container, accountEndpoint: string | undefined): string {
+  const endpoint = accountEndpoint ?? configuredEndpoint(monitored.database.client);
+  if (endpoint === undefined) {
+    throw new LeaseContainerError(
+      "Cannot tell which endpoint the Cosmos client was configured with; pass accountEndpoint (the account's " +
+        "https://<account>.documents.azure.com/ endpoint, as the .NET and Functions hosts are configured).",
+    );
+  }
+  if (!URL.canParse(endpoint)) {
+    throw new LeaseContainerError(`accountEndpoint '${endpoint}' is not an absolute URL.`);
+  }
+  return endpoint;
+}
+
+/**
  * Opens the lease store of a processor: reads both containers, checks the lease container's partition key
  * (/id or /partitionKey, as .NET accepts) and derives the .NET lease prefix
- * (processorName + account host + "_" + database rid + "_" + container rid).
+ * (processorName + configured account host + "_" + database rid + "_" + container rid).
  */
 export async function openLeaseStore(
   monitored: Container,
@@ -36,12 +65,11 @@ export async function openLeaseStore(
       "The lease container, if partitioned, must have partition key equal to /id or /partitionKey.",
     );
   }
+  const endpoint = prefixEndpoint(monitored, accountEndpoint);
   const collRid = coll._rid as string;
-  const dbRid = Buffer.from(collRid, "base64").subarray(0, 4).toString("base64");
-  const endpoint = accountEndpoint ?? (await monitored.database.client.getWriteEndpoint());
   return new LeaseStore(
     leaseContainer,
-    leasePrefix(processorName, endpoint, dbRid, collRid),
+    leasePrefix(processorName, endpoint, databaseRidOf(collRid), collRid),
     layout,
     counters,
   );
