@@ -264,6 +264,59 @@ describe("Java epk-version leases", () => {
     expect(writtenContinuation.Continuation[0].token).toBe(await currentFeedEtag(monitored));
   });
 
+  it("splits a Java lease into children Java hosts can read, losing nothing", async () => {
+    const { monitored, leases, collRid } = await containers();
+    for (const id of ["a0", "a1"]) await monitored.items.create<Doc>({ id, pk: id });
+    const etag = await currentFeedEtag(monitored);
+    const prefix = `javasplit127.0.0.1_${dbRid}_${collRid}`;
+    const state = {
+      V: 1,
+      Rid: collRid,
+      Mode: "INCREMENTAL",
+      StartFrom: { Type: "NOW" },
+      Continuation: {
+        V: 1,
+        Rid: collRid,
+        Continuation: [{ token: etag, range: { min: "", max: "FF", isMinInclusive: true } }],
+        Range: { min: "", max: "FF", isMinInclusive: true },
+      },
+    };
+    await writeJavaLease(leases, prefix, javaEncode(state));
+    const seen = new Set<string>();
+    const splits: string[][] = [];
+    const p = createChangeFeedProcessor<Doc>(
+      { monitoredContainer: monitored, leaseContainer: leases, leaseContainerPrefix: "javasplit", ...FAST },
+      async (docs) => {
+        for (const d of docs) seen.add(d.id);
+      },
+    );
+    p.on("split", (parent, children) => splits.push([parent, ...children]));
+    running.push(p);
+    await p.start();
+    for (let i = 0; i < 40; i++) await monitored.items.create<Doc>({ id: `b${i}`, pk: `k${i}` });
+    await waitFor(() => seen.size >= 20, "some changes before the split");
+    t.emulator.splitRange(db.id, monitored.id, "0");
+    for (let i = 40; i < 80; i++) await monitored.items.create<Doc>({ id: `b${i}`, pk: `k${i}` });
+    await waitFor(() => seen.size >= 80 && splits.length === 1, "every change and the split");
+    await p.stop();
+
+    expect([...seen].filter((id) => id.startsWith("a"))).toEqual([]);
+    const docs = (await leaseDocs(leases)).filter((d) => String(d.id).includes(".."));
+    expect(docs.map((d) => d.LeaseToken).sort()).toEqual(splits[0].slice(1).sort());
+    expect(docs).toHaveLength(2);
+    for (const doc of docs) {
+      expect(doc).not.toHaveProperty("FeedRange");
+      expect(doc).not.toHaveProperty("Mode");
+      const range = (doc.feedRange as { Range: { min: string; max: string } }).Range;
+      expect(`${range.min}-${range.max}`).toBe(doc.LeaseToken);
+      const child = javaDecode(doc.ContinuationToken as string) as typeof state;
+      expect(child.Rid).toBe(collRid);
+      expect(child.Continuation.Continuation).toHaveLength(1);
+      expect(child.Continuation.Continuation[0].range).toMatchObject({ min: range.min, max: range.max });
+      expect(child.Continuation.Continuation[0].token).toMatch(/^"\d+"$/);
+    }
+  });
+
   it("refuses a Java lease it cannot read from with a typed error and leaves it untouched", async () => {
     const { monitored, leases, collRid } = await containers();
     await monitored.items.create<Doc>({ id: "a0", pk: "a0" });

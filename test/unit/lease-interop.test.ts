@@ -325,6 +325,25 @@ describe(".NET and V2-library leases keep their shape", () => {
   });
 });
 
+describe("split children", () => {
+  it("of a .NET lease without Mode (V2 era) are new .NET leases, with Mode", () => {
+    const parent = parseLease({
+      id: `${PREFIX}..0`,
+      PartitionId: "0",
+      FeedRange: { Range: { min: "", max: "FF" } },
+      Owner: "host-a",
+      ContinuationToken: '"11"',
+      properties: {},
+      timestamp: null,
+    });
+    const child = newLease(PREFIX, "id", { id: "1", min: "", max: "7F" }, '"11"', parent.mode, {}, parent);
+    const doc = toLeaseDocument(child, 0);
+    expect(doc.Mode).toBe("Incremental Feed");
+    expect(doc.FeedRange).toEqual({ Range: { min: "", max: "7F" } });
+    expect(doc.ContinuationToken).toBe('"11"');
+  });
+});
+
 describe("hand-off hint", () => {
   const handedOff = (): Lease => {
     const released = releaseAs(

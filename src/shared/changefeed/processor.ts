@@ -489,6 +489,7 @@ export class ChangeFeedProcessor<
               parent.continuationToken,
               parent.mode,
               parent.properties,
+              parent, // a Java parent's children stay readable by Java hosts
             );
       child.owner = this.options.instanceName;
       const c = await store.create(child);

@@ -349,13 +349,16 @@ export function newLease(
   const token = range.id ?? epkLeaseToken(range);
   const id = leaseId(prefix, token);
   const { [HANDOFF_PROPERTY]: _handedTo, ...inherited } = properties;
-  const shape: LeaseShape | undefined = like?.shape
-    ? {
-        feedRangeProperty: like.shape.feedRangeProperty,
-        hasMode: like.shape.hasMode,
-        ...(like.shape.java ? { java: { state: like.shape.java.state, stored: null } } : {}),
-      }
-    : undefined;
+  // Only a Java parent passes its shape on; other children are new leases as .NET writes them (with Mode).
+  const parentShape = like?.shape;
+  const shape: LeaseShape | undefined =
+    parentShape && (parentShape.java || parentShape.feedRangeProperty === "feedRange")
+      ? {
+          feedRangeProperty: parentShape.feedRangeProperty,
+          hasMode: parentShape.hasMode,
+          ...(parentShape.java ? { java: { state: parentShape.java.state, stored: null } } : {}),
+        }
+      : undefined;
   return {
     id,
     partitionKeyValue: id,
