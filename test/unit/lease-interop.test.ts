@@ -64,6 +64,19 @@ describe("lease prefix (.NET: processorName + CosmosClient.Endpoint.Host + _dbRi
     expect(store.prefix).toBe("procmyaccount.documents.azure.com_O7RwAA==_O7RwAKylJbY=");
   });
 
+  it("takes the host from a connection string's AccountEndpoint, as the Functions host does", async () => {
+    const key = Buffer.from("fake-key").toString("base64");
+    const client = new CosmosClient({
+      connectionString: `AccountEndpoint=https://myaccount.documents.azure.com:443/;AccountKey=${key};`,
+      connectionPolicy: { enableBackgroundEndpointRefreshing: false },
+    });
+    clients.push(client);
+    client.getWriteEndpoint = async () => "https://myaccount-eastus.documents.azure.com:443/"; // fake: regional
+    const { monitored, leases } = fakeContainers(client, "O7RwAKylJbY=");
+    const store = await openLeaseStore(monitored, leases, "", new LeaseOperationCounters());
+    expect(store.prefix).toBe("myaccount.documents.azure.com_O7RwAA==_O7RwAKylJbY=");
+  });
+
   it("uses accountEndpoint when given (a custom domain the .NET hosts use)", async () => {
     const client = offlineClient("https://10.1.2.3:8081/");
     const { monitored, leases } = fakeContainers(client, "O7RwAKylJbY=");
