@@ -1,15 +1,21 @@
 import { CosmosFeedError } from "../../errors.js";
-import {
-  decodeJavaState,
-  encodeJavaState,
-  JAVA_MODE_FULL_FIDELITY,
-  JAVA_MODE_INCREMENTAL,
-  type JavaChangeFeedState,
-  javaStateEtag,
-  javaStateWithEtag,
-  looksLikeJavaState,
-  UnsupportedLeaseError,
-} from "./java-state.js";
+import { epkLeaseToken, leaseId } from "./ids.js";
+import { JAVA_MODE_FULL_FIDELITY, JAVA_MODE_INCREMENTAL, UnsupportedLeaseError } from "./java-state.js";
+import { childShape, continuationValue, feedRangeValue, type LeaseShape, readShape } from "./shape.js";
+
+export {
+  containerRidOfLeaseId,
+  databaseRidOf,
+  decodeResourceId,
+  encodeResourceId,
+  epkLeaseToken,
+  infoDocumentId,
+  LEASE_ID_SEPARATOR,
+  leaseId,
+  leasePrefix,
+  lockDocumentId,
+} from "./ids.js";
+export type { LeaseShape } from "./shape.js";
 
 /**
  * Lease documents exactly as the .NET v3 Change Feed Processor (and the Azure Functions Cosmos DB trigger)
@@ -80,84 +86,11 @@ export interface Lease {
 }
 
 /**
- * What a rewrite keeps from the stored document, so hosts of the SDK that wrote it go on reading it: .NET
- * ignores unknown casing differences on read, but Java reads `feedRange` and its base64 state only, and a
- * `Mode` added to a lease that had none would make .NET's mode check compare a value the owner never wrote.
- */
-export interface LeaseShape {
-  /** `FeedRange` (.NET, Functions, this library) or `feedRange` (Java epk-version). */
-  feedRangeProperty: "FeedRange" | "feedRange";
-  /** The stored feed range object, written back as it was while the range is unchanged (keeps `isMaxInclusive` etc.). */
-  storedFeedRange?: unknown;
-  /** Whether the document had `Mode` (Java and V2-library leases do not). */
-  hasMode: boolean;
-  /**
-   * The continuation as Java stores it (base64 ChangeFeedState): the lease's `continuationToken` is the etag
-   * inside it, and checkpoints are written back into it. Absent: the raw etag, as .NET stores it.
-   */
-  java?: { state: JavaChangeFeedState | undefined; stored: string | null };
-  /** Why this library cannot process the lease: acquiring it throws UnsupportedLeaseError with this reason. */
-  unsupported?: string;
-}
-
-/**
  * `properties` key a stopping host sets on a lease it releases to a chosen successor (value: the successor's
  * instance name). Owner stays null, so .NET hosts see an ordinary released lease; ours leave it to the
  * successor while the hand-off is fresh. Acquiring removes it.
  */
 export const HANDOFF_PROPERTY = "handoffTo";
-
-export const LEASE_ID_SEPARATOR = "..";
-
-export function leaseId(prefix: string, leaseToken: string): string {
-  return `${prefix}${LEASE_ID_SEPARATOR}${leaseToken}`;
-}
-export const infoDocumentId = (prefix: string): string => `${prefix}.info`;
-export const lockDocumentId = (prefix: string): string => `${prefix}.lock`;
-
-/** The EPK-lease token for a range: "min-max" (min may be empty). */
-export function epkLeaseToken(range: EpkRange): string {
-  return `${range.min}-${range.max}`;
-}
-
-/**
- * The lease prefix .NET derives: processorName + account host + "_" + database rid + "_" + container rid.
- * `endpoint` is the endpoint the client was configured with (.NET's `CosmosClient.Endpoint`; only its host
- * name is used, no scheme or port) — not the regional endpoint the client writes to.
- */
-export function leasePrefix(
-  processorName: string,
-  endpoint: string,
-  databaseRid: string,
-  containerRid: string,
-): string {
-  return `${processorName}${new URL(endpoint).hostname}_${databaseRid}_${containerRid}`;
-}
-
-/**
- * Cosmos resource ids are base64 with `-` standing for `/` (.NET's `ResourceId.FromBase64String`). Node's
- * decoder would read `-` as URL-safe base64 (`+`), so ids are translated to the standard alphabet first.
- */
-export function decodeResourceId(rid: string): Buffer {
-  return Buffer.from(rid.replace(/-/g, "/"), "base64");
-}
-
-export function encodeResourceId(bytes: Uint8Array): string {
-  return Buffer.from(bytes).toString("base64").replace(/\//g, "-");
-}
-
-/** The database rid inside a container rid (its first 4 bytes), as .NET derives it for the lease prefix. */
-export function databaseRidOf(containerRid: string): string {
-  const bytes = decodeResourceId(containerRid);
-  if (bytes.length < 8) throw new RangeError(`'${containerRid}' is not a container resource id.`);
-  return encodeResourceId(bytes.subarray(0, 4));
-}
-
-/** The container rid in a lease id (`…_<db rid>_<container rid>..<token>`); rids never contain `_`. */
-export function containerRidOfLeaseId(id: string, leaseToken: string): string {
-  const prefix = id.slice(0, Math.max(0, id.length - leaseToken.length - LEASE_ID_SEPARATOR.length));
-  return prefix.slice(prefix.lastIndexOf("_") + 1);
-}
 
 /** Parses ISO-8601 timestamps tolerantly: more than 3 fractional digits, a Java `[UTC]` suffix. */
 export function parseLeaseTimestamp(value: unknown): number | undefined {
@@ -165,16 +98,6 @@ export function parseLeaseTimestamp(value: unknown): number | undefined {
   const cleaned = value.replace(/\[[^\]]*\]$/, "");
   const ms = Date.parse(cleaned);
   return Number.isNaN(ms) ? undefined : ms;
-}
-
-function parseFeedRange(raw: unknown): EpkRange | undefined {
-  if (raw === null || typeof raw !== "object") return undefined;
-  const r = (raw as { Range?: unknown }).Range;
-  if (r !== null && typeof r === "object") {
-    const { min, max } = r as { min?: unknown; max?: unknown };
-    if (typeof min === "string" && typeof max === "string") return { min, max };
-  }
-  return undefined;
 }
 
 export class InvalidLeaseError extends CosmosFeedError {
@@ -195,34 +118,6 @@ const modeOf = (value: unknown): LeaseMode | undefined =>
       ? LeaseMode.LatestVersion
       : undefined;
 
-/** The etag to read from, and how the continuation is stored (raw etag, or Java's state). */
-function readContinuation(
-  id: string,
-  raw: unknown,
-  feedRange: EpkRange | undefined,
-  javaShaped: boolean,
-): { etag: string | null; java?: LeaseShape["java"]; unsupported?: string } {
-  const stored = typeof raw === "string" && raw.length > 0 ? raw : null;
-  if (stored === null || !looksLikeJavaState(stored)) {
-    // A Java lease that has no checkpoint yet: its first checkpoint is written as a Java state.
-    return { etag: stored, ...(javaShaped && stored === null ? { java: { state: undefined, stored } } : {}) };
-  }
-  const state = decodeJavaState(stored);
-  if (!state) {
-    return {
-      etag: null,
-      java: { state: undefined, stored },
-      unsupported: "its ContinuationToken looks like a Java change feed state but cannot be decoded.",
-    };
-  }
-  try {
-    return { etag: javaStateEtag(state, id, feedRange), java: { state, stored } };
-  } catch (e) {
-    if (!(e instanceof UnsupportedLeaseError)) throw e;
-    return { etag: null, java: { state, stored }, unsupported: e.reason };
-  }
-}
-
 /** Reads a lease document written by this library, .NET (version 0 or 1), the V2 library or Java. */
 export function parseLease(doc: Record<string, unknown>): Lease {
   const id = doc.id;
@@ -231,26 +126,9 @@ export function parseLease(doc: Record<string, unknown>): Lease {
   const legacy = typeof doc.PartitionId === "string" ? doc.PartitionId : undefined;
   const token = typeof doc.LeaseToken === "string" ? doc.LeaseToken : legacy;
   if (token === undefined) throw new InvalidLeaseError(id, "neither LeaseToken nor PartitionId is set");
-  const feedRangeProperty =
-    doc.FeedRange === undefined && doc.feedRange !== undefined ? "feedRange" : "FeedRange";
-  const storedFeedRange = doc[feedRangeProperty];
-  const feedRange = parseFeedRange(storedFeedRange);
+  const { shape, feedRange, continuationToken, javaMode } = readShape(id, doc);
   if (version === 1 && !feedRange)
     throw new InvalidLeaseError(id, "a version-1 (EPK) lease needs FeedRange.Range");
-  const continuation = readContinuation(
-    id,
-    doc.ContinuationToken,
-    feedRange,
-    feedRangeProperty === "feedRange",
-  );
-  const javaMode = continuation.java?.state ? modeOf(continuation.java.state.Mode) : undefined;
-  const shape: LeaseShape = {
-    feedRangeProperty,
-    ...(storedFeedRange !== undefined ? { storedFeedRange } : {}),
-    hasMode: doc.Mode !== undefined,
-    ...(continuation.java ? { java: continuation.java } : {}),
-    ...(continuation.unsupported ? { unsupported: continuation.unsupported } : {}),
-  };
   const ts = typeof doc._ts === "number" ? doc._ts * 1000 : 0;
   const owner = typeof doc.Owner === "string" && doc.Owner.trim().length > 0 ? doc.Owner : null;
   const props = doc.properties;
@@ -267,44 +145,15 @@ export function parseLease(doc: Record<string, unknown>): Lease {
     legacyPartitionId: legacy,
     feedRange,
     owner,
-    continuationToken: continuation.etag,
+    continuationToken,
     properties,
     timestampMs: parseLeaseTimestamp(doc.timestamp) ?? ts,
     // .NET treats a missing Mode as the latest-version feed; a Java lease names its mode in its state.
-    mode: modeOf(doc.Mode) ?? javaMode ?? LeaseMode.LatestVersion,
+    mode: modeOf(doc.Mode) ?? modeOf(javaMode) ?? LeaseMode.LatestVersion,
     etag: typeof doc._etag === "string" ? doc._etag : "",
     shape,
     ...(typeof doc._lsn === "number" ? { lsn: doc._lsn } : {}),
   };
-}
-
-/** The stored feed range when it still describes the lease's range, else .NET's `{Range: {min, max}}`. */
-function feedRangeValue(lease: Lease, range: EpkRange): unknown {
-  const stored = parseFeedRange(lease.shape?.storedFeedRange);
-  if (stored && stored.min === range.min && stored.max === range.max) return lease.shape?.storedFeedRange;
-  return { Range: { min: range.min, max: range.max } };
-}
-
-/** ContinuationToken as stored: the raw etag, or (Java leases) the etag inside Java's state. */
-function continuationValue(lease: Lease): string | null {
-  const java = lease.shape?.java;
-  if (!java) return lease.continuationToken;
-  if (lease.continuationToken === null) return java.stored;
-  const range = lease.feedRange ?? { min: "", max: "FF" };
-  // Unchanged position and range: the stored string as Java wrote it.
-  if (java.state && java.stored !== null) {
-    try {
-      if (javaStateEtag(java.state, lease.id, range) === lease.continuationToken) return java.stored;
-    } catch {
-      // the range changed (a split child): re-encoded below
-    }
-  }
-  return encodeJavaState(
-    javaStateWithEtag(java.state, lease.continuationToken, range, {
-      containerRid: containerRidOfLeaseId(lease.id, lease.leaseToken),
-      mode: lease.mode === LeaseMode.AllVersionsAndDeletes ? JAVA_MODE_FULL_FIDELITY : JAVA_MODE_INCREMENTAL,
-    }),
-  );
 }
 
 /**
@@ -321,9 +170,12 @@ export function toLeaseDocument(lease: Lease, nowMs: number): LeaseDocument {
     _etag: lease.etag || null,
     LeaseToken: lease.leaseToken,
     ...(lease.legacyPartitionId !== undefined ? { PartitionId: lease.legacyPartitionId } : {}),
-    ...(lease.feedRange ? { [feedRangeProperty]: feedRangeValue(lease, lease.feedRange) } : {}),
+    ...(lease.feedRange ? { [feedRangeProperty]: feedRangeValue(lease.shape, lease.feedRange) } : {}),
     Owner: lease.owner,
-    ContinuationToken: continuationValue(lease),
+    ContinuationToken: continuationValue(
+      lease,
+      lease.mode === LeaseMode.AllVersionsAndDeletes ? JAVA_MODE_FULL_FIDELITY : JAVA_MODE_INCREMENTAL,
+    ),
     properties: { ...lease.properties },
     timestamp: new Date(nowMs).toISOString(),
     ...(lease.shape === undefined || lease.shape.hasMode ? { Mode: lease.mode } : {}),
@@ -349,16 +201,7 @@ export function newLease(
   const token = range.id ?? epkLeaseToken(range);
   const id = leaseId(prefix, token);
   const { [HANDOFF_PROPERTY]: _handedTo, ...inherited } = properties;
-  // Only a Java parent passes its shape on; other children are new leases as .NET writes them (with Mode).
-  const parentShape = like?.shape;
-  const shape: LeaseShape | undefined =
-    parentShape && (parentShape.java || parentShape.feedRangeProperty === "feedRange")
-      ? {
-          feedRangeProperty: parentShape.feedRangeProperty,
-          hasMode: parentShape.hasMode,
-          ...(parentShape.java ? { java: { state: parentShape.java.state, stored: null } } : {}),
-        }
-      : undefined;
+  const shape = childShape(like?.shape);
   return {
     id,
     partitionKeyValue: id,
