@@ -214,6 +214,14 @@ describe("Java epk-version leases", () => {
       },
     };
     const id = await writeJavaLease(leases, prefix, javaEncode(state));
+    // The estimator reads from the position in the Java state too: b0 and b1 are pending.
+    expect(
+      await estimateLag({
+        monitoredContainer: monitored,
+        leaseContainer: leases,
+        leaseContainerPrefix: "java",
+      }),
+    ).toEqual([{ leaseToken: "-FF", estimatedLag: 2, owner: null }]);
 
     const delivered: string[] = [];
     const checkpoints: string[] = [];
@@ -343,6 +351,13 @@ describe("Java epk-version leases", () => {
       string,
       unknown
     >;
+    await expect(
+      estimateLag({
+        monitoredContainer: monitored,
+        leaseContainer: leases,
+        leaseContainerPrefix: "javamulti",
+      }),
+    ).rejects.toMatchObject({ code: "UnsupportedLease" });
 
     const errors: { code?: unknown }[] = [];
     const p = createChangeFeedProcessor<Doc>(
