@@ -253,8 +253,11 @@ describe("Java epk-version leases", () => {
     }
     expect(thrown).toBeInstanceOf(CosmosFeedError);
     expect(thrown).toMatchObject({ code: "UnsupportedLease", documentId: `${PREFIX}..-FF` });
-    // Whatever else rewrites it keeps the Java state as it was.
+    // Whatever else rewrites it keeps the Java state as it was, even a (mistaken) checkpoint.
     expect(toLeaseDocument(lease, 0).ContinuationToken).toBe(JAVA_STATE_TWO_CONTINUATIONS);
+    expect(toLeaseDocument(checkpointAs(null, '"99"')(lease), 0).ContinuationToken).toBe(
+      JAVA_STATE_TWO_CONTINUATIONS,
+    );
   });
 
   it("refuses a Java-looking continuation that does not decode, and never overwrites it", () => {

@@ -128,7 +128,8 @@ export function continuationValue(
 ): string | null {
   const java = lease.shape?.java;
   if (!java) return lease.continuationToken;
-  if (lease.continuationToken === null) return java.stored;
+  // Never rewrite a state this library cannot read (it belongs to the Java hosts), nor one without a position.
+  if (lease.continuationToken === null || lease.shape?.unsupported) return java.stored;
   const range = lease.feedRange ?? { min: "", max: "FF" };
   if (java.state && java.stored !== null) {
     try {
