@@ -29,6 +29,17 @@ export const ChangeFeedDefaults = {
   handoffLead: 150,
   /** On stop, how often a draining host checks whether a successor took its released leases (ms). */
   handoffCheckInterval: 250,
+  /**
+   * Local lease deadline: a host that has not written a lease for (leaseExpirationInterval − this margin), by
+   * its own monotonic clock, stops processing it (the handler's signal fires) before other hosts may take it.
+   * The margin covers clock drift between hosts and the time a write spends in flight (ms). Default 5 s, but
+   * at most a tenth of leaseExpirationInterval. App setting: `leaseSafetyMargin`.
+   */
+  leaseSafetyMargin: 5_000,
+  /** First wait after a failed change feed read (429, 503, timeout, refused continuation); doubles per failure (ms). */
+  feedReadRetryInitialDelay: 1_000,
+  /** Longest wait between failed change feed reads (ms). */
+  feedReadRetryMaxDelay: 30_000,
 } as const;
 
 export type ErrorPolicy =
@@ -54,19 +65,13 @@ export interface ChangeFeedProcessorOptions {
   leaseContainer: Container;
   /** Lease id prefix, like the trigger's `leaseContainerPrefix` (.NET's processorName). Default "". */
   leaseContainerPrefix?: string;
-  /**
-   * The account endpoint whose host goes into every lease id (`<prefix><host>_<db rid>_<container rid>..`), as
-   * .NET and the Functions trigger take it from the endpoint their client is configured with, e.g.
-   * `https://myaccount.documents.azure.com/`. Default: the endpoint the monitored container's CosmosClient was
-   * created with (never the regional endpoint it writes to, which changes after a failover). Set it when this
-   * client uses another name for the account than the .NET hosts (a custom domain, a private endpoint alias).
-   */
-  accountEndpoint?: string;
   /** This host's name, stored as the lease Owner. Default: a random UUID per start (as the Functions host). */
   instanceName?: string;
   leaseRenewInterval?: number;
   leaseAcquireInterval?: number;
   leaseExpirationInterval?: number;
+  /** See ChangeFeedDefaults.leaseSafetyMargin (ms). */
+  leaseSafetyMargin?: number;
   feedPollDelay?: number;
   /**
    * Hosts take turns reading the lease container's change feed, one per slot of this length (ms), so a lease
@@ -100,6 +105,7 @@ export interface ResolvedOptions {
   leaseRenewInterval: number;
   leaseAcquireInterval: number;
   leaseExpirationInterval: number;
+  leaseSafetyMargin: number;
   feedPollDelay: number;
   leaseWatchInterval: number;
   maxItemsPerInvocation: number | undefined;
@@ -116,6 +122,15 @@ export class InvalidProcessorOptionsError extends Error {
     super(message);
     this.name = "InvalidProcessorOptionsError";
   }
+}
+
+/**
+ * How old (ms since its last write) an owned lease gets before it is renewed: when fewer than two renew
+ * intervals remain before it would expire (so a failed renewal still gets a second chance), but not more often
+ * than once per renew interval. An idle lease costs one write per this age, not one per renew interval as in .NET.
+ */
+export function renewDue(renewInterval: number, expirationInterval: number): number {
+  return Math.max(renewInterval, expirationInterval - 2 * renewInterval);
 }
 
 function positiveMs(name: string, value: number | undefined, fallback: number): number {
@@ -149,6 +164,16 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
   if (2 * renew > expiration) {
     throw new InvalidProcessorOptionsError(
       `leaseExpirationInterval (${expiration} ms) must be at least twice leaseRenewInterval (${renew} ms), so a failed renewal can be retried before the lease expires.`,
+    );
+  }
+  const margin = positiveMs(
+    "leaseSafetyMargin",
+    o.leaseSafetyMargin,
+    Math.min(ChangeFeedDefaults.leaseSafetyMargin, expiration / 10),
+  );
+  if (margin >= expiration - renewDue(renew, expiration)) {
+    throw new InvalidProcessorOptionsError(
+      `leaseSafetyMargin (${margin} ms) must be shorter than leaseExpirationInterval − the renewal age (${expiration - renewDue(renew, expiration)} ms), or a lease is given up before it is renewed.`,
     );
   }
   if (o.startFromBeginning && o.startFromTime !== undefined) {
@@ -202,6 +227,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     leaseRenewInterval: renew,
     leaseAcquireInterval: acquire,
     leaseExpirationInterval: expiration,
+    leaseSafetyMargin: margin,
     feedPollDelay: poll,
     leaseWatchInterval: watch,
     maxItemsPerInvocation: max,

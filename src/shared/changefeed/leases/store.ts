@@ -7,7 +7,14 @@ import { CosmosFeedError } from "../../errors.js";
 import { infoDocumentId, type Lease, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
 
 /** Why a lease was lost. */
-export type LeaseLostReason = "stolen" | "gone" | "released" | "conflict" | "retries-exhausted";
+export type LeaseLostReason =
+  | "stolen"
+  | "gone"
+  | "released"
+  | "conflict"
+  | "retries-exhausted"
+  /** This host's local deadline passed without a successful write (it gave the lease up itself). */
+  | "expired";
 
 /** The lease is no longer ours (another owner, deleted by a split, or expired and taken). */
 export class LeaseLostError extends CosmosFeedError {

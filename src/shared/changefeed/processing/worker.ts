@@ -1,15 +1,27 @@
 import { createHash } from "node:crypto";
 import type { Container } from "@azure/cosmos";
+import { type Clock, systemClock } from "../clock.js";
 import type { EpkRange } from "../leases/lease.js";
 import { LeaseLostError } from "../leases/store.js";
 import { ChangeFeedDefaults, type ErrorPolicy } from "../options.js";
+import {
+  classifyFeedReadError,
+  FeedReadBackoff,
+  type FeedReadFailure,
+  MonitoredContainerGoneError,
+  retryAfterMs,
+} from "./feed-errors.js";
 import { type FeedPage, LeaseFeedReader, type StartPosition } from "./feed-reader.js";
 
 /** What a handler learns about the batch it is given. */
 export interface ChangeFeedContext {
   leaseToken: string;
   feedRange: EpkRange;
-  /** Fires when this host loses the lease (stolen, expired, deleted) or the processor stops: stop writing. */
+  /**
+   * Fires when this host loses the lease (stolen, deleted, split), when it could not write the lease for
+   * (leaseExpirationInterval − leaseSafetyMargin) by its own clock (before any other host may take it), or
+   * when the processor stops: stop writing.
+   */
   signal: AbortSignal;
   /** 1 on first delivery; higher when the same batch is retried. */
   attempt: number;
@@ -30,11 +42,17 @@ export interface LeaseLink {
 export interface WorkerEvents {
   checkpointed(leaseToken: string, etag: string, documents: number): void;
   handlerFailed(leaseToken: string, error: unknown, attempt: number): void;
+  /** A change feed read failed and will be retried after a backoff. */
+  readFailed(leaseToken: string, error: unknown, failure: FeedReadFailure): void;
   deadLettered(leaseToken: string, documents: number): void;
 }
 
 /** Outcome of a worker's run. */
-export type WorkerExit = { kind: "aborted" } | { kind: "split" } | { kind: "lost"; error: LeaseLostError };
+export type WorkerExit =
+  | { kind: "aborted" }
+  | { kind: "split" }
+  | { kind: "lost"; error: LeaseLostError }
+  | { kind: "container-gone"; error: MonitoredContainerGoneError };
 
 /**
  * Checkpoints off the read path: at most one lease write in flight per lease; while it runs, later etags
@@ -83,52 +101,78 @@ export class CoalescingCheckpointer {
   }
 }
 
-/** An abortable sleep (resolves early, without throwing, when the signal fires). */
+/** An abortable sleep on the real clock (resolves early, without throwing, when the signal fires). */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
+  return systemClock.sleep(ms, signal);
+}
+
+/** What the worker reads from: one lease's range of the change feed (a {@link LeaseFeedReader}). */
+export interface FeedReader<T> {
+  next(): Promise<FeedPage<T>>;
+}
+
+export interface PartitionWorkerOptions<T> {
+  lease: LeaseLink;
+  monitored: Container;
+  handler: ChangeFeedHandler<T>;
+  errorPolicy: ErrorPolicy;
+  startPosition: StartPosition;
+  /** Wait after a read that found nothing new (ms). */
+  feedPollDelay: number;
+  maxItemCount: number | undefined;
+  allVersions: boolean;
+  events: WorkerEvents;
+  /** The lease prefix, recorded in dead-letter documents. */
+  processorName: string;
+  clock?: Clock;
+  /** Replaces the SDK-backed reader (unit tests drive the worker with scripted pages and errors). */
+  createReader?: () => FeedReader<T>;
 }
 
 /**
  * Processes one lease's range: read a page, give it to the handler, checkpoint only after the handler
  * succeeded. A failing batch is retried (same batch, so per-key order holds) or, with the dead-letter
- * policy, written to the dead-letter container after N attempts and skipped.
+ * policy, written to the dead-letter container after N attempts and skipped. A failed read is classified
+ * (feed-errors.ts): the monitored container gone ends the worker, a split hands the lease over to be
+ * replaced, anything else backs off (bounded, jittered) before reading again.
  */
 export class PartitionWorker<T> {
-  constructor(
-    private readonly lease: LeaseLink,
-    private readonly monitored: Container,
-    private readonly handler: ChangeFeedHandler<T>,
-    private readonly policy: ErrorPolicy,
-    private readonly start: StartPosition,
-    private readonly feedPollDelay: number,
-    private readonly maxItemCount: number | undefined,
-    private readonly allVersions: boolean,
-    private readonly events: WorkerEvents,
-    private readonly processorName: string,
-  ) {}
+  private readonly lease: LeaseLink;
+  private readonly handler: ChangeFeedHandler<T>;
+  private readonly policy: ErrorPolicy;
+  private readonly events: WorkerEvents;
+  private readonly clock: Clock;
 
-  async run(signal: AbortSignal): Promise<WorkerExit> {
-    const reader = new LeaseFeedReader<T>(
-      this.monitored,
+  constructor(private readonly o: PartitionWorkerOptions<T>) {
+    this.lease = o.lease;
+    this.handler = o.handler;
+    this.policy = o.errorPolicy;
+    this.events = o.events;
+    this.clock = o.clock ?? systemClock;
+  }
+
+  private createReader(): FeedReader<T> {
+    if (this.o.createReader) return this.o.createReader();
+    return new LeaseFeedReader<T>(
+      this.o.monitored,
       this.lease.feedRange,
       this.lease.continuationToken,
-      this.start,
-      this.maxItemCount,
-      this.allVersions,
+      this.o.startPosition,
+      this.o.maxItemCount,
+      this.o.allVersions,
       this.lease.partitionKeyRangeId,
     );
+  }
+
+  async run(signal: AbortSignal): Promise<WorkerExit> {
+    const reader = this.createReader();
     const checkpoints = new CoalescingCheckpointer(
       (etag) => this.lease.checkpoint(etag),
       (etag, documents) => this.events.checkpointed(this.lease.leaseToken, etag, documents),
+    );
+    const backoff = new FeedReadBackoff(
+      ChangeFeedDefaults.feedReadRetryInitialDelay,
+      ChangeFeedDefaults.feedReadRetryMaxDelay,
     );
     let checkpointedOnce = this.lease.continuationToken !== null;
     try {
@@ -137,11 +181,22 @@ export class PartitionWorker<T> {
         let page: FeedPage<T>;
         try {
           page = await reader.next();
+          backoff.reset();
         } catch (e) {
           if (signal.aborted) break;
-          this.events.handlerFailed(this.lease.leaseToken, e, 0);
-          await sleep(this.feedPollDelay, signal);
-          continue;
+          const failure = classifyFeedReadError(e);
+          if (failure === "container-gone") {
+            return {
+              kind: "container-gone",
+              error: new MonitoredContainerGoneError(this.lease.leaseToken, e),
+            };
+          }
+          if (failure === "split") page = { kind: "gone" };
+          else {
+            this.events.readFailed(this.lease.leaseToken, e, failure);
+            await this.clock.sleep(backoff.next(retryAfterMs(e)), signal);
+            continue;
+          }
         }
         if (signal.aborted) break;
         if (page.kind === "gone") {
@@ -155,7 +210,7 @@ export class PartitionWorker<T> {
             checkpoints.submit(page.etag, 0);
             checkpointedOnce = true;
           }
-          await sleep(this.feedPollDelay, signal);
+          await this.clock.sleep(this.o.feedPollDelay, signal);
           continue;
         }
         const delivered = await this.deliver(page.items, signal);
@@ -196,7 +251,7 @@ export class PartitionWorker<T> {
           return true;
         }
         // Full jitter keeps many failing workers from retrying in lockstep.
-        await sleep(delay / 2 + Math.random() * (delay / 2), signal);
+        await this.clock.sleep(delay / 2 + Math.random() * (delay / 2), signal);
         delay = Math.min(maxDelay, delay * 2);
       }
     }
@@ -209,11 +264,11 @@ export class PartitionWorker<T> {
     error: unknown,
     attempts: number,
   ): Promise<void> {
-    const now = new Date().toISOString();
+    const now = new Date(this.clock.now()).toISOString();
     for (const item of items) {
       const doc = item as Record<string, unknown>;
       const key = JSON.stringify([
-        this.processorName,
+        this.o.processorName,
         this.lease.leaseToken,
         doc.id ?? null,
         doc._lsn ?? null,
@@ -223,7 +278,7 @@ export class PartitionWorker<T> {
       try {
         await container.items.create({
           id,
-          processor: this.processorName,
+          processor: this.o.processorName,
           leaseToken: this.lease.leaseToken,
           sourceId: doc.id ?? null,
           sourceLsn: doc._lsn ?? null,
