@@ -13,6 +13,7 @@ import type { CompositeIndexPath } from "../query/evaluate.js";
 import { isRewrittenOrderByQuery, printQuery } from "../query/plan.js";
 import { queryCharge } from "../ru/charges.js";
 import type { Container, Scope } from "../store/container.js";
+import { decodeRid } from "../store/rid.js";
 import type { StoredDoc } from "../store/types.js";
 import {
   altContentPath,
@@ -379,7 +380,7 @@ function orderedDocuments(c: Container, scope: Scope | undefined, scopeKey: stri
 
 function ridOrder(d: StoredDoc): string {
   const rid = d.body._rid;
-  return typeof rid === "string" ? Buffer.from(rid, "base64").toString("hex") : d.id;
+  return typeof rid === "string" ? decodeRid(rid).toString("hex") : d.id;
 }
 
 function compositeIndexesOf(c: Container): CompositeIndexPath[][] {

@@ -3,6 +3,7 @@ import type { RuMeter } from "../ru/meter.js";
 import { ThroughputBudget } from "../ru/throughput.js";
 import { Container, type ContainerHooks, validateId } from "./container.js";
 import type { SqlitePersistence } from "./persistence.js";
+import { decodeRid, encodeRid } from "./rid.js";
 import type { JsonObject, PartitionKeyDefinition, PartitionKeyRangeInfo } from "./types.js";
 
 // Throughput limits of the service (learn.microsoft.com/azure/cosmos-db/concepts-limits, "Provisioned
@@ -109,7 +110,7 @@ interface SavedContainer {
 }
 
 function rid(bytes: number[]): string {
-  return Buffer.from(bytes).toString("base64");
+  return encodeRid(Uint8Array.from(bytes));
 }
 
 function u32(n: number): number[] {
@@ -212,7 +213,7 @@ export class Account {
     validateDefaultTtl(body.defaultTtl);
     const indexingPolicy = normalizeIndexingPolicy(body.indexingPolicy);
     const seq = this.nextSeq();
-    const r = rid([...Buffer.from(db.rid, "base64"), ...u32(seq)]);
+    const r = rid([...decodeRid(db.rid), ...u32(seq)]);
     const definition: JsonObject = {
       id,
       indexingPolicy,

@@ -16,6 +16,7 @@ import {
 } from "../partitioning/epk.js";
 import type { ThroughputBudget } from "../ru/throughput.js";
 import type { SavedChange } from "./persistence.js";
+import { decodeRid, encodeRid } from "./rid.js";
 import {
   ChangeOp,
   type JsonObject,
@@ -159,7 +160,7 @@ export class Container {
     public budget: ThroughputBudget | undefined,
     private readonly hooks: ContainerHooks,
   ) {
-    this.ridBytes = Buffer.from(rid, "base64");
+    this.ridBytes = decodeRid(rid);
     if ("rangeCount" in layout) {
       const bounds = ["", ...initialBoundaries(layout.rangeCount, pk), "FF"];
       this.ranges = [];
@@ -182,7 +183,7 @@ export class Container {
 
   /** `dbs/{dbRid}/colls/{collRid}/` — the rid-based link. */
   get selfLink(): string {
-    return `dbs/${this.ridBytes.subarray(0, 4).toString("base64")}/colls/${this.rid}/`;
+    return `dbs/${encodeRid(this.ridBytes.subarray(0, 4))}/colls/${this.rid}/`;
   }
 
   get meterName(): string {
@@ -463,7 +464,7 @@ export class Container {
       this.ridBytes.copy(b, 0, 0, Math.min(8, this.ridBytes.length));
       b.writeUInt32BE(++this.docSeq, 12);
       b[8] = 0x80; // keep document rids distinct from container rids
-      rid = b.toString("base64");
+      rid = encodeRid(b);
     }
     const etag = `"${lsn.toString(16).padStart(8, "0")}-0000-0000-0000-${ts.toString(16).padStart(12, "0")}"`;
     const stored: JsonObject = {};
@@ -572,7 +573,7 @@ export class Container {
       writtenAtMs: saved.atMs,
       expiresAtMs: ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : (ts + ttl) * 1000,
     };
-    const seq = Buffer.from(body._rid as string, "base64").readUInt32BE(12);
+    const seq = decodeRid(body._rid as string).readUInt32BE(12);
     if (seq > this.docSeq) this.docSeq = seq;
     this.apply({ ...saved, doc, superseded: false });
   }
