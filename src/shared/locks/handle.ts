@@ -11,6 +11,8 @@ export interface LockDocument extends ItemDefinition {
   /** Item TTL (s); the container must have TTL on (defaultTtl set, e.g. -1). */
   ttl: number;
   acquiredAt: string;
+  /** The waiter ticket this acquisition served (queued acquisitions only): the next in line reads it. */
+  ticket?: string;
 }
 
 /** What a handle needs from its client. */
@@ -116,7 +118,13 @@ export class LockHandle implements AsyncDisposable, FencingLock {
         this.ctx.container,
         this.name,
         this.name,
-        { id: this.name, owner: this.doc.owner, ttl: this.doc.ttl, acquiredAt: this.doc.acquiredAt },
+        {
+          id: this.name,
+          owner: this.doc.owner,
+          ttl: this.doc.ttl,
+          acquiredAt: this.doc.acquiredAt,
+          ...(this.doc.ticket === undefined ? {} : { ticket: this.doc.ticket }),
+        },
         this.doc._etag,
       );
       if (this.signal.aborted) return; // the deadline passed while renewing: stay lost

@@ -24,5 +24,6 @@ export {
   type LockClock,
   LockDefaults,
   systemLockClock,
+  type TryAcquireOptions,
 } from "./options.js";
 export { type LockQueueDocument, type LockTicket, QUEUE_ID_PREFIX } from "./queue.js";

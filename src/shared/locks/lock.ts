@@ -13,6 +13,7 @@ import {
   type LockClock,
   LockDefaults,
   systemLockClock,
+  type TryAcquireOptions,
 } from "./options.js";
 import { LockQueue, type LockQueueDocument, type LockTicket, QUEUE_ID_PREFIX } from "./queue.js";
 
@@ -120,7 +121,7 @@ export class LockClient implements LockHandleContext {
   }
 
   /** One attempt: the lock, or LockHeldError with the time until the holder's lock expires. Never queues. */
-  async tryAcquire(name: string, options: Omit<AcquireOptions, "waitMs"> = {}): Promise<LockHandle> {
+  async tryAcquire(name: string, options: TryAcquireOptions = {}): Promise<LockHandle> {
     validateLockName(name);
     await this.verifyContainer();
     for (let attempt = 1; ; attempt++) {
@@ -134,12 +135,13 @@ export class LockClient implements LockHandleContext {
     }
   }
 
-  private async tryAcquireOnce(name: string, options: Omit<AcquireOptions, "waitMs">): Promise<LockHandle> {
+  private async tryAcquireOnce(name: string, options: TryAcquireOptions): Promise<LockHandle> {
     const body: LockDocument = {
       id: name,
       owner: this.owner,
       ttl: this.ttlSeconds,
       acquiredAt: new Date(this.clock.wallNow()).toISOString(),
+      ...(options.ticketId === undefined ? {} : { ticket: options.ticketId }),
     };
     const sentAt = this.clock.now();
     try {
@@ -227,41 +229,74 @@ export class LockClient implements LockHandleContext {
         if (position < 0 || needsRefresh) {
           // Not (or no longer) in the queue, or our ticket is getting old: (re)join. A join that keeps losing
           // races is tried again on the next round.
+          const rejoin = position < 0;
           ticket = this.queue.newTicket(ticket.id, this.owner);
           try {
-            queue = await this.queue.join(name, ticket, options.signal);
+            queue = rejoin
+              ? await this.queue.join(name, ticket, options.signal)
+              : await this.queue.refresh(name, ticket, options.signal);
             joined = true;
             position = this.queue.live(queue).findIndex((t) => t.id === ticket.id);
           } catch (e) {
             if (!(e instanceof PreconditionFailedError || e instanceof AlreadyExistsError)) throw e;
           }
         }
-        if (position === 0) {
-          try {
-            acquired = await this.tryAcquire(name, options);
-            return acquired;
-          } catch (e) {
-            if (!(e instanceof LockHeldError)) throw e;
-            lastHeld = e;
+        if (position === 0 || position === 1) {
+          // Look before trying: a read is cheaper than a create that answers 409, so the head can look often.
+          const holder = await this.readLock(name);
+          // The head already holds the lock and is leaving the queue: the next in line is head now, without
+          // waiting for that leave to be written.
+          if (
+            position === 1 &&
+            holder?.ticket !== undefined &&
+            holder.ticket === this.queue.live(queue)[0]?.id
+          ) {
+            position = 0;
+          }
+          if (position === 0) {
+            const expiresAtMs = holder ? (holder._ts + (holder.ttl ?? this.ttlSeconds)) * 1000 : 0;
+            const now = this.clock.wallNow();
+            if (holder && now < expiresAtMs + this.clockSkewAllowanceMs) {
+              lastHeld = new LockHeldError(name, holder.owner, Math.max(0, expiresAtMs - now));
+            } else {
+              try {
+                acquired = await this.tryAcquire(name, { ...options, ticketId: ticket.id });
+                return acquired;
+              } catch (e) {
+                if (!(e instanceof LockHeldError)) throw e;
+                lastHeld = e;
+              }
+            }
           }
         }
         const left = giveUpAt - this.clock.now();
         if (left <= 0) throw lastHeld ?? new LockHeldError(name, undefined, 0);
+        // The head tries the lock often; the next in line looks at the queue as often, so that it notices at
+        // once when the head got the lock and left; those further back look less often.
         const ceiling =
-          position === 0
+          position <= 1
             ? LockDefaults.headPollMs
-            : Math.min(LockDefaults.maxRetryDelayMs, LockDefaults.queuePollMs * Math.max(1, position));
+            : Math.min(LockDefaults.maxRetryDelayMs, LockDefaults.queuePollMs * (position - 1));
         await this.sleep(Math.min(left, ceiling * (0.5 + this.random())), options.signal);
         queue = await this.queue.read(name);
       }
     } finally {
       if (joined) {
-        // Leave the queue so the next waiter becomes head; on failure the ticket lapses by itself.
-        await this.queue.leave(name, ticket.id).catch((e: unknown) => {
+        // Leave the queue so the next waiter becomes head; on failure the ticket lapses by itself. With the
+        // lock in hand this runs alongside the caller's critical section (the next waiter is promoted
+        // meanwhile and is ready when the lock is released); a waiter that gave up leaves before returning.
+        const leaving = this.queue.leave(name, ticket.id).catch((e: unknown) => {
           logger.warning(`Could not leave the queue of lock '${name}': ${String(e)}`);
         });
+        if (!acquired) await leaving;
       }
     }
+  }
+
+  /** The lock document as it is now (one point read), or undefined when free. */
+  private async readLock(name: string): Promise<Stored<LockDocument> | undefined> {
+    const res = await this.container.item(name, name).read<LockDocument>();
+    return res.statusCode === 404 || !res.resource ? undefined : (res.resource as Stored<LockDocument>);
   }
 
   /** Runs `fn` holding the lock; `fn` gets the lock's signal and must stop writing when it aborts. */

@@ -17,10 +17,13 @@ export const LockDefaults = {
   minRetryDelayMs: 50,
   /** Longest wait between two looks at the lock or the queue (ms). */
   maxRetryDelayMs: 1_000,
-  /** The head of the waiter queue tries the lock this often (ms, jittered ±50 %). */
-  headPollMs: 10,
-  /** A waiter at queue position p (head = 0) re-reads the queue every p × this (ms, jittered, ≤ maxRetryDelayMs). */
-  queuePollMs: 20,
+  /** The head of the waiter queue (and the next in line) looks at the lock this often (ms, jittered ±50 %). */
+  headPollMs: 5,
+  /**
+   * A waiter at queue position p ≥ 2 (head = 0) re-reads the queue every (p − 1) × this (ms, jittered ±50 %,
+   * at most maxRetryDelayMs); position 1 re-reads it every headPollMs.
+   */
+  queuePollMs: 5,
   /** A waiter's ticket lapses this long after its last refresh (ms): how long a dead waiter can hold up the queue. */
   ticketLifetimeMs: 5_000,
 } as const;
@@ -79,6 +82,11 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Renew automatically until released (default true). */
   autoRenew?: boolean;
+}
+
+export interface TryAcquireOptions extends Omit<AcquireOptions, "waitMs"> {
+  /** Set by acquire(): the waiter ticket this attempt serves, recorded in the lock document. */
+  ticketId?: string;
 }
 
 /** A finite number > 0 (or ≥ 0 with `allowZero`), else a RangeError naming the knob and its unit. */

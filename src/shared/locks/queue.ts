@@ -1,6 +1,6 @@
-import type { Container, ItemDefinition } from "@azure/cosmos";
-import { AlreadyExistsError, NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
-import { createItem, deleteIfMatch, readItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
+import type { Container, ItemDefinition, PatchOperation } from "@azure/cosmos";
+import { AlreadyExistsError, NotFoundError, PreconditionFailedError, statusOf } from "../cosmos/errors.js";
+import { createItem, readItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
 import type { OccRetryPolicy } from "../cosmos/retry.js";
 
 /**
@@ -39,7 +39,10 @@ export interface LockQueueOptions {
 const isRace = (e: unknown) =>
   e instanceof PreconditionFailedError || e instanceof AlreadyExistsError || e instanceof NotFoundError;
 
-/** Reads and edits the waiter queues (every write: read → change → create/replace/delete If-Match). */
+/**
+ * Reads and edits the waiter queues. Joins append with a patch; a leave or refresh is a patch conditional on
+ * the ticket's index; every write refreshes the queue's TTL, which removes a queue nobody writes any more.
+ */
 export class LockQueue {
   constructor(private readonly o: LockQueueOptions) {}
 
@@ -62,49 +65,102 @@ export class LockQueue {
     return { id, owner, expiresAt: this.o.wallNow() + this.o.ticketLifetimeMs };
   }
 
-  /** Appends (or refreshes in place) `ticket`; returns the queue as written. */
+  /**
+   * Appends `ticket` (a patch: appends commute, so joins never conflict with each other), creating the queue
+   * when there is none; returns the queue as written.
+   */
   join(lockName: string, ticket: LockTicket, signal?: AbortSignal): Promise<LockQueueDocument> {
-    return this.edit(
-      lockName,
-      (tickets) => {
-        const at = tickets.findIndex((t) => t.id === ticket.id);
-        if (at < 0) return [...tickets, ticket];
-        const next = [...tickets];
-        next[at] = ticket;
-        return next;
-      },
-      signal,
-    ) as Promise<LockQueueDocument>;
-  }
-
-  /** Removes the ticket; deletes the queue when it empties. */
-  async leave(lockName: string, ticketId: string): Promise<void> {
-    await this.edit(lockName, (tickets) => tickets.filter((t) => t.id !== ticketId));
-  }
-
-  private edit(
-    lockName: string,
-    change: (live: LockTicket[]) => LockTicket[],
-    signal?: AbortSignal,
-  ): Promise<LockQueueDocument | undefined> {
     const id = LockQueue.idOf(lockName);
-    const ttl = Math.ceil((this.o.ticketLifetimeMs + this.o.clockSkewAllowanceMs) / 1000) + 1;
     return this.o.retryPolicy.run(
       async () => {
-        const current = await this.read(lockName);
-        const tickets = change(this.live(current));
-        const body: LockQueueDocument = { id, lock: lockName, ttl, tickets };
-        if (!current) {
-          if (tickets.length === 0) return undefined;
-          return createItem(this.o.container, body);
+        try {
+          return await this.patch(id, [
+            { op: "add", path: "/tickets/-", value: ticket },
+            { op: "set", path: "/ttl", value: this.ttl() },
+          ]);
+        } catch (e) {
+          if (!(e instanceof NotFoundError)) throw e;
         }
-        if (tickets.length === 0) {
-          await deleteIfMatch(this.o.container, id, id, current._etag);
-          return undefined;
-        }
-        return (await replaceIfMatch(this.o.container, id, id, body, current._etag)).resource;
+        return createItem<LockQueueDocument>(this.o.container, {
+          id,
+          lock: lockName,
+          ttl: this.ttl(),
+          tickets: [ticket],
+        });
       },
       { signal, isRetryable: isRace },
     );
+  }
+
+  /** Extends the ticket's lifetime in place (conditional on it still being at the index it was read at). */
+  refresh(lockName: string, ticket: LockTicket, signal?: AbortSignal): Promise<LockQueueDocument> {
+    const id = LockQueue.idOf(lockName);
+    return this.o.retryPolicy.run(
+      async () => {
+        const current = await this.read(lockName);
+        const at = current?.tickets.findIndex((t) => t.id === ticket.id) ?? -1;
+        if (at < 0) return this.join(lockName, ticket, signal);
+        return this.patch(
+          id,
+          [
+            { op: "set", path: `/tickets/${at}/expiresAt`, value: ticket.expiresAt },
+            { op: "set", path: "/ttl", value: this.ttl() },
+          ],
+          `FROM c WHERE c.tickets[${at}].id = ${JSON.stringify(ticket.id)}`,
+        );
+      },
+      { signal, isRetryable: isRace },
+    );
+  }
+
+  /**
+   * Removes the ticket: a patch conditional on the ticket still being at the index it was read at (appends do
+   * not move it, so only another removal can make this retry). Lapsed tickets are pruned by a full rewrite.
+   */
+  async leave(lockName: string, ticketId: string): Promise<void> {
+    const id = LockQueue.idOf(lockName);
+    await this.o.retryPolicy.run(
+      async () => {
+        const current = await this.read(lockName);
+        if (!current) return;
+        const at = current.tickets.findIndex((t) => t.id === ticketId);
+        if (at < 0) return;
+        if (this.live(current).length < current.tickets.length) {
+          const tickets = this.live(current).filter((t) => t.id !== ticketId);
+          const body: LockQueueDocument = { id, lock: lockName, ttl: this.ttl(), tickets };
+          await replaceIfMatch(this.o.container, id, id, body, current._etag);
+          return;
+        }
+        await this.patch(
+          id,
+          [{ op: "remove", path: `/tickets/${at}` }],
+          `FROM c WHERE c.tickets[${at}].id = ${JSON.stringify(ticketId)}`,
+        );
+      },
+      { isRetryable: isRace },
+    );
+  }
+
+  /** The queue document's TTL (s): outlives every ticket in it; refreshed by every write. */
+  private ttl(): number {
+    return Math.ceil((this.o.ticketLifetimeMs + this.o.clockSkewAllowanceMs) / 1000) + 1;
+  }
+
+  private async patch(
+    id: string,
+    operations: PatchOperation[],
+    condition?: string,
+  ): Promise<LockQueueDocument> {
+    try {
+      const res = await this.o.container
+        .item(id, id)
+        .patch<LockQueueDocument>(condition === undefined ? operations : { condition, operations });
+      return res.resource as LockQueueDocument;
+    } catch (e) {
+      const status = statusOf(e);
+      if (status === 404) throw new NotFoundError(id);
+      if (status === 412) throw new PreconditionFailedError(id);
+      throw e;
+    }
   }
 }
