@@ -42,7 +42,8 @@ export interface LeaseSupervisorOptions<T> {
   /** Monotonic time the write that made this host the owner was sent (the deadline counts from it). */
   acquireSentAt: number;
   me: string;
-  store: LeaseStore;
+  /** Only its conditional update is used (tests pass a fake that injects write failures). */
+  store: Pick<LeaseStore, "update" | "prefix">;
   monitored: Container;
   handler: ChangeFeedHandler<T>;
   options: ResolvedOptions;
