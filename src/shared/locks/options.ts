@@ -3,8 +3,7 @@ import type { OccRetryPolicy } from "../cosmos/retry.js";
 
 /**
  * Timing of the TTL lock, each named once: seconds where Cosmos counts seconds (ttl), milliseconds elsewhere.
- * App settings (runtime/settings.ts): LOCK_TTL_SECONDS, LOCK_SAFETY_MARGIN_MS, LOCK_CLOCK_SKEW_ALLOWANCE_MS,
- * LOCK_RENEW_INTERVAL_MS.
+ * No app setting reads these (the lock is a library): callers pass LockClientOptions.
  */
 export const LockDefaults = {
   /** Lock document TTL (s): how long a crashed holder blocks others. */

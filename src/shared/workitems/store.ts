@@ -21,7 +21,7 @@ export interface WorkItem extends ItemDefinition {
   lease?: WorkItemLease | null;
 }
 
-/** Default embedded lease duration (ms). App setting: WORK_ITEM_LEASE_DURATION_MS. */
+/** Default embedded lease duration (ms); WorkItemStoreOptions.leaseDurationMs overrides it. */
 export const DEFAULT_WORK_ITEM_LEASE_MS = 60_000;
 
 /** Another worker holds an unexpired lease on the item (409, code "WorkItemLeased"). */
