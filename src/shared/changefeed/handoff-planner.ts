@@ -34,6 +34,25 @@ export interface HandoffPlannerOptions {
 export class HandoffPlanner {
   constructor(private readonly o: HandoffPlannerOptions) {}
 
+  /**
+   * The whole hand-off: release each successor's share at its time (all at once when `signal` fires), then
+   * keep the released leases flowing until they are taken. Entries whose lease was taken are closed.
+   */
+  async handOff<E extends HandoffEntry & { close(reason: "released"): void }>(
+    entries: E[],
+    release: (entry: E, successor: string) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const plan = await this.plan(entries);
+    const releasing: Promise<void>[] = [];
+    for (const batch of plan) {
+      if (!(await this.waitFor(batch, signal))) break;
+      releasing.push(...batch.leases.map((e) => release(e, batch.successor)));
+    }
+    await Promise.all(releasing);
+    if (plan.length > 0) await this.drainUntilTaken(entries, (e) => e.close("released"), signal);
+  }
+
   /** Batches in release order; empty when no other host is alive. */
   async plan<E extends HandoffEntry>(entries: E[]): Promise<HandoffBatch<E>[]> {
     const { options: r, view, balancer, clock } = this.o;

@@ -4,6 +4,7 @@ import { type Clock, systemClock } from "../clock.js";
 import type { EpkRange } from "../leases/lease.js";
 import { LeaseLostError } from "../leases/store.js";
 import { ChangeFeedDefaults, type ErrorPolicy } from "../options.js";
+import { CoalescingCheckpointer } from "./checkpointer.js";
 import {
   classifyFeedReadError,
   FeedReadBackoff,
@@ -53,53 +54,6 @@ export type WorkerExit =
   | { kind: "split" }
   | { kind: "lost"; error: LeaseLostError }
   | { kind: "container-gone"; error: MonitoredContainerGoneError };
-
-/**
- * Checkpoints off the read path: at most one lease write in flight per lease; while it runs, later etags
- * replace each other (only the newest matters), so a fast feed costs fewer lease writes, never a stale one.
- * A failure (lease lost) is kept and rethrown to the worker.
- */
-export class CoalescingCheckpointer {
-  private pending: { etag: string; documents: number } | undefined;
-  private running: Promise<void> | undefined;
-  private failure: unknown;
-
-  constructor(
-    private readonly write: (etag: string) => Promise<void>,
-    private readonly written: (etag: string, documents: number) => void,
-  ) {}
-
-  submit(etag: string, documents: number): void {
-    this.pending = { etag, documents: (this.pending?.documents ?? 0) + documents };
-    this.running ??= this.drain();
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (this.pending && this.failure === undefined) {
-        const next = this.pending;
-        this.pending = undefined;
-        await this.write(next.etag);
-        this.written(next.etag, next.documents);
-      }
-    } catch (e) {
-      this.failure = e;
-      this.pending = undefined;
-    } finally {
-      this.running = undefined;
-    }
-  }
-
-  throwIfFailed(): void {
-    if (this.failure !== undefined) throw this.failure;
-  }
-
-  /** Waits until everything submitted is written (or throws what failed). */
-  async flush(): Promise<void> {
-    await this.running;
-    this.throwIfFailed();
-  }
-}
 
 /** An abortable sleep on the real clock (resolves early, without throwing, when the signal fires). */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -293,3 +247,5 @@ export class PartitionWorker<T> {
     }
   }
 }
+
+export { CoalescingCheckpointer };
