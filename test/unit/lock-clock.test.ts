@@ -1,49 +1,8 @@
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
+import { type Clock, FakeClock } from "../../src/shared/changefeed/clock.js";
 import type { Stored } from "../../src/shared/cosmos/occ.js";
-import {
-  type LockClock,
-  type LockDocument,
-  LockHandle,
-  LockLostError,
-} from "../../src/shared/locks/index.js";
-
-/** A fake clock (deterministic): time moves only when the test says so; due timers run on `advance`. */
-class FakeClock implements LockClock {
-  private t = 1_000;
-  private timers: { at: number; callback: () => void; id: number }[] = [];
-  private nextId = 0;
-  now(): number {
-    return this.t;
-  }
-  wallNow(): number {
-    return 1_700_000_000_000 + this.t;
-  }
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.timers.push({ at: this.t + ms, callback, id });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.timers = this.timers.filter((x) => x.id !== handle);
-  }
-  /** Moves time forward, running every timer that falls due. */
-  advance(ms: number): void {
-    const until = this.t + ms;
-    for (;;) {
-      const due = this.timers.filter((x) => x.at <= until).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.timers = this.timers.filter((x) => x !== due);
-      this.t = due.at;
-      due.callback();
-    }
-    this.t = until;
-  }
-  /** Moves time forward without running any timer: a process that was paused (GC, SIGSTOP, VM freeze). */
-  pause(ms: number): void {
-    this.t += ms;
-  }
-}
+import { type LockDocument, LockHandle, LockLostError } from "../../src/shared/locks/index.js";
 
 /** Never called: the deadline logic must decide without a request (a stand-in, named as such). */
 const untouchable = new Proxy(
@@ -66,7 +25,7 @@ const doc = {
   _self: "s",
 } as Stored<LockDocument>;
 
-function handle(clock: FakeClock): LockHandle {
+function handle(clock: Clock): LockHandle {
   const ctx = {
     container: untouchable,
     ttlSeconds: 10,
@@ -74,27 +33,35 @@ function handle(clock: FakeClock): LockHandle {
     renewIntervalMs: 3_000,
     clock,
   };
-  return new LockHandle(ctx, "n", 42, doc, clock.now(), false);
+  return new LockHandle(ctx, "n", 42, doc, clock.monotonicNow(), false);
 }
 
-describe("lock deadline on an injected clock", () => {
-  it("the signal fires at send time + ttl − safety margin, not before", () => {
+describe("lock deadline on the injected fake clock", () => {
+  it("the signal fires at send time + ttl − safety margin, not before", async () => {
     const clock = new FakeClock();
     const lock = handle(clock);
-    expect(lock.validUntil).toBe(1_000 + 10_000 - 1_500);
-    clock.advance(8_499);
+    expect(lock.validUntil).toBe(10_000 - 1_500);
+    await clock.advance(8_499);
     expect(lock.signal.aborted).toBe(false);
     expect(() => lock.assertHeld()).not.toThrow();
-    clock.advance(1);
+    await clock.advance(1);
     expect(lock.signal.aborted).toBe(true);
     expect((lock.signal.reason as LockLostError).reason).toBe("expired");
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it("after a pause past the deadline, before the deadline timer ran, assertHeld and renew report the loss and send nothing", async () => {
-    const clock = new FakeClock();
+    const fake = new FakeClock();
+    // A process pause: the clock moves on, but no timer of this process has had a chance to run.
+    let paused = 0;
+    const clock: Clock = {
+      now: () => fake.now() + paused,
+      monotonicNow: () => fake.monotonicNow() + paused,
+      sleep: (ms, signal) => fake.sleep(ms, signal),
+    };
     const lock = handle(clock);
-    clock.pause(9_000);
-    expect(lock.signal.aborted).toBe(false); // the timer has not run
+    paused = 9_000;
+    expect(lock.signal.aborted).toBe(false); // the deadline timer has not run
     expect(() => lock.assertHeld()).toThrow(LockLostError);
     expect(lock.signal.aborted).toBe(true);
     const lost = await lock.renew().catch((e: unknown) => e);

@@ -1,8 +1,8 @@
 import type { Container, ItemDefinition } from "@azure/cosmos";
+import type { Clock } from "../changefeed/clock.js";
 import { NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
 import { deleteIfMatch, replaceIfMatch, type Stored } from "../cosmos/occ.js";
 import { LockLostError, type LockLostReason } from "./errors.js";
-import type { LockClock } from "./options.js";
 
 /** The stored lock document. Partition key: /id (the lock name). */
 export interface LockDocument extends ItemDefinition {
@@ -21,7 +21,7 @@ export interface LockHandleContext {
   ttlSeconds: number;
   safetyMarginMs: number;
   renewIntervalMs: number;
-  clock: LockClock;
+  clock: Clock;
 }
 
 /** What fenced writes need of a lock: its token, and a check that it is still held right now. */
@@ -35,11 +35,12 @@ export interface FencingLock {
 /** A held lock. Its `signal` fires before anyone else could acquire it; `release()` (or dispose) gives it up. */
 export class LockHandle implements AsyncDisposable, FencingLock {
   private readonly controller = new AbortController();
-  private deadlineTimer: unknown;
-  private renewTimer: unknown;
+  /** Aborting one cancels that pending wait (the clock only offers abortable sleeps). */
+  private deadlineTimer: AbortController | undefined;
+  private renewTimer: AbortController | undefined;
   private renewing: Promise<void> | undefined;
   private released = false;
-  /** Monotonic time (clock.now() ms) until which this holder may act: the validity window's end. */
+  /** Monotonic time (clock.monotonicNow() ms) until which this holder may act: the validity window's end. */
   validUntil = 0;
 
   constructor(
@@ -73,22 +74,21 @@ export class LockHandle implements AsyncDisposable, FencingLock {
    * process pause (GC, VM freeze, SIGSTOP) the timer has not run yet, but the window is already over.
    */
   assertHeld(): void {
-    if (!this.signal.aborted && this.ctx.clock.now() >= this.validUntil) this.lose("expired");
+    if (!this.signal.aborted && this.ctx.clock.monotonicNow() >= this.validUntil) this.lose("expired");
     if (this.signal.aborted) throw this.signal.reason;
   }
 
   private extendDeadline(sentAt: number): void {
     // The service's expiry is (_ts + ttl) with _ts ≥ the request's send time, floored to a second.
     this.validUntil = sentAt + this.ctx.ttlSeconds * 1000 - this.ctx.safetyMarginMs;
-    this.ctx.clock.clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = this.ctx.clock.setTimeout(
-      () => this.lose("expired"),
-      Math.max(0, this.validUntil - this.ctx.clock.now()),
+    this.deadlineTimer?.abort();
+    this.deadlineTimer = this.after(Math.max(0, this.validUntil - this.ctx.clock.monotonicNow()), () =>
+      this.lose("expired"),
     );
   }
 
   private scheduleRenew(): void {
-    this.renewTimer = this.ctx.clock.setTimeout(() => {
+    this.renewTimer = this.after(this.ctx.renewIntervalMs, () => {
       this.renewing = this.renew()
         .catch(() => {
           // Lost: the signal has fired. Transient errors: retried below until the deadline passes.
@@ -97,12 +97,21 @@ export class LockHandle implements AsyncDisposable, FencingLock {
           this.renewing = undefined;
           if (!this.signal.aborted) this.scheduleRenew();
         });
-    }, this.ctx.renewIntervalMs);
+    });
+  }
+
+  /** Runs `callback` after `ms` on the injected clock unless the returned controller aborts first. */
+  private after(ms: number, callback: () => void): AbortController {
+    const cancel = new AbortController();
+    void this.ctx.clock.sleep(ms, cancel.signal).then(() => {
+      if (!cancel.signal.aborted) callback();
+    });
+    return cancel;
   }
 
   private lose(reason: LockLostReason): void {
-    this.ctx.clock.clearTimeout(this.deadlineTimer);
-    this.ctx.clock.clearTimeout(this.renewTimer);
+    this.deadlineTimer?.abort();
+    this.renewTimer?.abort();
     if (!this.controller.signal.aborted) this.controller.abort(new LockLostError(this.name, reason));
   }
 
@@ -112,7 +121,7 @@ export class LockHandle implements AsyncDisposable, FencingLock {
    */
   async renew(): Promise<void> {
     this.assertHeld();
-    const sentAt = this.ctx.clock.now();
+    const sentAt = this.ctx.clock.monotonicNow();
     try {
       const res = await replaceIfMatch(
         this.ctx.container,
@@ -142,7 +151,7 @@ export class LockHandle implements AsyncDisposable, FencingLock {
     if (this.released) return false;
     this.released = true;
     const wasValid = !this.signal.aborted;
-    this.ctx.clock.clearTimeout(this.renewTimer);
+    this.renewTimer?.abort();
     await this.renewing;
     this.lose("released");
     if (!wasValid) return false;

@@ -21,7 +21,6 @@ export { LockClient, MAX_LOCK_NAME_LENGTH, validateLockName } from "./lock.js";
 export {
   type AcquireOptions,
   type LockClientOptions,
-  type LockClock,
   LockDefaults,
   systemLockClock,
   type TryAcquireOptions,

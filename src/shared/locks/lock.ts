@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createClientLogger } from "@azure/logger";
+import type { Clock } from "../changefeed/clock.js";
 import { AlreadyExistsError, NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
 import { createWithResult, deleteIfMatch, replaceIfMatch, type Stored } from "../cosmos/occ.js";
 import { defaultOccRetryPolicy, type OccRetryPolicy } from "../cosmos/retry.js";
@@ -10,7 +11,6 @@ import {
   type AcquireOptions,
   checkDuration,
   type LockClientOptions,
-  type LockClock,
   LockDefaults,
   systemLockClock,
   type TryAcquireOptions,
@@ -37,7 +37,7 @@ export class LockClient implements LockHandleContext {
   readonly clockSkewAllowanceMs: number;
   readonly renewIntervalMs: number;
   readonly ticketLifetimeMs: number;
-  readonly clock: LockClock;
+  readonly clock: Clock;
   private readonly random: () => number;
   private readonly retryPolicy: OccRetryPolicy;
   private readonly queue: LockQueue;
@@ -85,7 +85,7 @@ export class LockClient implements LockHandleContext {
       retryPolicy: this.retryPolicy,
       ticketLifetimeMs: this.ticketLifetimeMs,
       clockSkewAllowanceMs: this.clockSkewAllowanceMs,
-      wallNow: () => this.clock.wallNow(),
+      wallNow: () => this.clock.monotonicNow(),
     });
   }
 
@@ -140,10 +140,10 @@ export class LockClient implements LockHandleContext {
       id: name,
       owner: this.owner,
       ttl: this.ttlSeconds,
-      acquiredAt: new Date(this.clock.wallNow()).toISOString(),
+      acquiredAt: new Date(this.clock.now()).toISOString(),
       ...(options.ticketId === undefined ? {} : { ticket: options.ticketId }),
     };
-    const sentAt = this.clock.now();
+    const sentAt = this.clock.monotonicNow();
     try {
       const res = await createWithResult(this.container, body);
       return await this.handle(name, res.resource, res.sessionToken, sentAt, options);
@@ -155,11 +155,11 @@ export class LockClient implements LockHandleContext {
     if (current.statusCode === 404 || !current.resource) throw new HolderVanished();
     const held = current.resource as Stored<LockDocument>;
     const expiresAtMs = (held._ts + (held.ttl ?? this.ttlSeconds)) * 1000;
-    const now = this.clock.wallNow();
+    const now = this.clock.now();
     if (now < expiresAtMs + this.clockSkewAllowanceMs) {
       throw new LockHeldError(name, held.owner, Math.max(0, expiresAtMs - now));
     }
-    const takeoverSentAt = this.clock.now();
+    const takeoverSentAt = this.clock.monotonicNow();
     try {
       const res = await replaceIfMatch(this.container, name, name, body, held._etag);
       return await this.handle(name, res.resource, res.sessionToken, takeoverSentAt, options);
@@ -206,7 +206,7 @@ export class LockClient implements LockHandleContext {
     options.signal?.throwIfAborted();
     if (waitMs === 0) return this.tryAcquire(name, options);
     await this.verifyContainer();
-    const giveUpAt = this.clock.now() + waitMs;
+    const giveUpAt = this.clock.monotonicNow() + waitMs;
     let lastHeld: LockHeldError | undefined;
     let queue: LockQueueDocument | undefined = await this.queue.read(name);
     if (this.queue.live(queue).length === 0) {
@@ -225,7 +225,7 @@ export class LockClient implements LockHandleContext {
         options.signal?.throwIfAborted();
         const live = this.queue.live(queue);
         let position = live.findIndex((t) => t.id === ticket.id);
-        const needsRefresh = ticket.expiresAt - this.clock.wallNow() < this.ticketLifetimeMs / 2;
+        const needsRefresh = ticket.expiresAt - this.clock.now() < this.ticketLifetimeMs / 2;
         if (position < 0 || needsRefresh) {
           // Not (or no longer) in the queue, or our ticket is getting old: (re)join. A join that keeps losing
           // races is tried again on the next round.
@@ -255,7 +255,7 @@ export class LockClient implements LockHandleContext {
           }
           if (position === 0) {
             const expiresAtMs = holder ? (holder._ts + (holder.ttl ?? this.ttlSeconds)) * 1000 : 0;
-            const now = this.clock.wallNow();
+            const now = this.clock.now();
             if (holder && now < expiresAtMs + this.clockSkewAllowanceMs) {
               lastHeld = new LockHeldError(name, holder.owner, Math.max(0, expiresAtMs - now));
             } else {
@@ -269,7 +269,7 @@ export class LockClient implements LockHandleContext {
             }
           }
         }
-        const left = giveUpAt - this.clock.now();
+        const left = giveUpAt - this.clock.monotonicNow();
         if (left <= 0) throw lastHeld ?? new LockHeldError(name, undefined, 0);
         // The head tries the lock often; the next in line looks at the queue as often, so that it notices at
         // once when the head got the lock and left; those further back look less often.
@@ -313,20 +313,9 @@ export class LockClient implements LockHandleContext {
     }
   }
 
-  /** Sleeps on the injected clock, resolving early when `signal` aborts; leaves no listener behind. */
+  /** Sleeps on the injected clock, resolving early when `signal` aborts. */
   private sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (signal?.aborted) return resolve();
-      const onAbort = () => {
-        this.clock.clearTimeout(timer);
-        resolve();
-      };
-      const timer = this.clock.setTimeout(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
+    return this.clock.sleep(ms, signal);
   }
 }
 

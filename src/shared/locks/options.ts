@@ -1,4 +1,5 @@
 import type { Container } from "@azure/cosmos";
+import type { Clock } from "../changefeed/clock.js";
 import type { OccRetryPolicy } from "../cosmos/retry.js";
 
 /**
@@ -27,25 +28,25 @@ export const LockDefaults = {
   ticketLifetimeMs: 5_000,
 } as const;
 
-/** Time as the lock sees it (client-go's clock.Clock, reduced); tests inject a fake one. */
-export interface LockClock {
-  /** Monotonic milliseconds (performance.now()): deadlines and waits. */
-  now(): number;
-  /** Milliseconds since the epoch (Date.now()): compared with the service's `_ts` and with tickets. */
-  wallNow(): number;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const systemLockClock: LockClock = {
-  now: () => performance.now(),
-  wallNow: () => Date.now(),
-  setTimeout: (callback, ms) => {
-    const t = setTimeout(callback, ms);
-    t.unref?.();
-    return t;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+/**
+ * The real clock for locks: the library's Clock (src/shared/changefeed/clock.ts, client-go's clock.Clock) with
+ * unref'd timers, so a held lock's deadline and renewal never keep a process alive by themselves.
+ */
+export const systemLockClock: Clock = {
+  now: () => Date.now(),
+  monotonicNow: () => performance.now(),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const timer = setTimeout(done, Math.max(0, ms));
+      timer.unref?.();
+      function done() {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      }
+      signal?.addEventListener("abort", done, { once: true });
+    }),
 };
 
 export interface LockClientOptions {
@@ -70,7 +71,8 @@ export interface LockClientOptions {
   checkContainerTtl?: boolean;
   /** For the waiter queue's optimistic writes (default: the shared policy). */
   retryPolicy?: OccRetryPolicy;
-  clock?: LockClock;
+  /** Wall time for `_ts` and tickets, monotonic time for deadlines and waits (default: systemLockClock). */
+  clock?: Clock;
   /** Uniform [0, 1) for jitter. Default Math.random. */
   random?: () => number;
 }
