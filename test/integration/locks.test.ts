@@ -658,6 +658,33 @@ describe("issue 9: lock defects", () => {
   }, 30_000);
 });
 
+describe("issue 9: waiter queue", () => {
+  it("a dead waiter's ticket holds up the queue only until it lapses, and is pruned", async () => {
+    const c = await lockContainer();
+    const options = { ttlSeconds: TTL_S, ticketLifetimeMs: 1_000, clockSkewAllowanceMs: 200 };
+    // A waiter that queued and died: its ticket is ahead of everyone, and nobody will refresh it.
+    await createItem(c, {
+      id: "$queue:ghosted",
+      lock: "ghosted",
+      ttl: 5,
+      tickets: [{ id: "ghost", owner: "dead", expiresAt: Date.now() + 1_000 }],
+    });
+    const holder = await new LockClient({ container: c, owner: "h", ...options }).acquire("ghosted");
+    setTimeout(() => void holder.release(), 100);
+    const started = performance.now();
+    const lock = await new LockClient({ container: c, owner: "w", ...options }).acquire("ghosted", {
+      waitMs: 10_000,
+    });
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(900); // it did wait its turn behind the ghost…
+    expect(waited).toBeLessThan(3_000); // …but only until the ghost's ticket lapsed
+    await lock.release();
+    await sleep(200); // the leave runs alongside the holder's work
+    const queue = await readItem<{ tickets: { id: string }[] }>(c, "$queue:ghosted", "$queue:ghosted");
+    expect(queue?.tickets.map((x) => x.id) ?? []).not.toContain("ghost");
+  }, 20_000);
+});
+
 describe("issue 9: HTTP guard", () => {
   it("returns the handler's response when the release fails after the handler committed", async () => {
     const c = await lockContainer();

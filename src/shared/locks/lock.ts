@@ -85,7 +85,7 @@ export class LockClient implements LockHandleContext {
       retryPolicy: this.retryPolicy,
       ticketLifetimeMs: this.ticketLifetimeMs,
       clockSkewAllowanceMs: this.clockSkewAllowanceMs,
-      wallNow: () => this.clock.monotonicNow(),
+      wallNow: () => this.clock.now(),
     });
   }
 
