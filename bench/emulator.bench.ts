@@ -27,7 +27,7 @@ import {
 } from "@azure/cosmos";
 import type { ChildMessage, ParentMessage, ServerKind } from "./emulator.server.js";
 import { ask, forkTs, stopChild, waitForMessage } from "./lib/child.js";
-import { envNumber, machineFacts, median, packageVersion } from "./lib/stats.js";
+import { envNumber, machineFacts, median, packageVersion, percentile } from "./lib/stats.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..");
@@ -266,11 +266,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, Math.max(0, ms)));
 }
 
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
-}
-
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 const round2 = (x: number): number => Math.round(x * 100) / 100;
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -309,7 +304,6 @@ interface PhaseSlice {
 }
 
 function summarizeSample(s: Sample, pair: number, position: number): PhaseSlice {
-  const sorted = [...s.latenciesMs].sort((a, b) => a - b);
   const requestsPerOp: Record<string, number> = {};
   for (const [k, v] of Object.entries(s.server.requests)) requestsPerOp[k] = round3(v / Math.max(1, s.ops));
   return {
@@ -319,8 +313,8 @@ function summarizeSample(s: Sample, pair: number, position: number): PhaseSlice 
     ops: s.ops,
     errors: s.errors,
     ...(s.firstError ? { firstError: s.firstError } : {}),
-    p50Ms: round2(percentile(sorted, 0.5)),
-    p99Ms: round2(percentile(sorted, 0.99)),
+    p50Ms: round2(percentile(s.latenciesMs, 50)),
+    p99Ms: round2(percentile(s.latenciesMs, 99)),
     serverCpuCores: round2(s.server.cpuMs / (s.seconds * 1000)),
     clientCpuCores: round2(s.clientCpuMs / (s.seconds * 1000)),
     otherCpuCores: round2(Math.max(0, s.machineCpuMs - s.server.cpuMs - s.clientCpuMs) / (s.seconds * 1000)),
