@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
 import { LeaseLostError } from "../../src/shared/changefeed/leases/store.js";
-import { resolveOptions } from "../../src/shared/changefeed/options.js";
+import { renewDue, resolveOptions } from "../../src/shared/changefeed/options.js";
 import type { FeedPage } from "../../src/shared/changefeed/processing/feed-reader.js";
 import type { ChangeFeedContext } from "../../src/shared/changefeed/processing/worker.js";
 import { LeaseRenewer } from "../../src/shared/changefeed/renewer.js";
@@ -195,6 +195,13 @@ describe("lease renewal and the local deadline (fake clock)", () => {
 });
 
 describe("LeaseRenewer", () => {
+  it("renews at whole renew intervals, two before expiry (defaults: every 34 s, one retry before the deadline)", () => {
+    expect(renewDue(17_000, 60_000)).toBe(34_000);
+    expect(renewDue(200, 1_500)).toBe(1_200);
+    expect(renewDue(1_000, 2_000)).toBe(1_000);
+    expect(DUE).toBe(renewDue(RENEW, EXPIRATION));
+  });
+
   it("ends as stopped when its signal fires, leaving no timer behind", async () => {
     const clock = new FakeClock();
     let last = 0;

@@ -125,12 +125,14 @@ export class InvalidProcessorOptionsError extends Error {
 }
 
 /**
- * How old (ms since its last write) an owned lease gets before it is renewed: when fewer than two renew
- * intervals remain before it would expire (so a failed renewal still gets a second chance), but not more often
- * than once per renew interval. An idle lease costs one write per this age, not one per renew interval as in .NET.
+ * How old (ms since its last write) an owned lease gets before it is renewed: the first whole number of renew
+ * intervals at which fewer than two renew intervals remain before it would expire (so a failed renewal still
+ * gets a second chance), at least one renew interval. With the defaults 34 s: an idle lease costs one write per
+ * 34 s, not a read and a write per 17 s as in .NET.
  */
 export function renewDue(renewInterval: number, expirationInterval: number): number {
-  return Math.max(renewInterval, expirationInterval - 2 * renewInterval);
+  const steps = Math.max(1, Math.ceil((expirationInterval - 2 * renewInterval) / renewInterval));
+  return steps * renewInterval;
 }
 
 function positiveMs(name: string, value: number | undefined, fallback: number): number {
