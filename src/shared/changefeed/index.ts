@@ -1,4 +1,5 @@
 export { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
+export { type Clock, systemClock } from "./clock.js";
 export { type EstimatorOptions, estimateLag, type LeaseLag } from "./estimator.js";
 export {
   type Lease,
@@ -16,10 +17,13 @@ export {
   type ErrorPolicy,
   InvalidProcessorOptionsError,
 } from "./options.js";
+export { MonitoredContainerGoneError } from "./processing/feed-errors.js";
 export {
   type ChangeFeedContext,
   type ChangeFeedHandler,
   ChangeFeedProcessor,
   type ChangeFeedProcessorEvents,
   createChangeFeedProcessor,
+  type StopOptions,
 } from "./processor.js";
+export type { LeaseCloseReason } from "./supervisor.js";
