@@ -32,6 +32,8 @@ export class OwnedLeases<T> {
   readonly byToken = new Map<string, LeaseSupervisor<T>>();
   /** Leases of a monitored container that is gone: not taken again by this host. */
   readonly excluded = new Set<string>();
+  /** Set by closeAll(): a split handled meanwhile must not start its children after the processor stopped. */
+  private closing = false;
 
   constructor(private readonly o: OwnedLeasesOptions<T>) {}
 
@@ -51,7 +53,7 @@ export class OwnedLeases<T> {
   supervise(lease: Lease, sentAt: number): void {
     // A split's children are created owned by this host before they are started here, so a balancing round in
     // between takes them too; a second worker would orphan the first (both deliver every change).
-    if (this.byToken.has(lease.leaseToken)) return;
+    if (this.closing || this.byToken.has(lease.leaseToken)) return;
     const { events, view } = this.o;
     const s = new LeaseSupervisor<T>({
       lease,
@@ -94,6 +96,7 @@ export class OwnedLeases<T> {
 
   /** Closes every lease without releasing (abandon) and waits for them to end. */
   async closeAll(): Promise<void> {
+    this.closing = true;
     const all = [...this.byToken.values()];
     for (const s of all) s.close("stopped");
     await Promise.allSettled(all.map((s) => s.done));
