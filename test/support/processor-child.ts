@@ -12,10 +12,17 @@
  * Diagnostics (lease events, errors) go to stderr; the parent is told `{"ready":true}` over the IPC channel
  * once the processor started. SIGTERM stops the processor gracefully (releases its leases) and exits 0.
  * The process exits on its own when the parent goes away (IPC disconnect), so it never outlives the test.
+ *
+ * For the local-deadline test (test/chaos/changefeed-deadline.test.ts): with `holdBatches` the handler keeps
+ * each batch until its `ctx.signal` aborts and logs `holding <lease>` / `signal <lease> aborted at <t>`; with
+ * `cutLeaseWritesOnSigusr2`, SIGUSR2 makes every later lease-container write of this host fail with an injected
+ * 503 (a fault in the SDK's request pipeline: the host can still read the feed, it just cannot renew). Lease
+ * events are logged with `at <t>` (the same CLOCK_MONOTONIC as the handling log) so hosts can be ordered.
  */
 import { appendFileSync, closeSync, openSync } from "node:fs";
-import { CosmosClient } from "@azure/cosmos";
+import { CosmosClient, type CosmosClientOptions } from "@azure/cosmos";
 import { createChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
+import { faultPlugins, serviceError } from "./faults.js";
 
 export interface ProcessorChildConfig {
   endpoint: string;
@@ -31,6 +38,8 @@ export interface ProcessorChildConfig {
   feedPollDelay: number;
   maxItemsPerInvocation?: number;
   handoffTimeout?: number;
+  holdBatches?: boolean;
+  cutLeaseWritesOnSigusr2?: boolean;
 }
 
 /** One line of a host's handling log. */
@@ -57,8 +66,27 @@ const config = JSON.parse(process.argv[2] ?? "{}") as ProcessorChildConfig;
 const name = config.instanceName;
 const log = (message: string) => process.stderr.write(`[${name} pid ${process.pid}] ${message}\n`);
 
+const now = () => process.hrtime.bigint().toString();
 const fd = openSync(config.logFile, "a");
-const client = new CosmosClient({ endpoint: config.endpoint, key: config.key });
+let leaseWritesCut = false;
+const faults: Partial<CosmosClientOptions> = config.cutLeaseWritesOnSigusr2
+  ? faultPlugins({
+      match: (ctx) =>
+        leaseWritesCut &&
+        ctx.method !== "GET" &&
+        decodeURIComponent(ctx.path ?? "").includes(`/colls/${config.leaseId}/docs`),
+      run: async () => {
+        throw serviceError(503);
+      },
+    })
+  : {};
+if (config.cutLeaseWritesOnSigusr2) {
+  process.on("SIGUSR2", () => {
+    leaseWritesCut = true;
+    log(`lease writes cut at ${now()}`);
+  });
+}
+const client = new CosmosClient({ endpoint: config.endpoint, key: config.key, ...faults });
 const database = client.database(config.databaseId);
 
 const workers = new Map<AbortSignal, number>();
@@ -86,11 +114,16 @@ const processor = createChangeFeedProcessor<Doc>(
       const line: HandledLine = { id: d.id, pk: d.pk, n: d.n, host: name, t, lease: ctx.leaseToken, worker };
       appendFileSync(fd, `${JSON.stringify(line)}\n`);
     }
+    if (config.holdBatches) {
+      log(`holding ${ctx.leaseToken}`);
+      await new Promise<void>((r) => ctx.signal.addEventListener("abort", () => r(), { once: true }));
+      log(`signal ${ctx.leaseToken} aborted at ${now()}`);
+    }
   },
 );
-processor.on("acquired", (token) => log(`acquired ${token}`));
+processor.on("acquired", (token) => log(`acquired ${token} at ${now()}`));
 processor.on("released", (token) => log(`released ${token}`));
-processor.on("lost", (token, reason) => log(`lost ${token} (${reason})`));
+processor.on("lost", (token, reason) => log(`lost ${token} (${reason}) at ${now()}`));
 processor.on("split", (parent, children) => log(`split ${parent} -> ${children.join(",")}`));
 processor.on("error", (error, token) =>
   log(`error on lease ${token ?? "-"}: ${error instanceof Error ? error.message : String(error)}`),
