@@ -46,14 +46,13 @@ export async function estimateLag(options: EstimatorOptions): Promise<LeaseLag[]
       const base = { leaseToken: lease.leaseToken, owner: lease.owner };
       if (lease.shape?.unsupported) throw new UnsupportedLeaseError(lease.id, lease.shape.unsupported);
       if (!lease.continuationToken || !lease.feedRange) return { ...base, estimatedLag: 1 };
-      const reader = new LeaseFeedReader<{ _lsn?: number }>(
-        options.monitoredContainer,
-        lease.feedRange,
-        lease.continuationToken,
-        { kind: "now" },
-        1,
-        false,
-      );
+      const reader = new LeaseFeedReader<{ _lsn?: number }>({
+        container: options.monitoredContainer,
+        range: lease.feedRange,
+        continuation: lease.continuationToken,
+        start: { kind: "now" },
+        maxItemCount: 1,
+      });
       const page = await reader.next();
       if (page.kind === "gone") return { ...base, estimatedLag: 1 };
       const sessionLsn = sessionTokenLsn(page.sessionToken);

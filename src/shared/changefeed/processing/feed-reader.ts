@@ -58,23 +58,43 @@ function cached<V>(
   return p;
 }
 
+/** What a {@link LeaseFeedReader} reads. */
+export interface LeaseFeedReaderOptions {
+  container: Container;
+  range: EpkRange;
+  /** The lease's raw etag, or null to start at `start`. */
+  continuation: string | null;
+  start: StartPosition;
+  /** Documents per page; the service's default when undefined. */
+  maxItemCount?: number;
+  allVersions?: boolean;
+  /** A version-0 lease's partition key range id: a page served by another range means it was merged away. */
+  partitionKeyRangeId?: string;
+}
+
 /**
  * Reads the change feed of one lease's EPK range through the SDK's pull model, and exposes what the lease
  * needs: the raw etag of each page (the .NET ContinuationToken) and whether the range is still whole.
  */
 export class LeaseFeedReader<T> {
   private iterator: ChangeFeedPullModelIterator<T> | undefined;
+  private readonly container: Container;
+  private readonly range: EpkRange;
+  private readonly continuation: string | null;
+  private readonly start: StartPosition;
+  private readonly maxItemCount: number | undefined;
+  private readonly allVersions: boolean;
+  private readonly partitionKeyRangeId: string | undefined;
 
-  constructor(
-    private readonly container: Container,
-    private readonly range: EpkRange,
-    private readonly continuation: string | null,
-    private readonly start: StartPosition,
-    private readonly maxItemCount: number | undefined,
-    private readonly allVersions: boolean,
-    /** A version-0 lease's partition key range id: a page served by another range means it was merged away. */
-    private readonly partitionKeyRangeId?: string,
-  ) {}
+  constructor(o: LeaseFeedReaderOptions) {
+    this.container = o.container;
+    this.range = o.range;
+    this.continuation = o.continuation;
+    this.start = o.start;
+    this.maxItemCount = o.maxItemCount;
+    this.allVersions = o.allVersions ?? false;
+    this.partitionKeyRangeId = o.partitionKeyRangeId;
+  }
 
   private async open(): Promise<ChangeFeedPullModelIterator<T>> {
     const mode = this.allVersions ? ChangeFeedMode.AllVersionsAndDeletes : ChangeFeedMode.LatestVersion;

@@ -107,15 +107,15 @@ export class PartitionWorker<T> {
 
   private createReader(): FeedReader<T> {
     if (this.o.createReader) return this.o.createReader();
-    return new LeaseFeedReader<T>(
-      this.o.monitored,
-      this.lease.feedRange,
-      this.lease.continuationToken,
-      this.o.startPosition,
-      this.o.maxItemCount,
-      this.o.allVersions,
-      this.lease.partitionKeyRangeId,
-    );
+    return new LeaseFeedReader<T>({
+      container: this.o.monitored,
+      range: this.lease.feedRange,
+      continuation: this.lease.continuationToken,
+      start: this.o.startPosition,
+      maxItemCount: this.o.maxItemCount,
+      allVersions: this.o.allVersions,
+      partitionKeyRangeId: this.lease.partitionKeyRangeId,
+    });
   }
 
   async run(signal: AbortSignal): Promise<WorkerExit> {
