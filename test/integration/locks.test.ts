@@ -632,6 +632,10 @@ describe("issue 9: lock defects", () => {
     expect(err).toBeInstanceOf(LockContainerError);
     expect((err as Error).message).toMatch(/TTL off/);
     expect(await readItem(c, "x", "x")).toBeUndefined();
+    const missing = new LockClient({ container: db.container(uniqueName("nope")), ttlSeconds: TTL_S });
+    const gone = await missing.verifyContainer().catch((e) => e);
+    expect(gone).toBeInstanceOf(LockContainerError);
+    expect((gone as LockContainerError).statusCode).toBe(404);
   });
 
   it("serves waiters in arrival order; a holder that re-acquires at once queues behind them", async () => {

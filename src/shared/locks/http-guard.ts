@@ -1,7 +1,8 @@
 import { createClientLogger } from "@azure/logger";
 import { InvalidLockNameError, LockHeldError, LockLostError } from "./errors.js";
 import type { LockHandle } from "./handle.js";
-import { type LockClient, validateLockName } from "./lock.js";
+import type { LockClient } from "./lock.js";
+import { validateLockName } from "./names.js";
 
 const logger = createClientLogger("cosmos-feed-locks");
 

@@ -17,7 +17,8 @@ export {
 } from "./fencing.js";
 export { type FencingLock, type LockDocument, LockHandle } from "./handle.js";
 export { type GuardedResponse, guardWithLock, type LockGuardOptions } from "./http-guard.js";
-export { LockClient, MAX_LOCK_NAME_LENGTH, validateLockName } from "./lock.js";
+export { LockClient } from "./lock.js";
+export { MAX_LOCK_NAME_LENGTH, validateLockName } from "./names.js";
 export {
   type AcquireOptions,
   type LockClientOptions,

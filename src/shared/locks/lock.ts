@@ -5,8 +5,10 @@ import { AlreadyExistsError, NotFoundError, PreconditionFailedError } from "../c
 import { createWithResult, deleteIfMatch, replaceIfMatch, type Stored } from "../cosmos/occ.js";
 import { defaultOccRetryPolicy, type OccRetryPolicy } from "../cosmos/retry.js";
 import { sessionTokenLsn } from "../cosmos/session.js";
-import { InvalidLockNameError, LockContainerError, LockHeldError } from "./errors.js";
+import { checkLockContainer } from "./container-check.js";
+import { LockContainerError, LockHeldError } from "./errors.js";
 import { type LockDocument, LockHandle, type LockHandleContext } from "./handle.js";
+import { validateLockName } from "./names.js";
 import {
   type AcquireOptions,
   checkDuration,
@@ -15,7 +17,7 @@ import {
   systemLockClock,
   type TryAcquireOptions,
 } from "./options.js";
-import { LockQueue, type LockQueueDocument, type LockTicket, QUEUE_ID_PREFIX } from "./queue.js";
+import { LockQueue, type LockQueueDocument, type LockTicket } from "./queue.js";
 
 const logger = createClientLogger("cosmos-feed-locks");
 
@@ -94,30 +96,11 @@ export class LockClient implements LockHandleContext {
    * dead waiter's queue are never purged). Called by the first acquisition; call it at start to fail early.
    */
   verifyContainer(): Promise<void> {
-    this.containerChecked ??= this.readContainerDefinition().catch((e: unknown) => {
+    this.containerChecked ??= checkLockContainer(this.container).catch((e: unknown) => {
       this.containerChecked = undefined; // a transient failure is checked again next time
       throw e;
     });
     return this.containerChecked;
-  }
-
-  private async readContainerDefinition(): Promise<void> {
-    const { resource } = await this.container.read();
-    if (!resource)
-      throw new LockContainerError(`The lock container '${this.container.id}' does not exist.`, 404);
-    const paths = resource.partitionKey?.paths ?? [];
-    if (paths.length !== 1 || paths[0] !== "/id") {
-      throw new LockContainerError(
-        `The lock container '${this.container.id}' must be partitioned by /id; it is partitioned by ${paths.join(", ") || "nothing"}.`,
-        400,
-      );
-    }
-    if (resource.defaultTtl === undefined || resource.defaultTtl === null) {
-      throw new LockContainerError(
-        `The lock container '${this.container.id}' has TTL off: a crashed holder's lock would never be purged. Turn TTL on (defaultTtl: -1).`,
-        400,
-      );
-    }
   }
 
   /** One attempt: the lock, or LockHeldError with the time until the holder's lock expires. Never queues. */
@@ -238,7 +221,11 @@ export class LockClient implements LockHandleContext {
             joined = true;
             position = this.queue.live(queue).findIndex((t) => t.id === ticket.id);
           } catch (e) {
-            if (!(e instanceof PreconditionFailedError || e instanceof AlreadyExistsError)) throw e;
+            const lostRaces =
+              e instanceof PreconditionFailedError ||
+              e instanceof AlreadyExistsError ||
+              e instanceof NotFoundError;
+            if (!lostRaces) throw e;
           }
         }
         if (position === 0 || position === 1) {
@@ -317,26 +304,4 @@ export class LockClient implements LockHandleContext {
   private sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return this.clock.sleep(ms, signal);
   }
-}
-
-/** Longest lock name: the service's 255-character id limit minus the queue document's prefix. */
-export const MAX_LOCK_NAME_LENGTH = 255 - QUEUE_ID_PREFIX.length;
-
-/** Lock names become document ids: the service's id rules apply, and queue ids are reserved. */
-export function validateLockName(name: unknown): asserts name is string {
-  const reason =
-    typeof name !== "string" || name.length === 0
-      ? "it must be a non-empty string."
-      : name.length > MAX_LOCK_NAME_LENGTH
-        ? `at most ${MAX_LOCK_NAME_LENGTH} characters.`
-        : /[/\\?#]/.test(name)
-          ? "no '/', '\\', '?' or '#'."
-          : name.endsWith(" ")
-            ? "no trailing space."
-            : name === "." || name === ".."
-              ? "'.' and '..' are path segments, not ids."
-              : name.startsWith(QUEUE_ID_PREFIX)
-                ? `'${QUEUE_ID_PREFIX}' starts the ids of waiter queues.`
-                : undefined;
-  if (reason) throw new InvalidLockNameError(name, reason);
 }
