@@ -65,6 +65,14 @@ export interface ChangeFeedProcessorOptions {
   leaseContainer: Container;
   /** Lease id prefix, like the trigger's `leaseContainerPrefix` (.NET's processorName). Default "". */
   leaseContainerPrefix?: string;
+  /**
+   * The account endpoint whose host goes into every lease id (`<prefix><host>_<db rid>_<container rid>..`), as
+   * .NET and the Functions trigger take it from the endpoint their client is configured with, e.g.
+   * `https://myaccount.documents.azure.com/`. Default: the endpoint the monitored container's CosmosClient was
+   * created with (never the regional endpoint it writes to, which changes after a failover). Set it when this
+   * client uses another name for the account than the .NET hosts (a custom domain, a private endpoint alias).
+   */
+  accountEndpoint?: string;
   /** This host's name, stored as the lease Owner. Default: a random UUID per start (as the Functions host). */
   instanceName?: string;
   leaseRenewInterval?: number;

@@ -19,7 +19,7 @@ import type { ChangeFeedHandler } from "./processing/worker.js";
 export type { ChangeFeedProcessorEvents };
 
 /** Construction options: the public ones, plus the clock (tests inject a FakeClock). */
-export type ProcessorInput = ChangeFeedProcessorOptions & { accountEndpoint?: string; clock?: Clock };
+export type ProcessorInput = ChangeFeedProcessorOptions & { clock?: Clock };
 
 /** Options of {@link ChangeFeedProcessor.stop}. */
 export interface StopOptions {
