@@ -60,7 +60,12 @@ describe("lease prefix (.NET: processorName + CosmosClient.Endpoint.Host + _dbRi
     // Fake: what getWriteEndpoint() answers on Azure once the account read named a regional endpoint.
     client.getWriteEndpoint = async () => "https://myaccount-westus2.documents.azure.com:443/";
     const { monitored, leases } = fakeContainers(client, "O7RwAKylJbY=");
-    const store = await openLeaseStore(monitored, leases, "proc", new LeaseOperationCounters());
+    const store = await openLeaseStore({
+      monitored,
+      leaseContainer: leases,
+      processorName: "proc",
+      counters: new LeaseOperationCounters(),
+    });
     expect(store.prefix).toBe("procmyaccount.documents.azure.com_O7RwAA==_O7RwAKylJbY=");
   });
 
@@ -73,20 +78,25 @@ describe("lease prefix (.NET: processorName + CosmosClient.Endpoint.Host + _dbRi
     clients.push(client);
     client.getWriteEndpoint = async () => "https://myaccount-eastus.documents.azure.com:443/"; // fake: regional
     const { monitored, leases } = fakeContainers(client, "O7RwAKylJbY=");
-    const store = await openLeaseStore(monitored, leases, "", new LeaseOperationCounters());
+    const store = await openLeaseStore({
+      monitored,
+      leaseContainer: leases,
+      processorName: "",
+      counters: new LeaseOperationCounters(),
+    });
     expect(store.prefix).toBe("myaccount.documents.azure.com_O7RwAA==_O7RwAKylJbY=");
   });
 
   it("uses accountEndpoint when given (a custom domain the .NET hosts use)", async () => {
     const client = offlineClient("https://10.1.2.3:8081/");
     const { monitored, leases } = fakeContainers(client, "O7RwAKylJbY=");
-    const store = await openLeaseStore(
+    const store = await openLeaseStore({
       monitored,
-      leases,
-      "",
-      new LeaseOperationCounters(),
-      "https://MyAccount.documents.azure.com/",
-    );
+      leaseContainer: leases,
+      processorName: "",
+      counters: new LeaseOperationCounters(),
+      accountEndpoint: "https://MyAccount.documents.azure.com/",
+    });
     // .NET's Uri.Host is lower-case.
     expect(store.prefix).toBe("myaccount.documents.azure.com_O7RwAA==_O7RwAKylJbY=");
   });
@@ -95,7 +105,13 @@ describe("lease prefix (.NET: processorName + CosmosClient.Endpoint.Host + _dbRi
     const client = offlineClient("https://myaccount.documents.azure.com/");
     const { monitored, leases } = fakeContainers(client, "O7RwAKylJbY=");
     await expect(
-      openLeaseStore(monitored, leases, "", new LeaseOperationCounters(), "myaccount"),
+      openLeaseStore({
+        monitored,
+        leaseContainer: leases,
+        processorName: "",
+        counters: new LeaseOperationCounters(),
+        accountEndpoint: "myaccount",
+      }),
     ).rejects.toMatchObject({ code: "LeaseContainer" });
   });
 
@@ -105,13 +121,13 @@ describe("lease prefix (.NET: processorName + CosmosClient.Endpoint.Host + _dbRi
     // (Node's own decoder reads '-' as URL-safe '+', 62: bytes 6B EF 1D 00 → "a+8dAA==", a prefix .NET never writes.)
     const client = offlineClient("https://myaccount.documents.azure.com/");
     const { monitored, leases } = fakeContainers(client, "a-8dAKylJbY=");
-    const store = await openLeaseStore(
+    const store = await openLeaseStore({
       monitored,
-      leases,
-      "",
-      new LeaseOperationCounters(),
-      "https://myaccount.documents.azure.com/",
-    );
+      leaseContainer: leases,
+      processorName: "",
+      counters: new LeaseOperationCounters(),
+      accountEndpoint: "https://myaccount.documents.azure.com/",
+    });
     expect(store.prefix).toBe("myaccount.documents.azure.com_a-8dAA==_a-8dAKylJbY=");
   });
 });

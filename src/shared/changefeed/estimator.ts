@@ -33,13 +33,13 @@ export interface EstimatorOptions {
  * UnsupportedLeaseError (as .NET's estimator fails on a continuation it cannot send).
  */
 export async function estimateLag(options: EstimatorOptions): Promise<LeaseLag[]> {
-  const store = await openLeaseStore(
-    options.monitoredContainer,
-    options.leaseContainer,
-    options.leaseContainerPrefix ?? "",
-    new LeaseOperationCounters(),
-    options.accountEndpoint,
-  );
+  const store = await openLeaseStore({
+    monitored: options.monitoredContainer,
+    leaseContainer: options.leaseContainer,
+    processorName: options.leaseContainerPrefix ?? "",
+    counters: new LeaseOperationCounters(),
+    accountEndpoint: options.accountEndpoint,
+  });
   const leases = await store.listAll();
   return Promise.all(
     leases.map(async (lease): Promise<LeaseLag> => {

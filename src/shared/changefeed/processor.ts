@@ -104,13 +104,14 @@ export class ChangeFeedProcessor<
   private async startUp(signal: AbortSignal): Promise<void> {
     const o = this.options;
     const monitored = this.input.monitoredContainer;
-    const store = await openLeaseStore(
+    const store = await openLeaseStore({
       monitored,
-      this.input.leaseContainer,
-      o.prefix,
-      this.counters,
-      this.input.accountEndpoint,
-    );
+      leaseContainer: this.input.leaseContainer,
+      processorName: o.prefix,
+      counters: this.counters,
+      accountEndpoint: this.input.accountEndpoint,
+      now: () => this.clock.now(),
+    });
     const mode = o.allVersions ? LeaseMode.AllVersionsAndDeletes : LeaseMode.LatestVersion;
     await new Bootstrapper({
       store,

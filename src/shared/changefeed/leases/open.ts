@@ -45,13 +45,20 @@ export function prefixEndpoint(monitored: Container, accountEndpoint: string | u
  * (/id or /partitionKey, as .NET accepts) and derives the .NET lease prefix
  * (processorName + configured account host + "_" + database rid + "_" + container rid).
  */
-export async function openLeaseStore(
-  monitored: Container,
-  leaseContainer: Container,
-  processorName: string,
-  counters: LeaseOperationCounters,
-  accountEndpoint?: string,
-): Promise<LeaseStore> {
+export interface OpenLeaseStoreOptions {
+  monitored: Container;
+  leaseContainer: Container;
+  /** The lease id prefix's first part (.NET's processorName, the trigger's leaseContainerPrefix). */
+  processorName: string;
+  counters: LeaseOperationCounters;
+  /** See ChangeFeedProcessorOptions.accountEndpoint. */
+  accountEndpoint?: string;
+  /** Wall clock (ms since epoch) for the lease documents' timestamps. */
+  now?: () => number;
+}
+
+export async function openLeaseStore(options: OpenLeaseStoreOptions): Promise<LeaseStore> {
+  const { monitored, leaseContainer, processorName, counters, accountEndpoint, now } = options;
   const [{ resource: coll }, { resource: leaseDef }] = await Promise.all([
     monitored.read(),
     leaseContainer.read(),
@@ -72,5 +79,6 @@ export async function openLeaseStore(
     leasePrefix(processorName, endpoint, databaseRidOf(collRid), collRid),
     layout,
     counters,
+    now,
   );
 }
