@@ -5,12 +5,14 @@
  */
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { LeaseContainerError } from "../../src/shared/changefeed/leases/open.js";
 import { MonitoredContainerGoneError } from "../../src/shared/changefeed/processing/feed-errors.js";
 import {
   type ChangeFeedContext,
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
 } from "../../src/shared/changefeed/processor.js";
+import { CosmosFeedError } from "../../src/shared/errors.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { type FaultRule, faultPlugins, serviceError } from "../support/faults.js";
 
@@ -379,5 +381,38 @@ describe("bootstrap", () => {
         .fetchAll()
     ).resources.map((r) => r.LeaseToken);
     expect(tokens.sort()).toEqual(["-20", "20-FF"]);
+  });
+});
+
+describe("lease container checks", () => {
+  it("refuses a lease container with TTL off (a crashed bootstrap's lock would never expire), unless told not to check", async () => {
+    const { monitored } = await containers(1);
+    const { container: noTtl } = await db.containers.create({
+      id: uniqueName("leases-no-ttl"),
+      partitionKey: { paths: ["/id"] },
+    });
+    const refused = host(monitored, noTtl, "strict", async () => {});
+    const error = await refused.start().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(LeaseContainerError);
+    expect(error).toBeInstanceOf(CosmosFeedError);
+    expect((error as LeaseContainerError).message).toContain("TTL off");
+    expect((await noTtl.items.readAll().fetchAll()).resources).toEqual([]);
+
+    const seen: string[] = [];
+    await monitored.items.create<Doc>({ id: "x", pk: "k" });
+    const lenient = host(
+      monitored,
+      noTtl,
+      "lenient",
+      async (docs) => {
+        seen.push(...docs.map((d) => d.id));
+      },
+      { checkLeaseContainerTtl: false },
+    );
+    await lenient.start();
+    await waitFor(() => seen.includes("x"), 5_000, "the document, with the check turned off");
   });
 });

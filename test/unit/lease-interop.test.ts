@@ -49,7 +49,7 @@ function fakeContainers(
   } as unknown as Container;
   const leases = {
     id: "leases",
-    read: async () => ({ resource: { id: "leases", partitionKey: { paths: ["/id"] } } }),
+    read: async () => ({ resource: { id: "leases", partitionKey: { paths: ["/id"] }, defaultTtl: -1 } }),
   } as unknown as Container;
   return { monitored, leases };
 }

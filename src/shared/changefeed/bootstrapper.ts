@@ -1,4 +1,5 @@
 import type { Container } from "@azure/cosmos";
+import { CosmosFeedError } from "../errors.js";
 import type { Clock } from "./clock.js";
 import { type EpkRange, type Lease, LeaseMode, newLease } from "./leases/lease.js";
 import type { LeaseStore } from "./leases/store.js";
@@ -56,10 +57,9 @@ export interface BootstrapperOptions {
 }
 
 /** The processor was stopped while it was still bootstrapping. */
-export class BootstrapAbortedError extends Error {
+export class BootstrapAbortedError extends CosmosFeedError {
   constructor() {
     super("The processor was stopped during bootstrap.");
-    this.name = "BootstrapAbortedError";
   }
 }
 

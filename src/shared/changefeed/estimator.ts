@@ -39,6 +39,8 @@ export async function estimateLag(options: EstimatorOptions): Promise<LeaseLag[]
     processorName: options.leaseContainerPrefix ?? "",
     counters: new LeaseOperationCounters(),
     accountEndpoint: options.accountEndpoint,
+    // The estimator only reads leases: a lease container without TTL is no hazard to it.
+    requireTtl: false,
   });
   const leases = await store.listAll();
   return Promise.all(

@@ -1,4 +1,5 @@
 import type { Container } from "@azure/cosmos";
+import { CosmosFeedError } from "../errors.js";
 import type { LoadBalancingStrategy } from "./balancing/strategy.js";
 
 /**
@@ -73,6 +74,13 @@ export interface ChangeFeedProcessorOptions {
    * client uses another name for the account than the .NET hosts (a custom domain, a private endpoint alias).
    */
   accountEndpoint?: string;
+  /**
+   * Refuse to start when the lease container has TTL off (no `defaultTtl`): the bootstrap lock `<prefix>.lock`
+   * is written with a 30 s ttl, and without TTL a host that crashes while bootstrapping leaves it forever, so
+   * every host waits on it. Default true. Set false only for a lease container another tool created without
+   * TTL that you cannot change (then delete a stale `.lock` by hand).
+   */
+  checkLeaseContainerTtl?: boolean;
   /** This host's name, stored as the lease Owner. Default: a random UUID per start (as the Functions host). */
   instanceName?: string;
   leaseRenewInterval?: number;
@@ -125,10 +133,9 @@ export interface ResolvedOptions {
 }
 
 /** Thrown at start for options that cannot work together. */
-export class InvalidProcessorOptionsError extends Error {
+export class InvalidProcessorOptionsError extends CosmosFeedError {
   constructor(message: string) {
-    super(message);
-    this.name = "InvalidProcessorOptionsError";
+    super(message, { statusCode: 400 });
   }
 }
 

@@ -111,6 +111,7 @@ export class ChangeFeedProcessor<
       counters: this.counters,
       accountEndpoint: this.input.accountEndpoint,
       now: () => this.clock.now(),
+      requireTtl: this.input.checkLeaseContainerTtl ?? true,
     });
     const mode = o.allVersions ? LeaseMode.AllVersionsAndDeletes : LeaseMode.LatestVersion;
     await new Bootstrapper({

@@ -55,10 +55,20 @@ export interface OpenLeaseStoreOptions {
   accountEndpoint?: string;
   /** Wall clock (ms since epoch) for the lease documents' timestamps. */
   now?: () => number;
+  /** Refuse a lease container with TTL off (see ChangeFeedProcessorOptions.checkLeaseContainerTtl). Default true. */
+  requireTtl?: boolean;
 }
 
 export async function openLeaseStore(options: OpenLeaseStoreOptions): Promise<LeaseStore> {
-  const { monitored, leaseContainer, processorName, counters, accountEndpoint, now } = options;
+  const {
+    monitored,
+    leaseContainer,
+    processorName,
+    counters,
+    accountEndpoint,
+    now,
+    requireTtl = true,
+  } = options;
   const [{ resource: coll }, { resource: leaseDef }] = await Promise.all([
     monitored.read(),
     leaseContainer.read(),
@@ -70,6 +80,11 @@ export async function openLeaseStore(options: OpenLeaseStoreOptions): Promise<Le
   if (!layout || paths.length !== 1) {
     throw new LeaseContainerError(
       "The lease container, if partitioned, must have partition key equal to /id or /partitionKey.",
+    );
+  }
+  if (requireTtl && (leaseDef.defaultTtl === undefined || leaseDef.defaultTtl === null)) {
+    throw new LeaseContainerError(
+      `The lease container '${leaseContainer.id}' has TTL off. The bootstrap lock '<prefix>.lock' is written with a ttl; without TTL a host that crashes while bootstrapping leaves it forever and every host waits on it. Turn TTL on without a default expiry (defaultTtl: -1), or set checkLeaseContainerTtl: false.`,
     );
   }
   const endpoint = prefixEndpoint(monitored, accountEndpoint);
