@@ -126,7 +126,8 @@ describe("lease documents", () => {
     await p.start();
     const { resources } = await leases.items.query<Record<string, unknown>>("SELECT * FROM c").fetchAll();
     const collRid = (await monitored.read()).resource?._rid as string;
-    const dbRid = Buffer.from(collRid, "base64").subarray(0, 4).toString("base64");
+    // The database's own _rid, as the service reports it (not derived from the container rid like the code is).
+    const dbRid = (await db.read()).resource?._rid as string;
     const prefix = `proc1127.0.0.1_${dbRid}_${collRid}`;
     const leaseDocs = resources.filter((d) => String(d.id).includes(".."));
     expect(leaseDocs.map((d) => d.id).sort()).toEqual([0, 1, 2, 3].map((i) => `${prefix}..${i}`));
@@ -567,7 +568,8 @@ describe("splits and .NET leases", () => {
     const { monitored, leases } = await containers(2);
     await writeDocs(monitored, 0, 60);
     const collRid = (await monitored.read()).resource?._rid as string;
-    const dbRid = Buffer.from(collRid, "base64").subarray(0, 4).toString("base64");
+    // The database's own _rid, as the service reports it (not derived from the container rid like the code is).
+    const dbRid = (await db.read()).resource?._rid as string;
     const prefix = `127.0.0.1_${dbRid}_${collRid}`;
     // The LSN after the first 60 writes: everything up to it counts as already processed.
     const probe = await monitored.items.getChangeFeedIterator({}).readNext();
