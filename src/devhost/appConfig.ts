@@ -1,0 +1,128 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { LogLevel } from "./coreTypes.js";
+import { DevHostError } from "./errors.js";
+
+/** What the dev host reads from an app folder, as the Functions host and Core Tools read it. */
+export interface AppConfig {
+  appDir: string;
+  /** package.json `main` (a glob), `type`, `scripts`. */
+  packageJson: { main?: string; type?: string; scripts?: Record<string, string> };
+  /** host.json `extensions.http.routePrefix`; "api" when absent (may be ""). */
+  routePrefix: string;
+  /** host.json `extensions.durableTask.hubName`, raw (may hold `%SETTING%`); see resolveSettingExpressions. */
+  durableHubName?: string;
+  /** host.json `logging.logLevel.default`, lower-cased to the worker's level names. */
+  logLevel: LogLevel;
+  /** local.settings.json `Values` (empty when the file is absent, as in Azure). */
+  settings: Record<string, string>;
+  /** local.settings.json `Host.LocalHttpPort` (Core Tools' default port when set). */
+  localHttpPort?: number;
+}
+
+function readJson(path: string, what: string): Record<string, unknown> | undefined {
+  if (!existsSync(path)) return undefined;
+  try {
+    const value: unknown = JSON.parse(readFileSync(path, "utf8"));
+    if (value === null || typeof value !== "object" || Array.isArray(value))
+      throw new Error("not a JSON object");
+    return value as Record<string, unknown>;
+  } catch (e) {
+    throw new DevHostError(`${what} (${path}) is not valid: ${(e as Error).message}`, { code: "AppLoad" });
+  }
+}
+
+function objectAt(root: Record<string, unknown> | undefined, ...keys: string[]): Record<string, unknown> {
+  let node: unknown = root;
+  for (const key of keys)
+    node = node && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined;
+  return node && typeof node === "object" ? (node as Record<string, unknown>) : {};
+}
+
+// host.json names levels as .NET does (Information, Warning …); the worker contract uses lower case.
+const LEVELS: Record<string, LogLevel> = {
+  trace: "trace",
+  debug: "debug",
+  information: "information",
+  warning: "warning",
+  error: "error",
+  critical: "critical",
+  none: "none",
+};
+
+export function readAppConfig(appDir: string): AppConfig {
+  const pkg = readJson(join(appDir, "package.json"), "package.json");
+  if (!pkg) {
+    throw new DevHostError(`No package.json in ${appDir}: is this a Functions app folder?`, {
+      code: "AppLoad",
+    });
+  }
+  const host = readJson(join(appDir, "host.json"), "host.json");
+  const local = readJson(join(appDir, "local.settings.json"), "local.settings.json");
+  if (local?.IsEncrypted === true) {
+    throw new DevHostError("local.settings.json is encrypted (IsEncrypted: true); decrypt it first.", {
+      code: "AppLoad",
+    });
+  }
+  const http = objectAt(host, "extensions", "http");
+  const prefix = typeof http.routePrefix === "string" ? http.routePrefix : "api";
+  const hub = objectAt(host, "extensions", "durableTask").hubName;
+  const level = objectAt(host, "logging", "logLevel").default;
+  const settings: Record<string, string> = {};
+  for (const [name, value] of Object.entries(objectAt(local, "Values"))) {
+    // Core Tools passes every value as a string.
+    if (value !== null && value !== undefined) settings[name] = String(value);
+  }
+  const port = Number(objectAt(local, "Host").LocalHttpPort);
+  return {
+    appDir,
+    packageJson: {
+      main: typeof pkg.main === "string" ? pkg.main : undefined,
+      type: typeof pkg.type === "string" ? pkg.type : undefined,
+      scripts: objectAt(pkg, "scripts") as Record<string, string>,
+    },
+    routePrefix: prefix.replace(/^\/+|\/+$/g, ""),
+    durableHubName: typeof hub === "string" ? hub : undefined,
+    logLevel: (typeof level === "string" && LEVELS[level.toLowerCase()]) || "information",
+    settings,
+    localHttpPort: Number.isInteger(port) && port > 0 ? port : undefined,
+  };
+}
+
+/** Puts `Values` into the environment; a variable the real environment already has wins (as in Core Tools). */
+export function applySettings(
+  settings: Record<string, string>,
+  env: NodeJS.ProcessEnv = process.env,
+): string[] {
+  const applied: string[] = [];
+  for (const [name, value] of Object.entries(settings)) {
+    if (env[name] === undefined) {
+      env[name] = value;
+      applied.push(name);
+    }
+  }
+  return applied;
+}
+
+/**
+ * Resolves `%NAME%` app-setting expressions as the host does for binding string options (and host.json's
+ * hubName). An unset setting is an error naming it, like the host's indexing error; `%%` is not special.
+ */
+export function resolveSettingExpressions(
+  value: string,
+  where: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  return value.replace(/%([^%\s]+)%/g, (_, name: string) => {
+    const resolved = env[name];
+    if (resolved === undefined) {
+      throw new DevHostError(
+        `${where}: '%${name}%' does not resolve to a value (app setting ${name} is unset).`,
+        {
+          code: "UnresolvedSetting",
+        },
+      );
+    }
+    return resolved;
+  });
+}

@@ -1,0 +1,125 @@
+import { resolve } from "node:path";
+import { readAppConfig } from "./appConfig.js";
+import type { BindingExtensions } from "./extensions.js";
+import { buildRouteTable, routeUrl } from "./http/router.js";
+import { DevHttpServer } from "./http/server.js";
+import { type InvocationOutcome, type InvokeOptions, invokeFunction } from "./invocation.js";
+import { type LoadedApp, type LoadedFunction, loadApp } from "./loader.js";
+import { HostLogger, type LogSink } from "./logger.js";
+
+/** A running non-HTTP trigger (cosmosDB change feed, timer …); stopped after HTTP has drained. */
+export interface TriggerRunner {
+  stop(): Promise<void>;
+}
+
+export interface TriggerRunnerContext {
+  app: LoadedApp;
+  logger: HostLogger;
+  /** Invokes this runner's function through the worker contract (hooks, typed data, Executing/Executed lines). */
+  invoke(options: Omit<InvokeOptions, "extensions">): Promise<InvocationOutcome>;
+}
+
+/** Starts a runner for one function; keyed by trigger binding type (e.g. "cosmosDBTrigger", "timerTrigger"). */
+export type TriggerRunnerFactory = (
+  fn: LoadedFunction,
+  context: TriggerRunnerContext,
+) => Promise<TriggerRunner>;
+
+export interface DevHostOptions {
+  appDir: string;
+  /** HTTP port; 7071 as Core Tools (local.settings.json Host.LocalHttpPort when set); 0 = any free port. */
+  port?: number;
+  /** Interface to bind; "127.0.0.1". */
+  hostname?: string;
+  /** Where log lines go (console by default, in Core Tools' format). */
+  logSink?: LogSink;
+  env?: NodeJS.ProcessEnv;
+  extensions?: BindingExtensions;
+  triggers?: Record<string, TriggerRunnerFactory>;
+  maxRequestBodyBytes?: number;
+}
+
+export interface RunningDevHost {
+  /** e.g. http://127.0.0.1:7071 */
+  baseUrl: string;
+  port: number;
+  app: LoadedApp;
+  logger: HostLogger;
+  /** Graceful stop: no new HTTP, in-flight invocations finish, trigger runners stop, appTerminate hooks run. */
+  close(): Promise<void>;
+}
+
+function makeContext(
+  app: LoadedApp,
+  fn: LoadedFunction,
+  logger: HostLogger,
+  extensions: BindingExtensions | undefined,
+): TriggerRunnerContext {
+  return { app, logger, invoke: (options) => invokeFunction(app, fn, logger, { ...options, extensions }) };
+}
+
+/** Loads an app folder and serves it: HTTP triggers on node:http, other triggers through `triggers`. */
+export async function startDevHost(options: DevHostOptions): Promise<RunningDevHost> {
+  const appDir = resolve(options.appDir);
+  const config = readAppConfig(appDir);
+  const logger = new HostLogger({ minLevel: config.logLevel, sink: options.logSink });
+  const app = await loadApp(appDir, { logger, env: options.env });
+  for (const { name, message } of app.functionErrors)
+    logger.error(`The '${name}' function is in error: ${message}`);
+
+  const table = buildRouteTable(app.functions, app.config.routePrefix);
+  for (const { name, message } of table.errors)
+    logger.error(`The '${name}' function is in error: ${message}`);
+  const http = new DevHttpServer({
+    app,
+    table,
+    logger,
+    extensions: options.extensions,
+    maxRequestBodyBytes: options.maxRequestBodyBytes,
+  });
+  const hostname = options.hostname ?? "127.0.0.1";
+  const port = await http.listen(options.port ?? app.config.localHttpPort ?? 7071, hostname);
+  const baseUrl = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+
+  const lines = ["Functions:", ""];
+  for (const fn of app.functions) {
+    const route = table.routes.find((r) => r.fn === fn);
+    const name = fn.metadata.name;
+    if (route) {
+      const methods = route.methods ? [...route.methods].join(",") : "ALL";
+      lines.push(`\t${name}: [${methods}] ${routeUrl(baseUrl, table.prefix, route)}`, "");
+    } else if (fn.trigger.type.toLowerCase() !== "httptrigger") {
+      lines.push(`\t${name}: ${fn.trigger.type}`, "");
+    }
+  }
+  logger.info(lines.join("\n"));
+
+  const runners: TriggerRunner[] = [];
+  for (const fn of app.functions) {
+    const type = fn.trigger.type;
+    if (type.toLowerCase() === "httptrigger") continue;
+    const factory = options.triggers?.[type];
+    if (!factory) {
+      logger.warn(`The '${fn.metadata.name}' function will not run: the dev host has no '${type}' trigger.`);
+      continue;
+    }
+    runners.push(await factory(fn, makeContext(app, fn, logger, options.extensions)));
+  }
+  logger.info("Host started. Worker process started and initialized.");
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      logger.info("Stopping the host: no new HTTP requests; waiting for in-flight invocations.");
+      await http.close();
+      await Promise.allSettled(runners.map((r) => r.stop()));
+      await app.registry.runHooks("appTerminate", {
+        hookData: app.registry.appLevelOnlyHookData,
+        appHookData: app.registry.appHookData,
+      });
+      logger.info("Host stopped.");
+    })();
+    return closing;
+  };
+  return { baseUrl, port, app, logger, close };
+}

@@ -1,0 +1,170 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { HttpCookie, HttpData } from "../coreTypes.js";
+import { DevHostError } from "../errors.js";
+import type { BindingExtensions } from "../extensions.js";
+import { HTTP_REASON, invokeFunction } from "../invocation.js";
+import type { LoadedApp } from "../loader.js";
+import type { HostLogger } from "../logger.js";
+import { findRoute, type RouteTable } from "./router.js";
+
+/** The host's request body cap (Functions: 100 MB, 104857600 bytes); larger bodies get 413. */
+export const DEFAULT_MAX_REQUEST_BODY_BYTES = 104_857_600;
+/** The host's URL length cap (4096 bytes); longer request targets get 414. */
+export const DEFAULT_MAX_URL_LENGTH = 4096;
+
+export interface HttpServerOptions {
+  app: LoadedApp;
+  table: RouteTable;
+  logger: HostLogger;
+  extensions?: BindingExtensions;
+  maxRequestBodyBytes?: number;
+  maxUrlLength?: number;
+}
+
+function empty(res: ServerResponse, status: number): void {
+  res.writeHead(status, { "content-length": "0" });
+  res.end();
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large"> {
+  return new Promise((resolve, reject) => {
+    if (Number(req.headers["content-length"] ?? 0) > limit) return resolve("too-large");
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners("data");
+        req.resume(); // drain, then answer 413
+        resolve("too-large");
+      } else chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+function cookieHeader(c: HttpCookie): string {
+  let s = `${c.name}=${c.value ?? ""}`;
+  if (c.domain?.value) s += `; domain=${c.domain.value}`;
+  if (c.path?.value) s += `; path=${c.path.value}`;
+  if (c.expires?.value?.seconds !== undefined) {
+    s += `; expires=${new Date(c.expires.value.seconds * 1000).toUTCString()}`;
+  }
+  if (c.maxAge?.value !== undefined) s += `; max-age=${c.maxAge.value}`;
+  if (c.secure?.value) s += "; secure";
+  if (c.httpOnly?.value) s += "; httponly";
+  if (c.sameSite && c.sameSite !== "none")
+    s += `; samesite=${c.sameSite === "explicitNone" ? "none" : c.sameSite}`;
+  return s;
+}
+
+function bodyBytes(http: HttpData): Buffer {
+  const body = http.body;
+  if (!body) return Buffer.alloc(0);
+  if (body.bytes) return Buffer.from(body.bytes);
+  if (body.string !== undefined) return Buffer.from(body.string);
+  if (body.json !== undefined) return Buffer.from(body.json);
+  return Buffer.alloc(0);
+}
+
+/** The HTTP trigger endpoint: a node:http server that routes to functions and tracks in-flight requests. */
+export class DevHttpServer {
+  readonly #options: HttpServerOptions;
+  readonly #server: Server;
+  readonly #inFlight = new Set<Promise<void>>();
+
+  constructor(options: HttpServerOptions) {
+    this.#options = options;
+    this.#server = createServer((req, res) => {
+      const handled = this.#handle(req, res).catch((e) => {
+        options.logger.error(`HTTP request failed in the dev host: ${(e as Error)?.stack ?? String(e)}`);
+        if (!res.headersSent) empty(res, 500);
+        else res.destroy();
+      });
+      this.#inFlight.add(handled);
+      void handled.finally(() => this.#inFlight.delete(handled));
+    });
+  }
+
+  /** Listens; a taken port becomes DevHostError "PortInUse". Returns the bound port. */
+  listen(port: number, hostname: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const onError = (e: NodeJS.ErrnoException) => {
+        reject(
+          e.code === "EADDRINUSE"
+            ? new DevHostError(
+                `Port ${port} is unavailable (in use by another process). Choose another with --port.`,
+                {
+                  code: "PortInUse",
+                },
+              )
+            : e,
+        );
+      };
+      this.#server.once("error", onError);
+      this.#server.listen(port, hostname, () => {
+        this.#server.off("error", onError);
+        resolve((this.#server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** Stops accepting connections, lets in-flight requests finish, then closes the remaining sockets. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeIdleConnections();
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+    this.#server.closeAllConnections();
+    await closed;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { app, table, logger } = this.#options;
+    const target = req.url ?? "/";
+    if (target.length > (this.#options.maxUrlLength ?? DEFAULT_MAX_URL_LENGTH)) return empty(res, 414);
+    const url = new URL(target, `http://${req.headers.host ?? "localhost"}`);
+    const found = findRoute(table, req.method ?? "GET", url.pathname);
+    if (!found) return empty(res, 404);
+    const body = await readBody(req, this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES);
+    if (body === "too-large") return empty(res, 413);
+
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+    }
+    const query: Record<string, string> = {};
+    for (const key of new Set(url.searchParams.keys())) query[key] = url.searchParams.getAll(key).join(",");
+    const http: HttpData = {
+      method: req.method,
+      url: url.href,
+      headers,
+      query,
+      params: found.params,
+      body: body.length > 0 ? { bytes: body } : undefined,
+    };
+    const fn = found.route.fn;
+    const outcome = await invokeFunction(app, fn, logger, {
+      reason: HTTP_REASON,
+      inputData: [{ name: fn.triggerName, data: { http } }],
+      extensions: this.#options.extensions,
+      bindingData: { ...query, ...found.params },
+    });
+    // The host answers an unhandled failure with an empty 500; the details are in the log under the Id.
+    if (outcome.error !== undefined) return empty(res, 500);
+    const out = outcome.response?.returnValue?.http;
+    if (!out) return empty(res, 204);
+    const bytes = bodyBytes(out);
+    for (const [name, value] of Object.entries(out.headers ?? {})) res.setHeader(name, value);
+    const cookies = (out.cookies ?? []).map(cookieHeader);
+    if (cookies.length) res.setHeader("set-cookie", cookies);
+    res.setHeader("content-length", String(bytes.length));
+    res.writeHead(Number(out.statusCode ?? 200));
+    res.end(req.method === "HEAD" ? undefined : bytes);
+  }
+}

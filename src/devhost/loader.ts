@@ -1,0 +1,152 @@
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { type AppConfig, applySettings, readAppConfig, resolveSettingExpressions } from "./appConfig.js";
+import { activateRegistry, currentProgrammingModel, installCoreApi } from "./coreApi.js";
+import type { BindingInfo, ProgrammingModel } from "./coreTypes.js";
+import { DevHostError } from "./errors.js";
+import { globFiles } from "./glob.js";
+import type { HostLogger } from "./logger.js";
+import { AppRegistry, type RegisteredFunction } from "./registry.js";
+
+/** A registered function with its binding options' `%SETTING%` expressions resolved. */
+export interface LoadedFunction extends RegisteredFunction {
+  bindings: Record<string, BindingInfo>;
+}
+
+export interface LoadedApp {
+  config: AppConfig;
+  registry: AppRegistry;
+  programmingModel: ProgrammingModel;
+  /** Functions that indexed cleanly, in registration order. */
+  functions: LoadedFunction[];
+  /** Functions the host would mark "in error" (e.g. an unresolved %SETTING%), with the reason. */
+  functionErrors: { name: string; message: string }[];
+  /** Entry point files loaded, relative to the app folder. */
+  entryPoints: string[];
+  /** Names of local.settings.json Values put into the environment (the others were already set). */
+  appliedSettings: string[];
+}
+
+export interface LoadAppOptions {
+  logger: HostLogger;
+  env?: NodeJS.ProcessEnv;
+}
+
+const importModule = (url: string): Promise<unknown> => import(/* @vite-ignore */ url);
+const requireNative = createRequire(import.meta.url);
+let loadCount = 0;
+
+/** The worker's rule (src/loadScriptFile.ts): .mjs → ESM, .cjs → CommonJS, else package.json `type`. */
+export function isESModule(file: string, packageType: string | undefined): boolean {
+  if (file.endsWith(".mjs")) return true;
+  if (file.endsWith(".cjs")) return false;
+  return packageType === "module";
+}
+
+/** Lists the entry files `main` names, or explains exactly what is missing (no `main`, nothing built yet). */
+export function resolveEntryPoints(config: AppConfig): string[] {
+  const main = config.packageJson.main;
+  if (!main) {
+    throw new DevHostError(
+      `package.json in ${config.appDir} has no "main": a v4 app names its entry files there (e.g. "dist/src/{index.js,functions/*.js}").`,
+      { code: "AppLoad" },
+    );
+  }
+  const files = globFiles(main, config.appDir);
+  if (files.length === 0) {
+    const how = config.packageJson.scripts?.build
+      ? `run \`npm run build\` in ${config.appDir}`
+      : "build the app so that it exists";
+    throw new DevHostError(`No file matches package.json "main" (${main}) in ${config.appDir}: ${how}.`, {
+      code: "BuildOutputMissing",
+    });
+  }
+  return files;
+}
+
+function resolveBindings(fn: RegisteredFunction, env: NodeJS.ProcessEnv): Record<string, BindingInfo> {
+  const out: Record<string, BindingInfo> = {};
+  for (const [name, binding] of Object.entries(fn.metadata.bindings)) {
+    const copy: BindingInfo = { ...binding };
+    for (const [key, value] of Object.entries(binding)) {
+      if (typeof value === "string" && key !== "type" && key !== "direction") {
+        copy[key] = resolveSettingExpressions(
+          value,
+          `Function '${fn.metadata.name}', binding '${name}' ${key}`,
+          env,
+        );
+      }
+    }
+    out[name] = copy;
+  }
+  return out;
+}
+
+/**
+ * Loads an app folder as the Node worker does: settings into the environment, the core API in place, every
+ * entry file `main` matches imported (ESM or CommonJS), appStart hooks run, then registration is closed.
+ */
+export async function loadApp(appDir: string, options: LoadAppOptions): Promise<LoadedApp> {
+  const env = options.env ?? process.env;
+  const logger = options.logger;
+  const config = readAppConfig(appDir);
+  const appliedSettings = applySettings(config.settings, env);
+  const entryPoints = resolveEntryPoints(config);
+
+  installCoreApi();
+  const registry = new AppRegistry();
+  activateRegistry(registry, (level, _category, message) =>
+    logger.log(level, message, { category: "Worker" }),
+  );
+
+  const generation = ++loadCount;
+  for (const file of entryPoints) {
+    const path = join(appDir, file);
+    logger.log("debug", `Loading entry point file "${file}"`);
+    try {
+      if (isESModule(file, config.packageJson.type)) {
+        // A fresh URL per load so that loading the app again (tests, restarts) re-runs its registrations.
+        await importModule(`${pathToFileURL(path).href}?devhost=${generation}`);
+      } else {
+        delete requireNative.cache[requireNative.resolve(path)];
+        requireNative(path);
+      }
+    } catch (e) {
+      if (e instanceof DevHostError) throw e;
+      const err = e as Error;
+      throw new DevHostError(`Loading entry point "${file}" failed: ${err?.stack ?? String(e)}`, {
+        code: "AppLoad",
+        cause: e,
+      });
+    }
+  }
+
+  const programmingModel = currentProgrammingModel();
+  if (!programmingModel || registry.functions.size === 0) {
+    throw new DevHostError(
+      `No functions registered by ${config.packageJson.main} in ${appDir}: the entry files must call app.http(), app.cosmosDB(), … from @azure/functions.`,
+      { code: "NoFunctions" },
+    );
+  }
+
+  await registry.runHooks("appStart", {
+    hookData: registry.appLevelOnlyHookData,
+    appHookData: registry.appHookData,
+    functionAppDirectory: appDir,
+  });
+  // The worker asks for capabilities once startup is over; the library locks app.setup() then.
+  await programmingModel.getCapabilities?.({});
+  registry.finishedStartup = true;
+
+  const functions: LoadedFunction[] = [];
+  const functionErrors: { name: string; message: string }[] = [];
+  for (const fn of registry.functions.values()) {
+    try {
+      functions.push({ ...fn, bindings: resolveBindings(fn, env) });
+    } catch (e) {
+      functionErrors.push({ name: fn.metadata.name, message: (e as Error).message });
+    }
+  }
+  return { config, registry, programmingModel, functions, functionErrors, entryPoints, appliedSettings };
+}

@@ -1,0 +1,97 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { applySettings, readAppConfig, resolveSettingExpressions } from "../../src/devhost/appConfig.js";
+import { expandBraces, globFiles } from "../../src/devhost/glob.js";
+import { isESModule } from "../../src/devhost/loader.js";
+
+function app(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "devhost-config-"));
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, ".."), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+  return dir;
+}
+
+describe("app folder configuration", () => {
+  it("reads host.json and local.settings.json as the host and Core Tools do", () => {
+    const dir = app({
+      "package.json": JSON.stringify({ main: "dist/*.js", type: "module", scripts: { build: "tsc" } }),
+      "host.json": JSON.stringify({
+        version: "2.0",
+        logging: { logLevel: { default: "Warning" } },
+        extensions: { http: { routePrefix: "/v2/" }, durableTask: { hubName: "%HUB%" } },
+      }),
+      "local.settings.json": JSON.stringify({ Values: { A: "1", N: 5 }, Host: { LocalHttpPort: 7199 } }),
+    });
+    const config = readAppConfig(dir);
+    expect(config.routePrefix).toBe("v2");
+    expect(config.durableHubName).toBe("%HUB%");
+    expect(config.logLevel).toBe("warning");
+    expect(config.settings).toEqual({ A: "1", N: "5" });
+    expect(config.localHttpPort).toBe(7199);
+    expect(config.packageJson.main).toBe("dist/*.js");
+  });
+
+  it("defaults the route prefix to api and keeps an explicit empty prefix", () => {
+    expect(readAppConfig(app({ "package.json": "{}" })).routePrefix).toBe("api");
+    const empty = app({ "package.json": "{}", "host.json": '{"extensions":{"http":{"routePrefix":""}}}' });
+    expect(readAppConfig(empty).routePrefix).toBe("");
+  });
+
+  it("says which file is broken", () => {
+    expect(() => readAppConfig(app({ "package.json": "{}", "host.json": "{oops" }))).toThrow(
+      /host.json .* is not valid/,
+    );
+    expect(() => readAppConfig(app({}))).toThrow(/No package.json/);
+    const encrypted = app({ "package.json": "{}", "local.settings.json": '{"IsEncrypted":true}' });
+    expect(() => readAppConfig(encrypted)).toThrow(/encrypted/);
+  });
+
+  it("puts settings into the environment unless the real environment has them", () => {
+    const env: NodeJS.ProcessEnv = { KEEP: "real" };
+    expect(applySettings({ KEEP: "file", NEW: "file" }, env)).toEqual(["NEW"]);
+    expect(env).toEqual({ KEEP: "real", NEW: "file" });
+  });
+
+  it("resolves %SETTING% expressions and names an unset one", () => {
+    const env = { DB: "appdb", C: "items" };
+    expect(resolveSettingExpressions("%DB%/%C%-x", "here", env)).toBe("appdb/items-x");
+    expect(() => resolveSettingExpressions("%MISSING%", "Function 'f'", env)).toThrow(
+      /Function 'f': '%MISSING%' does not resolve to a value/,
+    );
+  });
+});
+
+describe("entry point globs (package.json main)", () => {
+  it("expands braces and matches *, ** like globby, in pattern order", () => {
+    expect(expandBraces("dist/src/{index.js,functions/*.js}")).toEqual([
+      "dist/src/index.js",
+      "dist/src/functions/*.js",
+    ]);
+    const dir = app({
+      "dist/src/index.js": "",
+      "dist/src/functions/b.js": "",
+      "dist/src/functions/a.js": "",
+      "dist/src/functions/a.js.map": "",
+      "dist/src/functions/.hidden.js": "",
+      "dist/src/deep/x/y.js": "",
+    });
+    expect(globFiles("dist/src/{index.js,functions/*.js}", dir)).toEqual([
+      "dist/src/index.js",
+      "dist/src/functions/a.js",
+      "dist/src/functions/b.js",
+    ]);
+    expect(globFiles("./dist/**/*.js", dir)).toContain("dist/src/deep/x/y.js");
+    expect(globFiles("dist/*.js", dir)).toEqual([]);
+  });
+
+  it("decides ESM vs CommonJS as the worker does", () => {
+    expect(isESModule("a.mjs", undefined)).toBe(true);
+    expect(isESModule("a.cjs", "module")).toBe(false);
+    expect(isESModule("a.js", "module")).toBe(true);
+    expect(isESModule("a.js", "commonjs")).toBe(false);
+  });
+});
