@@ -1,0 +1,152 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import {
+  DevHostError,
+  type LogRecord,
+  startDevHost,
+  type TriggerRunnerFactory,
+} from "../../src/devhost/index.js";
+
+const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
+
+// Throwaway apps live inside the repository (under the git-ignored .data/) so that they resolve @azure/functions.
+const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
+
+function appDir(files: Record<string, string>): string {
+  mkdirSync(scratch, { recursive: true });
+  const dir = mkdtempSync(join(scratch, "app-"));
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, ".."), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+  return dir;
+}
+
+async function startError(options: Parameters<typeof startDevHost>[0]): Promise<DevHostError> {
+  try {
+    const host = await startDevHost({ logSink: () => {}, ...options });
+    await host.close();
+  } catch (e) {
+    if (e instanceof DevHostError) return e;
+    throw e;
+  }
+  throw new Error("the dev host started");
+}
+
+describe("dev host lifecycle", () => {
+  it("loads a CommonJS app with its own route prefix", async () => {
+    const host = await startDevHost({ appDir: cjsApp, port: 0, logSink: () => {} });
+    try {
+      const res = await fetch(`${host.baseUrl}/v1/ping`);
+      expect(await res.json()).toEqual({ pong: true, module: "object", url: `${host.baseUrl}/v1/ping` });
+      expect((await fetch(`${host.baseUrl}/api/ping`)).status).toBe(404);
+      const removed = await fetch(`${host.baseUrl}/v1/things/0f8fad5b-d9cb-469f-a165-70867728950e`, {
+        method: "DELETE",
+      });
+      expect(removed.status).toBe(204);
+      expect(removed.headers.get("x-removed")).toBe("0f8fad5b-d9cb-469f-a165-70867728950e");
+    } finally {
+      await host.close();
+    }
+  });
+
+  it("stops gracefully: refuses new connections, finishes in-flight requests, then stops trigger runners", async () => {
+    const events: string[] = [];
+    const logs: LogRecord[] = [];
+    const cosmos: TriggerRunnerFactory = async (fn, context) => {
+      events.push(`start ${fn.metadata.name}`);
+      // Feed the function one batch as the change feed would: documents as a JSON array.
+      const outcome = await context.invoke({
+        reason: "New changes on container things",
+        inputData: [{ name: fn.triggerName, data: { json: JSON.stringify([{ id: "a" }, { id: "b" }]) } }],
+      });
+      events.push(`invoked ${outcome.error === undefined ? "ok" : "failed"}`);
+      return { stop: async () => void events.push("runner stopped") };
+    };
+    const host = await startDevHost({
+      appDir: cjsApp,
+      port: 0,
+      logSink: (r) => {
+        logs.push(r);
+        if (r.message.startsWith("Executed 'Functions.slow' (Succeeded")) events.push("slow executed");
+      },
+      triggers: { cosmosDBTrigger: cosmos },
+    });
+    expect(events).toEqual(["start onThing", "invoked ok"]);
+    expect(logs.some((r) => r.message === "saw 2 documents" && r.category === "Function.onThing.User")).toBe(
+      true,
+    );
+
+    const slow = fetch(`${host.baseUrl}/v1/slow?ms=400`).then(async (r) => [r.status, await r.text()]);
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = host.close().then(() => events.push("closed"));
+    await new Promise((r) => setTimeout(r, 50));
+    await expect(fetch(`${host.baseUrl}/v1/ping`)).rejects.toThrow();
+    expect(await slow).toEqual([200, "slow done"]);
+    await closing;
+    expect(events.slice(2)).toEqual(["slow executed", "runner stopped", "closed"]);
+  });
+
+  it("says when the port is taken", async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const e = await startError({ appDir: cjsApp, port });
+      expect(e.code).toBe("PortInUse");
+      expect(e.message).toBe(
+        `Port ${port} is unavailable (in use by another process). Choose another with --port.`,
+      );
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("says what to run when the build output is missing, and when no function registers", async () => {
+    const unbuilt = appDir({
+      "package.json": JSON.stringify({
+        main: "dist/src/{index.js,functions/*.js}",
+        scripts: { build: "tsc" },
+      }),
+    });
+    const missing = await startError({ appDir: unbuilt, port: 0 });
+    expect(missing.code).toBe("BuildOutputMissing");
+    expect(missing.message).toContain(`run \`npm run build\` in ${unbuilt}`);
+
+    const empty = appDir({
+      "package.json": JSON.stringify({ main: "index.js" }),
+      "index.js": "module.exports = {};",
+    });
+    expect((await startError({ appDir: empty, port: 0 })).code).toBe("NoFunctions");
+
+    const broken = appDir({
+      "package.json": JSON.stringify({ main: "index.js" }),
+      "index.js": "throw new Error('bad entry');",
+    });
+    const load = await startError({ appDir: broken, port: 0 });
+    expect(load.code).toBe("AppLoad");
+    expect(load.message).toContain('Loading entry point "index.js" failed: Error: bad entry');
+  });
+
+  it("puts a function whose %SETTING% does not resolve in error and serves the others", async () => {
+    const dir = appDir({
+      "package.json": JSON.stringify({ main: "index.js" }),
+      "index.js": `const { app } = require("@azure/functions");
+app.http("fine", { handler: () => ({ body: "fine" }) });
+app.http("needsSetting", { route: "%DEVHOST_TEST_UNSET_ROUTE%", handler: () => ({ body: "no" }) });`,
+    });
+    const logs: LogRecord[] = [];
+    const host = await startDevHost({ appDir: dir, port: 0, logSink: (r) => logs.push(r) });
+    try {
+      expect(await (await fetch(`${host.baseUrl}/api/fine`)).text()).toBe("fine");
+      expect(
+        logs.find((r) => r.message.startsWith("The 'needsSetting' function is in error"))?.message,
+      ).toContain("'%DEVHOST_TEST_UNSET_ROUTE%' does not resolve to a value");
+    } finally {
+      await host.close();
+    }
+  });
+});
