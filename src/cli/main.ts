@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
+import { DevHostError } from "../devhost/errors.js";
+import { DEFAULT_EMULATOR_PORT, type StartedApp, startFromCommandLine } from "../devhost/startCommand.js";
 import { EmulatorStartError, type RunningEmulator, startEmulator } from "../emulator/index.js";
 
 function integer(name: string, min: number, max: number) {
@@ -94,6 +96,65 @@ program
       stopping = true;
       console.log(`Received ${signal}; stopping the emulator.`);
       void emu.close().then(() => process.exit(0));
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+
+program
+  .command("start")
+  .description("Run an Azure Functions v4 app folder locally: HTTP triggers, Cosmos DB triggers and bindings")
+  .argument("[appDir]", "the app folder (package.json, host.json, local.settings.json)", ".")
+  .option(
+    "-p, --port <port>",
+    "HTTP port (default: local.settings.json Host.LocalHttpPort, else 7071)",
+    integer("--port", 0, 65535),
+  )
+  .option(
+    "--cosmos <target>",
+    "'emulator' or a Cosmos DB connection string (default: the app's settings; the emulator when none resolves)",
+  )
+  .option(
+    "--emulator-port <port>",
+    "port of the embedded emulator",
+    integer("--emulator-port", 0, 65535),
+    DEFAULT_EMULATOR_PORT,
+  )
+  .option("--data-dir <dir>", "emulator data directory (default: <appDir>/.data/cosmos-emulator)")
+  .option("--no-build", "do not run `npm run build` when package.json main matches no file")
+  .action(async (appDir: string, opts) => {
+    let started: StartedApp;
+    try {
+      started = await startFromCommandLine({
+        appDir,
+        port: opts.port,
+        cosmos: opts.cosmos,
+        emulatorPort: opts.emulatorPort,
+        dataDir: opts.dataDir,
+        build: opts.build,
+      });
+    } catch (e) {
+      // One line that says what to change, not a stack trace (unless the app itself threw while loading).
+      const reason =
+        e instanceof DevHostError || e instanceof EmulatorStartError
+          ? e.message
+          : `Cannot start: ${(e as Error)?.message ?? String(e)}`;
+      console.error(`cosmos-feed start: ${reason}`);
+      process.exit(1);
+    }
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      // A second signal while stopping ends the process at once.
+      if (stopping) process.exit(130);
+      stopping = true;
+      console.log(`Received ${signal}; stopping.`);
+      void started.stop().then(
+        () => process.exit(0),
+        (e) => {
+          console.error(`cosmos-feed start: stopping failed: ${(e as Error)?.message ?? String(e)}`);
+          process.exit(1);
+        },
+      );
     };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);

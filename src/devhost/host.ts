@@ -37,6 +37,8 @@ export interface DevHostOptions {
   extensions?: BindingExtensions;
   triggers?: Record<string, TriggerRunnerFactory>;
   maxRequestBodyBytes?: number;
+  /** Runs after the app loaded and before HTTP listens and triggers start (e.g. to point connections). */
+  prepare?: (app: LoadedApp, logger: HostLogger) => Promise<void>;
 }
 
 export interface RunningDevHost {
@@ -64,6 +66,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   const config = readAppConfig(appDir);
   const logger = new HostLogger({ minLevel: config.logLevel, sink: options.logSink });
   const app = await loadApp(appDir, { logger, env: options.env });
+  await options.prepare?.(app, logger);
   for (const { name, message } of app.functionErrors)
     logger.error(`The '${name}' function is in error: ${message}`);
 

@@ -1,0 +1,57 @@
+import type { LoadedApp } from "./loader.js";
+
+/** Where the app's Cosmos DB connections point: the embedded emulator, a given account, or the app's settings. */
+export type CosmosTarget =
+  | { kind: "emulator" }
+  | { kind: "connectionString"; value: string }
+  | { kind: "auto" };
+
+const COSMOS_BINDING = /^cosmosdb(trigger)?$/i;
+const CONNECTION_STRING = /(^|;)\s*AccountEndpoint\s*=/i;
+
+/** Setting names that hold a Cosmos DB connection in local.settings.json / the environment (string or identity). */
+export function cosmosSettingNames(settings: Record<string, string>, env: NodeJS.ProcessEnv): string[] {
+  const names = new Set<string>();
+  for (const source of [settings, env]) {
+    for (const [name, value] of Object.entries(source)) {
+      if (typeof value === "string" && CONNECTION_STRING.test(value)) names.add(name);
+      const identity = /^(.+)__accountEndpoint$/i.exec(name);
+      if (identity && source === settings) names.add(identity[1]);
+    }
+  }
+  return [...names];
+}
+
+/** The `connection` / `leaseConnection` setting names of the app's Cosmos DB triggers and bindings. */
+export function bindingConnectionNames(app: LoadedApp): string[] {
+  const names = new Set<string>();
+  for (const fn of app.functions) {
+    for (const binding of Object.values(fn.bindings)) {
+      if (!COSMOS_BINDING.test(binding.type)) continue;
+      for (const key of ["connection", "leaseConnection"]) {
+        if (typeof binding[key] === "string" && binding[key]) names.add(binding[key] as string);
+      }
+    }
+  }
+  return [...names];
+}
+
+/** True when a connection setting resolves as the extension reads it: a value, or `<name>__accountEndpoint`. */
+export function connectionResolves(name: string, env: NodeJS.ProcessEnv): boolean {
+  return Boolean(env[name] || env[`${name}__accountEndpoint`]);
+}
+
+/** Points each named setting at `connectionString` (the value wins over `<name>__accountEndpoint`). */
+export function pointConnections(
+  names: string[],
+  connectionString: string,
+  env: NodeJS.ProcessEnv,
+): string[] {
+  const changed: string[] = [];
+  for (const name of names) {
+    if (env[name] === connectionString) continue;
+    env[name] = connectionString;
+    changed.push(name);
+  }
+  return changed;
+}

@@ -1,0 +1,107 @@
+import { join, resolve } from "node:path";
+import { type RunningEmulator, startEmulator } from "../emulator/index.js";
+import { readAppConfig } from "./appConfig.js";
+import { ensureBuilt } from "./build.js";
+import {
+  bindingConnectionNames,
+  type CosmosTarget,
+  connectionResolves,
+  cosmosSettingNames,
+  pointConnections,
+} from "./cosmosTarget.js";
+import { DevHostError } from "./errors.js";
+import { type DevHostOptions, type RunningDevHost, startDevHost } from "./host.js";
+import { consoleSink, type LogSink } from "./logger.js";
+
+/** The emulator's port for `cosmos-feed start` (the Cosmos DB emulator's usual 8081). */
+export const DEFAULT_EMULATOR_PORT = 8081;
+
+export interface StartCommandOptions {
+  appDir?: string;
+  port?: number;
+  /** "emulator", a connection string, or undefined (the app's settings; the emulator when none resolves). */
+  cosmos?: string;
+  emulatorPort?: number;
+  /** Emulator data directory; default `<appDir>/.data/cosmos-emulator` (persistent). */
+  dataDir?: string;
+  /** Run `npm run build` when `main` matches no file (default true). */
+  build?: boolean;
+  logSink?: LogSink;
+  env?: NodeJS.ProcessEnv;
+  /** Extra dev host options (trigger runners, binding extensions). */
+  host?: Pick<DevHostOptions, "triggers" | "extensions" | "hostname">;
+}
+
+export interface StartedApp {
+  host: RunningDevHost;
+  emulator?: RunningEmulator;
+  /** Graceful stop: the dev host first (HTTP drains, triggers stop), then the emulator. */
+  stop(): Promise<void>;
+}
+
+export function parseCosmosTarget(raw: string | undefined): CosmosTarget {
+  if (raw === undefined) return { kind: "auto" };
+  if (raw === "emulator") return { kind: "emulator" };
+  if (/(^|;)\s*AccountEndpoint\s*=/i.test(raw)) return { kind: "connectionString", value: raw };
+  throw new DevHostError(
+    "--cosmos is 'emulator' or a Cosmos DB connection string (AccountEndpoint=https://…;AccountKey=…;).",
+    { code: "InvalidOption" },
+  );
+}
+
+/** `cosmos-feed start`: build if needed, choose the Cosmos DB target, start the emulator when it is the target, serve. */
+export async function startFromCommandLine(options: StartCommandOptions): Promise<StartedApp> {
+  const env = options.env ?? process.env;
+  const sink = options.logSink ?? consoleSink;
+  const say = (message: string) =>
+    sink({ time: new Date(), level: "information", category: "Host", message });
+  const appDir = resolve(options.appDir ?? ".");
+  const target = parseCosmosTarget(options.cosmos);
+  const config = readAppConfig(appDir);
+  await ensureBuilt(config, { build: options.build ?? true, log: say });
+
+  let emulator: RunningEmulator | undefined;
+  const useEmulator = async (names: string[], why: string) => {
+    if (!emulator) {
+      const dataDir = resolve(options.dataDir ?? join(appDir, ".data", "cosmos-emulator"));
+      emulator = await startEmulator({ port: options.emulatorPort ?? DEFAULT_EMULATOR_PORT, dataDir });
+      say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
+    }
+    const changed = pointConnections(names, emulator.connectionString, env);
+    if (changed.length) say(`Cosmos DB connection settings pointed at the emulator: ${changed.join(", ")}.`);
+  };
+  try {
+    // Settings that hold Cosmos connections are pointed before the app loads (apps may read them at load) …
+    const settingNames = cosmosSettingNames(config.settings, env);
+    if (target.kind === "emulator") await useEmulator(settingNames, "--cosmos emulator");
+    if (target.kind === "connectionString") pointConnections(settingNames, target.value, env);
+    const host = await startDevHost({
+      ...options.host,
+      appDir,
+      port: options.port,
+      env,
+      logSink: sink,
+      // … and the bindings' own connection settings once registration has named them.
+      prepare: async (app) => {
+        const names = [...new Set([...settingNames, ...bindingConnectionNames(app)])];
+        if (target.kind === "emulator") await useEmulator(names, "--cosmos emulator");
+        else if (target.kind === "connectionString") pointConnections(names, target.value, env);
+        else if (names.length > 0 && !names.some((n) => connectionResolves(n, env))) {
+          await useEmulator(names, `no Cosmos DB connection resolves (${names.join(", ")})`);
+        }
+      },
+    });
+    let stopping: Promise<void> | undefined;
+    const stop = () => {
+      stopping ??= (async () => {
+        await host.close();
+        await emulator?.close();
+      })();
+      return stopping;
+    };
+    return { host, emulator, stop };
+  } catch (e) {
+    await emulator?.close();
+    throw e;
+  }
+}
