@@ -32,6 +32,8 @@ export interface InvocationOutcome {
   response?: InvocationResponse;
   /** Set when a hook, the handler or the output conversion threw. */
   error?: unknown;
+  /** What the handler returned (after post-invocation hooks), before conversion. */
+  result?: unknown;
 }
 
 export const HTTP_REASON = "This function was programmatically called via the host APIs.";
@@ -60,9 +62,10 @@ export async function invokeFunction(
     },
   );
   let response: InvocationResponse | undefined;
+  let result: unknown;
   let error: unknown;
   try {
-    response = await runThroughModel(app, fn, logger, invocationId, options);
+    ({ response, result } = await runThroughModel(app, fn, logger, invocationId, options));
   } catch (e) {
     error = e;
   }
@@ -80,7 +83,7 @@ export async function invokeFunction(
     `Executed 'Functions.${name}' (${error === undefined ? "Succeeded" : "Failed"}, Id=${invocationId}, Duration=${durationMs}ms)`,
     { category: `Function.${name}`, invocationId },
   );
-  return { invocationId, durationMs, response, error: error === undefined ? undefined : error };
+  return { invocationId, durationMs, response, result, error };
 }
 
 async function runThroughModel(
@@ -89,7 +92,7 @@ async function runThroughModel(
   logger: HostLogger,
   invocationId: string,
   options: InvokeOptions,
-): Promise<InvocationResponse> {
+): Promise<{ response: InvocationResponse; result: unknown }> {
   const name = fn.metadata.name;
   const extensions = options.extensions ?? {};
   const extraInputs = await collectExtraInputs(fn, extensions, options.bindingData ?? {});
@@ -153,5 +156,5 @@ async function runThroughModel(
   if (post.error !== null && post.error !== undefined) throw post.error;
   const response = await model.getResponse(context, post.result);
   await applyOutputs(fn, extensions, response);
-  return response;
+  return { response, result: post.result };
 }

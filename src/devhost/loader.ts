@@ -26,6 +26,8 @@ export interface LoadedApp {
   entryPoints: string[];
   /** Names of local.settings.json Values put into the environment (the others were already set). */
   appliedSettings: string[];
+  /** What the programming model answered to getCapabilities; `HttpUri` set = HTTP streaming through its proxy. */
+  capabilities: Record<string, string>;
 }
 
 export interface LoadAppOptions {
@@ -136,7 +138,7 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
     functionAppDirectory: appDir,
   });
   // The worker asks for capabilities once startup is over; the library locks app.setup() then.
-  await programmingModel.getCapabilities?.({});
+  const capabilities = (await programmingModel.getCapabilities?.({})) ?? {};
   registry.finishedStartup = true;
 
   const functions: LoadedFunction[] = [];
@@ -148,5 +150,14 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
       functionErrors.push({ name: fn.metadata.name, message: (e as Error).message });
     }
   }
-  return { config, registry, programmingModel, functions, functionErrors, entryPoints, appliedSettings };
+  return {
+    config,
+    registry,
+    programmingModel,
+    functions,
+    functionErrors,
+    entryPoints,
+    appliedSettings,
+    capabilities,
+  };
 }

@@ -7,6 +7,7 @@ import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
 import { findRoute, type RouteTable } from "./router.js";
+import { invokeStreaming } from "./stream.js";
 
 /** The host's request body cap (Functions: 100 MB, 104857600 bytes); larger bodies get 413. */
 export const DEFAULT_MAX_REQUEST_BODY_BYTES = 104_857_600;
@@ -131,7 +132,10 @@ export class DevHttpServer {
     const url = new URL(target, `http://${req.headers.host ?? "localhost"}`);
     const found = findRoute(table, req.method ?? "GET", url.pathname);
     if (!found) return empty(res, 404);
-    const body = await readBody(req, this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES);
+    const limit = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
+    const httpUri = app.capabilities.HttpUri;
+    if (httpUri && Number(req.headers["content-length"] ?? 0) > limit) return empty(res, 413);
+    const body = httpUri ? Buffer.alloc(0) : await readBody(req, limit);
     if (body === "too-large") return empty(res, 413);
 
     const headers: Record<string, string> = {};
@@ -149,6 +153,10 @@ export class DevHttpServer {
       body: body.length > 0 ? { bytes: body } : undefined,
     };
     const fn = found.route.fn;
+    if (httpUri) {
+      const extensions = this.#options.extensions;
+      return invokeStreaming({ app, fn, logger, extensions, httpUri, req, res, http });
+    }
     const outcome = await invokeFunction(app, fn, logger, {
       reason: HTTP_REASON,
       inputData: [{ name: fn.triggerName, data: { http } }],

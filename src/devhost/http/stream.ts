@@ -1,0 +1,78 @@
+import { randomUUID } from "node:crypto";
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import type { HttpData, TypedData } from "../coreTypes.js";
+import type { BindingExtensions } from "../extensions.js";
+import { HTTP_REASON, invokeFunction } from "../invocation.js";
+import type { LoadedApp, LoadedFunction } from "../loader.js";
+import type { HostLogger } from "../logger.js";
+
+export interface StreamInvocation {
+  app: LoadedApp;
+  fn: LoadedFunction;
+  logger: HostLogger;
+  extensions?: BindingExtensions;
+  /** The library's proxy (`HttpUri` from getCapabilities). */
+  httpUri: string;
+  req: IncomingMessage;
+  res: ServerResponse;
+  http: HttpData;
+}
+
+/**
+ * HTTP streaming (`app.setup({ enableHttpStream: true })`), as the host does it: the request itself goes to the
+ * library's proxy server with `x-ms-invocation-id`, `x-forwarded-host` and `x-forwarded-proto`, the invocation
+ * carries headers and route params as trigger metadata, and the handler's response streams back through the
+ * proxy. A failed invocation never reaches the proxy: that is an empty 500, as without streaming.
+ */
+export async function invokeStreaming(s: StreamInvocation): Promise<void> {
+  const { req, res, fn } = s;
+  const invocationId = randomUUID();
+  const forward = httpRequest(new URL(req.url ?? "/", s.httpUri), {
+    method: req.method,
+    headers: {
+      ...req.headers,
+      "x-ms-invocation-id": invocationId,
+      "x-forwarded-host": req.headers.host ?? "localhost",
+      "x-forwarded-proto": "http",
+    },
+  });
+  const answered = new Promise<void>((resolve) => {
+    forward.once("response", (proxied) => {
+      const headers = { ...proxied.headers };
+      delete headers["x-ms-invocation-id"];
+      res.writeHead(proxied.statusCode ?? 200, headers);
+      proxied.pipe(res);
+      proxied.once("end", resolve);
+      proxied.once("error", () => {
+        res.destroy();
+        resolve();
+      });
+    });
+    forward.once("error", () => resolve()); // destroyed below after a failure
+  });
+  req.pipe(forward);
+
+  const triggerMetadata: Record<string, TypedData> = {
+    Headers: { json: JSON.stringify(s.http.headers ?? {}) },
+    Query: { json: JSON.stringify(s.http.query ?? {}) },
+  };
+  for (const [name, value] of Object.entries(s.http.params ?? {})) triggerMetadata[name] = { string: value };
+  const outcome = await invokeFunction(s.app, fn, s.logger, {
+    invocationId,
+    reason: HTTP_REASON,
+    inputData: [{ name: fn.triggerName, data: { http: s.http } }],
+    triggerMetadata,
+    extensions: s.extensions,
+    bindingData: { ...s.http.query, ...s.http.params },
+  });
+  if (outcome.error !== undefined || outcome.result === undefined || outcome.result === null) {
+    // Nothing was (or will be) sent through the proxy for this invocation.
+    forward.destroy();
+    if (!res.headersSent) {
+      res.writeHead(outcome.error !== undefined ? 500 : 204, { "content-length": "0" });
+      res.end();
+    } else res.destroy();
+    return;
+  }
+  await answered;
+}

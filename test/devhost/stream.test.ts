@@ -1,0 +1,48 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+
+// Streaming switches the library into proxy mode for the whole process, hence a test file of its own.
+const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
+let host: RunningDevHost;
+
+beforeAll(async () => {
+  mkdirSync(scratch, { recursive: true });
+  const dir = mkdtempSync(join(scratch, "stream-"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ main: "index.js" }));
+  writeFileSync(
+    join(dir, "index.js"),
+    `const { app } = require("@azure/functions");
+const { Readable } = require("node:stream");
+app.setup({ enableHttpStream: true });
+app.post("upper", { route: "upper/{id}", handler: async (req) => ({
+  status: 202, headers: { "x-id": req.params.id, "x-q": req.query.get("q") ?? "" }, body: (await req.text()).toUpperCase() }) });
+app.get("chunks", { handler: () => ({ body: Readable.from(["a", "b", "c"]) }) });
+app.get("fails", { handler: () => { throw new Error("stream boom"); } });
+app.get("empty", { handler: () => undefined });`,
+  );
+  host = await startDevHost({ appDir: dir, port: 0, logSink: () => {} });
+});
+afterAll(() => host?.close());
+
+describe("HTTP streaming (app.setup({ enableHttpStream: true })) through the library's proxy", () => {
+  it("streams request and response bodies with status, headers and route params", async () => {
+    expect(host.app.capabilities.HttpUri).toMatch(/^http:\/\/localhost:\d+\/$/);
+    const res = await fetch(`${host.baseUrl}/api/upper/42?q=yes`, { method: "POST", body: "streamed body" });
+    expect(res.status).toBe(202);
+    expect(res.headers.get("x-id")).toBe("42");
+    expect(res.headers.get("x-q")).toBe("yes");
+    expect(res.headers.get("x-ms-invocation-id")).toBeNull();
+    expect(await res.text()).toBe("STREAMED BODY");
+    expect(await (await fetch(`${host.baseUrl}/api/chunks`)).text()).toBe("abc");
+  });
+
+  it("answers an empty 500 when the handler throws and 204 when it returns nothing, without hanging", async () => {
+    const failed = await fetch(`${host.baseUrl}/api/fails`);
+    expect(failed.status).toBe(500);
+    expect(await failed.text()).toBe("");
+    expect((await fetch(`${host.baseUrl}/api/empty`)).status).toBe(204);
+  });
+});
