@@ -70,7 +70,13 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   for (const { name, message } of app.functionErrors)
     logger.error(`The '${name}' function is in error: ${message}`);
 
-  const table = buildRouteTable(app.functions, app.config.routePrefix);
+  // The host's switch for one function: app setting AzureWebJobs.<name>.Disabled = true (or 1).
+  const env = options.env ?? process.env;
+  const disabled = (fn: LoadedFunction) =>
+    /^(true|1)$/i.test(env[`AzureWebJobs.${fn.metadata.name}.Disabled`] ?? "");
+  for (const fn of app.functions.filter(disabled)) logger.info(`Function '${fn.metadata.name}' is disabled.`);
+  const active = app.functions.filter((fn) => !disabled(fn));
+  const table = buildRouteTable(active, app.config.routePrefix);
   for (const { name, message } of table.errors)
     logger.error(`The '${name}' function is in error: ${message}`);
   const http = new DevHttpServer({
@@ -85,7 +91,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   const baseUrl = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
 
   const lines = ["Functions:", ""];
-  for (const fn of app.functions) {
+  for (const fn of active) {
     const route = table.routes.find((r) => r.fn === fn);
     const name = fn.metadata.name;
     if (route) {
@@ -98,7 +104,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   logger.info(lines.join("\n"));
 
   const runners: TriggerRunner[] = [];
-  for (const fn of app.functions) {
+  for (const fn of active) {
     const type = fn.trigger.type;
     if (type.toLowerCase() === "httptrigger") continue;
     const factory = options.triggers?.[type];

@@ -96,6 +96,7 @@ async function runThroughModel(
   const name = fn.metadata.name;
   const extensions = options.extensions ?? {};
   const extraInputs = await collectExtraInputs(fn, extensions, options.bindingData ?? {});
+  let invocationContext: object | undefined; // for log hooks, once the model has built it
   const coreCtx: CoreInvocationContext = {
     invocationId,
     request: {
@@ -107,7 +108,8 @@ async function runThroughModel(
     metadata: fn.metadata,
     state: undefined as InvocationState,
     log(level, category, message) {
-      logger.log(level, message, {
+      const entry = app.registry.applyLogHooks({ level, category, message, invocationContext });
+      logger.log(entry.level, entry.message, {
         category: category === "user" ? `Function.${name}.User` : `Function.${name}`,
         invocationId,
       });
@@ -116,6 +118,7 @@ async function runThroughModel(
   const registry = app.registry;
   const model = await app.programmingModel.getInvocationModel(coreCtx);
   const { context, inputs } = await model.getArguments();
+  invocationContext = context;
   const hookData: Record<string, unknown> = {};
   const pre = {
     hookData,

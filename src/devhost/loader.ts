@@ -26,6 +26,8 @@ export interface LoadedApp {
   entryPoints: string[];
   /** Names of local.settings.json Values put into the environment (the others were already set). */
   appliedSettings: string[];
+  /** host.json `extensions.durableTask.hubName` with `%SETTING%` resolved (undefined when absent). */
+  durableHubName?: string;
   /** What the programming model answered to getCapabilities; `HttpUri` set = HTTP streaming through its proxy. */
   capabilities: Record<string, string>;
 }
@@ -150,7 +152,13 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
       functionErrors.push({ name: fn.metadata.name, message: (e as Error).message });
     }
   }
+  // Unresolvable → an error at start, as the Durable extension fails to start without its hub name.
+  const durableHubName =
+    config.durableHubName === undefined
+      ? undefined
+      : resolveSettingExpressions(config.durableHubName, "host.json extensions.durableTask.hubName", env);
   return {
+    durableHubName,
     config,
     registry,
     programmingModel,

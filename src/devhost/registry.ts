@@ -75,6 +75,24 @@ export class AppRegistry {
     });
   }
 
+  /**
+   * Runs log hooks synchronously (they may rewrite `level` and `message`, as with the worker) and returns the
+   * log entry to write. A throwing log hook is skipped rather than failing the log call.
+   */
+  applyLogHooks<T extends { level: string; message: string; category: string }>(entry: T): T {
+    const hooks = this.hooks.get("log") ?? [];
+    if (hooks.length === 0) return entry;
+    const context = { hookData: {}, appHookData: this.appHookData, ...entry };
+    for (const hook of hooks) {
+      try {
+        hook(context);
+      } catch {
+        // A log hook must not turn logging into a failure.
+      }
+    }
+    return { ...entry, level: context.level, message: context.message };
+  }
+
   /** Runs the hooks of one kind in registration order, awaiting each (the worker's executeHooks). */
   async runHooks(name: HookName, context: object): Promise<void> {
     for (const hook of [...(this.hooks.get(name) ?? [])]) await hook(context);

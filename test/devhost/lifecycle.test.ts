@@ -150,3 +150,28 @@ app.http("needsSetting", { route: "%DEVHOST_TEST_UNSET_ROUTE%", handler: () => (
     }
   });
 });
+
+describe("host switches", () => {
+  it("skips a function disabled with AzureWebJobs.<name>.Disabled and resolves the durable hub name", async () => {
+    const dir = appDir({
+      "package.json": JSON.stringify({ main: "index.js" }),
+      "host.json": JSON.stringify({ extensions: { durableTask: { hubName: "%DEVHOST_TEST_HUB%" } } }),
+      "local.settings.json": JSON.stringify({
+        Values: { DEVHOST_TEST_HUB: "fixturehub", "AzureWebJobs.off.Disabled": "true" },
+      }),
+      "index.js": `const { app } = require("@azure/functions");
+app.http("on", { handler: () => ({ body: "on" }) });
+app.http("off", { handler: () => ({ body: "off" }) });`,
+    });
+    const logs: LogRecord[] = [];
+    const host = await startDevHost({ appDir: dir, port: 0, logSink: (r) => logs.push(r) });
+    try {
+      expect(host.app.durableHubName).toBe("fixturehub");
+      expect(await (await fetch(`${host.baseUrl}/api/on`)).text()).toBe("on");
+      expect((await fetch(`${host.baseUrl}/api/off`)).status).toBe(404);
+      expect(logs.some((r) => r.message === "Function 'off' is disabled.")).toBe(true);
+    } finally {
+      await host.close();
+    }
+  });
+});
