@@ -161,7 +161,8 @@ export class DevHttpServer {
       reason: HTTP_REASON,
       inputData: [{ name: fn.triggerName, data: { http } }],
       extensions: this.#options.extensions,
-      bindingData: { ...query, ...found.params },
+      // As the host: route params and query values by name, plus `Query` and `Headers` objects.
+      bindingData: { ...query, ...found.params, Query: query, Headers: headers },
     });
     // The host answers an unhandled failure with an empty 500; the details are in the log under the Id.
     if (outcome.error !== undefined) return empty(res, 500);

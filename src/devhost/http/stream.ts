@@ -63,7 +63,7 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
     inputData: [{ name: fn.triggerName, data: { http: s.http } }],
     triggerMetadata,
     extensions: s.extensions,
-    bindingData: { ...s.http.query, ...s.http.params },
+    bindingData: { ...s.http.query, ...s.http.params, Query: s.http.query, Headers: s.http.headers },
   });
   if (outcome.error !== undefined || outcome.result === undefined || outcome.result === null) {
     // Nothing was (or will be) sent through the proxy for this invocation.
