@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { connectionResolves, cosmosSettingNames, pointConnections } from "../../src/devhost/cosmosTarget.js";
+import { parseCosmosTarget } from "../../src/devhost/startCommand.js";
+
+describe("choosing where Cosmos DB connections point (--cosmos)", () => {
+  it("parses --cosmos", () => {
+    expect(parseCosmosTarget(undefined)).toEqual({ kind: "auto" });
+    expect(parseCosmosTarget("emulator")).toEqual({ kind: "emulator" });
+    const cs = "AccountEndpoint=https://a.documents.azure.com:443/;AccountKey=abc==;";
+    expect(parseCosmosTarget(cs)).toEqual({ kind: "connectionString", value: cs });
+    expect(() => parseCosmosTarget("https://a.documents.azure.com")).toThrow(
+      /--cosmos is 'emulator' or a Cosmos DB/,
+    );
+  });
+
+  it("finds connection settings: connection strings and identity-based sections", () => {
+    const settings = {
+      COSMOS: "AccountEndpoint=https://x/;AccountKey=k==;",
+      OTHER__accountEndpoint: "https://y/",
+      OTHER__credential: "managedidentity",
+      AzureWebJobsStorage: "UseDevelopmentStorage=true",
+    };
+    const env = { FROM_ENV: "accountendpoint=https://z/;accountkey=k;" };
+    expect(cosmosSettingNames(settings, env).sort()).toEqual(["COSMOS", "FROM_ENV", "OTHER"]);
+  });
+
+  it("knows when a connection resolves and points settings at a target", () => {
+    const env: NodeJS.ProcessEnv = { A: "x", B__accountEndpoint: "https://b/", C: "" };
+    expect(["A", "B", "C", "D"].map((n) => connectionResolves(n, env))).toEqual([true, true, false, false]);
+    expect(pointConnections(["A", "D"], "AccountEndpoint=e;AccountKey=k;", env)).toEqual(["A", "D"]);
+    expect(env.D).toBe("AccountEndpoint=e;AccountKey=k;");
+    expect(pointConnections(["A"], "AccountEndpoint=e;AccountKey=k;", env)).toEqual([]);
+  });
+});
