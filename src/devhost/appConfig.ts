@@ -14,6 +14,8 @@ export interface AppConfig {
   durableHubName?: string;
   /** host.json `logging.logLevel.default`, lower-cased to the worker's level names. */
   logLevel: LogLevel;
+  /** The other `logging.logLevel` entries by category prefix ("Function", "Function.hello.User", "Host.Results" …). */
+  categoryLogLevels: Record<string, LogLevel>;
   /** local.settings.json `Values` (empty when the file is absent, as in Azure). */
   settings: Record<string, string>;
   /** local.settings.json `Host.LocalHttpPort` (Core Tools' default port when set). */
@@ -67,7 +69,13 @@ export function readAppConfig(appDir: string): AppConfig {
   const http = objectAt(host, "extensions", "http");
   const prefix = typeof http.routePrefix === "string" ? http.routePrefix : "api";
   const hub = objectAt(host, "extensions", "durableTask").hubName;
-  const level = objectAt(host, "logging", "logLevel").default;
+  const levels = objectAt(host, "logging", "logLevel");
+  const level = levels.default;
+  const categoryLogLevels: Record<string, LogLevel> = {};
+  for (const [category, value] of Object.entries(levels)) {
+    const parsed = typeof value === "string" ? LEVELS[value.toLowerCase()] : undefined;
+    if (category !== "default" && parsed) categoryLogLevels[category] = parsed;
+  }
   const settings: Record<string, string> = {};
   for (const [name, value] of Object.entries(objectAt(local, "Values"))) {
     // Core Tools passes every value as a string.
@@ -84,6 +92,7 @@ export function readAppConfig(appDir: string): AppConfig {
     routePrefix: prefix.replace(/^\/+|\/+$/g, ""),
     durableHubName: typeof hub === "string" ? hub : undefined,
     logLevel: (typeof level === "string" && LEVELS[level.toLowerCase()]) || "information",
+    categoryLogLevels,
     settings,
     localHttpPort: Number.isInteger(port) && port > 0 ? port : undefined,
   };

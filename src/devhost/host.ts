@@ -64,7 +64,11 @@ function makeContext(
 export async function startDevHost(options: DevHostOptions): Promise<RunningDevHost> {
   const appDir = resolve(options.appDir);
   const config = readAppConfig(appDir);
-  const logger = new HostLogger({ minLevel: config.logLevel, sink: options.logSink });
+  const logger = new HostLogger({
+    minLevel: config.logLevel,
+    categoryLevels: config.categoryLogLevels,
+    sink: options.logSink,
+  });
   const app = await loadApp(appDir, { logger, env: options.env });
   await options.prepare?.(app, logger);
   for (const { name, message } of app.functionErrors)

@@ -28,23 +28,40 @@ export const consoleSink: LogSink = (record) => {
   else process.stdout.write(line);
 };
 
-/** The host's log: one minimum level (host.json `logging.logLevel.default`), one sink. */
+/**
+ * The host's log: minimum levels as host.json `logging.logLevel` sets them — `default`, overridden by the longest
+ * matching category prefix ("Function", "Function.hello", "Function.hello.User", "Host") — and one sink.
+ */
 export class HostLogger {
   readonly minLevel: LogLevel;
+  readonly #categoryLevels: [string, LogLevel][];
   readonly #sink: LogSink;
 
-  constructor(options: { minLevel?: LogLevel; sink?: LogSink } = {}) {
+  constructor(
+    options: { minLevel?: LogLevel; categoryLevels?: Record<string, LogLevel>; sink?: LogSink } = {},
+  ) {
     this.minLevel = options.minLevel ?? "information";
+    // Longest prefix first.
+    this.#categoryLevels = Object.entries(options.categoryLevels ?? {}).sort(
+      (a, b) => b[0].length - a[0].length,
+    );
     this.#sink = options.sink ?? consoleSink;
   }
 
-  isEnabled(level: LogLevel): boolean {
-    return level !== "none" && RANK[level] >= RANK[this.minLevel];
+  isEnabled(level: LogLevel, category = "Host"): boolean {
+    const lower = category.toLowerCase();
+    const min =
+      this.#categoryLevels.find(([prefix]) => {
+        const p = prefix.toLowerCase();
+        return lower === p || lower.startsWith(`${p}.`);
+      })?.[1] ?? this.minLevel;
+    return level !== "none" && min !== "none" && RANK[level] >= RANK[min];
   }
 
   log(level: LogLevel, message: string, extras: { category?: string; invocationId?: string } = {}): void {
-    if (!this.isEnabled(level)) return;
-    this.#sink({ time: new Date(), level, category: extras.category ?? "Host", message, ...extras });
+    const category = extras.category ?? "Host";
+    if (!this.isEnabled(level, category)) return;
+    this.#sink({ time: new Date(), level, message, ...extras, category });
   }
 
   info(message: string): void {

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { applySettings, readAppConfig, resolveSettingExpressions } from "../../src/devhost/appConfig.js";
 import { expandBraces, globFiles } from "../../src/devhost/glob.js";
 import { isESModule } from "../../src/devhost/loader.js";
+import { HostLogger } from "../../src/devhost/logger.js";
 
 function app(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), "devhost-config-"));
@@ -93,5 +94,24 @@ describe("entry point globs (package.json main)", () => {
     expect(isESModule("a.cjs", "module")).toBe(false);
     expect(isESModule("a.js", "module")).toBe(true);
     expect(isESModule("a.js", "commonjs")).toBe(false);
+  });
+});
+
+describe("host.json log levels", () => {
+  it("applies the longest matching category prefix, else default", () => {
+    const dir = app({
+      "package.json": "{}",
+      "host.json": JSON.stringify({
+        logging: { logLevel: { default: "Warning", Function: "Information", "Function.noisy.User": "None" } },
+      }),
+    });
+    const config = readAppConfig(dir);
+    const logger = new HostLogger({ minLevel: config.logLevel, categoryLevels: config.categoryLogLevels });
+    expect(logger.isEnabled("information", "Host")).toBe(false);
+    expect(logger.isEnabled("warning", "Host")).toBe(true);
+    expect(logger.isEnabled("information", "Function.hello.User")).toBe(true);
+    expect(logger.isEnabled("error", "Function.noisy.User")).toBe(false);
+    expect(logger.isEnabled("information", "Function.noisy")).toBe(true);
+    expect(logger.isEnabled("information", "Functionally")).toBe(false);
   });
 });
