@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
+import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
 import { seededRandom } from "../support/prng.js";
 import type { HandledLine, ProcessorChildConfig } from "../support/processor-child.js";
 
@@ -38,6 +39,8 @@ const MONITORED_RU = 3_000;
 const MIN_KILLS = 4;
 /** Documents per handler call: the unit of re-delivery after a failover. */
 const PAGE = 50;
+/** A held checkpoint's lease write in flight when a host dies (ms; writes on this loaded machine). */
+const REDELIVERY_SLACK_MS = 2_000;
 const INTERVALS = {
   leaseRenewInterval: 300,
   leaseAcquireInterval: 500,
@@ -341,7 +344,7 @@ describe("change feed processor under chaos", () => {
       );
 
       // ---------------------------------------------------------------- analysis
-      const lines: (HandledLine & { t64: bigint; seq: number })[] = [];
+      const lines: (HandledLine & { t64: bigint; seq: number; file: string })[] = [];
       // Within one host process, a lease is processed by one worker at a time: once a newer worker of a
       // lease handled something, an older worker of that lease must never handle anything again (it was
       // stopped before the lease was taken again). Two interleaving workers would deliver every change twice.
@@ -353,7 +356,7 @@ describe("change feed processor under chaos", () => {
         for (const raw of text.split("\n")) {
           if (raw.length === 0) continue;
           const l = JSON.parse(raw) as HandledLine;
-          lines.push({ ...l, t64: BigInt(l.t), seq: lines.length });
+          lines.push({ ...l, t64: BigInt(l.t), seq: lines.length, file });
           const was = current.get(l.lease);
           if (was === l.worker) continue;
           if (retired.has(`${l.lease}/${l.worker}`)) {
@@ -408,19 +411,39 @@ describe("change feed processor under chaos", () => {
       const processorErrors = errLines.filter((l) => / error on lease /.test(l));
 
       // A document is re-delivered only when a lease worker starts from the lease's checkpoint while an
-      // earlier owner of that lease had handled more: the one page (≤ PAGE documents) it had handled but not
-      // checkpointed yet when it was killed or its lease was taken. So each worker start (an "acquired"
-      // event, logged before the worker reads anything) re-delivers at most one page. And each kill causes at
-      // most 2 × leases worker starts: the victim's leases move (to another host or its restarted self), and
-      // the restarted host takes its share back; the initial balancing counts as one more such round.
+      // earlier owner of that lease had handled more. Checkpoints are coalesced: a handled batch's checkpoint
+      // is held while the next page is in hand, for at most ChangeFeedDefaults.maxCheckpointDelay, then
+      // written. So each worker start (an "acquired" event, logged before the worker reads anything)
+      // re-delivers at most one page plus what one worker handled within that delay (and the lease write in
+      // flight, REDELIVERY_SLACK_MS), measured below as the most documents one worker handled in any such
+      // window. Each kill causes at most 2 × leases worker starts: the victim's leases move (to another host
+      // or its restarted self), and the restarted host takes its share back; the initial balancing counts as
+      // one more such round.
       const leaseCount = finalLeases.length;
-      const duplicateBound = (kills.length + 1) * 2 * leaseCount * PAGE;
-      const acquisitionBound = acquisitions * PAGE;
+      const window = BigInt(ChangeFeedDefaults.maxCheckpointDelay + REDELIVERY_SLACK_MS) * 1_000_000n;
+      const timesByWorker = new Map<string, bigint[]>();
+      for (const l of lines) {
+        // One log file per host process (a restarted host numbers its workers from 1 again).
+        const key = `${l.file}/${l.worker}`;
+        const times = timesByWorker.get(key) ?? [];
+        times.push(l.t64);
+        timesByWorker.set(key, times);
+      }
+      let heldDocs = 0;
+      for (const times of timesByWorker.values()) {
+        for (let lo = 0, hi = 0; hi < times.length; hi++) {
+          while (times[hi] - times[lo] > window) lo++;
+          heldDocs = Math.max(heldDocs, hi - lo + 1);
+        }
+      }
+      const perStart = PAGE + heldDocs;
+      const duplicateBound = (kills.length + 1) * 2 * leaseCount * perStart;
+      const acquisitionBound = acquisitions * perStart;
       const summary =
         `chaos seed=${seed}: ${TOTAL} documents over ${KEYS} keys written in ${writeSeconds.toFixed(1)} s ` +
         `(${writeRetries} writer retries), drained in ${drainSeconds.toFixed(1)} s; ${HOSTS} hosts, ` +
         `${kills.length} kills [${kills.join(" ")}], split ${splitInfo}; ${lines.length} handled lines, ` +
-        `${duplicates} duplicates over ${duplicatedIds} ids (bounds: ${duplicateBound} by kills, ${acquisitionBound} by acquisitions), ${lost.length} lost, ` +
+        `${duplicates} duplicates over ${duplicatedIds} ids (bounds: ${duplicateBound} by kills, ${acquisitionBound} by acquisitions, ${perStart} per worker start), ${lost.length} lost, ` +
         `${orderViolations.length} order violations, ${concurrentWorkers.length} interleavings of two ` +
         `workers of one lease in one process; ${acquisitions} lease acquisitions, ` +
         `${processorErrors.length} processor errors; throttled (429) monitored=${throttledMonitored} ` +

@@ -37,6 +37,15 @@ export const ChangeFeedDefaults = {
    * at most a tenth of leaseExpirationInterval. App setting: `leaseSafetyMargin`.
    */
   leaseSafetyMargin: 5_000,
+  /**
+   * Checkpoint coalescing: the next page is read while the handler runs, and when it brings changes the
+   * handled batch's checkpoint is held and replaced by the next batch's, for at most this long since the
+   * oldest batch not yet checkpointed (ms). A batch is still checkpointed as soon as the feed has nothing
+   * new, a read fails, the lease splits or the processor stops. After a crash, at most this long of handled
+   * pages (plus the batch in flight) is delivered again. 0 = every batch's checkpoint is written when it is
+   * handled (one lease write per page). App setting: `maxCheckpointDelay`.
+   */
+  maxCheckpointDelay: 1_000,
   /** First wait after a failed change feed read (429, 503, timeout, refused continuation); doubles per failure (ms). */
   feedReadRetryInitialDelay: 1_000,
   /** Longest wait between failed change feed reads (ms). */
@@ -89,6 +98,8 @@ export interface ChangeFeedProcessorOptions {
   /** See ChangeFeedDefaults.leaseSafetyMargin (ms). */
   leaseSafetyMargin?: number;
   feedPollDelay?: number;
+  /** See ChangeFeedDefaults.maxCheckpointDelay (ms); 0 writes a checkpoint per batch. */
+  maxCheckpointDelay?: number;
   /**
    * Hosts take turns reading the lease container's change feed, one per slot of this length (ms), so a lease
    * released by a stopping host is taken by its successor within about one slot; the container is read about
@@ -123,6 +134,7 @@ export interface ResolvedOptions {
   leaseExpirationInterval: number;
   leaseSafetyMargin: number;
   feedPollDelay: number;
+  maxCheckpointDelay: number;
   leaseWatchInterval: number;
   maxItemsPerInvocation: number | undefined;
   startFromBeginning: boolean;
@@ -234,6 +246,12 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
       `leaseWatchInterval must be 0 (off) or a positive number of milliseconds; got ${String(o.leaseWatchInterval)}.`,
     );
   }
+  const checkpointDelay = o.maxCheckpointDelay ?? ChangeFeedDefaults.maxCheckpointDelay;
+  if (typeof checkpointDelay !== "number" || !Number.isFinite(checkpointDelay) || checkpointDelay < 0) {
+    throw new InvalidProcessorOptionsError(
+      `maxCheckpointDelay must be 0 (a checkpoint per batch) or a positive number of milliseconds; got ${String(o.maxCheckpointDelay)}.`,
+    );
+  }
   const handoff = o.handoffTimeout ?? acquire + 2_000;
   if (!Number.isFinite(handoff) || handoff < 0) {
     throw new InvalidProcessorOptionsError(`handoffTimeout must be 0 or more milliseconds; got ${handoff}.`);
@@ -246,6 +264,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     leaseExpirationInterval: expiration,
     leaseSafetyMargin: margin,
     feedPollDelay: poll,
+    maxCheckpointDelay: checkpointDelay,
     leaseWatchInterval: watch,
     maxItemsPerInvocation: max,
     startFromBeginning: o.startFromBeginning ?? false,

@@ -169,6 +169,7 @@ export class LeaseSupervisor<T> {
       startPosition: o.startPosition,
       feedPollDelay: o.options.feedPollDelay,
       maxItemCount: o.options.maxItemsPerInvocation,
+      maxCheckpointDelay: o.options.maxCheckpointDelay,
       allVersions: o.options.allVersions,
       events: o.workerEvents,
       processorName: o.store.prefix,

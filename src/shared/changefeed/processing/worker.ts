@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
 import type { Container } from "@azure/cosmos";
 import { type Clock, systemClock } from "../clock.js";
 import type { EpkRange } from "../leases/lease.js";
 import { LeaseLostError } from "../leases/store.js";
 import { ChangeFeedDefaults, type ErrorPolicy } from "../options.js";
 import { CoalescingCheckpointer } from "./checkpointer.js";
+import { deadLetter } from "./dead-letter.js";
 import {
   classifyFeedReadError,
   FeedReadBackoff,
@@ -55,10 +55,8 @@ export type WorkerExit =
   | { kind: "lost"; error: LeaseLostError }
   | { kind: "container-gone"; error: MonitoredContainerGoneError };
 
-/** An abortable sleep on the real clock (resolves early, without throwing, when the signal fires). */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return systemClock.sleep(ms, signal);
-}
+/** A read's page, or what it threw. */
+type ReadOutcome<T> = { page: FeedPage<T> } | { error: unknown };
 
 /** What the worker reads from: one lease's range of the change feed (a {@link LeaseFeedReader}). */
 export interface FeedReader<T> {
@@ -74,6 +72,8 @@ export interface PartitionWorkerOptions<T> {
   /** Wait after a read that found nothing new (ms). */
   feedPollDelay: number;
   maxItemCount: number | undefined;
+  /** Longest a handled batch's checkpoint waits while the next pages keep coming (ms); see ChangeFeedDefaults. */
+  maxCheckpointDelay?: number;
   allVersions: boolean;
   events: WorkerEvents;
   /** The lease prefix, recorded in dead-letter documents. */
@@ -85,7 +85,9 @@ export interface PartitionWorkerOptions<T> {
 
 /**
  * Processes one lease's range: read a page, give it to the handler, checkpoint only after the handler
- * succeeded. A failing batch is retried (same batch, so per-key order holds) or, with the dead-letter
+ * succeeded. The next page is read while the handler runs; when it brings changes, the handled batch's
+ * checkpoint is held and replaced by the next one's (at most maxCheckpointDelay ms), so a backlog costs far
+ * fewer lease writes than pages. A failing batch is retried (same batch, so per-key order holds) or, with the dead-letter
  * policy, written to the dead-letter container after N attempts and skipped. A failed read is classified
  * (feed-errors.ts): the monitored container gone ends the worker, a split hands the lease over to be
  * replaced, anything else backs off (bounded, jittered) before reading again.
@@ -120,24 +122,35 @@ export class PartitionWorker<T> {
 
   async run(signal: AbortSignal): Promise<WorkerExit> {
     const reader = this.createReader();
-    const checkpoints = new CoalescingCheckpointer(
-      (etag) => this.lease.checkpoint(etag),
-      (etag, documents) => this.events.checkpointed(this.lease.leaseToken, etag, documents),
-    );
+    const checkpoints = new CoalescingCheckpointer({
+      write: (etag) => this.lease.checkpoint(etag),
+      written: (etag, documents) => this.events.checkpointed(this.lease.leaseToken, etag, documents),
+      maxDelay: this.o.maxCheckpointDelay ?? ChangeFeedDefaults.maxCheckpointDelay,
+      clock: this.clock,
+    });
     const backoff = new FeedReadBackoff(
       ChangeFeedDefaults.feedReadRetryInitialDelay,
       ChangeFeedDefaults.feedReadRetryMaxDelay,
     );
+    // A read never rejects here: its outcome is looked at after the batch before it is handled.
+    const read = (): Promise<ReadOutcome<T>> =>
+      reader.next().then(
+        (page) => ({ page }),
+        (error: unknown) => ({ error }),
+      );
+    let prefetched: Promise<ReadOutcome<T>> | undefined;
     let checkpointedOnce = this.lease.continuationToken !== null;
     try {
       while (!signal.aborted) {
         checkpoints.throwIfFailed();
+        const outcome = await (prefetched ?? read());
+        prefetched = undefined;
+        if (signal.aborted) break;
         let page: FeedPage<T>;
-        try {
-          page = await reader.next();
-          backoff.reset();
-        } catch (e) {
-          if (signal.aborted) break;
+        if ("error" in outcome) {
+          // No next page in hand: the held checkpoint is written now.
+          checkpoints.commit();
+          const e = outcome.error;
           const failure = classifyFeedReadError(e);
           if (failure === "container-gone") {
             return {
@@ -151,14 +164,17 @@ export class PartitionWorker<T> {
             await this.clock.sleep(backoff.next(retryAfterMs(e)), signal);
             continue;
           }
+        } else {
+          page = outcome.page;
+          backoff.reset();
         }
-        if (signal.aborted) break;
         if (page.kind === "gone") {
           // Split or merge: the replacement leases start from this one's last checkpoint: make sure it is written.
           await checkpoints.flush();
           return { kind: "split" };
         }
         if (page.kind === "empty") {
+          checkpoints.commit();
           // Pin a "now"/"time" start on the first empty read, so a successor does not start later.
           if (!checkpointedOnce && page.etag) {
             checkpoints.submit(page.etag, 0);
@@ -167,10 +183,12 @@ export class PartitionWorker<T> {
           await this.clock.sleep(this.o.feedPollDelay, signal);
           continue;
         }
+        // Read ahead while the handler runs: the page after this one decides whether its checkpoint is held.
+        prefetched = read();
         const delivered = await this.deliver(page.items, signal);
         if (!delivered) break;
-        // Written in the background while the next page is read; a newer etag supersedes one not yet written.
-        checkpoints.submit(page.etag, page.items.length);
+        // Held until the next page is known (written in the background, off the read path).
+        checkpoints.defer(page.etag, page.items.length);
         checkpointedOnce = true;
       }
       await checkpoints.flush();
@@ -178,6 +196,8 @@ export class PartitionWorker<T> {
     } catch (e) {
       if (e instanceof LeaseLostError) return { kind: "lost", error: e };
       throw e;
+    } finally {
+      checkpoints.close();
     }
   }
 
@@ -200,49 +220,21 @@ export class PartitionWorker<T> {
         this.events.handlerFailed(this.lease.leaseToken, e, attempt);
         if (signal.aborted) return false;
         if (policy.kind === "deadLetter" && attempt >= policy.maxAttempts) {
-          await this.deadLetter(policy.container, items, e, attempt);
+          await deadLetter({
+            container: policy.container,
+            processorName: this.o.processorName,
+            leaseToken: this.lease.leaseToken,
+            items,
+            error: e,
+            attempts: attempt,
+            now: this.clock.now(),
+          });
           this.events.deadLettered(this.lease.leaseToken, items.length);
           return true;
         }
         // Full jitter keeps many failing workers from retrying in lockstep.
         await this.clock.sleep(delay / 2 + Math.random() * (delay / 2), signal);
         delay = Math.min(maxDelay, delay * 2);
-      }
-    }
-  }
-
-  /** One dead-letter document per failed change; a deterministic id makes a repeated write a harmless 409. */
-  private async deadLetter(
-    container: Container,
-    items: T[],
-    error: unknown,
-    attempts: number,
-  ): Promise<void> {
-    const now = new Date(this.clock.now()).toISOString();
-    for (const item of items) {
-      const doc = item as Record<string, unknown>;
-      const key = JSON.stringify([
-        this.o.processorName,
-        this.lease.leaseToken,
-        doc.id ?? null,
-        doc._lsn ?? null,
-        doc._etag ?? null,
-      ]);
-      const id = createHash("sha256").update(key).digest("hex").slice(0, 40);
-      try {
-        await container.items.create({
-          id,
-          processor: this.o.processorName,
-          leaseToken: this.lease.leaseToken,
-          sourceId: doc.id ?? null,
-          sourceLsn: doc._lsn ?? null,
-          error: error instanceof Error ? error.message : String(error),
-          attempts,
-          deadLetteredAt: now,
-          document: item,
-        });
-      } catch (e) {
-        if ((e as { code?: unknown }).code !== 409) throw e;
       }
     }
   }
