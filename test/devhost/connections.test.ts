@@ -21,13 +21,17 @@ const CS = `AccountEndpoint=https://acct.documents.azure.com:443/;AccountKey=${K
 function recordingFactories() {
   const made: Array<[string, unknown]> = [];
   const token = { getToken: async () => null };
+  const record = (kind: string, args: unknown) => {
+    made.push([kind, args]);
+    return token;
+  };
   return {
     made,
     credentials: {
-      defaultAzure: (o: unknown) => (made.push(["default", o]), token),
-      managedIdentity: (o: unknown) => (made.push(["managed", o]), token),
-      workloadIdentity: (o: unknown) => (made.push(["workload", o]), token),
-      clientSecret: (t: string, c: string, s: string) => (made.push(["secret", [t, c, s]]), token),
+      defaultAzure: (o: unknown) => record("default", o),
+      managedIdentity: (o: unknown) => record("managed", o),
+      workloadIdentity: (o: unknown) => record("workload", o),
+      clientSecret: (t: string, c: string, s: string) => record("secret", [t, c, s]),
     },
   };
 }
