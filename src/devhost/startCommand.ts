@@ -2,6 +2,7 @@ import { join, resolve } from "node:path";
 import { type RunningEmulator, startEmulator } from "../emulator/index.js";
 import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
+import { timerTriggerRunner } from "./builtinTimer.js";
 import {
   bindingConnectionNames,
   type CosmosTarget,
@@ -61,9 +62,11 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   await ensureBuilt(config, { build: options.build ?? true, log: say });
 
   let emulator: RunningEmulator | undefined;
+  const dataRoot = join(appDir, ".data");
+  const triggers = { timerTrigger: timerTriggerRunner({ dataDir: dataRoot }) };
   const useEmulator = async (names: string[], why: string) => {
     if (!emulator) {
-      const dataDir = resolve(options.dataDir ?? join(appDir, ".data", "cosmos-emulator"));
+      const dataDir = resolve(options.dataDir ?? join(dataRoot, "cosmos-emulator"));
       emulator = await startEmulator({ port: options.emulatorPort ?? DEFAULT_EMULATOR_PORT, dataDir });
       say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
     }
@@ -76,6 +79,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     if (target.kind === "emulator") await useEmulator(settingNames, "--cosmos emulator");
     if (target.kind === "connectionString") pointConnections(settingNames, target.value, env);
     const host = await startDevHost({
+      triggers,
       ...options.host,
       appDir,
       port: options.port,
