@@ -1,0 +1,359 @@
+import type { Container, Database } from "@azure/cosmos";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  CosmosTriggerError,
+  type CosmosTriggerInvocation,
+  type CosmosTriggerOptions,
+  type RunningCosmosTrigger,
+  resolveCosmosTriggerOptions,
+  type StartCosmosTriggerOptions,
+  startCosmosTrigger,
+} from "../../src/devhost/cosmos/trigger.js";
+import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+
+interface Doc {
+  id: string;
+  pk: string;
+}
+
+interface Delivery {
+  ids: string[];
+  invocation: CosmosTriggerInvocation;
+}
+
+let t: TestEmulator;
+let db: Database;
+const running: RunningCosmosTrigger[] = [];
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  db = (await t.client.databases.create({ id: uniqueName("trig") })).database;
+});
+afterEach(async () => {
+  await Promise.allSettled(running.splice(0).map((r) => r.stop()));
+});
+afterAll(async () => {
+  await t.close();
+});
+
+/** Short intervals (ms, the binding's own units) so a test takes well under a second per step. */
+const FAST: Partial<CosmosTriggerOptions> = {
+  feedPollDelay: 50,
+  leaseAcquireInterval: 200,
+  leaseRenewInterval: 300,
+  leaseExpirationInterval: 3_000,
+};
+
+async function monitoredContainer(): Promise<Container> {
+  const { container } = await db.containers.create({
+    id: uniqueName("data"),
+    partitionKey: { paths: ["/pk"] },
+  });
+  return container;
+}
+
+async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function start(
+  options: Partial<CosmosTriggerOptions> & { containerName: string },
+  invoke: (docs: Doc[], inv: CosmosTriggerInvocation) => Promise<void> | void,
+  extra: Partial<StartCosmosTriggerOptions> = {},
+) {
+  const deliveries: Delivery[] = [];
+  const logs: Array<{ level: string; message: string; invocationId?: string }> = [];
+  const trigger = await startCosmosTrigger({
+    functionName: extra.functionName ?? "onChange",
+    options: {
+      connection: "COSMOS",
+      databaseName: db.id,
+      createLeaseContainerIfNotExists: true,
+      startFromBeginning: true,
+      ...FAST,
+      ...options,
+    },
+    clientFor: () => t.client,
+    invoke: async (documents, invocation) => {
+      const docs = documents as Doc[];
+      deliveries.push({ ids: docs.map((d) => d.id), invocation });
+      await invoke(docs, invocation);
+    },
+    log: (level, message, extras) => logs.push({ level, message, ...extras }),
+    tuning: { handoffTimeout: 0, maxCheckpointDelay: 0, leaseWatchInterval: 100 },
+    ...extra,
+  });
+  running.push(trigger);
+  return { trigger, deliveries, logs };
+}
+
+async function leaseDocs(leases: Container, prefix: string) {
+  const { resources } = await leases.items
+    .readAll<{ id: string; ContinuationToken?: string | null }>()
+    .fetchAll();
+  // Lease ids: <prefix><host>_<db rid>_<container rid>..<token>; the bootstrap docs end in .info / .lock.
+  return resources.filter((r) => r.id.startsWith(prefix) && /\.\.\d+$/.test(r.id));
+}
+
+describe("startCosmosTrigger against the emulator", () => {
+  it("delivers documents, creates the lease container (/id, TTL on) and checkpoints after success", async () => {
+    const data = await monitoredContainer();
+    const leaseName = uniqueName("leases");
+    await data.items.create({ id: "a", pk: "p" });
+    await data.items.create({ id: "b", pk: "q" });
+    const { trigger, deliveries, logs } = await start(
+      { containerName: data.id, leaseContainerName: leaseName },
+      () => {},
+    );
+    await waitFor(() => deliveries.flatMap((d) => d.ids).length >= 2, "two documents");
+    expect(deliveries.flatMap((d) => d.ids).sort()).toEqual(["a", "b"]);
+    expect(deliveries[0]?.invocation.retryContext).toEqual({ retryCount: 0, maxRetryCount: 0 });
+
+    const { resource } = await db.container(leaseName).read();
+    expect(resource?.partitionKey?.paths).toEqual(["/id"]);
+    expect(resource?.defaultTtl).toBe(-1);
+    expect(
+      logs.some(
+        (l) => l.level === "information" && l.message.includes(`Created container '${db.id}/${leaseName}'`),
+      ),
+    ).toBe(true);
+    expect(trigger.resolved).toMatchObject({ leaseContainerPrefix: "", leaseDatabaseName: db.id });
+    await waitFor(async () => {
+      const docs = await leaseDocs(trigger.leaseContainer, "");
+      return docs.length > 0 && docs.every((l) => !!l.ContinuationToken);
+    }, "checkpoint");
+  });
+
+  it("retries a failed batch per `retry` (fixedDelay), a new invocation id per attempt, then checkpoints", async () => {
+    const data = await monitoredContainer();
+    await data.items.create({ id: "x", pk: "p" });
+    let failures = 2;
+    const { deliveries, logs } = await start(
+      { containerName: data.id, leaseContainerName: uniqueName("leases") },
+      () => {
+        if (failures-- > 0) throw new Error("transient");
+      },
+      { retry: { strategy: "fixedDelay", maxRetryCount: 3, delayInterval: 30 } },
+    );
+    await waitFor(() => deliveries.length >= 3, "three attempts");
+    expect(deliveries.map((d) => [d.ids, d.invocation.retryContext.retryCount])).toEqual([
+      [["x"], 0],
+      [["x"], 1],
+      [["x"], 2],
+    ]);
+    expect(new Set(deliveries.map((d) => d.invocation.invocationId)).size).toBe(3);
+    expect(deliveries[2]?.invocation.retryContext).toMatchObject({ maxRetryCount: 3 });
+    expect(logs.filter((l) => l.message.startsWith("Waiting for 00:00:00.030 before retrying"))).toHaveLength(
+      2,
+    );
+    expect(logs.some((l) => l.level === "error")).toBe(false);
+  });
+
+  it("when retries run out: logged with the invocation id, checkpointed and skipped (as the extension)", async () => {
+    const data = await monitoredContainer();
+    await data.items.create({ id: "bad", pk: "p" });
+    const { trigger, deliveries, logs } = await start(
+      { containerName: data.id, leaseContainerName: uniqueName("leases") },
+      (docs) => {
+        if (docs.some((d) => d.id === "bad")) throw new Error("cannot handle bad");
+      },
+      {
+        retry: { strategy: "exponentialBackoff", maxRetryCount: 1, minimumInterval: 20, maximumInterval: 40 },
+      },
+    );
+    await waitFor(() => logs.some((l) => l.level === "error"), "the failure log");
+    const error = logs.find((l) => l.level === "error");
+    const lastId = deliveries.at(-1)?.invocation.invocationId;
+    expect(deliveries.map((d) => d.ids)).toEqual([["bad"], ["bad"]]);
+    expect(error?.invocationId).toBe(lastId);
+    expect(error?.message).toContain(`after 2 attempt(s) (last Id=${lastId}): cannot handle bad`);
+    expect(error?.message).toContain("checkpointed");
+    await waitFor(async () => {
+      const docs = await leaseDocs(trigger.leaseContainer, "");
+      return docs.length > 0 && docs.every((l) => !!l.ContinuationToken);
+    }, "checkpoint");
+    await data.items.create({ id: "good", pk: "p" });
+    await waitFor(() => deliveries.some((d) => d.ids.includes("good")), "the next document");
+    // "bad" was not delivered again.
+    expect(deliveries.filter((d) => d.ids.includes("bad"))).toHaveLength(2);
+  });
+
+  it("a batch still failing when the trigger stops is not checkpointed: the next start gets it again", async () => {
+    const data = await monitoredContainer();
+    const leaseName = uniqueName("leases");
+    await data.items.create({ id: "stuck", pk: "p" });
+    const first = await start(
+      { containerName: data.id, leaseContainerName: leaseName },
+      () => {
+        throw new Error("down");
+      },
+      { retry: { strategy: "fixedDelay", maxRetryCount: -1, delayInterval: 20 } },
+    );
+    await waitFor(() => first.deliveries.length >= 3, "several attempts");
+    expect(
+      (await leaseDocs(first.trigger.leaseContainer, "")).map((l) => l.ContinuationToken ?? null),
+    ).toEqual([null]);
+    await first.trigger.stop();
+    expect(first.logs.some((l) => l.level === "warning" && l.message.includes("is not checkpointed"))).toBe(
+      true,
+    );
+    expect(
+      (await leaseDocs(first.trigger.leaseContainer, "")).map((l) => l.ContinuationToken ?? null),
+    ).toEqual([null]);
+
+    const second = await start({ containerName: data.id, leaseContainerName: leaseName }, () => {});
+    await waitFor(() => second.deliveries.length >= 1, "redelivery");
+    expect(second.deliveries[0]?.ids).toEqual(["stuck"]);
+  });
+
+  it("two triggers with different prefixes share one lease container, each sees every change", async () => {
+    const data = await monitoredContainer();
+    const leaseName = uniqueName("leases");
+    const a = await start(
+      { containerName: data.id, leaseContainerName: leaseName, leaseContainerPrefix: "reactions" },
+      () => {},
+      {
+        functionName: "reactions",
+      },
+    );
+    const b = await start(
+      { containerName: data.id, leaseContainerName: leaseName, leaseContainerPrefix: "summary" },
+      () => {},
+      {
+        functionName: "summary",
+      },
+    );
+    for (const id of ["1", "2", "3"]) await data.items.create({ id, pk: id });
+    await waitFor(
+      () => a.deliveries.flatMap((d) => d.ids).length >= 3 && b.deliveries.flatMap((d) => d.ids).length >= 3,
+      "both triggers",
+    );
+    expect(a.deliveries.flatMap((d) => d.ids).sort()).toEqual(["1", "2", "3"]);
+    expect(b.deliveries.flatMap((d) => d.ids).sort()).toEqual(["1", "2", "3"]);
+    const leases = db.container(leaseName);
+    expect(await leaseDocs(leases, "reactions")).toHaveLength(1);
+    expect(await leaseDocs(leases, "summary")).toHaveLength(1);
+  });
+
+  it("missing containers: a clear error, or created with a log line when createMissing is set", async () => {
+    const missing = uniqueName("missing");
+    const error = await start(
+      {
+        containerName: missing,
+        leaseContainerName: uniqueName("leases"),
+        createLeaseContainerIfNotExists: false,
+      },
+      () => {},
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CosmosTriggerError);
+    expect((error as CosmosTriggerError).code).toBe("ContainerNotFound");
+    expect((error as Error).message).toMatch(/Both containers must exist before the listener starts/);
+
+    const dbName = uniqueName("newdb");
+    const created = await start(
+      { databaseName: dbName, containerName: "resources", createLeaseContainerIfNotExists: false },
+      () => {},
+      {
+        createMissing: true,
+        containerDefinition: (d, c) =>
+          d === dbName && c === "resources" ? { partitionKey: { paths: ["/sub"] } } : undefined,
+      },
+    );
+    const { resource } = await t.client.database(dbName).container("resources").read();
+    expect(resource?.partitionKey?.paths).toEqual(["/sub"]);
+    expect(
+      created.logs.filter((l) => l.message.startsWith("Created ")).map((l) => l.message.split(" (")[0]),
+    ).toEqual([
+      `Created database '${dbName}'`,
+      `Created container '${dbName}/resources'`,
+      `Created container '${dbName}/leases'`,
+    ]);
+    await created.trigger.stop();
+    await t.client.database(dbName).delete();
+  });
+});
+
+describe("resolveCosmosTriggerOptions", () => {
+  const base = { connection: "COSMOS", databaseName: "db", containerName: "items" };
+
+  it("applies the extension's defaults (ms) and keeps values as given", () => {
+    expect(
+      resolveCosmosTriggerOptions("f", { ...base, type: "cosmosDBTrigger", direction: "in", name: "docs" }),
+    ).toEqual({
+      ...base,
+      leaseConnection: "COSMOS",
+      leaseDatabaseName: "db",
+      leaseContainerName: "leases",
+      leaseContainerPrefix: "",
+      createLeaseContainerIfNotExists: false,
+      leasesContainerThroughput: undefined,
+      feedPollDelay: 5000,
+      leaseAcquireInterval: 13000,
+      leaseExpirationInterval: 60000,
+      leaseRenewInterval: 17000,
+      maxItemsPerInvocation: undefined,
+      startFromBeginning: false,
+      startFromTime: undefined,
+      mode: "latestVersion",
+      preferredLocations: [],
+    });
+    expect(
+      resolveCosmosTriggerOptions("f", {
+        ...base,
+        feedPollDelay: 0,
+        leaseRenewInterval: "2000",
+        maxItemsPerInvocation: 10,
+        preferredLocations: "West Europe, North Europe",
+        changeFeedMode: "AllVersionsAndDeletes",
+      }),
+    ).toMatchObject({
+      feedPollDelay: 5000,
+      leaseRenewInterval: 2000,
+      maxItemsPerInvocation: 10,
+      preferredLocations: ["West Europe", "North Europe"],
+      mode: "allVersionsAndDeletes",
+    });
+  });
+
+  it("warns once per ignored option, naming the v4 name of a v3 one", () => {
+    const warnings: string[] = [];
+    resolveCosmosTriggerOptions(
+      "f",
+      { ...base, leaseCollectionName: "old", checkpointInterval: 5, colour: "blue" },
+      (m) => warnings.push(m),
+    );
+    expect(warnings).toEqual([
+      "Function 'f': cosmosDBTrigger option 'leaseCollectionName' is a v3 (extension bundle 3) name and is ignored; the v4 name is 'leaseContainerName'.",
+      "Function 'f': cosmosDBTrigger option 'checkpointInterval' is a v3 (extension bundle 3) name and is ignored; extension 4 has no such option.",
+      "Function 'f': cosmosDBTrigger option 'colour' is not a Cosmos DB trigger option and is ignored.",
+    ]);
+  });
+
+  it.each([
+    [{ databaseName: "db", containerName: "c", connectionStringSetting: "X" }, /'connection' is required/],
+    [
+      { ...base, containerName: undefined, collectionName: "c" },
+      /v3 name 'collectionName': use 'containerName'/,
+    ],
+    [{ ...base, leaseContainerName: "ITEMS" }, /cannot be the same as the container storing the leases/],
+    [{ ...base, feedPollDelay: -1 }, /'feedPollDelay' must be a number of milliseconds/],
+    [{ ...base, leaseRenewInterval: "soon" }, /'leaseRenewInterval'/],
+    [{ ...base, startFromTime: "yesterday" }, /ISO 8601/],
+    [{ ...base, startFromTime: "2021-02-16T14:19:29Z", startFromBeginning: true }, /Only one of/],
+    [{ ...base, changeFeedMode: "Everything" }, /changeFeedMode/],
+    [{ ...base, maxItemsPerInvocation: 2.5 }, /maxItemsPerInvocation/],
+    [{ ...base, createLeaseContainerIfNotExists: "yes" }, /true or false/],
+  ])("refuses %j", (raw, message) => {
+    const call = () => resolveCosmosTriggerOptions("f", raw as CosmosTriggerOptions);
+    expect(call).toThrowError(CosmosTriggerError);
+    expect(call).toThrowError(message);
+  });
+});
