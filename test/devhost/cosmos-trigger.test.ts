@@ -309,7 +309,8 @@ describe("resolveCosmosTriggerOptions", () => {
       resolveCosmosTriggerOptions("f", {
         ...base,
         feedPollDelay: 0,
-        leaseRenewInterval: "2000",
+        // A numeric string (metadata built by hand, function.json) is read as ms too.
+        ...({ leaseRenewInterval: "2000" } as Record<string, unknown>),
         maxItemsPerInvocation: 10,
         preferredLocations: "West Europe, North Europe",
         changeFeedMode: "AllVersionsAndDeletes",
