@@ -1,4 +1,5 @@
 export { type AppConfig, applySettings, readAppConfig, resolveSettingExpressions } from "./appConfig.js";
+export { timerTriggerRunner } from "./builtinTimer.js";
 export type { BindingInfo, FunctionMetadata, TypedData } from "./coreTypes.js";
 export { DevHostError } from "./errors.js";
 export type { BindingExtensions } from "./extensions.js";
@@ -15,3 +16,4 @@ export { DEFAULT_MAX_REQUEST_BODY_BYTES } from "./http/server.js";
 export { HTTP_REASON, type InvocationOutcome, type InvokeOptions, invokeFunction } from "./invocation.js";
 export { type LoadedApp, type LoadedFunction, loadApp } from "./loader.js";
 export { consoleSink, HostLogger, type LogRecord, type LogSink } from "./logger.js";
+export { type StartCommandOptions, type StartedApp, startFromCommandLine } from "./startCommand.js";
