@@ -1,0 +1,90 @@
+import {
+  app,
+  type HttpRequest,
+  type HttpResponseInit,
+  type InvocationContext,
+  type Timer,
+} from "@azure/functions";
+import {
+  appContext,
+  health,
+  leaseReport,
+  lockReport,
+  parseSubscriptionId,
+  readSummary,
+} from "../src/shared/resources/index.js";
+import { ApiError } from "../src/shared/resources/model.js";
+import { loadSettings } from "../src/shared/settings.js";
+
+const settings = loadSettings();
+
+export async function getLeases(
+  _request: HttpRequest,
+  _context: InvocationContext,
+): Promise<HttpResponseInit> {
+  return { jsonBody: { value: await leaseReport(appContext()) } };
+}
+
+export async function getLocks(
+  _request: HttpRequest,
+  _context: InvocationContext,
+): Promise<HttpResponseInit> {
+  return { jsonBody: { value: await lockReport(appContext()) } };
+}
+
+export async function getHealth(
+  _request: HttpRequest,
+  _context: InvocationContext,
+): Promise<HttpResponseInit> {
+  const res = await health(appContext());
+  return { status: res.status, jsonBody: res.body };
+}
+
+export async function getSummary(
+  request: HttpRequest,
+  _context: InvocationContext,
+): Promise<HttpResponseInit> {
+  let sub: string;
+  try {
+    sub = parseSubscriptionId(request.params.subscriptionId);
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    return { status: 400, jsonBody: { error: { code: e.code, message: e.message } } };
+  }
+  const summary = await readSummary(appContext(), sub);
+  return summary
+    ? {
+        jsonBody: {
+          subscriptionId: sub,
+          counts: summary.counts,
+          total: summary.total,
+          updatedAt: summary.updatedAt,
+        },
+      }
+    : { jsonBody: { subscriptionId: sub, counts: {}, total: 0, updatedAt: null } };
+}
+
+/** Logs the lag of both resource triggers; warns when changes are waiting. */
+export async function reportLag(_timer: Timer, context: InvocationContext): Promise<void> {
+  for (const p of await leaseReport(appContext())) {
+    const line = `Lag of ${p.function} (prefix '${p.leaseContainerPrefix}'): ${p.totalLag} change(s) over ${p.leases.length} lease(s)${p.error ? ` — ${p.error}` : ""}.`;
+    if (p.totalLag > 0 || p.error) context.warn(line);
+    else context.log(line);
+  }
+}
+
+app.http("getLeases", {
+  methods: ["GET"],
+  route: "admin/leases",
+  authLevel: "anonymous",
+  handler: getLeases,
+});
+app.http("getLocks", { methods: ["GET"], route: "admin/locks", authLevel: "anonymous", handler: getLocks });
+app.http("getHealth", { methods: ["GET"], route: "health", authLevel: "anonymous", handler: getHealth });
+app.http("getSummary", {
+  methods: ["GET"],
+  route: "subscriptions/{subscriptionId}/summary",
+  authLevel: "anonymous",
+  handler: getSummary,
+});
+app.timer("reportLag", { schedule: settings.lagReportSchedule, handler: reportLag });

@@ -1,0 +1,54 @@
+import { app, type InvocationContext } from "@azure/functions";
+import { containerDefinition, containerOf } from "../src/shared/containers.js";
+import {
+  appContext,
+  RESOURCE_TRIGGERS,
+  recordReactions,
+  updateSummaries,
+} from "../src/shared/resources/index.js";
+import { loadSettings } from "../src/shared/settings.js";
+
+// Two Cosmos DB triggers on the resources container, one lease container, a prefix each.
+const settings = loadSettings();
+
+// The trigger options every knob flows into (numbers: `%SETTING%` resolves only in the extension's strings).
+const feedOptions = {
+  connection: settings.cosmosConnectionSetting,
+  databaseName: containerDefinition.database.name,
+  containerName: containerOf("resources").name,
+  leaseContainerName: containerOf("leases").name,
+  // In Azure the app's identity cannot create containers (Bicep does); the dev host creates them on the emulator.
+  createLeaseContainerIfNotExists: false,
+  startFromBeginning: true,
+  feedPollDelay: settings.feedPollDelayMs,
+  leaseAcquireInterval: settings.leaseAcquireIntervalMs,
+  leaseExpirationInterval: settings.leaseExpirationIntervalMs,
+  leaseRenewInterval: settings.leaseRenewIntervalMs,
+  maxItemsPerInvocation: settings.maxItemsPerInvocation,
+};
+
+/** Records, on each operation, that its resource was seen in a non-terminal state (provisioning starts here next). */
+export async function reactToResources(documents: unknown[], context: InvocationContext): Promise<void> {
+  const outcome = await recordReactions(appContext(), documents);
+  context.log(
+    `Saw ${documents.length} change(s): ${outcome.recorded} recorded, ${outcome.alreadyRecorded} already recorded, ${outcome.skipped} skipped, ${outcome.missingOperation} without operation.`,
+  );
+}
+
+/** Keeps each touched subscription's counts by provisioning state (recounted, so redelivery is harmless). */
+export async function summarizeResources(documents: unknown[], context: InvocationContext): Promise<void> {
+  const changed = await updateSummaries(appContext(), documents);
+  if (changed.length > 0) context.log(`Updated the summary of ${changed.join(", ")}.`);
+}
+
+app.cosmosDB(RESOURCE_TRIGGERS.reactions.functionName, {
+  ...feedOptions,
+  leaseContainerPrefix: RESOURCE_TRIGGERS.reactions.leaseContainerPrefix,
+  handler: reactToResources,
+});
+
+app.cosmosDB(RESOURCE_TRIGGERS.summaries.functionName, {
+  ...feedOptions,
+  leaseContainerPrefix: RESOURCE_TRIGGERS.summaries.leaseContainerPrefix,
+  handler: summarizeResources,
+});

@@ -1,0 +1,20 @@
+export {
+  health,
+  type LeaseReport,
+  type LockReport,
+  leaseReport,
+  lockReport,
+  type PrefixReport,
+} from "./admin.js";
+export { type ApiRequest, type ApiResponse, ResourceApi, subscriptionLockName } from "./api.js";
+export { type AppContext, appContext, createAppContext } from "./context.js";
+export * from "./model.js";
+export {
+  countByState,
+  RESOURCE_TRIGGERS,
+  type ReactionOutcome,
+  readSummary,
+  recordReactions,
+  type SummaryDocument,
+  updateSummaries,
+} from "./reactions.js";

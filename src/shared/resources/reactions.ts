@@ -1,0 +1,152 @@
+import { AlreadyExistsError, NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
+import { createItem, readItem, replaceIfMatch, updateItem } from "../cosmos/occ.js";
+import { defaultOccRetryPolicy } from "../cosmos/retry.js";
+import type { AppContext } from "./context.js";
+import {
+  isNonTerminal,
+  type OperationDocument,
+  type ProvisioningState,
+  type ResourceDocument,
+} from "./model.js";
+
+/** The two change feed consumers of the resources container: one lease container, a prefix each. */
+export const RESOURCE_TRIGGERS = {
+  reactions: { functionName: "reactToResources", leaseContainerPrefix: "reactions-" },
+  summaries: { functionName: "summarizeResources", leaseContainerPrefix: "summaries-" },
+} as const;
+
+type ChangedResource = ResourceDocument & { _etag?: string };
+
+function isResourceDocument(d: unknown): d is ChangedResource {
+  const r = d as Partial<ResourceDocument> | null;
+  return (
+    typeof r === "object" &&
+    r !== null &&
+    r.docType === "resource" &&
+    typeof r.subscriptionId === "string" &&
+    typeof r.operationId === "string"
+  );
+}
+
+export interface ReactionOutcome {
+  /** Operations that now record this change. */
+  recorded: number;
+  /** Changes in a terminal state (nothing to do) or not resources. */
+  skipped: number;
+  /** Operations already recording this exact change (a redelivery). */
+  alreadyRecorded: number;
+  /** Resources whose operation is gone (expired by TTL). */
+  missingOperation: number;
+}
+
+/**
+ * The reactions trigger's work: for each resource in a non-terminal state, record on its operation that the change
+ * was seen (state and resource ETag). Idempotent: a redelivered change finds its ETag recorded and writes nothing.
+ * (The provisioning orchestration starts here next.)
+ */
+export async function recordReactions(ctx: AppContext, documents: unknown[]): Promise<ReactionOutcome> {
+  const out: ReactionOutcome = { recorded: 0, skipped: 0, alreadyRecorded: 0, missingOperation: 0 };
+  for (const d of documents) {
+    if (!isResourceDocument(d) || !isNonTerminal(d.provisioningState) || !d._etag) {
+      out.skipped++;
+      continue;
+    }
+    const etag = d._etag;
+    let changed = false;
+    try {
+      await updateItem<OperationDocument>(ctx.containers.operations, d.operationId, d.operationId, (op) => {
+        if (op.observed?.resourceEtag === etag) return undefined;
+        changed = true;
+        const at = new Date().toISOString();
+        return {
+          ...op,
+          lastUpdatedTime: at,
+          observed: { at, provisioningState: d.provisioningState, resourceEtag: etag },
+        };
+      });
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+      out.missingOperation++;
+      continue;
+    }
+    if (changed) out.recorded++;
+    else out.alreadyRecorded++;
+  }
+  return out;
+}
+
+/** Per-subscription counts by provisioning state. Partition key /id (= the subscription id). */
+export interface SummaryDocument {
+  id: string;
+  subscriptionId: string;
+  counts: Partial<Record<ProvisioningState, number>>;
+  total: number;
+  updatedAt: string;
+}
+
+/** Counts of the subscription's resources by state, from the container itself (one partition). */
+export async function countByState(
+  ctx: AppContext,
+  subscriptionId: string,
+): Promise<Partial<Record<ProvisioningState, number>>> {
+  const { resources } = await ctx.containers.resources.items
+    .query<{ state: ProvisioningState; n: number }>(
+      {
+        query:
+          "SELECT c.provisioningState AS state, COUNT(1) AS n FROM c WHERE c.docType = 'resource' GROUP BY c.provisioningState",
+      },
+      { partitionKey: subscriptionId },
+    )
+    .fetchAll();
+  const counts: Partial<Record<ProvisioningState, number>> = {};
+  for (const r of resources) counts[r.state] = r.n;
+  return counts;
+}
+
+function sameCounts(a: SummaryDocument["counts"], b: SummaryDocument["counts"]): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]) as Set<ProvisioningState>;
+  for (const k of keys) if ((a[k] ?? 0) !== (b[k] ?? 0)) return false;
+  return true;
+}
+
+/**
+ * The summary trigger's work: for each subscription a batch touches, recount its resources by state and store the
+ * counts (create, or replace If-Match; a lost race recounts). Recounting rather than incrementing is what makes it
+ * idempotent under at-least-once delivery: the same batch twice gives the same counts, and a missed or repeated
+ * change cannot skew them. Returns the subscriptions whose summary changed.
+ */
+export async function updateSummaries(ctx: AppContext, documents: unknown[]): Promise<string[]> {
+  const subscriptions = new Set<string>();
+  for (const d of documents) if (isResourceDocument(d)) subscriptions.add(d.subscriptionId);
+  const changed: string[] = [];
+  for (const sub of subscriptions) {
+    const wrote = await defaultOccRetryPolicy.run(
+      async () => {
+        const current = await readItem<SummaryDocument>(ctx.containers.summaries, sub, sub);
+        const counts = await countByState(ctx, sub);
+        if (current && sameCounts(current.counts, counts)) return false;
+        const next: SummaryDocument = {
+          id: sub,
+          subscriptionId: sub,
+          counts,
+          total: Object.values(counts).reduce((a, b) => a + (b ?? 0), 0),
+          updatedAt: new Date().toISOString(),
+        };
+        if (current) await replaceIfMatch(ctx.containers.summaries, sub, sub, next, current._etag);
+        else await createItem(ctx.containers.summaries, next);
+        return true;
+      },
+      { isRetryable: (e) => e instanceof AlreadyExistsError || e instanceof PreconditionFailedError },
+    );
+    if (wrote) changed.push(sub);
+  }
+  return changed;
+}
+
+/** The stored summary of a subscription (undefined before its first change was summarized). */
+export async function readSummary(
+  ctx: AppContext,
+  subscriptionId: string,
+): Promise<SummaryDocument | undefined> {
+  return readItem<SummaryDocument>(ctx.containers.summaries, subscriptionId, subscriptionId);
+}

@@ -1,0 +1,203 @@
+import { CosmosFeedError } from "./errors.js";
+
+/**
+ * Every knob of the app, named once: its app setting (an environment variable; both hosts put app settings in
+ * process.env before the app loads), unit, default and range. `loadSettings()` reads and validates them all and
+ * reports every bad one in one error. The library keeps its own defaults (ChangeFeedDefaults, LockDefaults): these
+ * values are the app's choices, passed into the trigger options and the lock client.
+ */
+interface NumberKnob {
+  kind: "integer";
+  setting: string;
+  unit: "ms" | "s" | "items" | "bytes" | "status";
+  default: number;
+  min: number;
+  max: number;
+  /** Allowed values, when only some are (e.g. 409 | 503). */
+  oneOf?: readonly number[];
+  description: string;
+}
+interface StringKnob {
+  kind: "string";
+  setting: string;
+  unit: "ncrontab" | "name";
+  default: string;
+  pattern: RegExp;
+  description: string;
+}
+type Knob = NumberKnob | StringKnob;
+
+export const SETTINGS = {
+  feedPollDelayMs: {
+    kind: "integer",
+    setting: "FEED_POLL_DELAY_MS",
+    unit: "ms",
+    default: 1_000,
+    min: 100,
+    max: 600_000,
+    description:
+      "Wait after a change feed read found nothing (the trigger's feedPollDelay; the extension's default is 5000 — lower here so reactions are prompt; raise it on serverless, where every poll is billed).",
+  },
+  leaseAcquireIntervalMs: {
+    kind: "integer",
+    setting: "LEASE_ACQUIRE_INTERVAL_MS",
+    unit: "ms",
+    default: 13_000,
+    min: 1_000,
+    max: 600_000,
+    description: "How often a host balances leases (the trigger's leaseAcquireInterval).",
+  },
+  leaseExpirationIntervalMs: {
+    kind: "integer",
+    setting: "LEASE_EXPIRATION_INTERVAL_MS",
+    unit: "ms",
+    default: 60_000,
+    min: 5_000,
+    max: 3_600_000,
+    description:
+      "A lease not renewed for this long is taken by another host (the trigger's leaseExpirationInterval).",
+  },
+  leaseRenewIntervalMs: {
+    kind: "integer",
+    setting: "LEASE_RENEW_INTERVAL_MS",
+    unit: "ms",
+    default: 17_000,
+    min: 1_000,
+    max: 600_000,
+    description:
+      "How often a host renews its leases (the trigger's leaseRenewInterval); must be below the expiration interval.",
+  },
+  maxItemsPerInvocation: {
+    kind: "integer",
+    setting: "MAX_ITEMS_PER_INVOCATION",
+    unit: "items",
+    default: 100,
+    min: 1,
+    max: 10_000,
+    description: "Most changes one trigger invocation receives.",
+  },
+  lockTtlSeconds: {
+    kind: "integer",
+    setting: "LOCK_TTL_SECONDS",
+    unit: "s",
+    default: 10,
+    min: 3,
+    max: 3_600,
+    description: "Subscription lock TTL: how long a crashed request blocks its subscription's mutations.",
+  },
+  lockWaitMs: {
+    kind: "integer",
+    setting: "LOCK_WAIT_MS",
+    unit: "ms",
+    default: 0,
+    min: 0,
+    max: 30_000,
+    description: "How long a mutation waits for a held subscription lock before answering contention.",
+  },
+  lockContentionStatus: {
+    kind: "integer",
+    setting: "LOCK_CONTENTION_STATUS",
+    unit: "status",
+    default: 409,
+    min: 409,
+    max: 503,
+    oneOf: [409, 503],
+    description:
+      "Status of a mutation refused because the subscription lock is held: 409 Conflict, or 503 (Azure SDK clients retry only 408/429/5xx).",
+  },
+  listPageSize: {
+    kind: "integer",
+    setting: "LIST_PAGE_SIZE",
+    unit: "items",
+    default: 50,
+    min: 1,
+    max: 1_000,
+    description: "Resources per page of a list when the request names no $top.",
+  },
+  maxRequestBodyBytes: {
+    kind: "integer",
+    setting: "MAX_REQUEST_BODY_BYTES",
+    unit: "bytes",
+    default: 65_536,
+    min: 1_024,
+    max: 2_000_000,
+    description: "Largest PUT/PATCH body accepted (a larger one is a 400 BodyTooLarge).",
+  },
+  lagReportSchedule: {
+    kind: "string",
+    setting: "LAG_REPORT_SCHEDULE",
+    unit: "ncrontab",
+    default: "0 */5 * * * *",
+    pattern: /^\S+( \S+){5}$/,
+    description: "When the timer logs change feed lag: six-field NCRONTAB (seconds first).",
+  },
+  cosmosConnectionSetting: {
+    kind: "string",
+    setting: "COSMOS_CONNECTION_SETTING",
+    unit: "name",
+    default: "COSMOS_CONNECTION",
+    pattern: /^[A-Za-z_][A-Za-z0-9_]*$/,
+    description:
+      "Name of the app setting holding the Cosmos DB connection: a connection string, or the prefix of <NAME>__accountEndpoint (+ __credential, __clientId).",
+  },
+} as const satisfies Record<string, Knob>;
+
+export type SettingName = keyof typeof SETTINGS;
+export type Settings = {
+  [K in SettingName]: (typeof SETTINGS)[K] extends NumberKnob ? number : string;
+};
+
+/** One or more app settings are invalid; `problems` lists each, with its setting name. */
+export class InvalidSettingsError extends CosmosFeedError {
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid app settings:\n  ${problems.join("\n  ")}`, { code: "InvalidSettings" });
+  }
+}
+
+function describeRange(k: NumberKnob): string {
+  return k.oneOf ? `one of ${k.oneOf.join(", ")}` : `a whole number of ${k.unit} from ${k.min} to ${k.max}`;
+}
+
+/**
+ * Reads every knob from `env` (default process.env). An unset or blank setting takes its default. Throws
+ * InvalidSettingsError listing every bad value (setting name, what is allowed, the default, what was given).
+ */
+export function loadSettings(env: Record<string, string | undefined> = process.env): Settings {
+  const problems: string[] = [];
+  const out: Record<string, number | string> = {};
+  for (const [key, knob] of Object.entries(SETTINGS) as [SettingName, Knob][]) {
+    const raw = env[knob.setting]?.trim();
+    if (raw === undefined || raw === "") {
+      out[key] = knob.default;
+      continue;
+    }
+    if (knob.kind === "integer") {
+      const n = /^-?\d+$/.test(raw) ? Number(raw) : Number.NaN;
+      const ok =
+        Number.isSafeInteger(n) && n >= knob.min && n <= knob.max && (!knob.oneOf || knob.oneOf.includes(n));
+      if (!ok) {
+        problems.push(
+          `${knob.setting} must be ${describeRange(knob)} (default ${knob.default}); got '${raw}'.`,
+        );
+        continue;
+      }
+      out[key] = n;
+    } else {
+      if (!knob.pattern.test(raw)) {
+        problems.push(
+          `${knob.setting} must be ${knob.unit === "ncrontab" ? "a six-field NCRONTAB expression such as '0 */5 * * * *'" : "an app setting name"} (default '${knob.default}'); got '${raw}'.`,
+        );
+        continue;
+      }
+      out[key] = raw;
+    }
+  }
+  const s = out as Settings;
+  if (problems.length === 0 && s.leaseRenewIntervalMs >= s.leaseExpirationIntervalMs) {
+    problems.push(
+      `LEASE_RENEW_INTERVAL_MS (${s.leaseRenewIntervalMs}) must be below LEASE_EXPIRATION_INTERVAL_MS (${s.leaseExpirationIntervalMs}): leases would expire between renewals.`,
+    );
+  }
+  if (problems.length > 0) throw new InvalidSettingsError(problems);
+  return s;
+}

@@ -1,0 +1,333 @@
+import { HttpRequest, type HttpResponseInit, InvocationContext } from "@azure/functions";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  deleteResource,
+  getOperation,
+  getResource,
+  listResources,
+  patchResource,
+  putResource,
+} from "../../functions/resources.js";
+import { ensureContainers } from "../../src/shared/containers.js";
+import { appContext, subscriptionLockName } from "../../src/shared/resources/index.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+
+// The real handlers of functions/resources.ts, called as the host calls them (HttpRequest + InvocationContext in the
+// library's test mode), against the emulator through the unmodified SDK.
+
+let t: TestEmulator;
+const BASE = "http://localhost:7071/api";
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  process.env.COSMOS_CONNECTION = t.emulator.connectionString;
+  await ensureContainers(t.client);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+type Handler = (req: HttpRequest, ctx: InvocationContext) => Promise<HttpResponseInit>;
+interface Call {
+  method: string;
+  sub: string;
+  name?: string;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+  query?: string;
+}
+
+async function call(handler: Handler, c: Call) {
+  const path =
+    c.name === undefined
+      ? `/subscriptions/${c.sub}/resources`
+      : `/subscriptions/${c.sub}/resources/${c.name}`;
+  const raw = c.rawBody ?? (c.body === undefined ? undefined : JSON.stringify(c.body));
+  const req = new HttpRequest({
+    method: c.method,
+    url: `${BASE}${path}${c.query ?? ""}`,
+    headers: { ...(raw !== undefined ? { "content-type": "application/json" } : {}), ...c.headers },
+    params: { subscriptionId: c.sub, ...(c.name === undefined ? {} : { resourceName: c.name }) },
+    ...(raw !== undefined ? { body: { string: raw } } : {}),
+  });
+  const res = await handler(req, new InvocationContext({ functionName: "test" }));
+  const headers = (res.headers ?? {}) as Record<string, string>;
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
+  return { status: res.status ?? 200, headers, body: res.jsonBody as any };
+}
+
+const put = (sub: string, name: string, body: unknown, headers?: Record<string, string>) =>
+  call(putResource, { method: "PUT", sub, name, body, headers });
+const get = (sub: string, name: string) => call(getResource, { method: "GET", sub, name });
+
+async function operation(url: string) {
+  const id = url.split("/").pop() as string;
+  const res = await getOperation(
+    new HttpRequest({ method: "GET", url, params: { operationId: id } }),
+    new InvocationContext(),
+  );
+  // biome-ignore lint/suspicious/noExplicitAny: asserted field by field
+  return { status: res.status ?? 200, body: res.jsonBody as any };
+}
+
+/** Every stored item of a subscription (resources and operations), to prove a refused request wrote nothing. */
+async function storedCount(sub: string): Promise<number> {
+  const { containers } = appContext();
+  const q = {
+    query: "SELECT VALUE COUNT(1) FROM c WHERE c.subscriptionId = @s",
+    parameters: [{ name: "@s", value: sub }],
+  };
+  const [r] = (await containers.resources.items.query<number>(q).fetchAll()).resources;
+  const [o] = (await containers.operations.items.query<number>(q).fetchAll()).resources;
+  return r + o;
+}
+
+const body = (extra: Record<string, unknown> = {}) => ({
+  properties: { sku: "basic", ...extra },
+  tags: { env: "test" },
+});
+
+describe("PUT", () => {
+  it("creates: 201, ETag, Azure-AsyncOperation and Location naming an Accepted operation", async () => {
+    const res = await put("sub-create", "alpha", body({ nodeCount: 3 }));
+    expect(res.status).toBe(201);
+    expect(res.headers.ETag).toMatch(/.+/);
+    expect(res.headers["Azure-AsyncOperation"]).toMatch(
+      /^http:\/\/localhost:7071\/api\/operations\/[0-9a-f-]{36}$/,
+    );
+    expect(res.headers.Location).toBe(res.headers["Azure-AsyncOperation"]);
+    expect(res.body).toMatchObject({
+      id: "/subscriptions/sub-create/resources/alpha",
+      name: "alpha",
+      properties: { sku: "basic", nodeCount: 3, provisioningState: "Accepted" },
+      tags: { env: "test" },
+    });
+    const op = await operation(res.headers["Azure-AsyncOperation"]);
+    expect(op.status).toBe(200);
+    expect(op.body).toMatchObject({ status: "Accepted", operation: "Create", resourceId: res.body.id });
+    const read = await get("sub-create", "ALPHA"); // names are case-insensitive
+    expect(read.status).toBe(200);
+    expect(read.headers.ETag).toBe(res.headers.ETag);
+  });
+
+  it("replaces: 200, a new ETag and a Replace operation", async () => {
+    const first = await put("sub-replace", "beta", body());
+    const second = await put("sub-replace", "beta", body({ sku: "premium" }));
+    expect(second.status).toBe(200);
+    expect(second.headers.ETag).not.toBe(first.headers.ETag);
+    expect(second.body.properties.sku).toBe("premium");
+    expect((await operation(second.headers["Azure-AsyncOperation"])).body.operation).toBe("Replace");
+  });
+
+  it("If-Match: a stale ETag is 412 and changes nothing; the current one succeeds", async () => {
+    const first = await put("sub-ifmatch", "gamma", body());
+    const second = await put("sub-ifmatch", "gamma", body({ nodeCount: 2 }));
+    const before = await storedCount("sub-ifmatch");
+    const stale = await put("sub-ifmatch", "gamma", body({ nodeCount: 9 }), {
+      "If-Match": first.headers.ETag,
+    });
+    expect(stale.status).toBe(412);
+    expect(stale.body.error.code).toBe("PreconditionFailed");
+    expect(await storedCount("sub-ifmatch")).toBe(before);
+    expect((await get("sub-ifmatch", "gamma")).body.properties.nodeCount).toBe(2);
+    const fresh = await put("sub-ifmatch", "gamma", body({ nodeCount: 9 }), {
+      "If-Match": second.headers.ETag,
+    });
+    expect(fresh.status).toBe(200);
+    const missing = await put("sub-ifmatch", "nope", body(), { "If-Match": "*" });
+    expect(missing.status).toBe(412);
+  });
+
+  it("If-None-Match: * creates only: 412 on an existing resource", async () => {
+    expect((await put("sub-inm", "delta", body(), { "If-None-Match": "*" })).status).toBe(201);
+    const again = await put("sub-inm", "delta", body({ sku: "standard" }), { "If-None-Match": "*" });
+    expect(again.status).toBe(412);
+    expect((await get("sub-inm", "delta")).body.properties.sku).toBe("basic");
+  });
+
+  it("a held subscription lock answers 409 with Retry-After and writes nothing", async () => {
+    const lock = await appContext().locks.tryAcquire(subscriptionLockName("sub-held"));
+    try {
+      const res = await put("sub-held", "epsilon", body());
+      expect(res.status).toBe(409);
+      expect(Number(res.headers["Retry-After"])).toBeGreaterThanOrEqual(1);
+      expect(res.body.error.code).toBe("Conflict");
+      expect(await storedCount("sub-held")).toBe(0);
+    } finally {
+      await lock.release();
+    }
+    expect((await put("sub-held", "epsilon", body())).status).toBe(201);
+  });
+});
+
+describe("bad input → 400 with a code, nothing written", () => {
+  const cases: [string, Partial<Call>, string][] = [
+    ["malformed JSON", { rawBody: '{"properties": {' }, "InvalidJson"],
+    ["an empty body", { rawBody: "" }, "MissingBody"],
+    ["a JSON array", { rawBody: "[]" }, "InvalidBody"],
+    ["a wrong type", { body: { properties: { sku: "basic", nodeCount: "3" } } }, "InvalidBody"],
+    ["an unknown sku", { body: { properties: { sku: "huge" } } }, "InvalidBody"],
+    ["no properties", { body: { tags: {} } }, "InvalidBody"],
+    ["an unknown top-level field", { body: { ...body(), location: "x" } }, "UnknownField"],
+    ["an unknown property", { body: { properties: { sku: "basic", color: "red" } } }, "UnknownField"],
+    ["a non-string tag", { body: { properties: { sku: "basic" }, tags: { a: 1 } } }, "InvalidBody"],
+    ["an invalid name", { name: "bad name!" }, "InvalidResourceName"],
+    ["a name ending with '.'", { name: "x." }, "InvalidResourceName"],
+    ["a too long name", { name: "n".repeat(64) }, "InvalidResourceName"],
+    ["an invalid subscription", { sub: "sub_bad" }, "InvalidSubscriptionId"],
+    ["an oversize body", { rawBody: JSON.stringify({ ...body(), pad: "x".repeat(70_000) }) }, "BodyTooLarge"],
+    ["If-None-Match other than *", { body: body(), headers: { "If-None-Match": '"abc"' } }, "InvalidHeader"],
+  ];
+  it.each(cases)("%s", async (_label, c, code) => {
+    const sub = c.sub ?? "sub-bad";
+    const res = await call(putResource, { method: "PUT", sub, name: "zeta", body: body(), ...c });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe(code);
+    expect(res.body.error.message).toEqual(expect.any(String));
+    if (sub === "sub-bad") expect(await storedCount(sub)).toBe(0);
+  });
+
+  it("a declared Content-Length over the limit is refused before the body is read", async () => {
+    const res = await call(putResource, {
+      method: "PUT",
+      sub: "sub-bad",
+      name: "zeta",
+      body: body(),
+      headers: { "content-length": "10000000" },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("BodyTooLarge");
+  });
+});
+
+describe("concurrency", () => {
+  it("20 concurrent PUTs on one subscription: winners serialized by the lock, the rest 409 + Retry-After, no lost or mixed write", async () => {
+    const sub = "sub-race";
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        put(sub, "hot", {
+          properties: { sku: "standard", nodeCount: i + 1, description: `writer-${i}` },
+          tags: { writer: String(i) },
+        }),
+      ),
+    );
+    const winners = results.filter((r) => r.status === 201 || r.status === 200);
+    const losers = results.filter((r) => r.status === 409);
+    expect(winners.length + losers.length).toBe(20);
+    expect(winners.length).toBeGreaterThanOrEqual(1);
+    expect(losers.length).toBeGreaterThanOrEqual(1);
+    for (const l of losers) expect(Number(l.headers["Retry-After"])).toBeGreaterThanOrEqual(1);
+    expect(winners.filter((w) => w.status === 201)).toHaveLength(1); // exactly one created it
+    // Every winner's operation exists; losers left none behind.
+    const ops = await appContext()
+      .containers.operations.items.query<string>({
+        query: "SELECT VALUE c.id FROM c WHERE c.subscriptionId = @s",
+        parameters: [{ name: "@s", value: sub }],
+      })
+      .fetchAll();
+    const winnerOps = winners.map((w) => w.headers["Azure-AsyncOperation"].split("/").pop());
+    expect(new Set(ops.resources)).toEqual(new Set(winnerOps));
+    // The stored resource is one winner's whole body, with that winner's operation.
+    const final = await get(sub, "hot");
+    const i = Number(final.body.tags.writer);
+    expect(final.body.properties).toMatchObject({ nodeCount: i + 1, description: `writer-${i}` });
+    const last = winners.find((w) => w.body.tags.writer === String(i));
+    expect(last?.headers.ETag).toBe(final.headers.ETag);
+  });
+});
+
+describe("GET list", () => {
+  it("pages with $top and nextLink until every resource was listed once", async () => {
+    const sub = "sub-list";
+    for (let i = 0; i < 7; i++) expect((await put(sub, `item-${i}`, body())).status).toBe(201);
+    await put("sub-other", "item-x", body());
+    const names: string[] = [];
+    let query: string | undefined = "?$top=3";
+    let pages = 0;
+    while (query !== undefined) {
+      const res = await call(listResources, { method: "GET", sub, query });
+      expect(res.status).toBe(200);
+      expect(res.body.value.length).toBeLessThanOrEqual(3);
+      names.push(...res.body.value.map((r: { name: string }) => r.name));
+      pages++;
+      query = res.body.nextLink ? new URL(res.body.nextLink).search : undefined;
+    }
+    expect(pages).toBeGreaterThanOrEqual(3);
+    expect(names.sort()).toEqual(Array.from({ length: 7 }, (_, i) => `item-${i}`));
+  });
+
+  it("refuses a bad $top or $skipToken with 400", async () => {
+    const top = await call(listResources, { method: "GET", sub: "sub-list", query: "?$top=0" });
+    expect(top.status).toBe(400);
+    expect(top.body.error.code).toBe("InvalidTop");
+    const skip = await call(listResources, {
+      method: "GET",
+      sub: "sub-list",
+      query: "?$skipToken=bm90LWEtdG9rZW4",
+    });
+    expect(skip.status).toBe(400);
+    expect(skip.body.error.code).toBe("InvalidSkipToken");
+  });
+});
+
+describe("DELETE", () => {
+  it("marks the resource Deleting with a Delete operation (202); again → the same operation; missing → 204", async () => {
+    const sub = "sub-delete";
+    await put(sub, "eta", body());
+    const del = await call(deleteResource, { method: "DELETE", sub, name: "eta" });
+    expect(del.status).toBe(202);
+    const op = await operation(del.headers["Azure-AsyncOperation"]);
+    expect(op.body).toMatchObject({ operation: "Delete", status: "Accepted" });
+    expect((await get(sub, "eta")).body.properties.provisioningState).toBe("Deleting");
+    const again = await call(deleteResource, { method: "DELETE", sub, name: "eta" });
+    expect(again.status).toBe(202);
+    expect(again.headers["Azure-AsyncOperation"]).toBe(del.headers["Azure-AsyncOperation"]);
+    const replace = await put(sub, "eta", body());
+    expect(replace.status).toBe(409);
+    expect(replace.body.error.code).toBe("ResourceBeingDeleted");
+    expect((await call(deleteResource, { method: "DELETE", sub, name: "missing" })).status).toBe(204);
+  });
+});
+
+describe("PATCH", () => {
+  it("applies a JSON merge patch (null removes) and answers 202 with an Update operation", async () => {
+    const sub = "sub-patch";
+    await put(sub, "theta", { properties: { sku: "basic", description: "d" }, tags: { a: "1", b: "2" } });
+    const res = await call(patchResource, {
+      method: "PATCH",
+      sub,
+      name: "theta",
+      body: { properties: { nodeCount: 5, description: null }, tags: { b: null, c: "3" } },
+    });
+    expect(res.status).toBe(202);
+    expect(res.body.properties).toEqual({ sku: "basic", nodeCount: 5, provisioningState: "Accepted" });
+    expect(res.body.tags).toEqual({ a: "1", c: "3" });
+    expect((await operation(res.headers["Azure-AsyncOperation"])).body.operation).toBe("Update");
+  });
+
+  it("refuses a patch that leaves an invalid resource, or names an unknown field; 404 for a missing resource", async () => {
+    const sub = "sub-patch2";
+    await put(sub, "iota", body());
+    const before = await storedCount(sub);
+    const noSku = await call(patchResource, {
+      method: "PATCH",
+      sub,
+      name: "iota",
+      body: { properties: { sku: null } },
+    });
+    expect(noSku.status).toBe(400);
+    expect(noSku.body.error.code).toBe("InvalidBody");
+    const unknown = await call(patchResource, {
+      method: "PATCH",
+      sub,
+      name: "iota",
+      body: { properties: { x: 1 } },
+    });
+    expect(unknown.body.error.code).toBe("UnknownField");
+    expect(await storedCount(sub)).toBe(before);
+    const missing = await call(patchResource, { method: "PATCH", sub, name: "nope", body: { tags: {} } });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe("ResourceNotFound");
+  });
+});
