@@ -2,6 +2,7 @@ import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CosmosBindingError,
+  type CosmosInputOptions,
   readCosmosInput,
   toSqlQuerySpec,
   writeCosmosOutput,
@@ -28,7 +29,7 @@ afterAll(async () => {
   await t.close();
 });
 
-const input = (extra: Record<string, unknown>) => ({
+const input = (extra: Record<string, unknown>): CosmosInputOptions => ({
   connection: "COSMOS",
   databaseName: db.id,
   containerName: "items",
