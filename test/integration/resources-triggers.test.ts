@@ -1,0 +1,214 @@
+import { HttpRequest, InvocationContext, type Timer } from "@azure/functions";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getHealth, getLeases, getLocks, getSummary, reportLag } from "../../functions/admin.js";
+import { reactToResources, summarizeResources } from "../../functions/reactions.js";
+import { putResource } from "../../functions/resources.js";
+import { createChangeFeedProcessor } from "../../src/shared/changefeed/index.js";
+import { ensureContainers } from "../../src/shared/containers.js";
+import {
+  appContext,
+  type OperationDocument,
+  RESOURCE_TRIGGERS,
+  type ResourceDocument,
+  readSummary,
+  subscriptionLockName,
+  updateSummaries,
+} from "../../src/shared/resources/index.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+
+// The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
+// the documents the change feed delivers, against the emulator.
+
+let t: TestEmulator;
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  process.env.COSMOS_CONNECTION = t.emulator.connectionString;
+  await ensureContainers(t.client);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function put(sub: string, name: string, sku = "basic") {
+  const res = await putResource(
+    new HttpRequest({
+      method: "PUT",
+      url: `http://localhost:7071/api/subscriptions/${sub}/resources/${name}`,
+      params: { subscriptionId: sub, resourceName: name },
+      body: { string: JSON.stringify({ properties: { sku } }) },
+    }),
+    new InvocationContext(),
+  );
+  expect(res.status).toBe(201);
+}
+
+/** The subscription's resources as the change feed delivers them (with _etag, _lsn, …). */
+async function changesOf(sub: string) {
+  const { resources } = await appContext()
+    .containers.resources.items.query<ResourceDocument & { _etag: string }>({
+      query: "SELECT * FROM c WHERE c.subscriptionId = @s",
+      parameters: [{ name: "@s", value: sub }],
+    })
+    .fetchAll();
+  return resources;
+}
+
+const http = (url: string, params: Record<string, string> = {}) =>
+  new HttpRequest({ method: "GET", url: `http://localhost:7071/api/${url}`, params });
+
+describe("summary trigger", () => {
+  it("is idempotent: the same batch twice gives the same counts, and writes nothing the second time", async () => {
+    const sub = "sum-1";
+    await put(sub, "a");
+    await put(sub, "b");
+    await put(sub, "c", "premium");
+    const batch = await changesOf(sub);
+    await summarizeResources(batch, new InvocationContext());
+    const first = await readSummary(appContext(), sub);
+    expect(first?.counts).toEqual({ Accepted: 3 });
+    expect(first?.total).toBe(3);
+    await summarizeResources(batch, new InvocationContext());
+    await summarizeResources([...batch, ...batch], new InvocationContext());
+    const second = await readSummary(appContext(), sub);
+    expect(second?.counts).toEqual({ Accepted: 3 });
+    expect(second?._etag).toBe(first?._etag);
+    const res = await getSummary(
+      http(`subscriptions/${sub}/summary`, { subscriptionId: sub }),
+      new InvocationContext(),
+    );
+    expect(res.jsonBody).toMatchObject({ subscriptionId: sub, counts: { Accepted: 3 }, total: 3 });
+  });
+
+  it("follows state changes and keeps subscriptions apart", async () => {
+    await put("sum-2", "x");
+    await put("sum-3", "y");
+    const ctx = appContext();
+    const [x] = await changesOf("sum-2");
+    await ctx.containers.resources.item(x.id, "sum-2").replace({ ...x, provisioningState: "Succeeded" });
+    const changed = await updateSummaries(ctx, [
+      ...(await changesOf("sum-2")),
+      ...(await changesOf("sum-3")),
+    ]);
+    expect(changed.sort()).toEqual(["sum-2", "sum-3"]);
+    expect((await readSummary(ctx, "sum-2"))?.counts).toEqual({ Succeeded: 1 });
+    expect((await readSummary(ctx, "sum-3"))?.counts).toEqual({ Accepted: 1 });
+    // Documents that are not resources are ignored.
+    expect(await updateSummaries(ctx, [{ id: "other" }, null, 42])).toEqual([]);
+  });
+});
+
+describe("reactions trigger", () => {
+  it("records on the operation that a non-terminal resource was seen, once per change", async () => {
+    const sub = "react-1";
+    await put(sub, "r");
+    const batch = await changesOf(sub);
+    await reactToResources(batch, new InvocationContext());
+    const ops = appContext().containers.operations;
+    const opId = batch[0].operationId;
+    const { resource: op } = await ops.item(opId, opId).read<OperationDocument & { _etag: string }>();
+    expect(op?.observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: batch[0]._etag });
+    await reactToResources(batch, new InvocationContext()); // redelivery
+    const { resource: again } = await ops.item(opId, opId).read<OperationDocument & { _etag: string }>();
+    expect(again?._etag).toBe(op?._etag);
+  });
+
+  it("skips terminal states", async () => {
+    const sub = "react-2";
+    await put(sub, "s");
+    const [doc] = await changesOf(sub);
+    const { resource: done } = await appContext()
+      .containers.resources.item(doc.id, sub)
+      .replace({ ...doc, provisioningState: "Succeeded" });
+    const ops = appContext().containers.operations;
+    await reactToResources([done], new InvocationContext());
+    const { resource: op } = await ops.item(doc.operationId, doc.operationId).read<OperationDocument>();
+    expect(op?.observed).toBeUndefined();
+  });
+});
+
+describe("admin", () => {
+  it("GET /api/admin/leases reports owner, continuation and lag per lease for each prefix", async () => {
+    const ctx = appContext();
+    // A real processor on the summaries prefix (as the dev host runs the trigger), the reactions prefix idle.
+    const processor = createChangeFeedProcessor(
+      {
+        monitoredContainer: ctx.containers.resources,
+        leaseContainer: ctx.containers.leases,
+        leaseContainerPrefix: RESOURCE_TRIGGERS.summaries.leaseContainerPrefix,
+        instanceName: "host-a",
+        startFromBeginning: true,
+        feedPollDelay: 50,
+        leaseRenewInterval: 200,
+        leaseAcquireInterval: 300,
+        leaseExpirationInterval: 1_500,
+        handoffTimeout: 0,
+      },
+      async (docs: unknown[]) => {
+        await updateSummaries(ctx, docs);
+      },
+    );
+    await processor.start();
+    try {
+      await put("lease-sub", "l1");
+      await expect
+        .poll(async () => (await readSummary(ctx, "lease-sub"))?.total, { timeout: 10_000 })
+        .toBe(1);
+      const res = await getLeases(http("admin/leases"), new InvocationContext());
+      const report = (
+        res.jsonBody as {
+          value: {
+            leaseContainerPrefix: string;
+            leases: { owner: string | null; continuation: string | null; estimatedLag: number | null }[];
+          }[];
+        }
+      ).value;
+      const summaries = report.find(
+        (p) => p.leaseContainerPrefix === RESOURCE_TRIGGERS.summaries.leaseContainerPrefix,
+      );
+      const reactions = report.find(
+        (p) => p.leaseContainerPrefix === RESOURCE_TRIGGERS.reactions.leaseContainerPrefix,
+      );
+      expect(summaries?.leases.length).toBeGreaterThanOrEqual(1);
+      for (const l of summaries?.leases ?? []) {
+        expect(l.owner).toBe("host-a");
+        expect(typeof l.estimatedLag).toBe("number");
+      }
+      expect(summaries?.leases.some((l) => l.continuation !== null)).toBe(true);
+      expect(reactions?.leases).toEqual([]);
+      const logged: string[] = [];
+      const timerCtx = new InvocationContext({
+        logHandler: (_level, ...args) => {
+          logged.push(args.map(String).join(" "));
+        },
+      });
+      await reportLag({ isPastDue: false, scheduleStatus: undefined } as unknown as Timer, timerCtx);
+      expect(logged.some((l) => l.includes("summarizeResources"))).toBe(true);
+    } finally {
+      await processor.stop();
+    }
+  });
+
+  it("GET /api/admin/locks lists held locks; GET /api/health is 200 with every container", async () => {
+    const lock = await appContext().locks.tryAcquire(subscriptionLockName("locked-sub"));
+    try {
+      const res = await getLocks(http("admin/locks"), new InvocationContext());
+      const names = (res.jsonBody as { value: { name: string; expiresAt: string }[] }).value.map(
+        (l) => l.name,
+      );
+      expect(names).toContain("subscription-locked-sub");
+    } finally {
+      await lock.release();
+    }
+    const after = await getLocks(http("admin/locks"), new InvocationContext());
+    expect((after.jsonBody as { value: { name: string }[] }).value.map((l) => l.name)).not.toContain(
+      "subscription-locked-sub",
+    );
+    const health = await getHealth(http("health"), new InvocationContext());
+    expect(health.status).toBe(200);
+    expect(health.jsonBody).toMatchObject({
+      status: "healthy",
+      containers: { resources: "ok", operations: "ok", summaries: "ok", leases: "ok", locks: "ok" },
+    });
+  });
+});
