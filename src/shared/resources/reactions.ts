@@ -1,5 +1,5 @@
 import { AlreadyExistsError, NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
-import { createItem, readItem, replaceIfMatch, updateItem } from "../cosmos/occ.js";
+import { createItem, readItem, replaceIfMatch, type Stored, updateItem } from "../cosmos/occ.js";
 import { defaultOccRetryPolicy } from "../cosmos/retry.js";
 import type { AppContext } from "./context.js";
 import {
