@@ -1,4 +1,5 @@
 export { type AppConfig, applySettings, readAppConfig, resolveSettingExpressions } from "./appConfig.js";
+export { type CosmosRuntime, type CosmosRuntimeOptions, createCosmosRuntime } from "./builtinCosmos.js";
 export { timerTriggerRunner } from "./builtinTimer.js";
 export type { BindingInfo, FunctionMetadata, TypedData } from "./coreTypes.js";
 export { DevHostError } from "./errors.js";

@@ -2,6 +2,7 @@ import { join, resolve } from "node:path";
 import { type RunningEmulator, startEmulator } from "../emulator/index.js";
 import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
+import { createCosmosRuntime } from "./builtinCosmos.js";
 import { timerTriggerRunner } from "./builtinTimer.js";
 import {
   bindingConnectionNames,
@@ -63,7 +64,12 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
 
   let emulator: RunningEmulator | undefined;
   const dataRoot = join(appDir, ".data");
-  const triggers = { timerTrigger: timerTriggerRunner({ dataDir: dataRoot }) };
+  // On the emulator, databases and containers the app names are created when missing (with a log line).
+  const cosmos = createCosmosRuntime({ env, createMissing: () => emulator !== undefined });
+  const triggers = {
+    timerTrigger: timerTriggerRunner({ dataDir: dataRoot }),
+    cosmosDBTrigger: cosmos.cosmosDBTrigger,
+  };
   const useEmulator = async (names: string[], why: string) => {
     if (!emulator) {
       const dataDir = resolve(options.dataDir ?? join(dataRoot, "cosmos-emulator"));
@@ -80,6 +86,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     if (target.kind === "connectionString") pointConnections(settingNames, target.value, env);
     const host = await startDevHost({
       triggers,
+      extensions: cosmos.extensions,
       ...options.host,
       appDir,
       port: options.port,
@@ -99,12 +106,14 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     const stop = () => {
       stopping ??= (async () => {
         await host.close();
+        cosmos.dispose();
         await emulator?.close();
       })();
       return stopping;
     };
     return { host, emulator, stop };
   } catch (e) {
+    cosmos.dispose();
     await emulator?.close();
     throw e;
   }

@@ -3,7 +3,9 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CosmosClient } from "@azure/cosmos";
 import { afterEach, describe, expect, it } from "vitest";
+import { WELL_KNOWN_EMULATOR_KEY } from "../../src/emulator/index.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = join(root, ".data", "test-apps");
@@ -72,15 +74,27 @@ describe("cosmos-feed start (a real child process)", () => {
     );
   });
 
-  it("points unresolved Cosmos DB connections at the embedded emulator", async () => {
+  it("points unresolved Cosmos DB connections at the embedded emulator and runs the Cosmos DB trigger", async () => {
     mkdirSync(scratch, { recursive: true });
     const dataDir = mkdtempSync(join(scratch, "emulator-"));
     const run = cli(["test/fixtures/app-cjs", "--port", "0", "--emulator-port", "0", "--data-dir", dataDir]);
+    const [, endpoint] = await run.waitFor(/Cosmos DB emulator listening on (\S+) /);
     await run.waitFor(/Host started/);
     expect(run.output()).toContain(
       `(data in ${dataDir}); no Cosmos DB connection resolves (FIXTURE_COSMOS).`,
     );
     expect(run.output()).toContain("Cosmos DB connection settings pointed at the emulator: FIXTURE_COSMOS.");
+    expect(run.output()).toContain(
+      "Created container 'fixture/leases' (lease container of function 'onThing'",
+    );
+    // A write through the unmodified SDK reaches the app's trigger in the child process.
+    const client = new CosmosClient({ endpoint, key: WELL_KNOWN_EMULATOR_KEY });
+    try {
+      await client.database("fixture").container("things").items.create({ id: "from-test" });
+      await run.waitFor(/saw 1 documents/);
+    } finally {
+      client.dispose();
+    }
     run.child.kill("SIGINT");
     expect(await run.exited).toBe(0);
   });

@@ -1,0 +1,68 @@
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createCosmosRuntime } from "../../src/devhost/builtinCosmos.js";
+import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+
+const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
+let emu: TestEmulator;
+let host: RunningDevHost;
+const cosmos = createCosmosRuntime({ createMissing: () => true });
+const logs: LogRecord[] = [];
+
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+beforeAll(async () => {
+  emu = await startTestEmulator();
+  process.env.FIXTURE_COSMOS = emu.emulator.connectionString;
+  const { database } = await emu.client.databases.createIfNotExists({ id: "fixture" });
+  const { container } = await database.containers.createIfNotExists({ id: "things", partitionKey: "/id" });
+  await container.items.create({ id: "t1", color: "blue" });
+  host = await startDevHost({
+    appDir: cjsApp,
+    port: 0,
+    logSink: (r) => logs.push(r),
+    triggers: { cosmosDBTrigger: cosmos.cosmosDBTrigger },
+    extensions: cosmos.extensions,
+  });
+});
+
+afterAll(async () => {
+  await host?.close();
+  cosmos.dispose();
+  await emu?.close();
+});
+
+describe("built-in Cosmos DB trigger and bindings wired into the dev host", () => {
+  it("runs the cosmosDBTrigger through the worker contract (documents as typed data)", async () => {
+    const seen = await until("the trigger", () =>
+      logs.find((r) => r.category === "Function.onThing.User" && /^saw \d+ documents$/.test(r.message)),
+    );
+    expect(seen.message).toBe("saw 1 documents");
+    const executing = logs.find((r) =>
+      r.message.startsWith("Executing 'Functions.onThing' (Reason='New changes on container things"),
+    );
+    expect(executing?.invocationId).toBe(seen.invocationId);
+  });
+
+  it("reads the input binding by route id and writes the output binding", async () => {
+    const res = await fetch(`${host.baseUrl}/v1/things/t1`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: "t1", color: "blue" });
+    const audit = emu.client.database("fixture").container("audit");
+    const { resources } = await audit.items.query("SELECT * FROM c WHERE c.read = true").fetchAll();
+    expect(resources).toHaveLength(1);
+  });
+});
