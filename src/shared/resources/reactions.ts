@@ -147,6 +147,6 @@ export async function updateSummaries(ctx: AppContext, documents: unknown[]): Pr
 export async function readSummary(
   ctx: AppContext,
   subscriptionId: string,
-): Promise<SummaryDocument | undefined> {
+): Promise<Stored<SummaryDocument> | undefined> {
   return readItem<SummaryDocument>(ctx.containers.summaries, subscriptionId, subscriptionId);
 }
