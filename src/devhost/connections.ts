@@ -1,3 +1,4 @@
+import { CosmosClient } from "@azure/cosmos";
 import {
   ClientSecretCredential,
   DefaultAzureCredential,
@@ -209,4 +210,25 @@ function credentialFor(
     credential: f.defaultAzure({ managedIdentityClientId: clientId, tenantId }),
     credentialType: "DefaultAzureCredential",
   };
+}
+
+/**
+ * A CosmosClient for a resolved connection, with the binding's preferred regions (as the extension's
+ * BuildClientOptions; the JS SDK always uses the gateway, the extension's default mode) and a user agent suffix
+ * (host.json `extensions.cosmosDB.userAgentSuffix`).
+ */
+export function createCosmosClient(
+  connection: CosmosConnection,
+  options: { preferredLocations?: string[]; userAgentSuffix?: string } = {},
+): CosmosClient {
+  const common = {
+    endpoint: connection.endpoint,
+    ...(options.preferredLocations?.length
+      ? { connectionPolicy: { preferredLocations: options.preferredLocations } }
+      : {}),
+    ...(options.userAgentSuffix ? { userAgentSuffix: options.userAgentSuffix } : {}),
+  };
+  return connection.kind === "key"
+    ? new CosmosClient({ ...common, key: connection.key })
+    : new CosmosClient({ ...common, aadCredentials: connection.credential });
 }

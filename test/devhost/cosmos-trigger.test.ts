@@ -1,5 +1,6 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createCosmosClient, resolveCosmosConnection } from "../../src/devhost/connections.js";
 import {
   CosmosTriggerError,
   type CosmosTriggerInvocation,
@@ -18,6 +19,7 @@ interface Doc {
 
 interface Delivery {
   ids: string[];
+  raw: unknown[];
   invocation: CosmosTriggerInvocation;
 }
 
@@ -84,7 +86,7 @@ async function start(
     clientFor: () => t.client,
     invoke: async (documents, invocation) => {
       const docs = documents as Doc[];
-      deliveries.push({ ids: docs.map((d) => d.id), invocation });
+      deliveries.push({ ids: docs.map((d) => d.id), raw: documents, invocation });
       await invoke(docs, invocation);
     },
     log: (level, message, extras) => logs.push({ level, message, ...extras }),
@@ -241,6 +243,68 @@ describe("startCosmosTrigger against the emulator", () => {
     const leases = db.container(leaseName);
     expect(await leaseDocs(leases, "reactions")).toHaveLength(1);
     expect(await leaseDocs(leases, "summary")).toHaveLength(1);
+  });
+
+  it("resolves connections through clientFor with preferredLocations; reads AllVersionsAndDeletes items, deletes included", async () => {
+    const data = await monitoredContainer();
+    const asked: unknown[] = [];
+    const env = { COSMOS: t.emulator.connectionString };
+    const { deliveries } = await start(
+      {
+        containerName: data.id,
+        leaseContainerName: uniqueName("leases"),
+        startFromBeginning: false,
+        changeFeedMode: "AllVersionsAndDeletes",
+        preferredLocations: "West Europe, North Europe",
+      },
+      () => {},
+      {
+        clientFor: (setting, o) => {
+          asked.push([setting, o]);
+          return createCosmosClient(resolveCosmosConnection(setting, env), o);
+        },
+      },
+    );
+    expect(asked).toEqual([
+      ["COSMOS", { preferredLocations: ["West Europe", "North Europe"], role: "monitored" }],
+      ["COSMOS", { preferredLocations: ["West Europe", "North Europe"], role: "leases" }],
+    ]);
+    // Give the processor its first (empty) read so its start position is pinned before the writes.
+    await new Promise((r) => setTimeout(r, 300));
+    await data.items.create({ id: "v", pk: "p" });
+    await data.item("v", "p").delete();
+    const all: unknown[] = [];
+    await waitFor(() => {
+      all.splice(0, all.length, ...deliveries.flatMap((d) => d.raw));
+      return all.length >= 2;
+    }, "create and delete");
+    const ops = (all as Array<{ metadata?: { operationType?: string } }>).map(
+      (i) => i.metadata?.operationType,
+    );
+    expect(ops).toEqual(["create", "delete"]);
+    expect((all[0] as { current?: { id?: string } }).current?.id).toBe("v");
+  });
+
+  it("startFromTime: only changes from that time on", async () => {
+    const data = await monitoredContainer();
+    await data.items.create({ id: "old", pk: "p" });
+    // The change feed's start time has one-second resolution (If-Modified-Since).
+    await new Promise((r) => setTimeout(r, 1_100));
+    const from = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 50));
+    await data.items.create({ id: "new", pk: "p" });
+    const { deliveries } = await start(
+      {
+        containerName: data.id,
+        leaseContainerName: uniqueName("leases"),
+        startFromBeginning: false,
+        startFromTime: from,
+      },
+      () => {},
+    );
+    await waitFor(() => deliveries.length >= 1, "the new document");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(deliveries.flatMap((d) => d.ids)).toEqual(["new"]);
   });
 
   it("missing containers: a clear error, or created with a log line when createMissing is set", async () => {
