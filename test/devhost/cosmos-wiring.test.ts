@@ -48,9 +48,9 @@ afterAll(async () => {
 describe("built-in Cosmos DB trigger and bindings wired into the dev host", () => {
   it("runs the cosmosDBTrigger through the worker contract (documents as typed data)", async () => {
     const seen = await until("the trigger", () =>
-      logs.find((r) => r.category === "Function.onThing.User" && /^saw \d+ documents$/.test(r.message)),
+      logs.find((r) => r.category === "Function.onThing.User" && /^saw \d+ documents: /.test(r.message)),
     );
-    expect(seen.message).toBe("saw 1 documents");
+    expect(seen.message).toBe("saw 1 documents: t1");
     const executing = logs.find((r) =>
       r.message.startsWith("Executing 'Functions.onThing' (Reason='New changes on container things"),
     );

@@ -76,7 +76,7 @@ describe("dev host lifecycle", () => {
       triggers: { cosmosDBTrigger: cosmos },
     });
     expect(events).toEqual(["start onThing", "invoked ok"]);
-    expect(logs.some((r) => r.message === "saw 2 documents" && r.category === "Function.onThing.User")).toBe(
+    expect(logs.some((r) => r.message === "saw 2 documents: a,b" && r.category === "Function.onThing.User")).toBe(
       true,
     );
 
