@@ -34,6 +34,10 @@ describe("NCRONTAB parsing", () => {
     expect(five.seconds.flatMap((on, i) => (on ? [i] : []))).toEqual([0]);
     expect(five.minutes[30]).toBe(true);
     expect(five.isInterval).toBe(false);
+    // NCrontab takes any prefix; the first name it starts wins.
+    const prefixes = parseNcrontab("0 0 0 * J,Ju,s t");
+    expect(prefixes.months.flatMap((on, i) => (on ? [i] : []))).toEqual([1, 6, 9]);
+    expect(prefixes.daysOfWeek.flatMap((on, i) => (on ? [i] : []))).toEqual([2]);
   });
 
   it.each([
@@ -45,7 +49,7 @@ describe("NCRONTAB parsing", () => {
     ["0 0 0 * * 7", /day-of-week field value 7 is outside 0-6/],
     ["0 30-10 * * * *", /goes backwards/],
     ["*/0 * * * * *", /step '0'/],
-    ["0 0 0 * Ja *", /'Ja'/],
+    ["0 0 0 * Jx *", /'Jx'/],
     ["0 0 0 1,,2 * *", /empty item/],
     ["0 0 0 30 2 *", /never occurs/],
     ["0 0 0 * * x", /'x'/],

@@ -6,7 +6,7 @@ import { parseTimeSpan } from "../cosmos/retry.js";
  * have exactly five fields): `{second} {minute} {hour} {day} {month} {day-of-week}`, or five fields without seconds
  * (second 0). Each field is a comma list of `*`, `n`, `a-b`, with an optional step `/s` (`*\/5`, `10-40/10`, `5/15`
  * = from 5 to the field's end). Months take names (Jan … December), days of week 0–6 (Sunday 0) or names (Sun …
- * Saturday), case-insensitively, three letters or more of the name. A date matches when its day, month AND
+ * Saturday), case-insensitively, any prefix of the name (the first name it starts wins, as in NCrontab). A date matches when its day, month AND
  * day-of-week all match (NCrontab's rule; Vixie cron ORs day and day-of-week when both are restricted).
  */
 export interface CronExpression {
@@ -82,7 +82,8 @@ function parseValue(text: string, spec: FieldSpec, expression: string): number {
     return n;
   }
   const lower = text.toLowerCase();
-  if (spec.names && lower.length >= 3) {
+  if (spec.names) {
+    // As NCrontab: any prefix of a name, the first name it starts wins ("J" = January, "Ju" = June).
     const i = spec.names.findIndex((n) => n.startsWith(lower));
     if (i >= 0) return i + spec.min;
   }
