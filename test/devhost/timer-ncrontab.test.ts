@@ -34,6 +34,9 @@ describe("NCRONTAB parsing", () => {
     expect(five.seconds.flatMap((on, i) => (on ? [i] : []))).toEqual([0]);
     expect(five.minutes[30]).toBe(true);
     expect(five.isInterval).toBe(false);
+    // NCrontab swaps a backwards range and reads step 0 as 1.
+    expect(parseNcrontab("0 30-10 * * * *").minutes.flatMap((on, i) => (on ? [i] : []))).toHaveLength(21);
+    expect(parseNcrontab("*/0 * * * * *").seconds.every(Boolean)).toBe(true);
     // NCrontab takes any prefix; the first name it starts wins.
     const prefixes = parseNcrontab("0 0 0 * J,Ju,s t");
     expect(prefixes.months.flatMap((on, i) => (on ? [i] : []))).toEqual([1, 6, 9]);
@@ -47,8 +50,7 @@ describe("NCRONTAB parsing", () => {
     ["0 0 0 0 * *", /day field value 0/],
     ["0 0 0 * 13 *", /month field value 13/],
     ["0 0 0 * * 7", /day-of-week field value 7 is outside 0-6/],
-    ["0 30-10 * * * *", /goes backwards/],
-    ["*/0 * * * * *", /step '0'/],
+    ["*/x * * * * *", /step 'x'/],
     ["0 0 0 * Jx *", /'Jx'/],
     ["0 0 0 1,,2 * *", /empty item/],
     ["0 0 0 30 2 *", /never occurs/],

@@ -4,10 +4,11 @@ import { parseTimeSpan } from "../cosmos/retry.js";
 /**
  * NCRONTAB as the Functions timer trigger reads it (NCrontab with IncludingSeconds when the expression does not
  * have exactly five fields): `{second} {minute} {hour} {day} {month} {day-of-week}`, or five fields without seconds
- * (second 0). Each field is a comma list of `*`, `n`, `a-b`, with an optional step `/s` (`*\/5`, `10-40/10`, `5/15`
- * = from 5 to the field's end). Months take names (Jan … December), days of week 0–6 (Sunday 0) or names (Sun …
- * Saturday), case-insensitively, any prefix of the name (the first name it starts wins, as in NCrontab). A date matches when its day, month AND
- * day-of-week all match (NCrontab's rule; Vixie cron ORs day and day-of-week when both are restricted).
+ * (second 0). Each field is a comma list of `*`, `n`, `a-b`, with an optional step `/s` (`*\/5`, `10-40/10`;
+ * `5/15` = from 5 to the field's end). As NCrontab reads them: a backwards range is swapped, a step of 0 is 1,
+ * months take names (January …) and days of week 0–6 (Sunday 0) or names (Sunday …) as any case-insensitive
+ * prefix of the name (the first name it starts wins: "J" is January), and a date matches when its day, month AND
+ * day-of-week all match (Vixie cron ORs day and day-of-week when both are restricted).
  */
 export interface CronExpression {
   kind: "cron";
@@ -106,12 +107,13 @@ function parseField(text: string, spec: FieldSpec, expression: string): boolean[
     }
     let step = 1;
     if (stepText !== undefined) {
-      if (!/^\d+$/.test(stepText) || Number(stepText) === 0) {
+      if (!/^\d+$/.test(stepText)) {
         throw new TimerScheduleError(
-          `Invalid NCRONTAB expression '${expression}': step '${stepText}' in the ${spec.name} field must be a positive number.`,
+          `Invalid NCRONTAB expression '${expression}': step '${stepText}' in the ${spec.name} field must be a number.`,
         );
       }
-      step = Number(stepText);
+      // NCrontab reads a step below 1 as 1.
+      step = Math.max(1, Number(stepText));
     }
     let first: number;
     let last: number;
@@ -127,11 +129,8 @@ function parseField(text: string, spec: FieldSpec, expression: string): boolean[
       }
       first = parseValue(a, spec, expression);
       last = parseValue(b, spec, expression);
-      if (first > last) {
-        throw new TimerScheduleError(
-          `Invalid NCRONTAB expression '${expression}': range '${range}' in the ${spec.name} field goes backwards.`,
-        );
-      }
+      // NCrontab swaps a backwards range (30-10 is 10-30).
+      if (first > last) [first, last] = [last, first];
     } else {
       first = parseValue(range, spec, expression);
       last = stepText !== undefined ? spec.max : first;
