@@ -6,10 +6,10 @@ import {
   type Timer,
 } from "@azure/functions";
 import {
-  appContext,
   health,
   leaseReport,
   lockReport,
+  openAppContext,
   parseSubscriptionId,
   readSummary,
 } from "../src/shared/resources/index.js";
@@ -22,21 +22,21 @@ export async function getLeases(
   _request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return { jsonBody: { value: await leaseReport(appContext()) } };
+  return { jsonBody: { value: await leaseReport(await openAppContext()) } };
 }
 
 export async function getLocks(
   _request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return { jsonBody: { value: await lockReport(appContext()) } };
+  return { jsonBody: { value: await lockReport(await openAppContext()) } };
 }
 
 export async function getHealth(
   _request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  const res = await health(appContext());
+  const res = await health(await openAppContext());
   return { status: res.status, jsonBody: res.body };
 }
 
@@ -51,7 +51,7 @@ export async function getSummary(
     if (!(e instanceof ApiError)) throw e;
     return { status: 400, jsonBody: { error: { code: e.code, message: e.message } } };
   }
-  const summary = await readSummary(appContext(), sub);
+  const summary = await readSummary(await openAppContext(), sub);
   return summary
     ? {
         jsonBody: {
@@ -66,7 +66,7 @@ export async function getSummary(
 
 /** Logs the lag of both resource triggers; warns when changes are waiting. */
 export async function reportLag(_timer: Timer, context: InvocationContext): Promise<void> {
-  for (const p of await leaseReport(appContext())) {
+  for (const p of await leaseReport(await openAppContext())) {
     const line = `Lag of ${p.function} (prefix '${p.leaseContainerPrefix}'): ${p.totalLag} change(s) over ${p.leases.length} lease(s)${p.error ? ` — ${p.error}` : ""}.`;
     if (p.totalLag > 0 || p.error) context.warn(line);
     else context.log(line);

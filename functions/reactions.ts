@@ -1,7 +1,7 @@
 import { app, type InvocationContext } from "@azure/functions";
 import { containerDefinition, containerOf } from "../src/shared/containers.js";
 import {
-  appContext,
+  openAppContext,
   RESOURCE_TRIGGERS,
   recordReactions,
   updateSummaries,
@@ -29,7 +29,7 @@ const feedOptions = {
 
 /** Records, on each operation, that its resource was seen in a non-terminal state (provisioning starts here next). */
 export async function reactToResources(documents: unknown[], context: InvocationContext): Promise<void> {
-  const outcome = await recordReactions(appContext(), documents);
+  const outcome = await recordReactions(await openAppContext(), documents);
   context.log(
     `Saw ${documents.length} change(s): ${outcome.recorded} recorded, ${outcome.alreadyRecorded} already recorded, ${outcome.skipped} skipped, ${outcome.missingOperation} without operation.`,
   );
@@ -37,7 +37,7 @@ export async function reactToResources(documents: unknown[], context: Invocation
 
 /** Keeps each touched subscription's counts by provisioning state (recounted, so redelivery is harmless). */
 export async function summarizeResources(documents: unknown[], context: InvocationContext): Promise<void> {
-  const changed = await updateSummaries(appContext(), documents);
+  const changed = await updateSummaries(await openAppContext(), documents);
   if (changed.length > 0) context.log(`Updated the summary of ${changed.join(", ")}.`);
 }
 

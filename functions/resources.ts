@@ -1,5 +1,10 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
-import { type ApiRequest, type ApiResponse, appContext, ResourceApi } from "../src/shared/resources/index.js";
+import {
+  type ApiRequest,
+  type ApiResponse,
+  openAppContext,
+  ResourceApi,
+} from "../src/shared/resources/index.js";
 
 // The resource-provider API (ARM style): the route binds here, src/shared/resources does the work.
 
@@ -26,42 +31,42 @@ export async function putResource(
   request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(appContext()).put(apiRequest(request)));
+  return httpResponse(await new ResourceApi(await openAppContext()).put(apiRequest(request)));
 }
 
 export async function patchResource(
   request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(appContext()).patch(apiRequest(request)));
+  return httpResponse(await new ResourceApi(await openAppContext()).patch(apiRequest(request)));
 }
 
 export async function deleteResource(
   request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(appContext()).delete(apiRequest(request)));
+  return httpResponse(await new ResourceApi(await openAppContext()).delete(apiRequest(request)));
 }
 
 export async function getResource(
   request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(appContext()).get(apiRequest(request)));
+  return httpResponse(await new ResourceApi(await openAppContext()).get(apiRequest(request)));
 }
 
 export async function listResources(
   request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(appContext()).list(apiRequest(request)));
+  return httpResponse(await new ResourceApi(await openAppContext()).list(apiRequest(request)));
 }
 
 export async function getOperation(
   request: HttpRequest,
   _context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(appContext()).getOperation(apiRequest(request)));
+  return httpResponse(await new ResourceApi(await openAppContext()).getOperation(apiRequest(request)));
 }
 
 app.http("putResource", {

@@ -165,3 +165,18 @@ export async function ensureContainers(
   }
   return out;
 }
+
+/**
+ * For the dev host's container lookup: the create request (without id) of `databaseName/containerName` when it is
+ * one of ours, so a container it creates on the emulator has our partition key, TTL and indexing.
+ */
+export function containerRequestFor(
+  databaseName: string,
+  containerName: string,
+  def: DatabaseDefinition = containerDefinition,
+): Omit<ContainerRequest, "id"> | undefined {
+  const c = lookupContainer(databaseName, containerName, def);
+  if (!c) return undefined;
+  const { id: _id, ...request } = containerRequestOf(c);
+  return request;
+}

@@ -25,7 +25,14 @@ interface StringKnob {
   pattern: RegExp;
   description: string;
 }
-type Knob = NumberKnob | StringKnob;
+interface BooleanKnob {
+  kind: "boolean";
+  setting: string;
+  unit: "flag";
+  default: boolean;
+  description: string;
+}
+type Knob = NumberKnob | StringKnob | BooleanKnob;
 
 export const SETTINGS = {
   feedPollDelayMs: {
@@ -131,6 +138,14 @@ export const SETTINGS = {
     pattern: /^\S+( \S+){5}$/,
     description: "When the timer logs change feed lag: six-field NCRONTAB (seconds first).",
   },
+  ensureContainers: {
+    kind: "boolean",
+    setting: "COSMOS_ENSURE_CONTAINERS",
+    unit: "flag",
+    default: false,
+    description:
+      "Create the database and the containers of src/shared/containers.json that are missing, on first use. Only where the app may create them (the emulator, a dev account); in Azure, Bicep creates them and the app's identity has data-plane rights only.",
+  },
   cosmosConnectionSetting: {
     kind: "string",
     setting: "COSMOS_CONNECTION_SETTING",
@@ -144,7 +159,11 @@ export const SETTINGS = {
 
 export type SettingName = keyof typeof SETTINGS;
 export type Settings = {
-  [K in SettingName]: (typeof SETTINGS)[K] extends NumberKnob ? number : string;
+  [K in SettingName]: (typeof SETTINGS)[K] extends NumberKnob
+    ? number
+    : (typeof SETTINGS)[K] extends BooleanKnob
+      ? boolean
+      : string;
 };
 
 /** One or more app settings are invalid; `problems` lists each, with its setting name. */
@@ -164,14 +183,21 @@ function describeRange(k: NumberKnob): string {
  */
 export function loadSettings(env: Record<string, string | undefined> = process.env): Settings {
   const problems: string[] = [];
-  const out: Record<string, number | string> = {};
+  const out: Record<string, number | string | boolean> = {};
   for (const [key, knob] of Object.entries(SETTINGS) as [SettingName, Knob][]) {
     const raw = env[knob.setting]?.trim();
     if (raw === undefined || raw === "") {
       out[key] = knob.default;
       continue;
     }
-    if (knob.kind === "integer") {
+    if (knob.kind === "boolean") {
+      const v = raw.toLowerCase();
+      if (v !== "true" && v !== "false") {
+        problems.push(`${knob.setting} must be true or false (default ${knob.default}); got '${raw}'.`);
+        continue;
+      }
+      out[key] = v === "true";
+    } else if (knob.kind === "integer") {
       const n = /^-?\d+$/.test(raw) ? Number(raw) : Number.NaN;
       const ok =
         Number.isSafeInteger(n) && n >= knob.min && n <= knob.max && (!knob.oneOf || knob.oneOf.includes(n));

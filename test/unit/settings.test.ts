@@ -67,6 +67,13 @@ describe("settings", () => {
     expect(() => loadSettings({ LIST_PAGE_SIZE: "0" })).toThrow(/Invalid app settings:\n {2}LIST_PAGE_SIZE/);
   });
 
+  it("reads flags as true or false only", () => {
+    expect(loadSettings({ COSMOS_ENSURE_CONTAINERS: "TRUE" }).ensureContainers).toBe(true);
+    expect(problemsOf({ COSMOS_ENSURE_CONTAINERS: "yes" })).toEqual([
+      "COSMOS_ENSURE_CONTAINERS must be true or false (default false); got 'yes'.",
+    ]);
+  });
+
   it("refuses a renew interval that is not below the expiration interval", () => {
     expect(problemsOf({ LEASE_RENEW_INTERVAL_MS: "60000", LEASE_EXPIRATION_INTERVAL_MS: "60000" })).toEqual([
       expect.stringContaining(
@@ -79,11 +86,14 @@ describe("settings", () => {
     const sample = JSON.parse(readFileSync("local.settings.sample.json", "utf8")) as {
       Values: Record<string, string>;
     };
-    for (const knob of Object.values(SETTINGS))
-      expect(sample.Values[knob.setting]).toBe(String(knob.default));
+    // Every knob at its default, except that a local run may create the containers on the emulator.
+    for (const knob of Object.values(SETTINGS)) {
+      const expected = knob.setting === "COSMOS_ENSURE_CONTAINERS" ? "true" : String(knob.default);
+      expect(sample.Values[knob.setting]).toBe(expected);
+    }
     expect(sample.Values.FUNCTIONS_WORKER_RUNTIME).toBe("node");
     expect(sample.Values.AzureWebJobsStorage).toBe("UseDevelopmentStorage=true");
-    expect(loadSettings(sample.Values)).toEqual(loadSettings({}));
+    expect(loadSettings(sample.Values)).toEqual({ ...loadSettings({}), ensureContainers: true });
   });
 });
 

@@ -53,8 +53,10 @@ async function answer(work: () => Promise<ApiResponse>): Promise<ApiResponse> {
     return await work();
   } catch (e) {
     if (e instanceof ApiError) return { status: e.statusCode, body: errorBody(e.code, e.message) };
-    if (isCosmosFeedError(e) && e.statusCode !== undefined && e.statusCode < 500) {
-      return { status: e.statusCode, body: errorBody(e.code, e.message) };
+    if (isCosmosFeedError(e)) {
+      // The library refused on the server's side (a missing or misconfigured container, …): not the client's fault.
+      logger.error(`Request failed: ${e.code}: ${e.message}`);
+      return { status: 500, body: errorBody(e.code, e.message) };
     }
     const s = statusOf(e);
     if (s === 429 || s === 503) {

@@ -1,5 +1,10 @@
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
-import { type ContainerRole, containerDefinition, type DatabaseDefinition } from "../containers.js";
+import {
+  type ContainerRole,
+  containerDefinition,
+  type DatabaseDefinition,
+  ensureContainers,
+} from "../containers.js";
 import { createCosmosClient } from "../cosmos/client.js";
 import { LockClient } from "../locks/index.js";
 import { loadSettings, type Settings } from "../settings.js";
@@ -40,4 +45,22 @@ export function appContext(): AppContext {
     shared = createAppContext(createCosmosClient(settings.cosmosConnectionSetting), settings);
   }
   return shared;
+}
+
+let ready: Promise<AppContext> | undefined;
+
+/**
+ * The process-wide context, after creating missing containers when COSMOS_ENSURE_CONTAINERS is true (once per
+ * process; a failure is retried by the next call). What the functions call.
+ */
+export function openAppContext(): Promise<AppContext> {
+  ready ??= (async () => {
+    const ctx = appContext();
+    if (ctx.settings.ensureContainers) await ensureContainers(ctx.client);
+    return ctx;
+  })().catch((e: unknown) => {
+    ready = undefined;
+    throw e;
+  });
+  return ready;
 }

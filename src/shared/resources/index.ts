@@ -7,7 +7,7 @@ export {
   type PrefixReport,
 } from "./admin.js";
 export { type ApiRequest, type ApiResponse, ResourceApi, subscriptionLockName } from "./api.js";
-export { type AppContext, appContext, createAppContext } from "./context.js";
+export { type AppContext, appContext, createAppContext, openAppContext } from "./context.js";
 export * from "./model.js";
 export {
   countByState,
