@@ -121,6 +121,10 @@ program
     DEFAULT_EMULATOR_PORT,
   )
   .option("--data-dir <dir>", "emulator data directory (default: <appDir>/.data/cosmos-emulator)")
+  .option(
+    "--containers <file>",
+    "container definitions for containers created on the emulator (default: <appDir>/src/shared/containers.json)",
+  )
   .option("--no-build", "do not run `npm run build` when package.json main matches no file")
   .action(async (appDir: string, opts) => {
     let started: StartedApp;
@@ -131,6 +135,7 @@ program
         cosmos: opts.cosmos,
         emulatorPort: opts.emulatorPort,
         dataDir: opts.dataDir,
+        containers: opts.containers,
         build: opts.build,
       });
     } catch (e) {

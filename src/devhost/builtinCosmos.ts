@@ -8,6 +8,7 @@ import {
   readCosmosInput,
   writeCosmosOutput,
 } from "./cosmos/bindings.js";
+import type { ContainerDefinitionLookup } from "./cosmos/provision.js";
 import { type CosmosTriggerOptions, startCosmosTrigger } from "./cosmos/trigger.js";
 import type { BindingExtensions } from "./extensions.js";
 import type { TriggerRunnerFactory } from "./host.js";
@@ -25,6 +26,8 @@ export interface CosmosRuntimeOptions {
    * mode). Asked when a trigger starts or a binding writes: the emulator may be chosen after the app loaded.
    */
   createMissing?: () => boolean;
+  /** Partition key, TTL, indexing of a monitored container created by createMissing (default: `/id`). */
+  containerDefinition?: ContainerDefinitionLookup;
 }
 
 export interface CosmosRuntime {
@@ -70,6 +73,7 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
       retry: fn.metadata.retryOptions,
       clientFor: (setting) => clientFor(setting),
       createMissing: createMissing(),
+      containerDefinition: options.containerDefinition,
       log: bindingLog(context.logger, `Function.${fn.metadata.name}`),
       invoke: async (documents, invocation) => {
         const outcome = await context.invoke({

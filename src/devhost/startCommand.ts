@@ -4,6 +4,7 @@ import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
 import { createCosmosRuntime } from "./builtinCosmos.js";
 import { timerTriggerRunner } from "./builtinTimer.js";
+import { loadContainerDefinitions } from "./containerDefinitions.js";
 import {
   bindingConnectionNames,
   type CosmosTarget,
@@ -26,6 +27,11 @@ export interface StartCommandOptions {
   emulatorPort?: number;
   /** Emulator data directory; default `<appDir>/.data/cosmos-emulator` (persistent). */
   dataDir?: string;
+  /**
+   * Container definitions (this project's containers.json format) for containers created on the emulator;
+   * default `<appDir>/src/shared/containers.json` when it exists.
+   */
+  containers?: string;
   /** Run `npm run build` when `main` matches no file (default true). */
   build?: boolean;
   logSink?: LogSink;
@@ -65,7 +71,19 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   let emulator: RunningEmulator | undefined;
   const dataRoot = join(appDir, ".data");
   // On the emulator, databases and containers the app names are created when missing (with a log line).
-  const cosmos = createCosmosRuntime({ env, createMissing: () => emulator !== undefined });
+  const containerDefinition = loadContainerDefinitions(
+    resolve(options.containers ?? join(appDir, "src", "shared", "containers.json")),
+  );
+  if (options.containers && !containerDefinition) {
+    throw new DevHostError(`--containers: ${resolve(options.containers)} does not exist.`, {
+      code: "InvalidOption",
+    });
+  }
+  const cosmos = createCosmosRuntime({
+    env,
+    createMissing: () => emulator !== undefined,
+    containerDefinition,
+  });
   const triggers = {
     timerTrigger: timerTriggerRunner({ dataDir: dataRoot }),
     cosmosDBTrigger: cosmos.cosmosDBTrigger,

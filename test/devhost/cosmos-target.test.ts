@@ -1,4 +1,6 @@
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { loadContainerDefinitions } from "../../src/devhost/containerDefinitions.js";
 import { connectionResolves, cosmosSettingNames, pointConnections } from "../../src/devhost/cosmosTarget.js";
 import { parseCosmosTarget } from "../../src/devhost/startCommand.js";
 
@@ -30,5 +32,17 @@ describe("choosing where Cosmos DB connections point (--cosmos)", () => {
     expect(pointConnections(["A", "D"], "AccountEndpoint=e;AccountKey=k;", env)).toEqual(["A", "D"]);
     expect(env.D).toBe("AccountEndpoint=e;AccountKey=k;");
     expect(pointConnections(["A"], "AccountEndpoint=e;AccountKey=k;", env)).toEqual([]);
+  });
+});
+
+describe("container definitions for containers created on the emulator", () => {
+  it("reads this project's containers.json", () => {
+    const lookup = loadContainerDefinitions(
+      fileURLToPath(new URL("../../src/shared/containers.json", import.meta.url)),
+    );
+    expect(lookup?.("cosmos-feed-app", "resources")?.partitionKey).toEqual({ paths: ["/subscriptionId"] });
+    expect(lookup?.("cosmos-feed-app", "leases")?.defaultTtl).toBe(-1);
+    expect(lookup?.("other-db", "resources")).toBeUndefined();
+    expect(loadContainerDefinitions("/nonexistent/containers.json")).toBeUndefined();
   });
 });

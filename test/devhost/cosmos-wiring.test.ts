@@ -7,7 +7,14 @@ import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
 let emu: TestEmulator;
 let host: RunningDevHost;
-const cosmos = createCosmosRuntime({ createMissing: () => true });
+// The monitored container does not exist: the trigger creates it from this definition (TTL marks it as ours).
+const cosmos = createCosmosRuntime({
+  createMissing: () => true,
+  containerDefinition: (db, name) =>
+    db === "fixture" && name === "things"
+      ? { partitionKey: { paths: ["/id"] }, defaultTtl: 3600 }
+      : undefined,
+});
 const logs: LogRecord[] = [];
 
 async function until<T>(
@@ -27,9 +34,6 @@ async function until<T>(
 beforeAll(async () => {
   emu = await startTestEmulator();
   process.env.FIXTURE_COSMOS = emu.emulator.connectionString;
-  const { database } = await emu.client.databases.createIfNotExists({ id: "fixture" });
-  const { container } = await database.containers.createIfNotExists({ id: "things", partitionKey: "/id" });
-  await container.items.create({ id: "t1", color: "blue" });
   host = await startDevHost({
     appDir: cjsApp,
     port: 0,
@@ -37,6 +41,7 @@ beforeAll(async () => {
     triggers: { cosmosDBTrigger: cosmos.cosmosDBTrigger },
     extensions: cosmos.extensions,
   });
+  await emu.client.database("fixture").container("things").items.create({ id: "t1", color: "blue" });
 });
 
 afterAll(async () => {
@@ -46,6 +51,11 @@ afterAll(async () => {
 });
 
 describe("built-in Cosmos DB trigger and bindings wired into the dev host", () => {
+  it("creates a missing monitored container from the app's definition", async () => {
+    const { resource } = await emu.client.database("fixture").container("things").read();
+    expect(resource?.defaultTtl).toBe(3600);
+  });
+
   it("runs the cosmosDBTrigger through the worker contract (documents as typed data)", async () => {
     const seen = await until("the trigger", () =>
       logs.find((r) => r.category === "Function.onThing.User" && /^saw \d+ documents: /.test(r.message)),
