@@ -345,6 +345,27 @@ describe("startCosmosTrigger against the emulator", () => {
   });
 });
 
+describe("startCosmosTrigger refusals", () => {
+  it("a lease container with the wrong partition key or TTL off: the processor's error, with the function's name", async () => {
+    const data = await monitoredContainer();
+    const noTtl = uniqueName("leases");
+    await db.containers.create({ id: noTtl, partitionKey: { paths: ["/id"] } });
+    const error = await start({ containerName: data.id, leaseContainerName: noTtl }, () => {}).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(CosmosTriggerError);
+    expect((error as Error).message).toMatch(/^Function 'onChange': The lease container '.*' has TTL off/);
+
+    const wrongKey = uniqueName("leases");
+    await db.containers.create({ id: wrongKey, partitionKey: { paths: ["/pk"] }, defaultTtl: -1 });
+    const error2 = await start({ containerName: data.id, leaseContainerName: wrongKey }, () => {}).catch(
+      (e: unknown) => e,
+    );
+    expect(error2).toBeInstanceOf(CosmosTriggerError);
+    expect((error2 as Error).message).toMatch(/partition key/i);
+  });
+});
+
 describe("resolveCosmosTriggerOptions", () => {
   const base = { connection: "COSMOS", databaseName: "db", containerName: "items" };
 
