@@ -25,7 +25,14 @@ const feedOptions = {
   leaseExpirationInterval: settings.leaseExpirationIntervalMs,
   leaseRenewInterval: settings.leaseRenewIntervalMs,
   maxItemsPerInvocation: settings.maxItemsPerInvocation,
-};
+  // The host retries a failed invocation; without it the extension checkpoints past a failed batch.
+  retry: {
+    strategy: "exponentialBackoff",
+    maxRetryCount: settings.triggerMaxRetryCount,
+    minimumInterval: settings.triggerRetryMinIntervalMs,
+    maximumInterval: settings.triggerRetryMaxIntervalMs,
+  },
+} as const;
 
 /** Records, on each operation, that its resource was seen in a non-terminal state (provisioning starts here next). */
 export async function reactToResources(documents: unknown[], context: InvocationContext): Promise<void> {

@@ -9,7 +9,7 @@ import { CosmosFeedError } from "./errors.js";
 interface NumberKnob {
   kind: "integer";
   setting: string;
-  unit: "ms" | "s" | "items" | "bytes" | "status";
+  unit: "ms" | "s" | "items" | "count" | "bytes" | "status";
   default: number;
   min: number;
   max: number;
@@ -82,6 +82,34 @@ export const SETTINGS = {
     min: 1,
     max: 10_000,
     description: "Most changes one trigger invocation receives.",
+  },
+  triggerMaxRetryCount: {
+    kind: "integer",
+    setting: "TRIGGER_MAX_RETRY_COUNT",
+    unit: "count",
+    default: 10,
+    min: -1,
+    max: 1_000,
+    description:
+      "Retries of a failed Cosmos DB trigger invocation (the host's exponentialBackoff retry; -1 = forever). After the last, the extension checkpoints past the batch: handlers are idempotent, and the summary recounts.",
+  },
+  triggerRetryMinIntervalMs: {
+    kind: "integer",
+    setting: "TRIGGER_RETRY_MIN_INTERVAL_MS",
+    unit: "ms",
+    default: 1_000,
+    min: 100,
+    max: 600_000,
+    description: "First wait before retrying a failed trigger invocation.",
+  },
+  triggerRetryMaxIntervalMs: {
+    kind: "integer",
+    setting: "TRIGGER_RETRY_MAX_INTERVAL_MS",
+    unit: "ms",
+    default: 30_000,
+    min: 100,
+    max: 3_600_000,
+    description: "Longest wait between retries of a failed trigger invocation.",
   },
   lockTtlSeconds: {
     kind: "integer",
@@ -222,6 +250,11 @@ export function loadSettings(env: Record<string, string | undefined> = process.e
   if (problems.length === 0 && s.leaseRenewIntervalMs >= s.leaseExpirationIntervalMs) {
     problems.push(
       `LEASE_RENEW_INTERVAL_MS (${s.leaseRenewIntervalMs}) must be below LEASE_EXPIRATION_INTERVAL_MS (${s.leaseExpirationIntervalMs}): leases would expire between renewals.`,
+    );
+  }
+  if (problems.length === 0 && s.triggerRetryMinIntervalMs > s.triggerRetryMaxIntervalMs) {
+    problems.push(
+      `TRIGGER_RETRY_MIN_INTERVAL_MS (${s.triggerRetryMinIntervalMs}) must not exceed TRIGGER_RETRY_MAX_INTERVAL_MS (${s.triggerRetryMaxIntervalMs}).`,
     );
   }
   if (problems.length > 0) throw new InvalidSettingsError(problems);
