@@ -140,10 +140,13 @@ program
       });
     } catch (e) {
       // One line that says what to change, not a stack trace (unless the app itself threw while loading).
+      const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
       const reason =
         e instanceof DevHostError || e instanceof EmulatorStartError
           ? e.message
-          : `Cannot start: ${(e as Error)?.message ?? String(e)}`;
+          : err?.code === "ECONNREFUSED"
+            ? `Cannot reach Cosmos DB at ${err.address}:${err.port} (a connection setting of the app points there): start it, or run with --cosmos emulator.`
+            : `Cannot start: ${err?.message ?? String(e)}`;
       console.error(`cosmos-feed start: ${reason}`);
       process.exit(1);
     }

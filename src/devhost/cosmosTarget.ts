@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import type { LoadedApp } from "./loader.js";
 
 /** Where the app's Cosmos DB connections point: the embedded emulator, a given account, or the app's settings. */
@@ -54,4 +55,36 @@ export function pointConnections(
     changed.push(name);
   }
   return changed;
+}
+
+/**
+ * The port of a connection string that names a local Cosmos DB emulator (a loopback endpoint signed with the
+ * well-known emulator key, as local.settings.json samples carry), else undefined.
+ */
+export function localEmulatorPort(value: string | undefined, wellKnownKey: string): number | undefined {
+  if (!value) return undefined;
+  const endpoint = /(?:^|;)\s*AccountEndpoint\s*=\s*([^;]+)/i.exec(value)?.[1];
+  const key = /(?:^|;)\s*AccountKey\s*=\s*([^;]+)/i.exec(value)?.[1];
+  if (!endpoint || key?.trim() !== wellKnownKey) return undefined;
+  try {
+    const url = new URL(endpoint.trim());
+    if (!["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)) return undefined;
+    return Number(url.port || (url.protocol === "https:" ? 443 : 80));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port (a short probe). */
+export function portAnswers(port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
 }

@@ -1,5 +1,5 @@
 import { join, resolve } from "node:path";
-import { type RunningEmulator, startEmulator } from "../emulator/index.js";
+import { type RunningEmulator, startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../emulator/index.js";
 import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
 import { createCosmosRuntime } from "./builtinCosmos.js";
@@ -10,7 +10,9 @@ import {
   type CosmosTarget,
   connectionResolves,
   cosmosSettingNames,
+  localEmulatorPort,
   pointConnections,
+  portAnswers,
 } from "./cosmosTarget.js";
 import { DevHostError } from "./errors.js";
 import { type DevHostOptions, type RunningDevHost, startDevHost } from "./host.js";
@@ -88,10 +90,14 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     timerTrigger: timerTriggerRunner({ dataDir: dataRoot }),
     cosmosDBTrigger: cosmos.cosmosDBTrigger,
   };
-  const useEmulator = async (names: string[], why: string) => {
+  const useEmulator = async (
+    names: string[],
+    why: string,
+    port = options.emulatorPort ?? DEFAULT_EMULATOR_PORT,
+  ) => {
     if (!emulator) {
       const dataDir = resolve(options.dataDir ?? join(dataRoot, "cosmos-emulator"));
-      emulator = await startEmulator({ port: options.emulatorPort ?? DEFAULT_EMULATOR_PORT, dataDir });
+      emulator = await startEmulator({ port, dataDir });
       say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
     }
     const changed = pointConnections(names, emulator.connectionString, env);
@@ -117,6 +123,19 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
         else if (target.kind === "connectionString") pointConnections(names, target.value, env);
         else if (names.length > 0 && !names.some((n) => connectionResolves(n, env))) {
           await useEmulator(names, `no Cosmos DB connection resolves (${names.join(", ")})`);
+        } else {
+          // A setting naming the local emulator (loopback + the well-known key) with nothing listening there:
+          // the embedded emulator takes that port, so sample settings work as written.
+          for (const name of names) {
+            const port = localEmulatorPort(env[name], WELL_KNOWN_EMULATOR_KEY);
+            if (port === undefined || emulator || (await portAnswers(port))) continue;
+            const local = names.filter((n) => localEmulatorPort(env[n], WELL_KNOWN_EMULATOR_KEY) === port);
+            await useEmulator(
+              local,
+              `${name} names the local emulator on port ${port} and nothing listens there`,
+              port,
+            );
+          }
         }
       },
     });
