@@ -24,6 +24,7 @@ beforeAll(async () => {
   await ensureContainers(t.client);
 });
 afterAll(async () => {
+  delete process.env.COSMOS_CONNECTION;
   await t?.close();
 });
 

@@ -13,6 +13,8 @@ beforeAll(async () => {
   process.env.COSMOS_ENSURE_CONTAINERS = "true";
 });
 afterAll(async () => {
+  delete process.env.COSMOS_CONNECTION;
+  delete process.env.COSMOS_ENSURE_CONTAINERS;
   await t?.close();
 });
 

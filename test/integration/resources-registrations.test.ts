@@ -1,0 +1,84 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { expect, it } from "vitest";
+
+// What functions/*.ts hand the Functions worker (captured through a stub @azure/functions-core in a child process,
+// the TypeScript loaded through tsx): routes, methods and every trigger option the settings module feeds.
+
+const capture = fileURLToPath(new URL("../devhost/support/capture-registrations.cjs", import.meta.url));
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+interface Registration {
+  name: string;
+  bindings: Record<string, Record<string, unknown>>;
+  retryOptions?: Record<string, unknown>;
+}
+
+it("registers every function with its route or trigger options, knobs from the environment", async () => {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ["--import", "tsx", capture, "functions/resources.ts", "functions/reactions.ts", "functions/admin.ts"],
+    { cwd: root, env: { ...process.env, FEED_POLL_DELAY_MS: "250", TRIGGER_MAX_RETRY_COUNT: "3" } },
+  );
+  const regs = JSON.parse(stdout) as Registration[];
+  const trigger = (name: string) => {
+    const r = regs.find((x) => x.name === name);
+    return Object.values(r?.bindings ?? {}).find((b) => b.direction === "in") as Record<string, unknown>;
+  };
+  expect(regs.map((r) => r.name).sort()).toEqual(
+    [
+      "deleteResource",
+      "getHealth",
+      "getLeases",
+      "getLocks",
+      "getOperation",
+      "getResource",
+      "getSummary",
+      "listResources",
+      "patchResource",
+      "putResource",
+      "reactToResources",
+      "reportLag",
+      "summarizeResources",
+    ].sort(),
+  );
+  expect(trigger("putResource")).toMatchObject({
+    type: "httpTrigger",
+    methods: ["PUT"],
+    route: "subscriptions/{subscriptionId}/resources/{resourceName}",
+    authLevel: "anonymous",
+  });
+  for (const [name, prefix] of [
+    ["reactToResources", "reactions-"],
+    ["summarizeResources", "summaries-"],
+  ]) {
+    expect(trigger(name)).toMatchObject({
+      type: "cosmosDBTrigger",
+      connection: "COSMOS_CONNECTION",
+      databaseName: "cosmos-feed-app",
+      containerName: "resources",
+      leaseContainerName: "leases",
+      leaseContainerPrefix: prefix,
+      createLeaseContainerIfNotExists: false,
+      feedPollDelay: 250,
+      leaseAcquireInterval: 13_000,
+      leaseExpirationInterval: 60_000,
+      leaseRenewInterval: 17_000,
+      maxItemsPerInvocation: 100,
+    });
+    expect(regs.find((r) => r.name === name)?.retryOptions).toMatchObject({
+      strategy: "exponentialBackoff",
+      maxRetryCount: 3,
+    });
+  }
+  expect(trigger("reportLag")).toMatchObject({ type: "timerTrigger", schedule: "0 */5 * * * *" });
+});
+
+it("refuses to load with a bad setting, naming it", async () => {
+  const run = promisify(execFile)(process.execPath, ["--import", "tsx", capture, "functions/reactions.ts"], {
+    cwd: root,
+    env: { ...process.env, LOCK_TTL_SECONDS: "zero" },
+  });
+  await expect(run).rejects.toMatchObject({ stderr: expect.stringContaining("LOCK_TTL_SECONDS must be") });
+});
