@@ -76,9 +76,9 @@ describe("dev host lifecycle", () => {
       triggers: { cosmosDBTrigger: cosmos },
     });
     expect(events).toEqual(["start onThing", "invoked ok"]);
-    expect(logs.some((r) => r.message === "saw 2 documents: a,b" && r.category === "Function.onThing.User")).toBe(
-      true,
-    );
+    expect(
+      logs.some((r) => r.message === "saw 2 documents: a,b" && r.category === "Function.onThing.User"),
+    ).toBe(true);
 
     const slow = fetch(`${host.baseUrl}/v1/slow?ms=400`).then(async (r) => [r.status, await r.text()]);
     await new Promise((r) => setTimeout(r, 100));
