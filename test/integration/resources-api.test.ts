@@ -9,7 +9,13 @@ import {
   putResource,
 } from "../../functions/resources.js";
 import { ensureContainers } from "../../src/shared/containers.js";
-import { appContext, subscriptionLockName } from "../../src/shared/resources/index.js";
+import {
+  appContext,
+  createAppContext,
+  ResourceApi,
+  subscriptionLockName,
+} from "../../src/shared/resources/index.js";
+import { loadSettings } from "../../src/shared/settings.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // The real handlers of functions/resources.ts, called as the host calls them (HttpRequest + InvocationContext in the
@@ -159,6 +165,26 @@ describe("PUT", () => {
       await lock.release();
     }
     expect((await put("sub-held", "epsilon", body())).status).toBe(201);
+  });
+});
+
+describe("LOCK_CONTENTION_STATUS=503", () => {
+  it("answers a held lock with 503 LockContention + Retry-After (for Azure SDK clients, which retry 5xx)", async () => {
+    const api = new ResourceApi(createAppContext(t.client, loadSettings({ LOCK_CONTENTION_STATUS: "503" })));
+    const lock = await appContext().locks.tryAcquire(subscriptionLockName("sub-503"));
+    try {
+      const res = await api.put({
+        url: `${BASE}/subscriptions/sub-503/resources/kappa`,
+        header: () => null,
+        text: async () => JSON.stringify(body()),
+        params: { subscriptionId: "sub-503", resourceName: "kappa" },
+      });
+      expect(res.status).toBe(503);
+      expect(res.headers?.["Retry-After"]).toMatch(/^\d+$/);
+      expect((res.body as { error: { code: string } }).error.code).toBe("LockContention");
+    } finally {
+      await lock.release();
+    }
   });
 });
 
