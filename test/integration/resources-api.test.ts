@@ -228,6 +228,22 @@ describe("bad input → 400 with a code, nothing written", () => {
   });
 });
 
+describe("reads", () => {
+  it("bad ids are 400s, missing ones 404s with codes", async () => {
+    const badOp = await operation(`${BASE}/operations/not-a-uuid`);
+    expect(badOp.status).toBe(400);
+    expect(badOp.body.error.code).toBe("InvalidOperationId");
+    const noOp = await operation(`${BASE}/operations/00000000-0000-4000-8000-000000000000`);
+    expect(noOp.status).toBe(404);
+    expect(noOp.body.error.code).toBe("OperationNotFound");
+    const badName = await get("sub-reads", "a/b");
+    expect(badName.body.error.code).toBe("InvalidResourceName");
+    const missing = await get("sub-reads", "absent");
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe("ResourceNotFound");
+  });
+});
+
 describe("concurrency", () => {
   it("20 concurrent PUTs on one subscription: winners serialized by the lock, the rest 409 + Retry-After, no lost or mixed write", async () => {
     const sub = "sub-race";
