@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import {
   DevHostError,
   type LogRecord,
@@ -14,10 +14,15 @@ const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
 
 // Throwaway apps live inside the repository (under the git-ignored .data/) so that they resolve @azure/functions.
 const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
+const created: string[] = [];
+afterAll(() => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true });
+});
 
 function appDir(files: Record<string, string>): string {
   mkdirSync(scratch, { recursive: true });
   const dir = mkdtempSync(join(scratch, "app-"));
+  created.push(dir);
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(join(dir, name, ".."), { recursive: true });
     writeFileSync(join(dir, name), text);

@@ -1,14 +1,18 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { WELL_KNOWN_EMULATOR_KEY } from "../../src/emulator/index.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = join(root, ".data", "test-apps");
+const created: string[] = [];
+afterAll(() => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true });
+});
 const children: ChildProcess[] = [];
 
 interface Cli {
@@ -77,6 +81,7 @@ describe("cosmos-feed start (a real child process)", () => {
   it("points unresolved Cosmos DB connections at the embedded emulator and runs the Cosmos DB trigger", async () => {
     mkdirSync(scratch, { recursive: true });
     const dataDir = mkdtempSync(join(scratch, "emulator-"));
+    created.push(dataDir);
     const run = cli(["test/fixtures/app-cjs", "--port", "0", "--emulator-port", "0", "--data-dir", dataDir]);
     const [, endpoint] = await run.waitFor(/Cosmos DB emulator listening on (\S+) /);
     await run.waitFor(/Host started/);
@@ -102,6 +107,7 @@ describe("cosmos-feed start (a real child process)", () => {
   it("runs the app's build when main matches nothing, and says what to run with --no-build", async () => {
     mkdirSync(scratch, { recursive: true });
     const dir = mkdtempSync(join(scratch, "unbuilt-"));
+    created.push(dir);
     writeFileSync(
       join(dir, "package.json"),
       JSON.stringify({ main: "out/index.js", scripts: { build: "node build.cjs" } }),

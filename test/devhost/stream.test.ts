@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,11 +6,16 @@ import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 
 // Streaming switches the library into proxy mode for the whole process, hence a test file of its own.
 const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
+const created: string[] = [];
+afterAll(() => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true });
+});
 let host: RunningDevHost;
 
 beforeAll(async () => {
   mkdirSync(scratch, { recursive: true });
   const dir = mkdtempSync(join(scratch, "stream-"));
+  created.push(dir);
   writeFileSync(join(dir, "package.json"), JSON.stringify({ main: "index.js" }));
   writeFileSync(
     join(dir, "index.js"),

@@ -1,16 +1,21 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { timerTriggerRunner } from "../../src/devhost/builtinTimer.js";
 import { type LogRecord, startDevHost } from "../../src/devhost/index.js";
 
 const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
+const created: string[] = [];
+afterAll(() => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true });
+});
 
 describe("timerTrigger wired into the dev host", () => {
   it("runs on startup and on schedule through the worker contract, and stops with the host", async () => {
     mkdirSync(scratch, { recursive: true });
     const dir = mkdtempSync(join(scratch, "timer-"));
+    created.push(dir);
     writeFileSync(join(dir, "package.json"), JSON.stringify({ main: "index.js" }));
     writeFileSync(
       join(dir, "local.settings.json"),
