@@ -1,5 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -178,5 +178,23 @@ app.http("off", { handler: () => ({ body: "off" }) });`,
     } finally {
       await host.close();
     }
+  });
+});
+
+describe("client aborts", () => {
+  it("a client that goes away mid-body is no invocation and no host error, and the host still stops at once", async () => {
+    const logs: LogRecord[] = [];
+    const host = await startDevHost({ appDir: cjsApp, port: 0, logSink: (r) => logs.push(r) });
+    const socket = connect(host.port, "127.0.0.1");
+    await new Promise((r) => socket.once("connect", r));
+    socket.write("POST /v1/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\npartial");
+    await new Promise((r) => setTimeout(r, 100));
+    socket.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    await host.close();
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(logs.some((r) => r.message.startsWith("Executing 'Functions.ping'"))).toBe(false);
+    expect(logs.filter((r) => r.level === "error")).toEqual([]); // an ordinary abort, not a host failure
   });
 });

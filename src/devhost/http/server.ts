@@ -28,7 +28,8 @@ function empty(res: ServerResponse, status: number): void {
   res.end();
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large"> {
+/** The body, "too-large" past the limit, or "aborted" when the client went away first (no invocation then). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large" | "aborted"> {
   return new Promise((resolve, reject) => {
     if (Number(req.headers["content-length"] ?? 0) > limit) return resolve("too-large");
     const chunks: Buffer[] = [];
@@ -42,7 +43,9 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-la
       } else chunks.push(chunk);
     });
     req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
+    // A request destroyed before its end (client aborted) would otherwise keep a graceful stop waiting forever.
+    req.on("close", () => resolve("aborted"));
+    req.on("error", (e: NodeJS.ErrnoException) => (e.code === "ECONNRESET" ? resolve("aborted") : reject(e)));
   });
 }
 
@@ -137,6 +140,7 @@ export class DevHttpServer {
     if (httpUri && Number(req.headers["content-length"] ?? 0) > limit) return empty(res, 413);
     const body = httpUri ? Buffer.alloc(0) : await readBody(req, limit);
     if (body === "too-large") return empty(res, 413);
+    if (body === "aborted") return;
 
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) {
