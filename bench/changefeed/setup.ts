@@ -1,4 +1,5 @@
 /** Change feed bench: configuration, the emulator and host child processes, documents, writers. */
+
 import type { ChildProcess } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -14,7 +15,7 @@ import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
 import type { HandledRow, HostConfig, ToParent } from "../changefeed.child.js";
 import { forkTs, waitForMessage } from "../lib/child.js";
 import type { EmulatorProcess as SharedEmulatorProcess } from "../lib/emulator-process.js";
-import { envNumber } from "../lib/stats.js";
+import { envNumber, round1, round2 } from "../lib/stats.js";
 
 /**
  * BENCH_PROCESSOR_MODULE=/abs/path/processor.ts benchmarks another build of the processor (to A/B a fix); the
@@ -87,8 +88,6 @@ export const config = {
 };
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-export const round1 = (n: number) => Math.round(n * 10) / 10;
-export const round2 = (n: number) => Math.round(n * 100) / 100;
 
 export async function waitFor(
   cond: () => boolean | Promise<boolean>,
@@ -327,3 +326,6 @@ export function startWriter(
   };
   return w;
 }
+
+/** Re-exported for the scenario modules. */
+export { round1, round2 };

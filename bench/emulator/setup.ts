@@ -1,11 +1,12 @@
 /** Emulator bench: configuration and the server child processes (ours and vercel), quiet-machine wait. */
+
 import type { ChildProcess } from "node:child_process";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ChildMessage, ParentMessage, ServerKind } from "../emulator.server.js";
 import { ask, forkTs, stopChild, waitForMessage } from "../lib/child.js";
-import { envNumber } from "../lib/stats.js";
+import { envNumber, round1, round2, round3 } from "../lib/stats.js";
 
 /** bench/ (this file is in bench/emulator/). */
 export const HERE = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -129,8 +130,5 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, Math.max(0, ms)));
 }
 
-export const round1 = (x: number): number => Math.round(x * 10) / 10;
-
-export const round2 = (x: number): number => Math.round(x * 100) / 100;
-
-export const round3 = (x: number): number => Math.round(x * 1000) / 1000;
+/** Re-exported for the scenario modules. */
+export { round1, round2, round3 };

@@ -13,6 +13,11 @@ export function envNumber(name: string, fallback: number): number {
   return n;
 }
 
+/** Rounding for reported figures: 1, 2 or 3 decimals. */
+export const round1 = (n: number): number => Math.round(n * 10) / 10;
+export const round2 = (n: number): number => Math.round(n * 100) / 100;
+export const round3 = (n: number): number => Math.round(n * 1000) / 1000;
+
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const s = [...values].sort((a, b) => a - b);

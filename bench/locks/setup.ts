@@ -12,7 +12,7 @@ import {
   LockHeldError,
 } from "../../src/shared/locks/index.js";
 import type { EmulatorProcess as SharedEmulatorProcess } from "../lib/emulator-process.js";
-import { envNumber } from "../lib/stats.js";
+import { envNumber, round1, round2, round3 } from "../lib/stats.js";
 import type { MeterSnapshot, ToParent } from "../locks.server.js";
 
 /** bench/ (this file is in bench/locks/). */
@@ -63,10 +63,6 @@ export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     }, ms);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
-
-export const round1 = (n: number): number => Math.round(n * 10) / 10;
-export const round2 = (n: number): number => Math.round(n * 100) / 100;
-export const round3 = (n: number): number => Math.round(n * 1000) / 1000;
 
 export function machineBusyMs(): number {
   let busy = 0;
@@ -194,3 +190,6 @@ export interface Counter extends ItemDefinition {
   n: number;
   fencingToken?: number;
 }
+
+/** Re-exported for the scenario modules. */
+export { round1, round2, round3 };
