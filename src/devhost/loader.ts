@@ -110,8 +110,9 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
     logger.log("debug", `Loading entry point file "${file}"`);
     try {
       if (isESModule(file, config.packageJson.type)) {
-        // A fresh URL per load so that loading the app again (tests, restarts) re-runs its registrations.
-        await importModule(`${pathToFileURL(path).href}?devhost=${generation}`);
+        // A fresh URL per later load so that loading the app again (tests) re-runs its registrations; the
+        // first load keeps the plain URL (clean stack traces).
+        await importModule(`${pathToFileURL(path).href}${generation > 1 ? `?devhost=${generation}` : ""}`);
       } else {
         delete requireNative.cache[requireNative.resolve(path)];
         requireNative(path);
