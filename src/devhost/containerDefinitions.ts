@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import type { ContainerRequest } from "@azure/cosmos";
+import type { ContainerRequest, CosmosClient } from "@azure/cosmos";
 import type { ContainerDefinitionLookup } from "./cosmos/provision.js";
 import { DevHostError } from "./errors.js";
 
@@ -32,4 +32,37 @@ export function loadContainerDefinitions(file: string): ContainerDefinitionLooku
     if (c.indexingPolicy) definition.indexingPolicy = c.indexingPolicy as ContainerRequest["indexingPolicy"];
     return definition;
   };
+}
+
+/**
+ * Creates, on the embedded emulator only, the database and every container a definition file names that is missing
+ * (one log line each): the app may use containers no trigger or binding names (locks, operations), and on Azure
+ * Bicep provisions them from the same file. Returns the names created.
+ */
+export async function createDefinedContainers(
+  file: string,
+  client: CosmosClient,
+  log: (message: string) => void,
+): Promise<string[]> {
+  if (!existsSync(file)) return [];
+  const parsed = JSON.parse(readFileSync(file, "utf8")) as {
+    database?: { name?: string };
+    containers?: { name?: string }[];
+  };
+  const databaseName = parsed.database?.name;
+  if (!databaseName) return [];
+  const lookup = loadContainerDefinitions(file);
+  const { database, statusCode } = await client.databases.createIfNotExists({ id: databaseName });
+  const created: string[] = [];
+  if (statusCode === 201) log(`Created database '${databaseName}' (from ${file}).`);
+  for (const c of parsed.containers ?? []) {
+    const definition = c.name ? lookup?.(databaseName, c.name) : undefined;
+    if (!c.name || !definition) continue;
+    const res = await database.containers.createIfNotExists({ id: c.name, ...definition });
+    if (res.statusCode === 201) {
+      created.push(c.name);
+      log(`Created container '${databaseName}/${c.name}' (from ${file}).`);
+    }
+  }
+  return created;
 }

@@ -1,10 +1,11 @@
 import { join, resolve } from "node:path";
+import { CosmosClient } from "@azure/cosmos";
 import { type RunningEmulator, startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../emulator/index.js";
 import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
 import { createCosmosRuntime } from "./builtinCosmos.js";
 import { timerTriggerRunner } from "./builtinTimer.js";
-import { loadContainerDefinitions } from "./containerDefinitions.js";
+import { createDefinedContainers, loadContainerDefinitions } from "./containerDefinitions.js";
 import {
   bindingConnectionNames,
   type CosmosTarget,
@@ -73,9 +74,8 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   let emulator: RunningEmulator | undefined;
   const dataRoot = join(appDir, ".data");
   // On the emulator, databases and containers the app names are created when missing (with a log line).
-  const containerDefinition = loadContainerDefinitions(
-    resolve(options.containers ?? join(appDir, "src", "shared", "containers.json")),
-  );
+  const definitionsFile = resolve(options.containers ?? join(appDir, "src", "shared", "containers.json"));
+  const containerDefinition = loadContainerDefinitions(definitionsFile);
   if (options.containers && !containerDefinition) {
     throw new DevHostError(`--containers: ${resolve(options.containers)} does not exist.`, {
       code: "InvalidOption",
@@ -99,6 +99,12 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
       const dataDir = resolve(options.dataDir ?? join(dataRoot, "cosmos-emulator"));
       emulator = await startEmulator({ port, dataDir });
       say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
+      const client = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
+      try {
+        await createDefinedContainers(definitionsFile, client, say);
+      } finally {
+        client.dispose();
+      }
     }
     const changed = pointConnections(names, emulator.connectionString, env);
     if (changed.length) say(`Cosmos DB connection settings pointed at the emulator: ${changed.join(", ")}.`);

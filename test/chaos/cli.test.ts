@@ -105,16 +105,26 @@ describe("cosmos-feed command line", () => {
     expectOneLine(r.stderr);
   });
 
-  it("stops the server on SIGINT and SIGTERM sent to `npm start`", async () => {
+  it("`npm start` serves the app and stops, emulator included, on SIGINT and SIGTERM sent to npm", async () => {
     for (const signal of ["SIGINT", "SIGTERM"] as const) {
-      const npm = spawn("npm", ["start", "--silent", "--", "--port", "0"], { cwd: root });
+      const dataDir = join(scratch, `start-${signal}`);
+      const npm = spawn(
+        "npm",
+        ["start", "--silent", "--", "--port", "0", "--emulator-port", "0", "--data-dir", dataDir],
+        { cwd: root },
+      );
       const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
-      const [, port] = await lineMatching(npm, /listening on http:\/\/127\.0\.0\.1:(\d+)\//);
-      expect(await portAnswers(Number(port))).toBe(true);
+      const [, emulatorPort] = await lineMatching(npm, /emulator listening on http:\/\/127\.0\.0\.1:(\d+)\//);
+      const [, httpPort] = await lineMatching(npm, /http:\/\/127\.0\.0\.1:(\d+)\/api\/health/);
+      await lineMatching(npm, /Host started/);
+      const health = await fetch(`http://127.0.0.1:${httpPort}/api/health`);
+      expect(health.status).toBe(200);
+      expect(await portAnswers(Number(emulatorPort))).toBe(true);
       npm.kill(signal);
       await exited;
-      // The emulator behind npm and tsx is gone too: nothing answers on its port.
-      await expect.poll(() => portAnswers(Number(port)), { timeout: 10_000 }).toBe(false);
+      // The dev host and its emulator behind npm are gone too: nothing answers on their ports.
+      await expect.poll(() => portAnswers(Number(httpPort)), { timeout: 10_000 }).toBe(false);
+      await expect.poll(() => portAnswers(Number(emulatorPort)), { timeout: 10_000 }).toBe(false);
     }
   });
 });
