@@ -8,6 +8,7 @@ import {
   createChangeFeedProcessor,
 } from "../../src/shared/changefeed/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
 
 interface Doc {
   id: string;
@@ -16,13 +17,7 @@ interface Doc {
   _lsn?: number;
 }
 
-/** Short intervals (ms) so balancing rounds happen within a test. */
-const FAST = {
-  leaseRenewInterval: 200,
-  leaseAcquireInterval: 300,
-  leaseExpirationInterval: 1_500,
-  feedPollDelay: 50,
-};
+const FAST = FAST_INTERVALS;
 
 let t: TestEmulator;
 let db: Database;
@@ -39,18 +34,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function containers(ranges: number): Promise<{ monitored: Container; leases: Container }> {
-  const { container: monitored } = await db.containers.create(
-    { id: uniqueName("data"), partitionKey: { paths: ["/pk"], version: 2 } },
-    { offerThroughput: ranges * 6_000 },
-  );
-  const { container: leases } = await db.containers.create({
-    id: uniqueName("leases"),
-    partitionKey: { paths: ["/id"] },
-    defaultTtl: -1,
-  });
-  return { monitored, leases };
-}
+const containers = (ranges: number) => processorContainers(db, ranges);
 
 /** A host: its own client (own caches), like a separate process. */
 function host(

@@ -15,18 +15,14 @@ import {
 import { CosmosFeedError } from "../../src/shared/errors.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { type FaultRule, faultPlugins, serviceError } from "../support/faults.js";
+import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
 
 interface Doc {
   id: string;
   pk: string;
 }
 
-const FAST = {
-  leaseRenewInterval: 200,
-  leaseAcquireInterval: 300,
-  leaseExpirationInterval: 1_500,
-  feedPollDelay: 50,
-};
+const FAST = FAST_INTERVALS;
 
 let t: TestEmulator;
 let db: Database;
@@ -43,18 +39,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function containers(ranges: number): Promise<{ monitored: Container; leases: Container }> {
-  const { container: monitored } = await db.containers.create(
-    { id: uniqueName("data"), partitionKey: { paths: ["/pk"], version: 2 } },
-    { offerThroughput: ranges * 6_000 },
-  );
-  const { container: leases } = await db.containers.create({
-    id: uniqueName("leases"),
-    partitionKey: { paths: ["/id"] },
-    defaultTtl: -1,
-  });
-  return { monitored, leases };
-}
+const containers = (ranges: number) => processorContainers(db, ranges);
 
 const pathOf = (ctx: { path?: string }) => decodeURIComponent(ctx.path ?? "");
 
