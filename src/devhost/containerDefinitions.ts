@@ -3,13 +3,21 @@ import type { ContainerRequest, CosmosClient } from "@azure/cosmos";
 import type { ContainerDefinitionLookup } from "./cosmos/provision.js";
 import { DevHostError } from "./errors.js";
 
+/** A container definition file, read once: the database and each container's create request (without id). */
+export interface ContainerDefinitions {
+  file: string;
+  database: string | undefined;
+  requests: Map<string, Omit<ContainerRequest, "id">>;
+  /** For the Cosmos DB trigger: the request of `databaseName/containerName` when the file defines it. */
+  lookup: ContainerDefinitionLookup;
+}
+
 /**
  * Reads a container definition file in this project's format (src/shared/containers.json: `database.name` and
- * `containers[]` with `name`, `partitionKey`, `defaultTtl`, `indexingPolicy`) into the lookup the Cosmos DB trigger
- * uses when it creates a missing monitored container on the emulator — so it gets the app's partition key and
- * TTL, not `/id`. Undefined when the file does not exist.
+ * `containers[]` with `name`, `partitionKey`, `defaultTtl`, `indexingPolicy`), so that containers created on the
+ * emulator get the app's partition key and TTL, not `/id`. Undefined when the file does not exist.
  */
-export function loadContainerDefinitions(file: string): ContainerDefinitionLookup | undefined {
+export function readContainerDefinitions(file: string): ContainerDefinitions | undefined {
   if (!existsSync(file)) return undefined;
   let parsed: {
     database?: { name?: string };
@@ -23,45 +31,44 @@ export function loadContainerDefinitions(file: string): ContainerDefinitionLooku
     });
   }
   const database = parsed.database?.name;
-  const byName = new Map((parsed.containers ?? []).filter((c) => c.name).map((c) => [c.name as string, c]));
-  return (databaseName, containerName) => {
-    const c = database === databaseName ? byName.get(containerName) : undefined;
-    if (!c?.partitionKey) return undefined;
-    const definition: Omit<ContainerRequest, "id"> = { partitionKey: { paths: [c.partitionKey] } };
-    if (typeof c.defaultTtl === "number") definition.defaultTtl = c.defaultTtl;
-    if (c.indexingPolicy) definition.indexingPolicy = c.indexingPolicy as ContainerRequest["indexingPolicy"];
-    return definition;
-  };
+  const requests = new Map<string, Omit<ContainerRequest, "id">>();
+  for (const c of parsed.containers ?? []) {
+    if (!c.name || !c.partitionKey) continue;
+    const request: Omit<ContainerRequest, "id"> = { partitionKey: { paths: [c.partitionKey] } };
+    if (typeof c.defaultTtl === "number") request.defaultTtl = c.defaultTtl;
+    if (c.indexingPolicy) request.indexingPolicy = c.indexingPolicy as ContainerRequest["indexingPolicy"];
+    requests.set(c.name, request);
+  }
+  const lookup: ContainerDefinitionLookup = (databaseName, containerName) =>
+    database === databaseName ? requests.get(containerName) : undefined;
+  return { file, database, requests, lookup };
+}
+
+/** The lookup of a definition file (see {@link readContainerDefinitions}); undefined when the file does not exist. */
+export function loadContainerDefinitions(file: string): ContainerDefinitionLookup | undefined {
+  return readContainerDefinitions(file)?.lookup;
 }
 
 /**
- * Creates, on the embedded emulator only, the database and every container a definition file names that is missing
- * (one log line each): the app may use containers no trigger or binding names (locks, operations), and on Azure
- * Bicep provisions them from the same file. Returns the names created.
+ * Creates, on the embedded emulator only, the database and every defined container that is missing (one log line
+ * each): the app may use containers no trigger or binding names (locks, operations), and on Azure Bicep provisions
+ * them from the same file. Returns the names created.
  */
 export async function createDefinedContainers(
-  file: string,
+  definitions: ContainerDefinitions,
   client: CosmosClient,
   log: (message: string) => void,
 ): Promise<string[]> {
-  if (!existsSync(file)) return [];
-  const parsed = JSON.parse(readFileSync(file, "utf8")) as {
-    database?: { name?: string };
-    containers?: { name?: string }[];
-  };
-  const databaseName = parsed.database?.name;
+  const { file, database: databaseName, requests } = definitions;
   if (!databaseName) return [];
-  const lookup = loadContainerDefinitions(file);
   const { database, statusCode } = await client.databases.createIfNotExists({ id: databaseName });
   const created: string[] = [];
   if (statusCode === 201) log(`Created database '${databaseName}' (from ${file}).`);
-  for (const c of parsed.containers ?? []) {
-    const definition = c.name ? lookup?.(databaseName, c.name) : undefined;
-    if (!c.name || !definition) continue;
-    const res = await database.containers.createIfNotExists({ id: c.name, ...definition });
+  for (const [name, request] of requests) {
+    const res = await database.containers.createIfNotExists({ id: name, ...request });
     if (res.statusCode === 201) {
-      created.push(c.name);
-      log(`Created container '${databaseName}/${c.name}' (from ${file}).`);
+      created.push(name);
+      log(`Created container '${databaseName}/${name}' (from ${file}).`);
     }
   }
   return created;

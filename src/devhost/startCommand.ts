@@ -5,7 +5,7 @@ import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
 import { createCosmosRuntime } from "./builtinCosmos.js";
 import { timerTriggerRunner } from "./builtinTimer.js";
-import { createDefinedContainers, loadContainerDefinitions } from "./containerDefinitions.js";
+import { createDefinedContainers, readContainerDefinitions } from "./containerDefinitions.js";
 import {
   bindingConnectionNames,
   type CosmosTarget,
@@ -74,9 +74,10 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   let emulator: RunningEmulator | undefined;
   const dataRoot = join(appDir, ".data");
   // On the emulator, databases and containers the app names are created when missing (with a log line).
-  const definitionsFile = resolve(options.containers ?? join(appDir, "src", "shared", "containers.json"));
-  const containerDefinition = loadContainerDefinitions(definitionsFile);
-  if (options.containers && !containerDefinition) {
+  const definitions = readContainerDefinitions(
+    resolve(options.containers ?? join(appDir, "src", "shared", "containers.json")),
+  );
+  if (options.containers && !definitions) {
     throw new DevHostError(`--containers: ${resolve(options.containers)} does not exist.`, {
       code: "InvalidOption",
     });
@@ -84,7 +85,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   const cosmos = createCosmosRuntime({
     env,
     createMissing: () => emulator !== undefined,
-    containerDefinition,
+    containerDefinition: definitions?.lookup,
   });
   const triggers = {
     timerTrigger: timerTriggerRunner({ dataDir: dataRoot }),
@@ -99,11 +100,13 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
       const dataDir = resolve(options.dataDir ?? join(dataRoot, "cosmos-emulator"));
       emulator = await startEmulator({ port, dataDir });
       say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
-      const client = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
-      try {
-        await createDefinedContainers(definitionsFile, client, say);
-      } finally {
-        client.dispose();
+      if (definitions) {
+        const client = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
+        try {
+          await createDefinedContainers(definitions, client, say);
+        } finally {
+          client.dispose();
+        }
       }
     }
     const changed = pointConnections(names, emulator.connectionString, env);
