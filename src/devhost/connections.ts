@@ -6,6 +6,7 @@ import {
   type TokenCredential,
   WorkloadIdentityCredential,
 } from "@azure/identity";
+import { readConnectionString } from "../shared/cosmos/client.js";
 import { CosmosFeedError } from "../shared/errors.js";
 
 /**
@@ -81,19 +82,8 @@ const identityFactories: CredentialFactories = {
   clientSecret: (t, c, s) => new ClientSecretCredential(t, c, s),
 };
 
-/** Parses `AccountEndpoint=…;AccountKey=…;` (keys case-insensitive, values may contain `=`). */
-export function parseCosmosConnectionString(value: string): { endpoint: string; key: string } | undefined {
-  const parts = new Map<string, string>();
-  for (const segment of value.split(";")) {
-    const eq = segment.indexOf("=");
-    if (eq <= 0) continue;
-    parts.set(segment.slice(0, eq).trim().toLowerCase(), segment.slice(eq + 1).trim());
-  }
-  const endpoint = parts.get("accountendpoint");
-  const key = parts.get("accountkey");
-  if (!endpoint || !key) return undefined;
-  return { endpoint, key };
-}
+/** Parses `AccountEndpoint=…;AccountKey=…;`: the library's reader, so the app and the dev host agree. */
+export const parseCosmosConnectionString = readConnectionString;
 
 type Env = Record<string, string | undefined>;
 

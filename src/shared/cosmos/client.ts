@@ -39,8 +39,11 @@ export function resolveCosmosConnection(
   return { kind: "credential", endpoint, credential };
 }
 
-/** `AccountEndpoint=…;AccountKey=…;` (keys compared case-insensitively, as the SDKs do). */
-export function parseConnectionString(value: string, settingName: string): CosmosConnectionInfo {
+/**
+ * The endpoint and key of `AccountEndpoint=…;AccountKey=…;` (keys compared case-insensitively, as the SDKs do;
+ * values may contain `=`), or undefined when either is missing.
+ */
+export function readConnectionString(value: string): { endpoint: string; key: string } | undefined {
   const parts = new Map<string, string>();
   for (const part of value.split(";")) {
     const eq = part.indexOf("=");
@@ -48,13 +51,19 @@ export function parseConnectionString(value: string, settingName: string): Cosmo
   }
   const endpoint = parts.get("accountendpoint");
   const key = parts.get("accountkey");
-  if (!endpoint || !key) {
+  return endpoint && key ? { endpoint, key } : undefined;
+}
+
+/** `AccountEndpoint=…;AccountKey=…;` as a connection; a clear error naming the setting otherwise. */
+export function parseConnectionString(value: string, settingName: string): CosmosConnectionInfo {
+  const parts = readConnectionString(value);
+  if (!parts) {
     throw new CosmosConnectionError(
       `${settingName} is not a Cosmos DB connection string: it needs AccountEndpoint=…;AccountKey=…;`,
     );
   }
-  checkEndpoint(endpoint, settingName);
-  return { kind: "key", endpoint, key };
+  checkEndpoint(parts.endpoint, settingName);
+  return { kind: "key", ...parts };
 }
 
 function checkEndpoint(endpoint: string, settingName: string): void {
