@@ -125,6 +125,14 @@ program
     "--containers <file>",
     "container definitions for containers created on the emulator (default: <appDir>/src/shared/containers.json)",
   )
+  .option(
+    "--cors <origins>",
+    "comma-separated CORS origins, '*' for any (default: local.settings.json Host.CORS; none = no CORS headers)",
+  )
+  .option(
+    "--cors-credentials",
+    "allow credentials in CORS (default: local.settings.json Host.CORSCredentials)",
+  )
   .option("--no-build", "do not run `npm run build` when package.json main matches no file")
   .action(async (appDir: string, opts) => {
     let started: StartedApp;
@@ -136,6 +144,8 @@ program
         emulatorPort: opts.emulatorPort,
         dataDir: opts.dataDir,
         containers: opts.containers,
+        cors: opts.cors,
+        corsCredentials: opts.corsCredentials,
         build: opts.build,
       });
     } catch (e) {

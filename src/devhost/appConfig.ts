@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LogLevel } from "./coreTypes.js";
 import { DevHostError } from "./errors.js";
+import { parseFunctionTimeout } from "./functionTimeout.js";
 
 /** What the dev host reads from an app folder, as the Functions host and Core Tools read it. */
 export interface AppConfig {
@@ -20,6 +21,10 @@ export interface AppConfig {
   settings: Record<string, string>;
   /** local.settings.json `Host.LocalHttpPort` (Core Tools' default port when set). */
   localHttpPort?: number;
+  /** host.json `functionTimeout` in ms; null = none ("-1"); 30 minutes when absent (see functionTimeout.ts). */
+  functionTimeoutMs: number | null;
+  /** local.settings.json `Host.CORS` (comma-separated origins) and `Host.CORSCredentials`, as Core Tools reads them. */
+  cors: { origins?: string; credentials: boolean };
 }
 
 function readJson(path: string, what: string): Record<string, unknown> | undefined {
@@ -81,7 +86,8 @@ export function readAppConfig(appDir: string): AppConfig {
     // Core Tools passes every value as a string.
     if (value !== null && value !== undefined) settings[name] = String(value);
   }
-  const port = Number(objectAt(local, "Host").LocalHttpPort);
+  const hostSection = objectAt(local, "Host");
+  const port = Number(hostSection.LocalHttpPort);
   return {
     appDir,
     packageJson: {
@@ -95,6 +101,11 @@ export function readAppConfig(appDir: string): AppConfig {
     categoryLogLevels,
     settings,
     localHttpPort: Number.isInteger(port) && port > 0 ? port : undefined,
+    functionTimeoutMs: parseFunctionTimeout(host?.functionTimeout),
+    cors: {
+      origins: typeof hostSection.CORS === "string" ? hostSection.CORS : undefined,
+      credentials: hostSection.CORSCredentials === true || hostSection.CORSCredentials === "true",
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { readAppConfig } from "./appConfig.js";
 import type { BindingExtensions } from "./extensions.js";
+import { type CorsPolicy, parseCorsPolicy } from "./http/cors.js";
 import { buildRouteTable, routeUrl } from "./http/router.js";
 import { DevHttpServer } from "./http/server.js";
 import { type InvocationOutcome, type InvokeOptions, invokeFunction } from "./invocation.js";
@@ -37,6 +38,8 @@ export interface DevHostOptions {
   extensions?: BindingExtensions;
   triggers?: Record<string, TriggerRunnerFactory>;
   maxRequestBodyBytes?: number;
+  /** CORS for HTTP triggers; default local.settings.json `Host.CORS` / `Host.CORSCredentials` (none = off). */
+  cors?: CorsPolicy;
   /** Runs after the app loaded and before HTTP listens and triggers start (e.g. to point connections). */
   prepare?: (app: LoadedApp, logger: HostLogger) => Promise<void>;
 }
@@ -64,6 +67,7 @@ function makeContext(
 export async function startDevHost(options: DevHostOptions): Promise<RunningDevHost> {
   const appDir = resolve(options.appDir);
   const config = readAppConfig(appDir);
+  const cors = options.cors ?? parseCorsPolicy(config.cors.origins, config.cors.credentials);
   const logger = new HostLogger({
     minLevel: config.logLevel,
     categoryLevels: config.categoryLogLevels,
@@ -89,6 +93,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     logger,
     extensions: options.extensions,
     maxRequestBodyBytes: options.maxRequestBodyBytes,
+    cors,
   });
   const hostname = options.hostname ?? "127.0.0.1";
   const port = await http.listen(options.port ?? app.config.localHttpPort ?? 7071, hostname);

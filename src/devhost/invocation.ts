@@ -7,7 +7,9 @@ import type {
   ParameterBinding,
   TypedData,
 } from "./coreTypes.js";
+import { formatTimeSpan } from "./cosmos/retry.js";
 import { applyOutputs, type BindingExtensions, collectExtraInputs } from "./extensions.js";
+import { FunctionTimeoutError, withFunctionTimeout } from "./functionTimeout.js";
 import type { LoadedApp, LoadedFunction } from "./loader.js";
 import type { HostLogger } from "./logger.js";
 
@@ -65,7 +67,18 @@ export async function invokeFunction(
   let result: unknown;
   let error: unknown;
   try {
-    ({ response, result } = await runThroughModel(app, fn, logger, invocationId, options));
+    const timeoutMs = app.config.functionTimeoutMs;
+    ({ response, result } = await withFunctionTimeout(
+      runThroughModel(app, fn, logger, invocationId, options),
+      name,
+      timeoutMs,
+      () =>
+        logger.log(
+          "error",
+          `Timeout value of ${formatTimeSpan(timeoutMs ?? 0)} exceeded by function 'Functions.${name}' (Id: '${invocationId}'). Initiating cancellation.`,
+          { category: `Function.${name}`, invocationId },
+        ),
+    ));
   } catch (e) {
     error = e;
   }
@@ -83,6 +96,14 @@ export async function invokeFunction(
     `Executed 'Functions.${name}' (${error === undefined ? "Succeeded" : "Failed"}, Id=${invocationId}, Duration=${durationMs}ms)`,
     { category: `Function.${name}`, invocationId },
   );
+  if (error instanceof FunctionTimeoutError) {
+    // The host restarts the worker process here; the dev host runs the app in its own process and cannot.
+    logger.log(
+      "warning",
+      `A function timeout has occurred. The dev host does not restart the worker (the app runs in its process): the handler of invocation '${invocationId}' may still be running.`,
+      { category: `Function.${name}`, invocationId },
+    );
+  }
   return { invocationId, durationMs, response, result, error };
 }
 

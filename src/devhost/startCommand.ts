@@ -17,6 +17,7 @@ import {
 } from "./cosmosTarget.js";
 import { DevHostError } from "./errors.js";
 import { type DevHostOptions, type RunningDevHost, startDevHost } from "./host.js";
+import { parseCorsPolicy } from "./http/cors.js";
 import { consoleSink, type LogSink } from "./logger.js";
 
 /** The emulator's port for `cosmos-feed start` (the Cosmos DB emulator's usual 8081). */
@@ -35,6 +36,10 @@ export interface StartCommandOptions {
    * default `<appDir>/src/shared/containers.json` when it exists.
    */
   containers?: string;
+  /** Core Tools' `--cors`: comma-separated origins (`*` for any); overrides local.settings.json `Host.CORS`. */
+  cors?: string;
+  /** Core Tools' `--cors-credentials`; overrides `Host.CORSCredentials`. */
+  corsCredentials?: boolean;
   /** Run `npm run build` when `main` matches no file (default true). */
   build?: boolean;
   logSink?: LogSink;
@@ -69,6 +74,14 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   const appDir = resolve(options.appDir ?? ".");
   const target = parseCosmosTarget(options.cosmos);
   const config = readAppConfig(appDir);
+  // Flags win over local.settings.json, as with `func start --cors`.
+  const cors =
+    options.cors !== undefined || options.corsCredentials !== undefined
+      ? parseCorsPolicy(
+          options.cors ?? config.cors.origins,
+          options.corsCredentials ?? config.cors.credentials,
+        )
+      : undefined;
   await ensureBuilt(config, { build: options.build ?? true, log: say });
 
   let emulator: RunningEmulator | undefined;
@@ -123,6 +136,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
       ...options.host,
       appDir,
       port: options.port,
+      ...(cors ? { cors } : {}),
       env,
       logSink: sink,
       // … and the bindings' own connection settings once registration has named them.

@@ -6,6 +6,7 @@ import type { BindingExtensions } from "../extensions.js";
 import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
+import { applyCors, type CorsPolicy } from "./cors.js";
 import { findRoute, type RouteTable } from "./router.js";
 import { invokeStreaming } from "./stream.js";
 
@@ -21,6 +22,8 @@ export interface HttpServerOptions {
   extensions?: BindingExtensions;
   maxRequestBodyBytes?: number;
   maxUrlLength?: number;
+  /** Core Tools' local CORS (Host.CORS / --cors); none = no CORS headers, OPTIONS routed like any method. */
+  cors?: CorsPolicy;
 }
 
 function empty(res: ServerResponse, status: number): void {
@@ -129,7 +132,9 @@ export class DevHttpServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const { app, table, logger } = this.#options;
+    const { app, table, logger, cors } = this.#options;
+    // Before routing, as the CORS middleware runs before the host's: a preflight never reaches a function.
+    if (cors && applyCors(cors, req, res)) return;
     const target = req.url ?? "/";
     if (target.length > (this.#options.maxUrlLength ?? DEFAULT_MAX_URL_LENGTH)) return empty(res, 414);
     const url = new URL(target, `http://${req.headers.host ?? "localhost"}`);
