@@ -9,9 +9,10 @@ import {
   writeCosmosOutput,
 } from "./cosmos/bindings.js";
 import type { ContainerDefinitionLookup } from "./cosmos/provision.js";
-import { type CosmosTriggerOptions, startCosmosTrigger } from "./cosmos/trigger.js";
+import { CosmosTriggerError, type CosmosTriggerOptions, startCosmosTrigger } from "./cosmos/trigger.js";
 import type { BindingExtensions } from "./extensions.js";
 import type { TriggerRunnerFactory } from "./host.js";
+import { type ListenerRetryOptions, startListenerWithRetry } from "./listenerRetry.js";
 import { HostLogger } from "./logger.js";
 
 /**
@@ -28,6 +29,8 @@ export interface CosmosRuntimeOptions {
   createMissing?: () => boolean;
   /** Partition key, TTL, indexing of a monitored container created by createMissing (default: `/id`). */
   containerDefinition?: ContainerDefinitionLookup;
+  /** Background retries of a trigger whose containers are missing at start (listenerRetry.ts; 2 s to 2 min). */
+  listenerRetry?: ListenerRetryOptions;
 }
 
 export interface CosmosRuntime {
@@ -67,29 +70,38 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
   const cosmosDBTrigger: TriggerRunnerFactory = async (fn, context) => {
     logger = context.logger;
     const binding = fn.bindings[fn.triggerName] as unknown as CosmosTriggerOptions;
-    const running = await startCosmosTrigger({
+    const start = () =>
+      startCosmosTrigger({
+        functionName: fn.metadata.name,
+        options: binding,
+        retry: fn.metadata.retryOptions,
+        clientFor: (setting) => clientFor(setting),
+        createMissing: createMissing(),
+        containerDefinition: options.containerDefinition,
+        log: bindingLog(context.logger, `Function.${fn.metadata.name}`),
+        invoke: async (documents, invocation) => {
+          const outcome = await context.invoke({
+            invocationId: invocation.invocationId,
+            reason: `New changes on container ${binding.containerName} at ${new Date().toISOString()}`,
+            // The worker's typed data for a batch: the documents as one JSON array.
+            inputData: [{ name: fn.triggerName, data: { json: JSON.stringify(documents) } }],
+            retryContext: {
+              retryCount: invocation.retryContext.retryCount,
+              maxRetryCount: invocation.retryContext.maxRetryCount,
+            },
+          });
+          if (outcome.error !== undefined) throw outcome.error;
+        },
+      });
+    // Missing containers do not stop the host: the listener start is retried, as the Functions host does, so
+    // containers created on first use (an app's own ensure step, a script, Bicep) bring the trigger up.
+    return startListenerWithRetry({
+      ...options.listenerRetry,
       functionName: fn.metadata.name,
-      options: binding,
-      retry: fn.metadata.retryOptions,
-      clientFor: (setting) => clientFor(setting),
-      createMissing: createMissing(),
-      containerDefinition: options.containerDefinition,
-      log: bindingLog(context.logger, `Function.${fn.metadata.name}`),
-      invoke: async (documents, invocation) => {
-        const outcome = await context.invoke({
-          invocationId: invocation.invocationId,
-          reason: `New changes on container ${binding.containerName} at ${new Date().toISOString()}`,
-          // The worker's typed data for a batch: the documents as one JSON array.
-          inputData: [{ name: fn.triggerName, data: { json: JSON.stringify(documents) } }],
-          retryContext: {
-            retryCount: invocation.retryContext.retryCount,
-            maxRetryCount: invocation.retryContext.maxRetryCount,
-          },
-        });
-        if (outcome.error !== undefined) throw outcome.error;
-      },
+      start,
+      retryable: (e) => e instanceof CosmosTriggerError && e.code === "ContainerNotFound",
+      log: (level, message) => context.logger.log(level, message, { category: "Host.Startup" }),
     });
-    return { stop: () => running.stop() };
   };
 
   const extensions: BindingExtensions = {
