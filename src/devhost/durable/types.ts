@@ -1,0 +1,253 @@
+/**
+ * Shapes shared by the Durable Task roles of the dev host (docs/durable-design.md). History events and actions
+ * are the out-of-process protocol's (durable-functions 3.5.0: history/HistoryEventType.js, actions/ActionType.js);
+ * the rest is what the Cosmos DB task hub stores.
+ */
+
+/** DurableTask.Core's HistoryEventType numbers, as the JS SDK reads them. */
+export const HistoryEventType = {
+  ExecutionStarted: 0,
+  ExecutionCompleted: 1,
+  ExecutionFailed: 2,
+  ExecutionTerminated: 3,
+  TaskScheduled: 4,
+  TaskCompleted: 5,
+  TaskFailed: 6,
+  SubOrchestrationInstanceCreated: 7,
+  SubOrchestrationInstanceCompleted: 8,
+  SubOrchestrationInstanceFailed: 9,
+  TimerCreated: 10,
+  TimerFired: 11,
+  OrchestratorStarted: 12,
+  OrchestratorCompleted: 13,
+  EventSent: 14,
+  EventRaised: 15,
+  ContinueAsNew: 16,
+  GenericEvent: 17,
+  HistoryState: 18,
+  ExecutionSuspended: 19,
+  ExecutionResumed: 20,
+} as const;
+export type HistoryEventTypeNumber = (typeof HistoryEventType)[keyof typeof HistoryEventType];
+
+/** A history event as the extension serializes it (PascalCase; Timestamp ISO 8601; payloads as JSON text). */
+export interface HistoryEvent {
+  EventType: HistoryEventTypeNumber;
+  EventId: number;
+  IsPlayed: boolean;
+  Timestamp: string;
+  /** Event-specific fields: Name, Input, Result, TaskScheduledId, TimerId, FireAt, Reason, Details, FailureDetails … */
+  [field: string]: unknown;
+}
+
+/** The JS SDK's ActionType numbers. */
+export const ActionType = {
+  CallActivity: 0,
+  CallActivityWithRetry: 1,
+  CallSubOrchestrator: 2,
+  CallSubOrchestratorWithRetry: 3,
+  ContinueAsNew: 4,
+  CreateTimer: 5,
+  WaitForExternalEvent: 6,
+  CallEntity: 7,
+  CallHttp: 8,
+  SignalEntity: 9,
+  WhenAny: 11,
+  WhenAll: 12,
+  LockEntities: 13,
+  ReleaseEntities: 14,
+} as const;
+export type ActionTypeNumber = (typeof ActionType)[keyof typeof ActionType];
+
+/** An action as the orchestrator returns it (JSON of the SDK's action classes; camelCase). */
+export interface OrchestratorAction {
+  actionType: ActionTypeNumber;
+  functionName?: string;
+  input?: unknown;
+  instanceId?: string;
+  retryOptions?: RetryOptionsWire;
+  fireAt?: string;
+  isCanceled?: boolean;
+  externalEventName?: string;
+  compoundActions?: OrchestratorAction[];
+  [field: string]: unknown;
+}
+
+/** The SDK's RetryOptions as serialized in an action. */
+export interface RetryOptionsWire {
+  firstRetryIntervalInMilliseconds: number;
+  maxNumberOfAttempts: number;
+  backoffCoefficient?: number;
+  maxRetryIntervalInMilliseconds?: number;
+  retryTimeoutInMilliseconds?: number;
+}
+
+/** What the host passes as the orchestrationTrigger's data (the extension's out-of-proc request). */
+export interface OrchestrationTriggerInput {
+  history: HistoryEvent[];
+  input: unknown;
+  instanceId: string;
+  isReplaying: boolean;
+  parentInstanceId: string | null;
+  upperSchemaVersion: number;
+  upperSchemaVersionNew: number;
+  longRunningTimerIntervalDuration: string;
+  maximumShortTimerDuration: string;
+  defaultHttpAsyncRequestSleepTimeMillseconds: number;
+}
+
+/** The orchestrator's reply (OrchestratorState), whether returned or carried in a thrown `$OutOfProcData$`. */
+export interface OrchestratorReply {
+  isDone: boolean;
+  actions: OrchestratorAction[][] | OrchestratorAction[];
+  output?: unknown;
+  error?: string;
+  customStatus?: unknown;
+  schemaVersion?: number;
+  failureDetails?: FailureDetails;
+}
+
+export interface FailureDetails {
+  ErrorType: string;
+  ErrorMessage: string;
+  StackTrace?: string;
+  IsNonRetriable?: boolean;
+  InnerFailure?: FailureDetails;
+}
+
+/** Runs the orchestrator function once: what it returned, or what it threw. Never throws itself. */
+export type OrchestratorInvoker = (
+  name: string,
+  triggerInput: OrchestrationTriggerInput,
+) => Promise<{ returned: unknown } | { thrown: unknown }>;
+
+/** The Durable runtime statuses (OrchestrationRuntimeStatus). */
+export type RuntimeStatus =
+  | "Pending"
+  | "Running"
+  | "Completed"
+  | "ContinuedAsNew"
+  | "Failed"
+  | "Terminated"
+  | "Suspended";
+
+export interface ParentInstance {
+  instanceId: string;
+  executionId: string;
+  /** The parent's sequence id of the CallSubOrchestrator action. */
+  taskScheduledId: number;
+  name: string;
+}
+
+/**
+ * One orchestration instance (its current execution), as the engine reads and writes it and the store persists
+ * it. `engine` is the engine's bookkeeping: the store saves it verbatim and never reads it.
+ */
+export interface OrchestrationState {
+  instanceId: string;
+  executionId: string;
+  name: string;
+  /** JSON text of the input, null when none. */
+  input: string | null;
+  status: RuntimeStatus;
+  /** JSON text of the output (or of the failure message when Failed), null when none. */
+  output: string | null;
+  /** JSON text of the custom status, null when none. */
+  customStatus: string | null;
+  createdTime: string;
+  lastUpdatedTime: string;
+  parent?: ParentInstance;
+  /** Every event of the current execution, committed ones first. */
+  history: HistoryEvent[];
+  engine: Record<string, unknown>;
+}
+
+/** A message for an instance: one new history event, delivered to the instance's next episode. */
+export interface InstanceMessage {
+  /** Idempotency key (docs/durable-design.md): a second message with the same key is dropped. */
+  key: string;
+  instanceId: string;
+  /** The execution the event is for; a message for an older execution is dropped. Absent = any. */
+  executionId?: string;
+  event: HistoryEvent;
+  /** For ExecutionStarted: the orchestrator's name, input, parent. */
+  start?: { name: string; input: string | null; parent?: ParentInstance; executionId: string };
+}
+
+/** An activity the engine scheduled. */
+export interface ActivityWorkItem {
+  instanceId: string;
+  executionId: string;
+  taskScheduledId: number;
+  name: string;
+  /** JSON text of the input as the action carried it, null when none. */
+  input: string | null;
+}
+
+/** What an episode asks the task hub to do after its commit. */
+export type OutboundWork =
+  | { kind: "activity"; item: ActivityWorkItem }
+  | { kind: "timer"; instanceId: string; executionId: string; timerId: number; fireAt: string }
+  | { kind: "cancelTimer"; instanceId: string; executionId: string; timerId: number }
+  /** A message for another instance (or this one: sub-orchestration start, parent notification, raised event). */
+  | { kind: "message"; message: InstanceMessage };
+
+export interface EpisodeResult {
+  state: OrchestrationState;
+  /** New history events of this episode (already appended to state.history). */
+  newEvents: HistoryEvent[];
+  work: OutboundWork[];
+  /** False when the message cannot apply now and must stay pending (e.g. an event while Suspended). */
+  consumed: boolean;
+  /** Why a message was dropped (stale execution, duplicate completion, instance not found …), for the log. */
+  dropped?: string;
+}
+
+/** The client operations the HTTP API and the durableClient binding need (implemented by CosmosTaskHub). */
+export interface TaskHubClient {
+  readonly hubName: string;
+  startNew(
+    name: string,
+    options: { instanceId?: string; input?: string | null },
+  ): Promise<{ instanceId: string }>;
+  getStatus(
+    instanceId: string,
+    options?: { showHistory?: boolean; showHistoryOutput?: boolean; showInput?: boolean },
+  ): Promise<InstanceStatus | undefined>;
+  list(filter: InstanceFilter): Promise<{ instances: InstanceStatus[]; continuationToken?: string }>;
+  raiseEvent(
+    instanceId: string,
+    eventName: string,
+    input: string | null,
+  ): Promise<"ok" | "notFound" | "notRunning">;
+  terminate(instanceId: string, reason: string | null): Promise<"ok" | "notFound" | "notRunning">;
+  suspend(instanceId: string, reason: string | null): Promise<"ok" | "notFound" | "notRunning">;
+  resume(instanceId: string, reason: string | null): Promise<"ok" | "notFound" | "notRunning">;
+  purge(instanceId: string): Promise<number>;
+  purgeMany(filter: InstanceFilter): Promise<number>;
+  /** Resolves when the instance's status document changes or `timeoutMs` passes. */
+  waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+}
+
+export interface InstanceFilter {
+  createdTimeFrom?: string;
+  createdTimeTo?: string;
+  runtimeStatus?: RuntimeStatus[];
+  instanceIdPrefix?: string;
+  top?: number;
+  continuationToken?: string;
+  showInput?: boolean;
+}
+
+/** The status the extension's HTTP API returns (DurableOrchestrationStatus, camelCase). */
+export interface InstanceStatus {
+  name: string;
+  instanceId: string;
+  runtimeStatus: RuntimeStatus;
+  input: unknown;
+  customStatus: unknown;
+  output: unknown;
+  createdTime: string;
+  lastUpdatedTime: string;
+  historyEvents?: unknown[];
+}
