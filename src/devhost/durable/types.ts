@@ -251,3 +251,19 @@ export interface InstanceStatus {
   lastUpdatedTime: string;
   historyEvents?: unknown[];
 }
+
+/**
+ * The replay engine's entry point (episode.ts `applyMessage`): applies one message to an instance. `state` is
+ * undefined when the instance does not exist (only ExecutionStarted creates one). Pure except for `invoke`.
+ */
+export type ApplyMessage = (
+  state: OrchestrationState | undefined,
+  message: InstanceMessage,
+  now: Date,
+  invoke: OrchestratorInvoker,
+) => Promise<EpisodeResult>;
+
+/** Runs an activity function once: its return value as JSON text, or the failure. Never throws. */
+export type ActivityInvoker = (
+  item: ActivityWorkItem,
+) => Promise<{ result: string | null } | { failure: FailureDetails }>;
