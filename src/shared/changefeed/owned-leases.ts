@@ -8,6 +8,7 @@ import { LeaseLostError, type LeaseStore } from "./leases/store.js";
 import type { LeaseView } from "./leases/view.js";
 import type { ResolvedOptions } from "./options.js";
 import type { StartPosition } from "./processing/feed-reader.js";
+import type { FeedPollWakeup } from "./processing/wakeup.js";
 import type { ChangeFeedHandler } from "./processing/worker.js";
 import { type LeaseClose, LeaseSupervisor } from "./supervisor.js";
 
@@ -20,6 +21,8 @@ export interface OwnedLeasesOptions<T> {
   startPosition: StartPosition;
   clock: Clock;
   events: ProcessorEvents;
+  /** Shared by this host's workers: cuts their feed-poll waits short (processor.wake()). */
+  wakeup?: FeedPollWakeup;
 }
 
 /**
@@ -65,6 +68,7 @@ export class OwnedLeases<T> {
       options: this.o.options,
       startPosition: this.o.startPosition,
       clock: this.o.clock,
+      wakeup: this.o.wakeup,
       workerEvents: {
         checkpointed: (token, etag, n) => events.fire("checkpointed", token, etag, n),
         handlerFailed: (token, error) => events.report(error, token),

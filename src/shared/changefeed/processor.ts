@@ -14,6 +14,7 @@ import { LoadBalancer } from "./load-balancer.js";
 import { type ChangeFeedProcessorOptions, type ResolvedOptions, resolveOptions } from "./options.js";
 import { OwnedLeases } from "./owned-leases.js";
 import type { StartPosition } from "./processing/feed-reader.js";
+import { FeedPollWakeup } from "./processing/wakeup.js";
 import type { ChangeFeedHandler } from "./processing/worker.js";
 
 export type { ChangeFeedProcessorEvents };
@@ -54,6 +55,7 @@ export class ChangeFeedProcessor<
   private running: Running<T> | undefined;
   private startPosition: StartPosition = { kind: "now" };
   private state: "stopped" | "starting" | "running" | "stopping" = "stopped";
+  private readonly wakeup = new FeedPollWakeup();
 
   constructor(
     private readonly input: ProcessorInput,
@@ -67,6 +69,14 @@ export class ChangeFeedProcessor<
 
   get instanceName(): string {
     return this.options.instanceName;
+  }
+
+  /**
+   * Reads the feed now on every lease this host processes, instead of after the rest of `feedPollDelay`: for a
+   * process that has just written to the monitored container and wants its own change seen at once.
+   */
+  wake(): void {
+    this.wakeup.wake();
   }
 
   /** Lease tokens this host currently processes. */
@@ -138,6 +148,7 @@ export class ChangeFeedProcessor<
       startPosition: this.startPosition,
       clock: this.clock,
       events: this.events,
+      wakeup: this.wakeup,
     });
     const balancer = new LoadBalancer({
       options: o,

@@ -6,6 +6,7 @@ import { LeaseLostError, type LeaseStore } from "./leases/store.js";
 import type { ResolvedOptions } from "./options.js";
 import type { MonitoredContainerGoneError } from "./processing/feed-errors.js";
 import type { StartPosition } from "./processing/feed-reader.js";
+import type { FeedPollWakeup } from "./processing/wakeup.js";
 import {
   type ChangeFeedHandler,
   type FeedReader,
@@ -56,6 +57,7 @@ export interface LeaseSupervisorOptions<T> {
   renewFailed: (leaseToken: string, error: unknown) => void;
   /** Replaces the SDK-backed feed reader (unit tests). */
   createReader?: () => FeedReader<T>;
+  wakeup?: FeedPollWakeup;
 }
 
 /**
@@ -175,6 +177,7 @@ export class LeaseSupervisor<T> {
       processorName: o.store.prefix,
       clock: o.clock,
       createReader: o.createReader,
+      wakeup: o.wakeup,
     });
     const renewerSignal = AbortSignal.any([this.signal, this.renewerAbort.signal]);
     const workerDone = worker.run(this.signal).then(

@@ -13,6 +13,7 @@ import {
   retryAfterMs,
 } from "./feed-errors.js";
 import { type FeedPage, LeaseFeedReader, type StartPosition } from "./feed-reader.js";
+import type { FeedPollWakeup } from "./wakeup.js";
 
 /** What a handler learns about the batch it is given. */
 export interface ChangeFeedContext {
@@ -81,6 +82,8 @@ export interface PartitionWorkerOptions<T> {
   clock?: Clock;
   /** Replaces the SDK-backed reader (unit tests drive the worker with scripted pages and errors). */
   createReader?: () => FeedReader<T>;
+  /** Shortens the feed-poll wait when the process wrote to the monitored container (processor.wake()). */
+  wakeup?: FeedPollWakeup;
 }
 
 /**
@@ -133,11 +136,15 @@ export class PartitionWorker<T> {
       ChangeFeedDefaults.feedReadRetryMaxDelay,
     );
     // A read never rejects here: its outcome is looked at after the batch before it is handled.
-    const read = (): Promise<ReadOutcome<T>> =>
-      reader.next().then(
+    // The wake-up generation when the last read was issued: a wake after it means that read may miss a write.
+    let generation = 0;
+    const read = (): Promise<ReadOutcome<T>> => {
+      generation = this.o.wakeup?.current ?? 0;
+      return reader.next().then(
         (page) => ({ page }),
         (error: unknown) => ({ error }),
       );
+    };
     let prefetched: Promise<ReadOutcome<T>> | undefined;
     let checkpointedOnce = this.lease.continuationToken !== null;
     try {
@@ -180,7 +187,8 @@ export class PartitionWorker<T> {
             checkpoints.submit(page.etag, 0);
             checkpointedOnce = true;
           }
-          await this.clock.sleep(this.o.feedPollDelay, signal);
+          if (this.o.wakeup) await this.o.wakeup.sleep(this.clock, this.o.feedPollDelay, signal, generation);
+          else await this.clock.sleep(this.o.feedPollDelay, signal);
           continue;
         }
         // Read ahead while the handler runs: the page after this one decides whether its checkpoint is held.
