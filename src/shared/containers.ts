@@ -3,7 +3,15 @@ import rawDefinition from "./containers.json" with { type: "json" };
 import { CosmosFeedError } from "./errors.js";
 
 /** What code looks a container up by (the name the service stores may differ). */
-export const CONTAINER_ROLES = ["resources", "operations", "summaries", "leases", "locks"] as const;
+export const CONTAINER_ROLES = [
+  "resources",
+  "operations",
+  "summaries",
+  "leases",
+  "locks",
+  // The dev host's Durable Task hub (instances, history, pending work): docs/durable-design.md.
+  "durable",
+] as const;
 export type ContainerRole = (typeof CONTAINER_ROLES)[number];
 
 export interface ContainerDefinition {

@@ -146,7 +146,7 @@ describe("containers.json", () => {
     [
       "a missing role",
       (d: ReturnType<typeof valid>) => {
-        d.containers.pop();
+        d.containers = d.containers.filter((c) => c.role !== "locks");
       },
       "no container has role 'locks'",
     ],
