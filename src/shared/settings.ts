@@ -158,6 +158,26 @@ export const SETTINGS = {
     max: 2_000_000,
     description: "Largest PUT/PATCH body accepted (a larger one is a 400 BodyTooLarge).",
   },
+  activityMaxAttempts: {
+    kind: "integer",
+    setting: "ACTIVITY_MAX_ATTEMPTS",
+    unit: "count",
+    default: 3,
+    min: 1,
+    max: 100,
+    description:
+      "Attempts of each provisioning activity (durable RetryOptions.maxNumberOfAttempts); after the last failure the orchestration marks the resource Failed.",
+  },
+  activityFirstRetryIntervalMs: {
+    kind: "integer",
+    setting: "ACTIVITY_FIRST_RETRY_INTERVAL_MS",
+    unit: "ms",
+    default: 1_000,
+    min: 10,
+    max: 600_000,
+    description:
+      "Durable timer before a failed activity's second attempt (RetryOptions.firstRetryIntervalInMilliseconds; doubles each attempt).",
+  },
   lagReportSchedule: {
     kind: "string",
     setting: "LAG_REPORT_SCHEDULE",

@@ -10,6 +10,21 @@ export { type ApiRequest, type ApiResponse, ResourceApi, subscriptionLockName } 
 export { type AppContext, appContext, createAppContext, openAppContext } from "./context.js";
 export * from "./model.js";
 export {
+  deprovisionStep,
+  failStep,
+  finalizeStep,
+  orchestrationInstanceId,
+  PROVISIONING,
+  type ProvisioningInput,
+  parseProvisioningInput,
+  provisioningRequestFor,
+  provisionStep,
+  SIMULATE_TAG,
+  setStep,
+  type ValidateResult,
+  validateStep,
+} from "./provisioning.js";
+export {
   countByState,
   RESOURCE_TRIGGERS,
   type ReactionOutcome,

@@ -54,11 +54,25 @@ export interface OperationDocument {
   /** The ARM path of the resource. */
   resourceId: string;
   kind: OperationKind;
-  status: "Accepted" | "Succeeded" | "Failed" | "Canceled";
+  /** Accepted (written by the API) → Running (the orchestration started) → Succeeded | Failed | Canceled. */
+  status: OperationStatus;
   startTime: string;
   lastUpdatedTime: string;
+  endTime?: string;
   /** What the reactions trigger recorded when it saw the resource in a non-terminal state. */
   observed?: { at: string; provisioningState: ProvisioningState; resourceEtag: string };
+  /** The durable orchestration doing the work, and the step it is at (validate, provision, finalize …). */
+  orchestration?: { name: string; instanceId: string; step: string };
+  /** Attempts per activity so far (an activity counts its own attempts here, before its work). */
+  attempts?: Record<string, number>;
+  /** Why the operation failed or was canceled (ARM's error shape). */
+  error?: { code: string; message: string };
+}
+
+export const OPERATION_STATUSES = ["Accepted", "Running", "Succeeded", "Failed", "Canceled"] as const;
+export type OperationStatus = (typeof OPERATION_STATUSES)[number];
+export function isTerminalOperation(status: OperationStatus): boolean {
+  return status === "Succeeded" || status === "Failed" || status === "Canceled";
 }
 
 /** A 4xx the API answers: `code` machine-readable, `message` for people. */
@@ -230,6 +244,9 @@ export function toOperationView(op: OperationDocument) {
     operation: op.kind,
     startTime: op.startTime,
     lastUpdatedTime: op.lastUpdatedTime,
+    ...(op.endTime ? { endTime: op.endTime } : {}),
     ...(op.observed ? { observed: op.observed } : {}),
+    ...(op.orchestration ? { orchestration: op.orchestration } : {}),
+    ...(op.error ? { error: op.error } : {}),
   };
 }

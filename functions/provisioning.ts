@@ -1,0 +1,125 @@
+import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import * as df from "durable-functions";
+import {
+  deprovisionStep,
+  failStep,
+  finalizeStep,
+  openAppContext,
+  PROVISIONING,
+  type ProvisioningInput,
+  parseProvisioningInput,
+  provisionStep,
+  validateStep,
+} from "../src/shared/resources/index.js";
+import { loadSettings } from "../src/shared/settings.js";
+
+// The provisioning orchestrations the reactions trigger starts: validate → provision → finalize, each activity
+// retried with durable timers; a step that still fails marks the resource and its operation Failed.
+const settings = loadSettings();
+
+function retryOptions(): df.RetryOptions {
+  const retry = new df.RetryOptions(settings.activityFirstRetryIntervalMs, settings.activityMaxAttempts);
+  retry.backoffCoefficient = 2;
+  return retry;
+}
+
+const A = PROVISIONING.activities;
+
+/** validate → provision → finalize; on a failure after the retries, the resource and operation become Failed. */
+export const provisioningOrchestrator: OrchestrationHandler = function* (context: OrchestrationContext) {
+  // Bad input fails the instance at once, with the reason (never a stuck instance).
+  const input: StepInput = {
+    ...parseProvisioningInput(context.df.getInput()),
+    orchestration: { name: PROVISIONING.orchestrations.provision, instanceId: context.df.instanceId },
+  };
+  const retry = retryOptions();
+  context.df.setCustomStatus({ step: "validate" });
+  const validated: { proceed: boolean; reason?: string } = yield context.df.callActivityWithRetry(
+    A.validate,
+    retry,
+    input,
+  );
+  if (!validated.proceed) return { outcome: "Skipped", reason: validated.reason };
+  try {
+    context.df.setCustomStatus({ step: "provision" });
+    yield context.df.callActivityWithRetry(A.provision, retry, input);
+    context.df.setCustomStatus({ step: "finalize" });
+    yield context.df.callActivityWithRetry(A.finalize, retry, input);
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    context.df.setCustomStatus({ step: "failed" });
+    yield context.df.callActivityWithRetry(A.fail, retry, {
+      ...input,
+      error: { code: "ProvisioningFailed", message },
+    });
+    throw new Error(`Provisioning of ${input.subscriptionId}/${input.resourceId} failed: ${message}`);
+  }
+  context.df.setCustomStatus({ step: "done" });
+  return { outcome: "Succeeded" };
+};
+
+/** validate → deprovision (removes the resource; the operation Succeeds). */
+export const deprovisioningOrchestrator: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const input: StepInput = {
+    ...parseProvisioningInput(context.df.getInput()),
+    orchestration: { name: PROVISIONING.orchestrations.deprovision, instanceId: context.df.instanceId },
+  };
+  const retry = retryOptions();
+  context.df.setCustomStatus({ step: "validate" });
+  const validated: { proceed: boolean; reason?: string } = yield context.df.callActivityWithRetry(
+    A.validate,
+    retry,
+    input,
+  );
+  if (!validated.proceed) return { outcome: "Skipped", reason: validated.reason };
+  context.df.setCustomStatus({ step: "deprovision" });
+  const result: { deleted: boolean } = yield context.df.callActivityWithRetry(A.deprovision, retry, input);
+  context.df.setCustomStatus({ step: "done" });
+  return { outcome: "Succeeded", deleted: result.deleted };
+};
+
+/** Activities get the orchestration's name and instance id with their input, to record them on the operation. */
+interface StepInput extends ProvisioningInput {
+  orchestration?: { name: string; instanceId: string };
+}
+
+const orchestrationOf = (input: unknown) => {
+  const o = (input as StepInput | null)?.orchestration;
+  return { name: String(o?.name ?? "unknown"), instanceId: String(o?.instanceId ?? "unknown") };
+};
+
+/** The activities: thin adapters from the activity trigger to the library's steps (each idempotent). */
+export async function validateResource(input: unknown) {
+  return validateStep(await openAppContext(), parseProvisioningInput(input), orchestrationOf(input));
+}
+
+export async function provisionResource(input: unknown) {
+  return provisionStep(await openAppContext(), parseProvisioningInput(input), orchestrationOf(input));
+}
+
+export async function finalizeResource(input: unknown) {
+  await finalizeStep(await openAppContext(), parseProvisioningInput(input), orchestrationOf(input));
+  return { finalized: true };
+}
+
+export async function failResource(input: unknown) {
+  const { error, ...rest } = input as ProvisioningInput & { error?: { code: string; message: string } };
+  await failStep(
+    await openAppContext(),
+    parseProvisioningInput(rest),
+    error ?? { code: "ProvisioningFailed", message: "unknown" },
+  );
+  return { failed: true };
+}
+
+export async function deprovisionResource(input: unknown) {
+  return deprovisionStep(await openAppContext(), parseProvisioningInput(input), orchestrationOf(input));
+}
+
+df.app.orchestration(PROVISIONING.orchestrations.provision, provisioningOrchestrator);
+df.app.orchestration(PROVISIONING.orchestrations.deprovision, deprovisioningOrchestrator);
+df.app.activity(A.validate, { handler: validateResource });
+df.app.activity(A.provision, { handler: provisionResource });
+df.app.activity(A.finalize, { handler: finalizeResource });
+df.app.activity(A.fail, { handler: failResource });
+df.app.activity(A.deprovision, { handler: deprovisionResource });
