@@ -3,7 +3,7 @@ import { readAppConfig } from "./appConfig.js";
 import type { BindingExtensions } from "./extensions.js";
 import { type CorsPolicy, parseCorsPolicy } from "./http/cors.js";
 import { buildRouteTable, routeUrl } from "./http/router.js";
-import { DevHttpServer } from "./http/server.js";
+import { type BuiltinRoutes, DevHttpServer } from "./http/server.js";
 import { type InvocationOutcome, type InvokeOptions, invokeFunction } from "./invocation.js";
 import { type LoadedApp, type LoadedFunction, loadApp } from "./loader.js";
 import { HostLogger, type LogSink } from "./logger.js";
@@ -42,6 +42,10 @@ export interface DevHostOptions {
   cors?: CorsPolicy;
   /** Runs after the app loaded and before HTTP listens and triggers start (e.g. to point connections). */
   prepare?: (app: LoadedApp, logger: HostLogger) => Promise<void>;
+  /** The host's own HTTP endpoints (Durable's webhooks), served before function routes. */
+  builtinRoutes?: BuiltinRoutes[];
+  /** Told the base URL once HTTP listens, before trigger runners start. */
+  listening?: (baseUrl: string) => void;
 }
 
 export interface RunningDevHost {
@@ -94,10 +98,12 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     extensions: options.extensions,
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     cors,
+    builtinRoutes: options.builtinRoutes,
   });
   const hostname = options.hostname ?? "127.0.0.1";
   const port = await http.listen(options.port ?? app.config.localHttpPort ?? 7071, hostname);
   const baseUrl = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+  options.listening?.(baseUrl);
 
   const lines = ["Functions:", ""];
   for (const fn of active) {

@@ -24,6 +24,28 @@ export interface HttpServerOptions {
   maxUrlLength?: number;
   /** Core Tools' local CORS (Host.CORS / --cors); none = no CORS headers, OPTIONS routed like any method. */
   cors?: CorsPolicy;
+  /** The host's own endpoints (e.g. Durable's `/runtime/webhooks/durabletask/`), served before function routes. */
+  builtinRoutes?: BuiltinRoutes[];
+}
+
+/** A request to a host endpoint: the path without query, the query, lower-case headers, the whole body. */
+export interface BuiltinRequest {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface BuiltinResponse {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+}
+
+/** Endpoints the host itself serves under `prefix`; `handle` answering undefined means 404. */
+export interface BuiltinRoutes {
+  prefix: string;
+  handle(req: BuiltinRequest): Promise<BuiltinResponse | undefined>;
 }
 
 function empty(res: ServerResponse, status: number): void {
@@ -131,6 +153,37 @@ export class DevHttpServer {
     return this.#inFlight.size;
   }
 
+  async #builtin(
+    routes: BuiltinRoutes,
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    limit: number,
+  ): Promise<void> {
+    const body = await readBody(req, limit);
+    if (body === "too-large") return empty(res, 413);
+    if (body === "aborted") return;
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+    }
+    let out: BuiltinResponse | undefined;
+    try {
+      out = await routes.handle({ method: req.method ?? "GET", url, headers, body });
+    } catch (e) {
+      this.#options.logger.error(
+        `The host endpoint ${url.pathname} failed: ${(e as Error)?.stack ?? String(e)}`,
+      );
+      return empty(res, 500);
+    }
+    if (!out) return empty(res, 404);
+    const bytes = out.body === undefined ? Buffer.alloc(0) : Buffer.from(out.body);
+    for (const [name, value] of Object.entries(out.headers ?? {})) res.setHeader(name, value);
+    res.setHeader("content-length", String(bytes.length));
+    res.writeHead(out.status);
+    res.end(req.method === "HEAD" ? undefined : bytes);
+  }
+
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { app, table, logger, cors } = this.#options;
     // Before routing, as the CORS middleware runs before the host's: a preflight never reaches a function.
@@ -138,9 +191,11 @@ export class DevHttpServer {
     const target = req.url ?? "/";
     if (target.length > (this.#options.maxUrlLength ?? DEFAULT_MAX_URL_LENGTH)) return empty(res, 414);
     const url = new URL(target, `http://${req.headers.host ?? "localhost"}`);
+    const limit = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
+    const builtin = this.#options.builtinRoutes?.find((b) => url.pathname.startsWith(b.prefix));
+    if (builtin) return this.#builtin(builtin, req, res, url, limit);
     const found = findRoute(table, req.method ?? "GET", url.pathname);
     if (!found) return empty(res, 404);
-    const limit = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
     const httpUri = app.capabilities.HttpUri;
     if (httpUri && Number(req.headers["content-length"] ?? 0) > limit) return empty(res, 413);
     const body = httpUri ? Buffer.alloc(0) : await readBody(req, limit);

@@ -1,0 +1,80 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import type { BuiltinRequest } from "../../src/devhost/http/server.js";
+import { startDevHost } from "../../src/devhost/index.js";
+
+// The host's own endpoints (Durable's /runtime/webhooks/durabletask/…) are served before function routes, over a
+// real socket: they see method, URL, lower-case headers and the whole body; undefined is a 404; a throw is a 500
+// with the stack in the log, and function routes are untouched.
+
+const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
+const created: string[] = [];
+afterAll(() => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true });
+});
+
+function appDir(): string {
+  mkdirSync(scratch, { recursive: true });
+  const dir = mkdtempSync(join(scratch, "builtin-"));
+  created.push(dir);
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ main: "index.js" }));
+  writeFileSync(
+    join(dir, "index.js"),
+    `const { app } = require("@azure/functions");
+app.http("catchAll", { route: "{*rest}", handler: async (req) => ({ body: "function " + req.url }) });`,
+  );
+  writeFileSync(join(dir, "host.json"), JSON.stringify({ version: "2.0" }));
+  return dir;
+}
+
+describe("built-in host routes", () => {
+  it("answers under its prefix before any function route, and leaves the rest to functions", async () => {
+    const seen: BuiltinRequest[] = [];
+    const errors: string[] = [];
+    const host = await startDevHost({
+      appDir: appDir(),
+      port: 0,
+      logSink: (r) => {
+        if (r.level === "error") errors.push(r.message);
+      },
+      builtinRoutes: [
+        {
+          prefix: "/runtime/webhooks/durabletask/",
+          handle: async (req) => {
+            seen.push(req);
+            if (req.url.pathname.endsWith("/boom")) throw new Error("endpoint exploded");
+            if (req.url.pathname.endsWith("/missing")) return undefined;
+            return { status: 202, headers: { "x-test": "yes" }, body: `got ${req.body.toString()}` };
+          },
+        },
+      ],
+    });
+    try {
+      const base = `${host.baseUrl}/runtime/webhooks/durabletask`;
+      const res = await fetch(`${base}/instances/abc?showInput=true`, {
+        method: "POST",
+        headers: { "X-Custom": "v" },
+        body: "hello",
+      });
+      expect(res.status).toBe(202);
+      expect(res.headers.get("x-test")).toBe("yes");
+      expect(await res.text()).toBe("got hello");
+      expect(seen[0].method).toBe("POST");
+      expect(seen[0].url.searchParams.get("showInput")).toBe("true");
+      expect(seen[0].headers["x-custom"]).toBe("v");
+
+      expect((await fetch(`${base}/missing`)).status).toBe(404);
+      const boom = await fetch(`${base}/boom`);
+      expect(boom.status).toBe(500);
+      expect(errors.some((m) => m.includes("endpoint exploded"))).toBe(true);
+
+      const fn = await fetch(`${host.baseUrl}/api/anything`);
+      expect(fn.status).toBe(200);
+      expect(await fn.text()).toContain("function ");
+    } finally {
+      await host.close();
+    }
+  });
+});
