@@ -26,10 +26,13 @@ export {
 } from "./provisioning.js";
 export {
   countByState,
+  type OrchestrationStarter,
   RESOURCE_TRIGGERS,
   type ReactionOutcome,
   readSummary,
   recordReactions,
+  type StartOutcome,
   type SummaryDocument,
+  startOrchestrations,
   updateSummaries,
 } from "./reactions.js";

@@ -8,6 +8,7 @@ import {
   type ProvisioningState,
   type ResourceDocument,
 } from "./model.js";
+import { orchestrationInstanceId, provisioningRequestFor } from "./provisioning.js";
 
 /** The two change feed consumers of the resources container: one lease container, a prefix each. */
 export const RESOURCE_TRIGGERS = {
@@ -42,7 +43,6 @@ export interface ReactionOutcome {
 /**
  * The reactions trigger's work: for each resource in a non-terminal state, record on its operation that the change
  * was seen (state and resource ETag). Idempotent: a redelivered change finds its ETag recorded and writes nothing.
- * (The provisioning orchestration starts here next.)
  */
 export async function recordReactions(ctx: AppContext, documents: unknown[]): Promise<ReactionOutcome> {
   const out: ReactionOutcome = { recorded: 0, skipped: 0, alreadyRecorded: 0, missingOperation: 0 };
@@ -73,6 +73,66 @@ export async function recordReactions(ctx: AppContext, documents: unknown[]): Pr
     else out.alreadyRecorded++;
   }
   return out;
+}
+
+/** What starting orchestrations needs of durable-functions' DurableClient (a structural subset). */
+export interface OrchestrationStarter {
+  getStatus(instanceId: string): Promise<unknown>;
+  startNew(name: string, options: { instanceId: string; input: unknown }): Promise<string>;
+}
+
+export interface StartOutcome {
+  started: string[];
+  /** Instances that existed already (a redelivered change, or another host started it). */
+  existing: string[];
+}
+
+/** DurableClient.getStatus rejects with "…replied with HTTP 404…" for an unknown instance. */
+function isNotFound(e: unknown): boolean {
+  return /HTTP 404/.test(e instanceof Error ? e.message : String(e));
+}
+
+/**
+ * Starts the provisioning (or, for a Deleting resource, deprovisioning) orchestration of each resource in a
+ * non-terminal state, with the operation's deterministic instance id: at-least-once delivery never starts it twice
+ * (an existing instance is left alone, whatever its status; a lost start race is seen as existing).
+ */
+export async function startOrchestrations(
+  client: OrchestrationStarter,
+  documents: unknown[],
+): Promise<StartOutcome> {
+  const out: StartOutcome = { started: [], existing: [] };
+  const seen = new Set<string>();
+  for (const d of documents) {
+    if (!isResourceDocument(d) || !isNonTerminal(d.provisioningState)) continue;
+    const { orchestration, input } = provisioningRequestFor(d);
+    const instanceId = orchestrationInstanceId(orchestration, d.operationId);
+    if (seen.has(instanceId)) continue;
+    seen.add(instanceId);
+    if (await instanceExists(client, instanceId)) {
+      out.existing.push(instanceId);
+      continue;
+    }
+    try {
+      await client.startNew(orchestration, { instanceId, input });
+      out.started.push(instanceId);
+    } catch (e) {
+      // Another host (or a redelivery) started it between our check and our start.
+      if (await instanceExists(client, instanceId)) out.existing.push(instanceId);
+      else throw e;
+    }
+  }
+  return out;
+}
+
+async function instanceExists(client: OrchestrationStarter, instanceId: string): Promise<boolean> {
+  try {
+    await client.getStatus(instanceId);
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  }
 }
 
 /** Per-subscription counts by provisioning state. Partition key /id (= the subscription id). */
