@@ -247,7 +247,13 @@ export const applyMessage: ApplyMessage = async (current, message, now, invoke) 
   if (e.EventType === HistoryEventType.ExecutionStarted) {
     const start = message.start;
     if (!start) return drop("an ExecutionStarted message without its start data");
-    if (current && !isTerminal(current.status) && current.status !== "ContinuedAsNew") {
+    if (
+      current &&
+      !isTerminal(current.status) &&
+      current.status !== "ContinuedAsNew" &&
+      // The client writes a Pending instance with the start message; the start makes it Running.
+      !(current.status === "Pending" && current.executionId === start.executionId)
+    ) {
       if (current.executionId === start.executionId) return drop("this execution has already started");
       // A second start of a running instance: the extension refuses it; a sub-orchestration's parent hears why.
       if (start.parent) {
@@ -268,7 +274,7 @@ export const applyMessage: ApplyMessage = async (current, message, now, invoke) 
       status: "Running",
       output: null,
       customStatus: null,
-      createdTime: at,
+      createdTime: current?.status === "Pending" ? current.createdTime : at,
       lastUpdatedTime: at,
       ...(start.parent ? { parent: start.parent } : {}),
       history: [],
