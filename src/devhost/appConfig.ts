@@ -13,6 +13,8 @@ export interface AppConfig {
   routePrefix: string;
   /** host.json `extensions.durableTask.hubName`, raw (may hold `%SETTING%`); see resolveSettingExpressions. */
   durableHubName?: string;
+  /** host.json `extensions.durableTask.storageProvider.type` (Azure's; the dev host logs and ignores it). */
+  durableStorageProvider?: string;
   /** host.json `logging.logLevel.default`, lower-cased to the worker's level names. */
   logLevel: LogLevel;
   /** The other `logging.logLevel` entries by category prefix ("Function", "Function.hello.User", "Host.Results" …). */
@@ -73,7 +75,9 @@ export function readAppConfig(appDir: string): AppConfig {
   }
   const http = objectAt(host, "extensions", "http");
   const prefix = typeof http.routePrefix === "string" ? http.routePrefix : "api";
-  const hub = objectAt(host, "extensions", "durableTask").hubName;
+  const durableTask = objectAt(host, "extensions", "durableTask");
+  const hub = durableTask.hubName;
+  const storageProvider = objectAt(durableTask, "storageProvider").type;
   const levels = objectAt(host, "logging", "logLevel");
   const level = levels.default;
   const categoryLogLevels: Record<string, LogLevel> = {};
@@ -97,6 +101,7 @@ export function readAppConfig(appDir: string): AppConfig {
     },
     routePrefix: prefix.replace(/^\/+|\/+$/g, ""),
     durableHubName: typeof hub === "string" ? hub : undefined,
+    durableStorageProvider: typeof storageProvider === "string" ? storageProvider : undefined,
     logLevel: (typeof level === "string" && LEVELS[level.toLowerCase()]) || "information",
     categoryLogLevels,
     settings,

@@ -10,6 +10,8 @@ export interface ContainerDefinitions {
   requests: Map<string, Omit<ContainerRequest, "id">>;
   /** For the Cosmos DB trigger: the request of `databaseName/containerName` when the file defines it. */
   lookup: ContainerDefinitionLookup;
+  /** Container names by role (`durable`, `leases` …), for the containers the dev host itself uses. */
+  roles: Map<string, string>;
 }
 
 /**
@@ -21,7 +23,13 @@ export function readContainerDefinitions(file: string): ContainerDefinitions | u
   if (!existsSync(file)) return undefined;
   let parsed: {
     database?: { name?: string };
-    containers?: { name?: string; partitionKey?: string; defaultTtl?: number; indexingPolicy?: unknown }[];
+    containers?: {
+      role?: string;
+      name?: string;
+      partitionKey?: string;
+      defaultTtl?: number;
+      indexingPolicy?: unknown;
+    }[];
   };
   try {
     parsed = JSON.parse(readFileSync(file, "utf8"));
@@ -32,8 +40,10 @@ export function readContainerDefinitions(file: string): ContainerDefinitions | u
   }
   const database = parsed.database?.name;
   const requests = new Map<string, Omit<ContainerRequest, "id">>();
+  const roles = new Map<string, string>();
   for (const c of parsed.containers ?? []) {
     if (!c.name || !c.partitionKey) continue;
+    if (typeof c.role === "string") roles.set(c.role, c.name);
     const request: Omit<ContainerRequest, "id"> = { partitionKey: { paths: [c.partitionKey] } };
     if (typeof c.defaultTtl === "number") request.defaultTtl = c.defaultTtl;
     if (c.indexingPolicy) request.indexingPolicy = c.indexingPolicy as ContainerRequest["indexingPolicy"];
@@ -41,7 +51,7 @@ export function readContainerDefinitions(file: string): ContainerDefinitions | u
   }
   const lookup: ContainerDefinitionLookup = (databaseName, containerName) =>
     database === databaseName ? requests.get(containerName) : undefined;
-  return { file, database, requests, lookup };
+  return { file, database, requests, lookup, roles };
 }
 
 /** The lookup of a definition file (see {@link readContainerDefinitions}); undefined when the file does not exist. */

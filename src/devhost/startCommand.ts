@@ -5,6 +5,7 @@ import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
 import { createCosmosRuntime } from "./builtinCosmos.js";
 import { timerTriggerRunner } from "./builtinTimer.js";
+import { resolveCosmosConnection } from "./connections.js";
 import { createDefinedContainers, readContainerDefinitions } from "./containerDefinitions.js";
 import {
   bindingConnectionNames,
@@ -15,10 +16,18 @@ import {
   pointConnections,
   portAnswers,
 } from "./cosmosTarget.js";
+import { createDurableRuntime } from "./durable/runtime.js";
 import { DevHostError } from "./errors.js";
 import { type DevHostOptions, type RunningDevHost, startDevHost } from "./host.js";
 import { parseCorsPolicy } from "./http/cors.js";
 import { consoleSink, type LogSink } from "./logger.js";
+
+/** Where the durable task hub lives when the app's container definitions name no `durable` container. */
+export const DURABLE_DEFAULTS = {
+  databaseName: "devhost-durable",
+  containerName: "durable-tasks",
+  leaseContainerName: "leases",
+} as const;
 
 /** The emulator's port for `cosmos-feed start` (the Cosmos DB emulator's usual 8081). */
 export const DEFAULT_EMULATOR_PORT = 8081;
@@ -100,9 +109,54 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     createMissing: () => emulator !== undefined,
     containerDefinition: definitions?.lookup,
   });
+  // Durable Functions: the task hub lives in the durable container of the definitions (else its own names), on
+  // the emulator or on the account the app's Cosmos DB connection names.
+  const durableDatabase = definitions?.database ?? DURABLE_DEFAULTS.databaseName;
+  const durableContainer = definitions?.roles.get("durable") ?? DURABLE_DEFAULTS.containerName;
+  const durableLeases = definitions?.roles.get("leases") ?? DURABLE_DEFAULTS.leaseContainerName;
+  let settingNamesForDurable: string[] = [];
+  const durable = createDurableRuntime({
+    env,
+    extensions: () => extensions,
+    location: async () => {
+      const base = {
+        databaseName: durableDatabase,
+        containerName: durableContainer,
+        leaseContainerName: durableLeases,
+      };
+      if (!emulator) {
+        const name = settingNamesForDurable.find((n) => connectionResolves(n, env));
+        if (name) {
+          const connection = resolveCosmosConnection(name, env);
+          const client =
+            connection.kind === "key"
+              ? new CosmosClient({ endpoint: connection.endpoint, key: connection.key })
+              : new CosmosClient({ endpoint: connection.endpoint, aadCredentials: connection.credential });
+          durableClients.push(client);
+          return {
+            ...base,
+            client,
+            create: connection.kind === "key",
+            describe: `${connection.endpoint} (${name})`,
+          };
+        }
+        await useEmulator([], "the durable task hub needs Cosmos DB and no connection resolves");
+      }
+      const running = emulator as RunningEmulator;
+      const client = new CosmosClient({ endpoint: running.endpoint, key: running.key });
+      durableClients.push(client);
+      return { ...base, client, create: true, describe: `the emulator at ${running.endpoint}` };
+    },
+  });
+  const durableClients: CosmosClient[] = [];
+  const extensions = {
+    ...cosmos.extensions,
+    inputs: { ...cosmos.extensions.inputs, ...durable.inputs },
+  };
   const triggers = {
     timerTrigger: timerTriggerRunner({ dataDir: dataRoot }),
     cosmosDBTrigger: cosmos.cosmosDBTrigger,
+    ...durable.triggers,
   };
   const useEmulator = async (
     names: string[],
@@ -132,7 +186,9 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     if (target.kind === "connectionString") pointConnections(settingNames, target.value, env);
     const host = await startDevHost({
       triggers,
-      extensions: cosmos.extensions,
+      extensions,
+      builtinRoutes: [durable.routes],
+      listening: (baseUrl) => durable.listening(baseUrl),
       ...options.host,
       appDir,
       port: options.port,
@@ -140,8 +196,9 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
       env,
       logSink: sink,
       // … and the bindings' own connection settings once registration has named them.
-      prepare: async (app) => {
+      prepare: async (app, logger) => {
         const names = [...new Set([...settingNames, ...bindingConnectionNames(app)])];
+        settingNamesForDurable = names;
         if (target.kind === "emulator") await useEmulator(names, "--cosmos emulator");
         else if (target.kind === "connectionString") pointConnections(names, target.value, env);
         else if (names.length > 0 && !names.some((n) => connectionResolves(n, env))) {
@@ -160,12 +217,15 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
             );
           }
         }
+        await durable.prepare(app, logger);
       },
     });
     let stopping: Promise<void> | undefined;
     const stop = () => {
       stopping ??= (async () => {
         await host.close();
+        await durable.stop();
+        for (const c of durableClients) c.dispose();
         cosmos.dispose();
         await emulator?.close();
       })();
@@ -173,6 +233,8 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     };
     return { host, emulator, stop };
   } catch (e) {
+    await durable.stop().catch(() => undefined);
+    for (const c of durableClients) c.dispose();
     cosmos.dispose();
     await emulator?.close();
     throw e;

@@ -14,15 +14,12 @@ import type { InstanceStatus } from "../../src/devhost/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
 
+type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
+
 const require = createRequire(import.meta.url);
 const { createOrchestrator } = require("durable-functions/lib/src/util/testingUtils.js") as {
-  // biome-ignore lint/suspicious/noExplicitAny: the SDK's generator type
-  createOrchestrator: (
-    f: (ctx: any) => Generator,
-  ) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
+  createOrchestrator: (f: Gen) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
 };
-
-type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 
 const orchestrators: Record<string, Gen> = {
   sequence: function* (ctx) {

@@ -1,0 +1,230 @@
+import type { Container, CosmosClient } from "@azure/cosmos";
+import type { BindingInfo } from "../coreTypes.js";
+import type { BindingExtensions } from "../extensions.js";
+import type { TriggerRunnerFactory } from "../host.js";
+import type { BuiltinRoutes } from "../http/server.js";
+import { invokeFunction } from "../invocation.js";
+import type { LoadedApp, LoadedFunction } from "../loader.js";
+import type { HostLogger } from "../logger.js";
+import { durableClientBindingData, durableHttpApi } from "./client.js";
+import { CosmosTaskHub, type CosmosTaskHubOptions, TaskHubDefaults } from "./hub.js";
+import type { ActivityInvoker, OrchestratorInvoker, TaskHubClient } from "./types.js";
+
+/**
+ * Durable Functions in the dev host: starts the Cosmos DB task hub when the app has durable functions, invokes
+ * orchestrators and activities through the worker contract (hooks, typed data, Executing/Executed lines), provides
+ * the `durableClient` input and serves the extension's HTTP API on the host's port. Entities are refused (logged).
+ */
+
+/** The task hub's default name (Core Tools' local default when host.json names none). */
+export const DEFAULT_HUB_NAME = "TestHubName";
+
+/** Where the task hub's documents live: a container with partition key `/pk`, and a lease container. */
+export interface TaskHubLocation {
+  client: CosmosClient;
+  databaseName: string;
+  containerName: string;
+  leaseContainerName: string;
+  /** Create the database and containers when missing (the emulator; an account where the key allows it). */
+  create: boolean;
+  /** Where it is, for the log line. */
+  describe: string;
+}
+
+export interface DurableRuntimeOptions {
+  /** Decided once the app has loaded (its connections point at the emulator or an account by then). */
+  location: (app: LoadedApp) => Promise<TaskHubLocation>;
+  /** The host's binding extensions (activities may use Cosmos DB bindings), read at each invocation. */
+  extensions: () => BindingExtensions;
+  env?: NodeJS.ProcessEnv;
+  /** Task hub timing (ms); see TaskHubDefaults. */
+  feedPollDelayMs?: number;
+  timerScanIntervalMs?: number;
+  leaseAcquireIntervalMs?: number;
+  leaseExpirationIntervalMs?: number;
+  leaseRenewIntervalMs?: number;
+}
+
+export interface DurableRuntime {
+  triggers: Record<"orchestrationTrigger" | "activityTrigger" | "entityTrigger", TriggerRunnerFactory>;
+  inputs: NonNullable<BindingExtensions["inputs"]>;
+  routes: BuiltinRoutes;
+  /** After the app loaded: starts the task hub when the app has durable functions or a durable client. */
+  prepare(app: LoadedApp, logger: HostLogger): Promise<void>;
+  /** Once HTTP listens: the base URL for the client's links. */
+  listening(baseUrl: string): void;
+  hub(): CosmosTaskHub | undefined;
+  stop(): Promise<void>;
+}
+
+const isType = (fn: LoadedFunction, type: string) => fn.trigger.type.toLowerCase() === type.toLowerCase();
+const usesDurableClient = (fn: LoadedFunction) =>
+  Object.values(fn.bindings).some(
+    (b: BindingInfo) => b.type === "durableClient" || b.type === "orchestrationClient",
+  );
+
+export function createDurableRuntime(options: DurableRuntimeOptions): DurableRuntime {
+  const env = options.env ?? process.env;
+  let hub: CosmosTaskHub | undefined;
+  let app: LoadedApp | undefined;
+  let logger: HostLogger | undefined;
+  let baseUrl = "http://localhost:7071";
+  let stopping: Promise<void> | undefined;
+
+  const disabled = (fn: LoadedFunction) =>
+    /^(true|1)$/i.test(env[`AzureWebJobs.${fn.metadata.name}.Disabled`] ?? "");
+  const find = (name: string, type: string) =>
+    app?.functions.find((f) => f.metadata.name === name && isType(f, type) && !disabled(f));
+
+  const invokeOrchestrator: OrchestratorInvoker = async (name, input) => {
+    const fn = find(name, "orchestrationTrigger");
+    if (!app || !logger || !fn) {
+      return {
+        thrown: new Error(
+          `The function '${name}' doesn't exist, is disabled, or is not an orchestrator function.`,
+        ),
+      };
+    }
+    const outcome = await invokeFunction(app, fn, logger, {
+      reason: "(null)",
+      inputData: [{ name: fn.triggerName, data: { json: JSON.stringify(input) } }],
+      extensions: options.extensions(),
+    });
+    if (outcome.error !== undefined) return { thrown: outcome.error };
+    // Through JSON, as the worker's reply travels to the extension.
+    return { returned: JSON.parse(JSON.stringify(outcome.result ?? null)) };
+  };
+
+  const invokeActivity: ActivityInvoker = async (item) => {
+    const fn = find(item.name, "activityTrigger");
+    if (!app || !logger || !fn) {
+      const message = `The function '${item.name}' doesn't exist, is disabled, or is not an activity function.`;
+      return { failure: { ErrorType: "FunctionFailedException", ErrorMessage: message } };
+    }
+    const outcome = await invokeFunction(app, fn, logger, {
+      reason: "(null)",
+      inputData: [{ name: fn.triggerName, data: { json: item.input ?? "null" } }],
+      extensions: options.extensions(),
+      bindingData: { instanceId: item.instanceId },
+    });
+    if (outcome.error !== undefined) {
+      const e = outcome.error as Error;
+      return {
+        failure: {
+          ErrorType: e?.name ?? "Error",
+          ErrorMessage: e?.message ?? String(outcome.error),
+          ...(e?.stack ? { StackTrace: e.stack } : {}),
+          IsNonRetriable: false,
+        },
+      };
+    }
+    return { result: JSON.stringify(outcome.result ?? null) };
+  };
+
+  const hubName = () => app?.durableHubName ?? DEFAULT_HUB_NAME;
+  const requireHub = (): TaskHubClient => {
+    if (!hub) {
+      throw Object.assign(new Error("The app has no durable functions: the task hub is not running."), {
+        statusCode: 404,
+      });
+    }
+    return hub;
+  };
+
+  const noopRunner = { stop: () => runtime.stop() };
+  const runtime: DurableRuntime = {
+    triggers: {
+      orchestrationTrigger: async () => noopRunner,
+      activityTrigger: async () => noopRunner,
+      entityTrigger: async (fn, context) => {
+        context.logger.warn(
+          `The '${fn.metadata.name}' function will not run: durable entities are not supported by the dev host (see docs/durable.md).`,
+        );
+        return { stop: async () => {} };
+      },
+    },
+    inputs: {
+      durableClient: async (binding) => {
+        const b = binding as BindingInfo & { taskHub?: string; connectionName?: string };
+        return {
+          string: JSON.stringify(durableClientBindingData(baseUrl, b.taskHub ?? hubName(), b.connectionName)),
+        };
+      },
+    },
+    routes: durableHttpApi({
+      hub: requireHub,
+      baseUrl: () => baseUrl,
+      isOrchestrator: (name) => find(name, "orchestrationTrigger") !== undefined,
+    }),
+    async prepare(loaded, log) {
+      app = loaded;
+      logger = log;
+      const durable = loaded.functions.some(
+        (f) => isType(f, "orchestrationTrigger") || isType(f, "activityTrigger") || usesDurableClient(f),
+      );
+      if (!durable) return;
+      const storage = loaded.config.durableStorageProvider;
+      if (storage) {
+        log.info(
+          `host.json durableTask.storageProvider (${storage}) is for Azure: the dev host keeps the task hub in Cosmos DB.`,
+        );
+      }
+      const where = await options.location(loaded);
+      const { container, leases } = await openContainers(where);
+      const hubOptions: CosmosTaskHubOptions = {
+        container,
+        leaseContainer: leases,
+        hubName: hubName(),
+        invokeOrchestrator,
+        invokeActivity,
+        feedPollDelayMs: options.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
+        timerScanIntervalMs: options.timerScanIntervalMs ?? TaskHubDefaults.timerScanIntervalMs,
+        ...(options.leaseAcquireIntervalMs ? { leaseAcquireIntervalMs: options.leaseAcquireIntervalMs } : {}),
+        ...(options.leaseExpirationIntervalMs
+          ? { leaseExpirationIntervalMs: options.leaseExpirationIntervalMs }
+          : {}),
+        ...(options.leaseRenewIntervalMs ? { leaseRenewIntervalMs: options.leaseRenewIntervalMs } : {}),
+        log: (level, message) => log.log(level, message, { category: "DurableTask.Core" }),
+      };
+      hub = new CosmosTaskHub(hubOptions);
+      await hub.start();
+      log.info(
+        `Durable task hub '${hubName()}' in ${where.describe} (${where.databaseName}/${where.containerName}).`,
+      );
+    },
+    listening(url) {
+      baseUrl = url;
+      // durable-functions' getClient rewrites links to localhost:7071 unless WEBSITE_HOSTNAME names the host.
+      if (!env.WEBSITE_HOSTNAME) env.WEBSITE_HOSTNAME = new URL(url).host;
+    },
+    hub: () => hub,
+    stop() {
+      stopping ??= (async () => {
+        await hub?.stop();
+      })();
+      return stopping;
+    },
+  };
+  return runtime;
+}
+
+async function openContainers(where: TaskHubLocation): Promise<{ container: Container; leases: Container }> {
+  const database = where.client.database(where.databaseName);
+  if (!where.create) {
+    return {
+      container: database.container(where.containerName),
+      leases: database.container(where.leaseContainerName),
+    };
+  }
+  const { database: db } = await where.client.databases.createIfNotExists({ id: where.databaseName });
+  const { container } = await db.containers.createIfNotExists({
+    id: where.containerName,
+    partitionKey: { paths: ["/pk"] },
+  });
+  const { container: leases } = await db.containers.createIfNotExists({
+    id: where.leaseContainerName,
+    partitionKey: { paths: ["/id"] },
+    defaultTtl: -1,
+  });
+  return { container, leases };
+}

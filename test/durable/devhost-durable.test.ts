@@ -1,0 +1,116 @@
+/**
+ * The dev host runs an unmodified Durable Functions app (test/fixtures/app-durable: plain durable-functions APIs,
+ * the quickstart's HTTP starter + fan-out/fan-in) end to end over real sockets: the starter's
+ * createCheckStatusResponse links are polled as a client would, external events arrive through another function's
+ * durable client, waitForCompletionOrCreateCheckStatusResponse returns the output.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LogRecord, type StartedApp, startFromCommandLine } from "../../src/devhost/index.js";
+
+const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
+let started: StartedApp;
+let dataDir: string;
+const logs: LogRecord[] = [];
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "durable-devhost-"));
+  started = await startFromCommandLine({
+    appDir,
+    port: 0,
+    cosmos: "emulator",
+    emulatorPort: 0,
+    dataDir,
+    build: false,
+    env: { ...process.env },
+    logSink: (r) => logs.push(r),
+  });
+});
+
+afterAll(async () => {
+  await started?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function poll(url: string, ms = 15_000): Promise<{ status: number; body: Record<string, unknown> }> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const res = await fetch(url);
+    const body = (await res.json()) as Record<string, unknown>;
+    if (res.status !== 202 || Date.now() > deadline) return { status: res.status, body };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("dev host: Durable Functions", () => {
+  it("an HTTP starter's createCheckStatusResponse leads to the orchestration's output", async () => {
+    const base = started.host.baseUrl;
+    const res = await fetch(`${base}/api/orchestrators/fanOutFanIn`, {
+      method: "POST",
+      body: JSON.stringify(["Oslo", "Lima"]),
+    });
+    expect(res.status).toBe(202);
+    const links = (await res.json()) as Record<string, string>;
+    expect(res.headers.get("location")).toBe(links.statusQueryGetUri);
+    // The links name this host (its real port), the task hub from host.json's %FIXTURE_HUB%.
+    expect(
+      links.statusQueryGetUri.startsWith(`${base}/runtime/webhooks/durabletask/instances/${links.id}`),
+    ).toBe(true);
+    expect(links.statusQueryGetUri).toContain("taskHub=FixtureHub");
+    const done = await poll(links.statusQueryGetUri);
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({
+      name: "fanOutFanIn",
+      runtimeStatus: "Completed",
+      input: ["Oslo", "Lima"],
+      customStatus: { stage: "done" },
+      output: { greetings: ["Hello, Oslo!", "Hello, Lima!"], recovered: `recovered ${links.id}` },
+    });
+    const lines = logs.map((l) => l.message);
+    expect(lines.some((m) => m.includes("Executing 'Functions.fanOutFanIn'"))).toBe(true);
+    expect(lines.some((m) => m.includes("Executed 'Functions.unreliable' (Failed"))).toBe(true);
+    expect(lines.some((m) => m.includes("storageProvider (AzureStorage) is for Azure"))).toBe(true);
+  });
+
+  it("an external event raised through another function's durable client", async () => {
+    const base = started.host.baseUrl;
+    const res = await fetch(`${base}/api/orchestrators/waitForApproval`, { method: "POST" });
+    const links = (await res.json()) as Record<string, string>;
+    const approve = await fetch(`${base}/api/approve/${links.id}`, {
+      method: "POST",
+      body: JSON.stringify("ann"),
+    });
+    expect(approve.status).toBe(200);
+    const done = await poll(links.statusQueryGetUri);
+    expect(done.body).toMatchObject({ runtimeStatus: "Completed", output: { approved: true, by: "ann" } });
+  });
+
+  it("waitForCompletionOrCreateCheckStatusResponse returns the output", async () => {
+    const res = await fetch(`${started.host.baseUrl}/api/wait/fanOutFanIn`, { method: "POST" });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ greetings: ["Hello, Oslo!"] });
+  });
+
+  it("the HTTP API: unknown instance 404, unknown orchestrator 400, bad body 400, terminate, purge", async () => {
+    const api = `${started.host.baseUrl}/runtime/webhooks/durabletask`;
+    expect((await fetch(`${api}/instances/nope`)).status).toBe(404);
+    expect((await fetch(`${api}/orchestrators/noSuchOrchestrator`, { method: "POST" })).status).toBe(400);
+    expect(
+      (await fetch(`${api}/orchestrators/fanOutFanIn`, { method: "POST", body: "{not json" })).status,
+    ).toBe(400);
+    const start = await fetch(`${api}/orchestrators/waitForApproval/term-1`, { method: "POST" });
+    expect(start.status).toBe(202);
+    expect((await fetch(`${api}/instances/term-1/terminate?reason=stop`, { method: "POST" })).status).toBe(
+      202,
+    );
+    const done = await poll(`${api}/instances/term-1`);
+    expect(done.body).toMatchObject({ runtimeStatus: "Terminated", output: "stop" });
+    expect((await fetch(`${api}/instances/term-1/raiseEvent/approve`, { method: "POST" })).status).toBe(410);
+    const purge = await fetch(`${api}/instances/term-1`, { method: "DELETE" });
+    expect(await purge.json()).toEqual({ instancesDeleted: 1 });
+    expect((await fetch(`${api}/entities/counter/one`)).status).toBe(501);
+  });
+});
