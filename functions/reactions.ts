@@ -1,9 +1,11 @@
 import { app, type InvocationContext } from "@azure/functions";
+import * as df from "durable-functions";
 import { containerDefinition, containerOf } from "../src/shared/containers.js";
 import {
   openAppContext,
   RESOURCE_TRIGGERS,
   recordReactions,
+  startOrchestrations,
   updateSummaries,
 } from "../src/shared/resources/index.js";
 import { loadSettings } from "../src/shared/settings.js";
@@ -34,11 +36,16 @@ const feedOptions = {
   },
 } as const;
 
-/** Records, on each operation, that its resource was seen in a non-terminal state (provisioning starts here next). */
+/**
+ * For each resource in a non-terminal state: records on its operation that the change was seen, and starts its
+ * (de)provisioning orchestration with the operation's deterministic instance id (an existing one is left alone, so
+ * a redelivered change never starts it twice).
+ */
 export async function reactToResources(documents: unknown[], context: InvocationContext): Promise<void> {
   const outcome = await recordReactions(await openAppContext(), documents);
+  const started = await startOrchestrations(df.getClient(context), documents);
   context.log(
-    `Saw ${documents.length} change(s): ${outcome.recorded} recorded, ${outcome.alreadyRecorded} already recorded, ${outcome.skipped} skipped, ${outcome.missingOperation} without operation.`,
+    `Saw ${documents.length} change(s): ${outcome.recorded} recorded, ${outcome.alreadyRecorded} already recorded, ${outcome.skipped} skipped, ${outcome.missingOperation} without operation; orchestrations started: ${started.started.length}, already existing: ${started.existing.length}.`,
   );
 }
 
@@ -51,6 +58,7 @@ export async function summarizeResources(documents: unknown[], context: Invocati
 app.cosmosDB(RESOURCE_TRIGGERS.reactions.functionName, {
   ...feedOptions,
   leaseContainerPrefix: RESOURCE_TRIGGERS.reactions.leaseContainerPrefix,
+  extraInputs: [df.input.durableClient()],
   handler: reactToResources,
 });
 

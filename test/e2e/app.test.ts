@@ -33,6 +33,12 @@ const SETTINGS: Record<string, string> = {
   MAX_REQUEST_BODY_BYTES: "1024",
   TRIGGER_RETRY_MIN_INTERVAL_MS: "100",
   TRIGGER_RETRY_MAX_INTERVAL_MS: "1000",
+  ACTIVITY_FIRST_RETRY_INTERVAL_MS: "100",
+  DURABLE_FEED_POLL_DELAY_MS: "100",
+  DURABLE_LEASE_ACQUIRE_INTERVAL_MS: "500",
+  DURABLE_LEASE_RENEW_INTERVAL_MS: "500",
+  DURABLE_LEASE_EXPIRATION_INTERVAL_MS: "3000",
+  DURABLE_TIMER_SCAN_INTERVAL_MS: "500",
 };
 const MAX_BODY = Number(SETTINGS.MAX_REQUEST_BODY_BYTES);
 
@@ -198,15 +204,24 @@ describe("the app on a dev host child process, over HTTP", () => {
     });
     expect(observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: etag });
 
+    // The trigger started the provisioning orchestration: validate → provision → finalize, then Succeeded.
+    const done = await until("the operation to succeed", async () => {
+      const o = await call("GET", operationPath(put));
+      return o.json.status === "Succeeded" ? o : undefined;
+    });
+    expect(done.json.orchestration).toMatchObject({ name: "provisioning", step: "done" });
     const got = await call("GET", resourcePath(sub, "web1")); // names are case-insensitive
     expect(got.status).toBe(200);
-    expect(got.headers.get("etag")).toBe(etag);
-    expect(got.json).toEqual(put.json);
+    expect(got.json).toEqual({
+      ...put.json,
+      properties: { ...put.json.properties, provisioningState: "Succeeded" },
+      etag: got.headers.get("etag"),
+    });
 
     await until("the summary to count the resource", async () => {
       const s = await call("GET", `/api/subscriptions/${sub}/summary`);
-      return s.json.total === 1 ? s : undefined;
-    }).then((s) => expect(s.json.counts).toEqual({ Accepted: 1 }));
+      return s.json.total === 1 && s.json.counts.Succeeded === 1 ? s : undefined;
+    }).then((s) => expect(s.json.counts).toEqual({ Succeeded: 1 }));
 
     // The summary follows further changes: a second resource, then a DELETE (Deleting, observed as such).
     expect(
@@ -219,11 +234,17 @@ describe("the app on a dev host child process, over HTTP", () => {
       return o.json.observed;
     });
     expect(deleteObserved.provisioningState).toBe("Deleting");
-    const summary = await until("the summary to count Accepted and Deleting", async () => {
-      const s = await call("GET", `/api/subscriptions/${sub}/summary`);
-      return s.json.total === 2 && s.json.counts.Deleting === 1 ? s : undefined;
+    // The deprovisioning orchestration removes it; the delete operation succeeds.
+    await until("the delete operation to succeed", async () => {
+      const o = await call("GET", operationPath(del));
+      return o.json.status === "Succeeded" ? o : undefined;
     });
-    expect(summary.json.counts).toEqual({ Accepted: 1, Deleting: 1 });
+    expect((await call("GET", resourcePath(sub, "Web1"))).status).toBe(404);
+    const summary = await until("the summary to count web2 alone", async () => {
+      const s = await call("GET", `/api/subscriptions/${sub}/summary`);
+      return s.json.total === 1 && s.json.counts.Succeeded === 1 ? s : undefined;
+    });
+    expect(summary.json.counts).toEqual({ Succeeded: 1 });
   });
 
   it("50 concurrent PUTs on one subscription: serialized winners, the rest 409 + Retry-After, no lost or mixed write", async () => {
@@ -281,9 +302,10 @@ describe("the app on a dev host child process, over HTTP", () => {
       expect(mine.map(({ op }) => op.operation)).toEqual(["Create", ...mine.slice(1).map(() => "Replace")]);
       const last = mine[mine.length - 1];
       expect(got.status).toBe(200);
-      expect(got.headers.get("etag")).toBe(last.a.headers.get("etag"));
+      // The stored resource is exactly the last winner's body (its provisioning state is the orchestration's).
       expect(got.json.tags).toEqual(bodyOf(last.i).tags);
-      expect(got.json.properties).toEqual({ ...bodyOf(last.i).properties, provisioningState: "Accepted" });
+      const { provisioningState: _state, ...properties } = got.json.properties;
+      expect(properties).toEqual(bodyOf(last.i).properties);
       expect(got.json.systemData).toEqual({
         createdAt: mine[0].op.startTime,
         lastModifiedAt: last.op.startTime,
@@ -332,8 +354,8 @@ describe("the app on a dev host child process, over HTTP", () => {
       expect(r.json.error.code).toBe("PreconditionFailed");
     }
     const after = await call("GET", resourcePath(sub, "db1"));
-    expect(after.headers.get("etag")).toBe(current);
-    expect(after.json.properties).toEqual({ sku: "standard", nodeCount: 2, provisioningState: "Accepted" });
+    const { provisioningState: _state, ...properties } = after.json.properties;
+    expect(properties).toEqual({ sku: "standard", nodeCount: 2 });
     expect((await call("GET", resourcePath(sub, "missing"))).status).toBe(404);
     expect((await operationIdsOf(sub)).length).toBe(opsBefore);
   });
@@ -577,9 +599,15 @@ describe("the app on a dev host child process, over HTTP", () => {
       if (stored === 0) continue; // a burst PUT that the kill cut off before it wrote anything
       const summary = await until(`the summary of ${sub}`, async () => {
         const s = await call("GET", `/api/subscriptions/${sub}/summary`);
-        return s.json.total === stored ? s : undefined;
+        return s.json.total === stored && s.json.counts.Succeeded === stored ? s : undefined;
       });
-      expect(summary.json.counts).toEqual({ Accepted: stored });
+      expect(summary.json.counts).toEqual({ Succeeded: stored });
     }
+    // Every acknowledged write's orchestration completed, across the kill: its operation Succeeded.
+    const { resources: statuses } = await operations.items
+      .query<{ id: string; status: string }>("SELECT c.id, c.status FROM c")
+      .fetchAll();
+    const byId = new Map(statuses.map((o) => [o.id, o.status]));
+    expect(acked.filter((w) => byId.get(w.opId) !== "Succeeded")).toEqual([]);
   });
 });

@@ -18,7 +18,15 @@ interface Registration {
 it("registers every function with its route or trigger options, knobs from the environment", async () => {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ["--import", "tsx", capture, "functions/resources.ts", "functions/reactions.ts", "functions/admin.ts"],
+    [
+      "--import",
+      "tsx",
+      capture,
+      "functions/resources.ts",
+      "functions/reactions.ts",
+      "functions/admin.ts",
+      "functions/provisioning.ts",
+    ],
     { cwd: root, env: { ...process.env, FEED_POLL_DELAY_MS: "250", TRIGGER_MAX_RETRY_COUNT: "3" } },
   );
   const regs = JSON.parse(stdout) as Registration[];
@@ -29,6 +37,10 @@ it("registers every function with its route or trigger options, knobs from the e
   expect(regs.map((r) => r.name).sort()).toEqual(
     [
       "deleteResource",
+      "deprovisionResource",
+      "deprovisioning",
+      "failResource",
+      "finalizeResource",
       "getHealth",
       "getLeases",
       "getLocks",
@@ -37,10 +49,13 @@ it("registers every function with its route or trigger options, knobs from the e
       "getSummary",
       "listResources",
       "patchResource",
+      "provisioning",
+      "provisionResource",
       "putResource",
       "reactToResources",
       "reportLag",
       "summarizeResources",
+      "validateResource",
     ].sort(),
   );
   expect(trigger("putResource")).toMatchObject({
@@ -73,6 +88,11 @@ it("registers every function with its route or trigger options, knobs from the e
     });
   }
   expect(trigger("reportLag")).toMatchObject({ type: "timerTrigger", schedule: "0 */5 * * * *" });
+  // The reactions trigger starts orchestrations: it declares the durable client input (df.getClient needs it).
+  const reactions = regs.find((r) => r.name === "reactToResources");
+  expect(Object.values(reactions?.bindings ?? {}).map((b) => b.type)).toContain("durableClient");
+  expect(trigger("provisioning")).toMatchObject({ type: "orchestrationTrigger" });
+  expect(trigger("provisionResource")).toMatchObject({ type: "activityTrigger" });
 });
 
 it("refuses to load with a bad setting, naming it", async () => {

@@ -14,22 +14,52 @@ import {
   subscriptionLockName,
   updateSummaries,
 } from "../../src/shared/resources/index.js";
+import { type InProcessTaskHub, startInProcessTaskHub } from "../support/durable-host.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
-// the documents the change feed delivers, against the emulator.
+// the documents the change feed delivers, against the emulator. The reactions trigger's durable client is a real
+// one: a Cosmos DB task hub and the extension's HTTP API in this process run the app's own orchestrations.
 
 let t: TestEmulator;
+let durable: InProcessTaskHub;
 
 beforeAll(async () => {
   t = await startTestEmulator();
   process.env.COSMOS_CONNECTION = t.emulator.connectionString;
+  process.env.ACTIVITY_FIRST_RETRY_INTERVAL_MS = "50";
   await ensureContainers(t.client);
+  // Loaded after the settings above: the orchestrations read their retry knobs when they load.
+  const p = await import("../../functions/provisioning.js");
+  const ctx = appContext();
+  durable = await startInProcessTaskHub({
+    container: ctx.containers.durable,
+    leaseContainer: ctx.containers.leases,
+    orchestrators: { provisioning: p.provisioningOrchestrator, deprovisioning: p.deprovisioningOrchestrator },
+    activities: {
+      validateResource: p.validateResource,
+      provisionResource: p.provisionResource,
+      finalizeResource: p.finalizeResource,
+      failResource: p.failResource,
+      deprovisionResource: p.deprovisionResource,
+    },
+  });
 });
 afterAll(async () => {
+  await durable?.stop();
   delete process.env.COSMOS_CONNECTION;
+  delete process.env.ACTIVITY_FIRST_RETRY_INTERVAL_MS;
   await t?.close();
 });
+
+async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 async function put(sub: string, name: string, sku = "basic") {
   const res = await putResource(
@@ -104,14 +134,66 @@ describe("reactions trigger", () => {
     const sub = "react-1";
     await put(sub, "r");
     const batch = await changesOf(sub);
-    await reactToResources(batch, new InvocationContext());
+    await reactToResources(batch, durable.context());
     const ops = appContext().containers.operations;
     const opId = batch[0].operationId;
     const { resource: op } = await ops.item(opId, opId).read<OperationDocument & { _etag: string }>();
     expect(op?.observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: batch[0]._etag });
-    await reactToResources(batch, new InvocationContext()); // redelivery
+    await reactToResources(batch, durable.context()); // redelivery
     const { resource: again } = await ops.item(opId, opId).read<OperationDocument & { _etag: string }>();
     expect(again?._etag).toBe(op?._etag);
+  });
+
+  it("starts the provisioning orchestration once per operation; it ends Succeeded, and a failure ends Failed", async () => {
+    const sub = "react-3";
+    await put(sub, "ok");
+    const [doc] = await changesOf(sub);
+    await reactToResources([doc], durable.context());
+    await reactToResources([doc], durable.context()); // redelivery: the instance exists, left alone
+    const ops = appContext().containers.operations;
+    const readOp = async (id: string) => (await ops.item(id, id).read<OperationDocument>()).resource;
+    const op = await until(
+      () => readOp(doc.operationId),
+      (o) => o?.status === "Succeeded",
+    );
+    expect(op).toMatchObject({
+      status: "Succeeded",
+      orchestration: { name: "provisioning", instanceId: `provisioning-${doc.operationId}`, step: "done" },
+      attempts: { provision: 1 },
+    });
+    const resource = (await appContext().containers.resources.item(doc.id, sub).read<ResourceDocument>())
+      .resource;
+    expect(resource?.provisioningState).toBe("Succeeded");
+    const instances = await durable.hub.list({ instanceIdPrefix: `provisioning-${doc.operationId}` });
+    expect(instances.instances).toHaveLength(1);
+
+    // Tagged to fail every attempt: the orchestration marks resource and operation Failed with the reason.
+    await putResource(
+      new HttpRequest({
+        method: "PUT",
+        url: `http://localhost:7071/api/subscriptions/${sub}/resources/bad`,
+        params: { subscriptionId: sub, resourceName: "bad" },
+        body: {
+          string: JSON.stringify({ properties: { sku: "basic" }, tags: { "cosmos-feed.simulate": "fail" } }),
+        },
+      }),
+      new InvocationContext(),
+    );
+    const bad = (await changesOf(sub)).find((d) => d.id === "bad") as ResourceDocument;
+    await reactToResources([bad], durable.context());
+    const failed = await until(
+      () => readOp(bad.operationId),
+      (o) => o?.status === "Failed",
+    );
+    expect(failed?.status).toBe("Failed");
+    expect(failed?.error?.message).toContain("cosmos-feed.simulate=fail");
+    expect(failed?.attempts?.provision).toBe(3);
+    const status = await until(
+      () => durable.hub.getStatus(`provisioning-${bad.operationId}`),
+      (s) => s?.runtimeStatus === "Failed",
+    );
+    expect(status?.runtimeStatus).toBe("Failed");
+    expect(String(status?.output)).toContain("Provisioning of react-3/bad failed");
   });
 
   it("skips terminal states", async () => {
@@ -122,7 +204,7 @@ describe("reactions trigger", () => {
       .containers.resources.item(doc.id, sub)
       .replace({ ...doc, provisioningState: "Succeeded" });
     const ops = appContext().containers.operations;
-    await reactToResources([done], new InvocationContext());
+    await reactToResources([done], durable.context());
     const { resource: op } = await ops.item(doc.operationId, doc.operationId).read<OperationDocument>();
     expect(op?.observed).toBeUndefined();
   });

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { BulkOperationType, type Container, type JSONObject, type OperationInput } from "@azure/cosmos";
 import { type ChangeFeedProcessor, createChangeFeedProcessor } from "../../shared/changefeed/index.js";
 import { applyMessage, isTerminal } from "./engine.js";
+import { DURABLE_HUB_SETTINGS } from "./settings.js";
 import {
   type ActivityInvoker,
   type ActivityWorkItem,
@@ -51,8 +52,8 @@ export interface CosmosTaskHubOptions {
 }
 
 export const TaskHubDefaults = {
-  feedPollDelayMs: 500,
-  timerScanIntervalMs: 5_000,
+  feedPollDelayMs: DURABLE_HUB_SETTINGS.feedPollDelayMs.default,
+  timerScanIntervalMs: DURABLE_HUB_SETTINGS.timerScanIntervalMs.default,
   maxConcurrentActivities: 10,
 } as const;
 

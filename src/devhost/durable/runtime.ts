@@ -7,7 +7,8 @@ import { invokeFunction } from "../invocation.js";
 import type { LoadedApp, LoadedFunction } from "../loader.js";
 import type { HostLogger } from "../logger.js";
 import { durableClientBindingData, durableHttpApi } from "./client.js";
-import { CosmosTaskHub, type CosmosTaskHubOptions, TaskHubDefaults } from "./hub.js";
+import { CosmosTaskHub, type CosmosTaskHubOptions } from "./hub.js";
+import { readDurableHubSettings } from "./settings.js";
 import type { ActivityInvoker, OrchestratorInvoker, TaskHubClient } from "./types.js";
 
 /**
@@ -37,12 +38,6 @@ export interface DurableRuntimeOptions {
   /** The host's binding extensions (activities may use Cosmos DB bindings), read at each invocation. */
   extensions: () => BindingExtensions;
   env?: NodeJS.ProcessEnv;
-  /** Task hub timing (ms); see TaskHubDefaults. */
-  feedPollDelayMs?: number;
-  timerScanIntervalMs?: number;
-  leaseAcquireIntervalMs?: number;
-  leaseExpirationIntervalMs?: number;
-  leaseRenewIntervalMs?: number;
 }
 
 export interface DurableRuntime {
@@ -169,6 +164,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
           `host.json durableTask.storageProvider (${storage}) is for Azure: the dev host keeps the task hub in Cosmos DB.`,
         );
       }
+      const knobs = readDurableHubSettings(env);
       const where = await options.location(loaded);
       const { container, leases } = await openContainers(where);
       const hubOptions: CosmosTaskHubOptions = {
@@ -177,13 +173,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
         hubName: hubName(),
         invokeOrchestrator,
         invokeActivity,
-        feedPollDelayMs: options.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
-        timerScanIntervalMs: options.timerScanIntervalMs ?? TaskHubDefaults.timerScanIntervalMs,
-        ...(options.leaseAcquireIntervalMs ? { leaseAcquireIntervalMs: options.leaseAcquireIntervalMs } : {}),
-        ...(options.leaseExpirationIntervalMs
-          ? { leaseExpirationIntervalMs: options.leaseExpirationIntervalMs }
-          : {}),
-        ...(options.leaseRenewIntervalMs ? { leaseRenewIntervalMs: options.leaseRenewIntervalMs } : {}),
+        ...knobs,
         log: (level, message) => log.log(level, message, { category: "DurableTask.Core" }),
       };
       hub = new CosmosTaskHub(hubOptions);

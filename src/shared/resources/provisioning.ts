@@ -151,7 +151,8 @@ async function setResourceState(
           return undefined;
         }
         if (r.provisioningState === state) return undefined;
-        return { ...r, provisioningState: state, lastModifiedAt: now() };
+        // The provider's own state change: systemData.lastModifiedAt stays the client's last write (as in ARM).
+        return { ...r, provisioningState: state };
       },
     );
   } catch (e) {

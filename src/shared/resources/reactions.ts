@@ -42,7 +42,7 @@ export interface ReactionOutcome {
 
 /**
  * The reactions trigger's work: for each resource in a non-terminal state, record on its operation that the change
- * was seen (state and resource ETag). Idempotent: a redelivered change finds its ETag recorded and writes nothing.
+ * was first seen (state and resource ETag). Idempotent: a redelivered change finds it recorded and writes nothing.
  */
 export async function recordReactions(ctx: AppContext, documents: unknown[]): Promise<ReactionOutcome> {
   const out: ReactionOutcome = { recorded: 0, skipped: 0, alreadyRecorded: 0, missingOperation: 0 };
@@ -55,7 +55,9 @@ export async function recordReactions(ctx: AppContext, documents: unknown[]): Pr
     let changed = false;
     try {
       await updateItem<OperationDocument>(ctx.containers.operations, d.operationId, d.operationId, (op) => {
-        if (op.observed?.resourceEtag === etag) return undefined;
+        // The first sighting is what is recorded: later changes of the same operation (the orchestration's own
+        // Provisioning → Succeeded) and redeliveries leave it.
+        if (op.observed) return undefined;
         changed = true;
         const at = new Date().toISOString();
         return {
