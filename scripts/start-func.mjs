@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+// `npm run start:func`: the app on the real Functions host (Azure Functions Core Tools), for machines that have it.
+// Builds first (npm run build → dist/), then `func start` with any extra arguments. Without Core Tools: one line
+// saying what to install, and that `npm start` runs the same app on the dev host; exit 1.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { delimiter, join } from "node:path";
+
+const exe = process.platform === "win32" ? ["func.cmd", "func.exe"] : ["func"];
+const found = (process.env.PATH ?? "")
+  .split(delimiter)
+  .filter(Boolean)
+  .some((dir) => exe.some((name) => existsSync(join(dir, name))));
+if (!found) {
+  console.error(
+    "start:func needs Azure Functions Core Tools v4 ('func' on PATH): npm i -g azure-functions-core-tools@4 (and `npm run azurite` for AzureWebJobsStorage); `npm start` runs the same app on the dev host without it.",
+  );
+  process.exit(1);
+}
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+const build = spawnSync(npm, ["run", "build"], { stdio: "inherit" });
+if (build.status !== 0) process.exit(build.status ?? 1);
+const func = spawn(exe[0], ["start", ...process.argv.slice(2)], { stdio: "inherit" });
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => func.kill(signal));
+func.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
