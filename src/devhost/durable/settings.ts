@@ -19,11 +19,11 @@ export const DURABLE_HUB_SETTINGS = {
   timerScanIntervalMs: {
     setting: "DURABLE_TIMER_SCAN_INTERVAL_MS",
     unit: "ms",
-    default: 5_000,
+    default: 30_000,
     min: 100,
     max: 600_000,
     description:
-      "How often durable timers not armed on this host (another host's, a crashed one's) are looked for.",
+      "How often durable timers not armed on this host (a crashed host's, whose feed page was checkpointed) are looked for; also at start. The change feed arms the others at once. Each scan is one cross-partition query.",
   },
   leaseAcquireIntervalMs: {
     setting: "DURABLE_LEASE_ACQUIRE_INTERVAL_MS",
