@@ -113,7 +113,7 @@ function parseFilter(url: URL, headers: Record<string, string>): InstanceFilter 
       return `top must be 1–1000; got '${top}'.`;
     filter.top = Number(top);
   }
-  const showInput = boolQuery(url, "showInput");
+  const showInput = url.searchParams.get("showInput") === null ? true : boolQuery(url, "showInput");
   if (showInput === "bad") return "showInput must be true or false.";
   filter.showInput = showInput;
   const token = headers["x-ms-continuation-token"];
