@@ -1,6 +1,7 @@
 import { join, resolve } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
 import { type RunningEmulator, startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../emulator/index.js";
+import { readConnectionString } from "../shared/cosmos/client.js";
 import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
 import { createCosmosRuntime } from "./builtinCosmos.js";
@@ -124,6 +125,17 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
         containerName: durableContainer,
         leaseContainerName: durableLeases,
       };
+      if (!emulator && target.kind === "connectionString") {
+        // --cosmos "<connection string>": the task hub lives there too.
+        const parts = readConnectionString(target.value);
+        if (!parts)
+          throw new DevHostError("--cosmos: the connection string needs AccountEndpoint and AccountKey.", {
+            code: "InvalidOption",
+          });
+        const client = new CosmosClient({ endpoint: parts.endpoint, key: parts.key });
+        durableClients.push(client);
+        return { ...base, client, create: true, describe: `${parts.endpoint} (--cosmos)` };
+      }
       if (!emulator) {
         const name = settingNamesForDurable.find((n) => connectionResolves(n, env));
         if (name) {

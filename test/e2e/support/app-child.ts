@@ -89,7 +89,8 @@ export async function startAppChild(options: {
     if (Date.now() > deadline) throw new Error(`The dev host did not start in time:\n${text}`);
     await new Promise((r) => setTimeout(r, 25));
   }
-  const port = /http:\/\/127\.0\.0\.1:(\d+)\//.exec(text)?.[1];
+  // The function list's HTTP lines: `\tname: [GET,POST] http://127.0.0.1:<port>/<prefix>/<route>`.
+  const port = /\] http:\/\/127\.0\.0\.1:(\d+)\//.exec(text)?.[1];
   if (!port) throw new Error(`No HTTP address in the dev host's output:\n${text}`);
   return { child, baseUrl: `http://127.0.0.1:${port}`, output: () => text, exited };
 }

@@ -1,0 +1,116 @@
+/**
+ * The durable task hub across processes: dev host child processes (`cosmos-feed start`, the unmodified fixture app
+ * test/fixtures/app-durable) on one emulator in the test process. A durable timer created by a host that is then
+ * killed (-9) fires on the restarted host; two hosts share the orchestrations of one task hub (the task hub
+ * container has two ranges, so each host leases one) and every instance completes.
+ */
+import type { ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AppChild, startAppChild } from "../e2e/support/app-child.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+
+const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
+const children: ChildProcess[] = [];
+let t: TestEmulator;
+
+const ENV = {
+  DURABLE_FEED_POLL_DELAY_MS: "100",
+  DURABLE_LEASE_ACQUIRE_INTERVAL_MS: "300",
+  DURABLE_LEASE_RENEW_INTERVAL_MS: "300",
+  DURABLE_LEASE_EXPIRATION_INTERVAL_MS: "1500",
+  DURABLE_TIMER_SCAN_INTERVAL_MS: "500",
+};
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  const { database } = await t.client.databases.createIfNotExists({ id: "devhost-durable" });
+  // Two physical ranges (6,000 RU/s each on the emulator): two dispatch leases to share.
+  await database.containers.createIfNotExists(
+    { id: "durable-tasks", partitionKey: { paths: ["/pk"] } },
+    { offerThroughput: 12_000 },
+  );
+});
+
+afterAll(async () => {
+  for (const c of children) c.kill("SIGKILL");
+  await t?.close();
+});
+
+const start = (hub: string) =>
+  startAppChild({
+    appDir,
+    connectionString: t.emulator.connectionString,
+    env: { ...ENV, FIXTURE_HUB: hub },
+    children,
+  });
+
+async function status(host: AppChild, id: string): Promise<{ runtimeStatus?: string; output?: unknown }> {
+  const res = await fetch(`${host.baseUrl}/runtime/webhooks/durabletask/instances/${id}`);
+  return res.status === 404 ? {} : ((await res.json()) as { runtimeStatus: string; output: unknown });
+}
+
+async function until<T>(what: string, read: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await read().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("durable task hub across processes", () => {
+  it("a timer created by a host killed with -9 fires on the restarted host", async () => {
+    const first = await start("ChaosHub");
+    const res = await fetch(
+      `${first.baseUrl}/runtime/webhooks/durabletask/orchestrators/napThenGreet/nap-1`,
+      {
+        method: "POST",
+        body: "2",
+      },
+    );
+    expect(res.status, first.output()).toBe(202);
+    // The timer exists (the instance is running, its TimerCreated stored) …
+    await until("the timer to be created", async () => {
+      const s = await fetch(`${first.baseUrl}/runtime/webhooks/durabletask/instances/nap-1?showHistory=true`);
+      const body = (await s.json()) as { historyEvents?: { EventType: string }[] };
+      return body.historyEvents?.some((e) => e.EventType === "TimerCreated") ? true : undefined;
+    });
+    // … when the host dies, before it fires.
+    first.child.kill("SIGKILL");
+    await first.exited;
+    const second = await start("ChaosHub");
+    const done = await until("the instance to complete after the restart", async () => {
+      const s = await status(second, "nap-1");
+      return s.runtimeStatus === "Completed" ? s : undefined;
+    });
+    expect(done.output).toBe("Hello, after the nap!");
+    expect(second.output()).toContain("Executed 'Functions.cityGreeting' (Succeeded");
+    second.child.kill("SIGTERM");
+    await second.exited;
+  });
+
+  it("two hosts share one task hub's orchestrations; every instance completes", async () => {
+    const [a, b] = await Promise.all([start("SharedHub"), start("SharedHub")]);
+    const ids = Array.from({ length: 16 }, (_v, i) => `shared-${i}`);
+    for (const id of ids) {
+      const res = await fetch(`${a.baseUrl}/runtime/webhooks/durabletask/orchestrators/fanOutFanIn/${id}`, {
+        method: "POST",
+        body: JSON.stringify([`${id}-x`, `${id}-y`]),
+      });
+      expect(res.status).toBe(202);
+    }
+    for (const id of ids) {
+      const s = await until(`instance ${id}`, async () => {
+        const st = await status(b, id); // either host answers for any instance
+        return st.runtimeStatus === "Completed" ? st : undefined;
+      });
+      expect(s.output).toMatchObject({ greetings: [`Hello, ${id}-x!`, `Hello, ${id}-y!`] });
+    }
+    const ran = (h: AppChild) =>
+      (h.output().match(/Executed 'Functions\.fanOutFanIn' \(Succeeded/g) ?? []).length;
+    expect(ran(a)).toBeGreaterThan(0);
+    expect(ran(b)).toBeGreaterThan(0);
+  });
+});
