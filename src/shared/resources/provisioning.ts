@@ -11,6 +11,7 @@ import {
   parseSubscriptionId,
   type ResourceDocument,
 } from "./model.js";
+import { refreshSummary } from "./reactions.js";
 
 /** The durable functions of the resource provider: two orchestrations and their activities. */
 export const PROVISIONING = {
@@ -247,6 +248,8 @@ export async function deprovisionStep(
     }
     try {
       await deleteIfMatch(resources, r.id, r.subscriptionId, r._etag);
+      // The latest-version change feed shows no delete: the summary is recounted here.
+      await refreshSummary(ctx, input.subscriptionId);
       await finishOperation(ctx, input, "Succeeded");
       return { deleted: true };
     } catch (e) {

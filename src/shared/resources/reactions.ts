@@ -181,28 +181,34 @@ export async function updateSummaries(ctx: AppContext, documents: unknown[]): Pr
   const subscriptions = new Set<string>();
   for (const d of documents) if (isResourceDocument(d)) subscriptions.add(d.subscriptionId);
   const changed: string[] = [];
-  for (const sub of subscriptions) {
-    const wrote = await defaultOccRetryPolicy.run(
-      async () => {
-        const current = await readItem<SummaryDocument>(ctx.containers.summaries, sub, sub);
-        const counts = await countByState(ctx, sub);
-        if (current && sameCounts(current.counts, counts)) return false;
-        const next: SummaryDocument = {
-          id: sub,
-          subscriptionId: sub,
-          counts,
-          total: Object.values(counts).reduce((a, b) => a + (b ?? 0), 0),
-          updatedAt: new Date().toISOString(),
-        };
-        if (current) await replaceIfMatch(ctx.containers.summaries, sub, sub, next, current._etag);
-        else await createItem(ctx.containers.summaries, next);
-        return true;
-      },
-      { isRetryable: (e) => e instanceof AlreadyExistsError || e instanceof PreconditionFailedError },
-    );
-    if (wrote) changed.push(sub);
-  }
+  for (const sub of subscriptions) if (await refreshSummary(ctx, sub)) changed.push(sub);
   return changed;
+}
+
+/**
+ * Recounts one subscription's summary (true when it changed). Also called by the deprovisioning step after it
+ * deletes a resource: a delete leaves no trace in the latest-version change feed, so the summary trigger alone
+ * would keep counting a deleted resource until the subscription's next change.
+ */
+export async function refreshSummary(ctx: AppContext, sub: string): Promise<boolean> {
+  return defaultOccRetryPolicy.run(
+    async () => {
+      const current = await readItem<SummaryDocument>(ctx.containers.summaries, sub, sub);
+      const counts = await countByState(ctx, sub);
+      if (current && sameCounts(current.counts, counts)) return false;
+      const next: SummaryDocument = {
+        id: sub,
+        subscriptionId: sub,
+        counts,
+        total: Object.values(counts).reduce((a, b) => a + (b ?? 0), 0),
+        updatedAt: new Date().toISOString(),
+      };
+      if (current) await replaceIfMatch(ctx.containers.summaries, sub, sub, next, current._etag);
+      else await createItem(ctx.containers.summaries, next);
+      return true;
+    },
+    { isRetryable: (e) => e instanceof AlreadyExistsError || e instanceof PreconditionFailedError },
+  );
 }
 
 /** The stored summary of a subscription (undefined before its first change was summarized). */
