@@ -115,6 +115,41 @@ describe("dev host: Durable Functions", () => {
     expect((await fetch(`${api}/entities/counter/one`)).status).toBe(501);
   });
 
+  it("sub-orchestrations (named and unnamed) and continueAsNew through the Cosmos DB task hub", async () => {
+    const base = started.host.baseUrl;
+    const res = await fetch(`${base}/api/orchestrators/greetAll`, { method: "POST" });
+    const links = (await res.json()) as Record<string, string>;
+    const done = await poll(links.statusQueryGetUri);
+    expect(done.body).toMatchObject({
+      runtimeStatus: "Completed",
+      output: { named: ["Hello, Rome!"], unnamed: "liftoff" },
+    });
+    const child = await poll(links.statusQueryGetUri.replace(links.id, `${links.id}-child`));
+    expect(child.body).toMatchObject({ name: "fanOutFanIn", runtimeStatus: "Completed" });
+  });
+
+  it("the SDK client's getStatusBy, getStatusAll, terminate and purgeInstanceHistory", async () => {
+    const base = started.host.baseUrl;
+    const start = await fetch(`${base}/api/orchestrators/waitForApproval`, { method: "POST" });
+    const { id } = (await start.json()) as { id: string };
+    expect((await fetch(`${base}/api/manage/terminate/${id}`, { method: "POST" })).status).toBe(202);
+    const api = `${base}/runtime/webhooks/durabletask/instances/${id}`;
+    expect((await poll(api)).body).toMatchObject({
+      runtimeStatus: "Terminated",
+      output: "stopped by manage",
+    });
+    const completed = (await (
+      await fetch(`${base}/api/manage/completed`, { method: "POST" })
+    ).json()) as string[];
+    expect(completed.length).toBeGreaterThan(0);
+    expect(completed).not.toContain(id);
+    const all = (await (await fetch(`${base}/api/manage/all`, { method: "POST" })).json()) as string[];
+    expect(all).toContain(id);
+    const purged = await (await fetch(`${base}/api/manage/purge/${id}`, { method: "POST" })).json();
+    expect(purged).toEqual({ instancesDeleted: 1 });
+    expect((await fetch(api)).status).toBe(404);
+  });
+
   it("fuzz: any path, method, query and body under the durable API answers 4xx/2xx (or 501), never 500 (fixed seed)", async () => {
     const api = `${started.host.baseUrl}/runtime/webhooks/durabletask/`;
     const segment = fc.oneof(

@@ -4,11 +4,15 @@
  * these orchestrations would hang or resolve the wrong tasks. Deterministic: virtual time, scripted activities.
  */
 
+import { createRequire } from "node:module";
+import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { applyMessage } from "../../src/devhost/durable/engine.js";
 import { runOrchestration } from "../../src/devhost/durable/testing.js";
+import type { OrchestratorInvoker } from "../../src/devhost/durable/types.js";
 import { HistoryEventType } from "../../src/devhost/durable/types.js";
 
 describe("replay engine with the real SDK", () => {
@@ -239,5 +243,52 @@ describe("replay engine with the real SDK", () => {
       ),
       { seed: 42, numRuns: 25 },
     );
+  });
+
+  it("records a completion once: a second delivery of the same TaskCompleted is dropped", async () => {
+    const { createOrchestrator } = createRequire(import.meta.url)(
+      "durable-functions/lib/src/util/testingUtils.js",
+    ) as {
+      createOrchestrator: (f: unknown) => (t: unknown, c: InvocationContext) => Promise<unknown>;
+    };
+    const handler = createOrchestrator(function* (ctx: OrchestrationContext) {
+      const a: number = yield ctx.df.callActivity("one");
+      const b: number = yield ctx.df.callActivity("two");
+      return a + b;
+    });
+    let invocations = 0;
+    const invoke: OrchestratorInvoker = async (_n, input) => {
+      invocations++;
+      return { returned: JSON.parse(JSON.stringify(await handler(input, new InvocationContext()))) };
+    };
+    const now = new Date(Date.UTC(2026, 0, 1));
+    const ev = { EventId: -1, IsPlayed: false, Timestamp: now.toISOString() };
+    const started = await applyMessage(
+      undefined,
+      {
+        key: "s",
+        instanceId: "i",
+        event: { ...ev, EventType: HistoryEventType.ExecutionStarted },
+        start: { name: "o", input: null, executionId: "e" },
+      },
+      now,
+      invoke,
+    );
+    const completion = {
+      key: "task-e-0",
+      instanceId: "i",
+      executionId: "e",
+      event: { ...ev, EventType: HistoryEventType.TaskCompleted, TaskScheduledId: 0, Result: "1" },
+    };
+    const first = await applyMessage(started.state, completion, now, invoke);
+    expect(first.work.map((w) => (w.kind === "activity" ? w.item.name : w.kind))).toEqual(["two"]);
+    const before = invocations;
+    const again = await applyMessage(first.state, completion, now, invoke);
+    expect(again.dropped).toContain("already completed");
+    expect(again.newEvents).toEqual([]);
+    expect(invocations).toBe(before);
+    // A message for another execution (e.g. before a continueAsNew) is dropped too.
+    const stale = await applyMessage(first.state, { ...completion, executionId: "old" }, now, invoke);
+    expect(stale.dropped).toContain("not the current");
   });
 });
