@@ -2,7 +2,8 @@
  * The durable task hub across processes: dev host child processes (`cosmos-feed start`, the unmodified fixture app
  * test/fixtures/app-durable) on one emulator in the test process. A durable timer created by a host that is then
  * killed (-9) fires on the restarted host; two hosts share the orchestrations of one task hub (the task hub
- * container has two ranges, so each host leases one) and every instance completes.
+ * container has two ranges, so each host leases one), and when one is killed the other takes its lease over and
+ * completes every instance, timers included.
  */
 import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -91,26 +92,45 @@ describe("durable task hub across processes", () => {
     await second.exited;
   });
 
-  it("two hosts share one task hub's orchestrations; every instance completes", async () => {
+  it("two hosts share one task hub's orchestrations; when one is killed, the other finishes its work", async () => {
     const [a, b] = await Promise.all([start("SharedHub"), start("SharedHub")]);
-    const ids = Array.from({ length: 16 }, (_v, i) => `shared-${i}`);
-    for (const id of ids) {
+    const ran = (h: AppChild) =>
+      (h.output().match(/Executed 'Functions\.(fanOutFanIn|napThenGreet)' \(Succeeded/g) ?? []).length;
+    const fanOut = Array.from({ length: 12 }, (_v, i) => `shared-${i}`);
+    const naps = Array.from({ length: 6 }, (_v, i) => `nap-shared-${i}`);
+    for (const id of fanOut) {
       const res = await fetch(`${a.baseUrl}/runtime/webhooks/durabletask/orchestrators/fanOutFanIn/${id}`, {
         method: "POST",
         body: JSON.stringify([`${id}-x`, `${id}-y`]),
       });
       expect(res.status).toBe(202);
     }
-    for (const id of ids) {
+    for (const id of naps) {
+      await fetch(`${a.baseUrl}/runtime/webhooks/durabletask/orchestrators/napThenGreet/${id}`, {
+        method: "POST",
+        body: "2",
+      });
+    }
+    // Both hosts are working (each leases one of the task hub's two ranges) …
+    await until("both hosts to run orchestrations", async () =>
+      ran(a) > 0 && ran(b) > 0 ? true : undefined,
+    );
+    // … when one dies with timers and work of its own in flight: the other takes its lease over and finishes.
+    a.child.kill("SIGKILL");
+    await a.exited;
+    for (const id of fanOut) {
       const s = await until(`instance ${id}`, async () => {
-        const st = await status(b, id); // either host answers for any instance
+        const st = await status(b, id);
         return st.runtimeStatus === "Completed" ? st : undefined;
       });
       expect(s.output).toMatchObject({ greetings: [`Hello, ${id}-x!`, `Hello, ${id}-y!`] });
     }
-    const ran = (h: AppChild) =>
-      (h.output().match(/Executed 'Functions\.fanOutFanIn' \(Succeeded/g) ?? []).length;
-    expect(ran(a)).toBeGreaterThan(0);
-    expect(ran(b)).toBeGreaterThan(0);
+    for (const id of naps) {
+      const s = await until(`instance ${id}`, async () => {
+        const st = await status(b, id);
+        return st.runtimeStatus === "Completed" ? st : undefined;
+      });
+      expect(s.output).toBe("Hello, after the nap!");
+    }
   });
 });
