@@ -1,0 +1,31 @@
+// Application Insights (local auth off: the app sends telemetry as its identity) on a Log Analytics workspace.
+param name string
+param workspaceName string
+param location string
+param tags object
+
+resource workspace 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
+  name: workspaceName
+  location: location
+  tags: tags
+  properties: {
+    sku: { name: 'PerGB2018' }
+    retentionInDays: 30
+  }
+}
+
+resource appInsights 'Microsoft.Insights/components@2020-02-02' = {
+  name: name
+  location: location
+  tags: tags
+  kind: 'web'
+  properties: {
+    Application_Type: 'web'
+    WorkspaceResourceId: workspace.id
+    DisableLocalAuth: true
+  }
+}
+
+output name string = appInsights.name
+// The connection string carries no secret (an instrumentation key is an id); with local auth off, only AAD tokens are accepted.
+output connectionString string = appInsights.properties.ConnectionString

@@ -1,0 +1,213 @@
+/**
+ * Offline checks of the Bicep (no Bicep compiler is reachable here): every .bicep file parses with a real Bicep
+ * grammar (tree-sitter-bicep, through web-tree-sitter's WebAssembly runtime) without one error node, and the parse
+ * trees say what a first `azd up` needs: every container of the app's definition with its partition key and TTL,
+ * local auth off, the data-plane roles, every app setting the code reads, no secret in an output.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+import { Language, type Node, Parser } from "web-tree-sitter";
+import { readContainerDefinitions } from "../../src/devhost/containerDefinitions.js";
+import { CONTAINER_ROLES, containerDefinition } from "../../src/shared/containers.js";
+import { SETTINGS } from "../../src/shared/settings.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const infra = join(root, "infra", "bicep");
+
+function bicepFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? bicepFiles(join(dir, e.name)) : e.name.endsWith(".bicep") ? [join(dir, e.name)] : [],
+  );
+}
+
+const trees = new Map<string, Node>();
+const sources = new Map<string, string>();
+
+beforeAll(async () => {
+  await Parser.init();
+  const wasm = createRequire(import.meta.url).resolve("tree-sitter-bicep/tree-sitter-bicep.wasm");
+  const parser = new Parser();
+  parser.setLanguage(await Language.load(wasm));
+  for (const file of bicepFiles(infra)) {
+    const text = readFileSync(file, "utf8");
+    const tree = parser.parse(text);
+    if (!tree) throw new Error(`no tree for ${file}`);
+    trees.set(relative(infra, file), tree.rootNode);
+    sources.set(relative(infra, file), text);
+  }
+});
+
+function all(node: Node, type: string): Node[] {
+  const out: Node[] = [];
+  const walk = (n: Node) => {
+    if (n.type === type) out.push(n);
+    for (const c of n.children) if (c) walk(c);
+  };
+  walk(node);
+  return out;
+}
+
+const tree = (file: string) => trees.get(file) as Node;
+const unquote = (s: string) => s.replace(/^'|'$/g, "");
+
+/** Resource declarations of a file: symbolic name, type string, and the node. */
+function resources(file: string) {
+  return all(tree(file), "resource_declaration").map((r) => ({
+    name: r.namedChildren[0]?.text ?? "",
+    type: unquote(r.namedChildren[1]?.text ?? ""),
+    node: r,
+  }));
+}
+
+/** `key: value` pairs anywhere under `node` (object properties), as text. */
+function properties(node: Node): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const p of all(node, "object_property")) {
+    const key = unquote(p.namedChildren[0]?.text ?? "");
+    const value = p.namedChildren[1]?.text ?? "";
+    out.set(key, [...(out.get(key) ?? []), value]);
+  }
+  return out;
+}
+
+describe("Bicep: parsed with tree-sitter-bicep", () => {
+  it("every .bicep file parses without an error or missing node", () => {
+    expect(trees.size).toBeGreaterThanOrEqual(8);
+    for (const [file, node] of trees) {
+      const errors = [...all(node, "ERROR"), ...all(node, "MISSING")].map(
+        (e) => `${file}:${e.startPosition.row + 1}`,
+      );
+      expect(errors, file).toEqual([]);
+      expect(node.hasError, file).toBe(false);
+    }
+  });
+
+  it("provisions every container of src/shared/containers.json, with its partition key and TTL", () => {
+    // main.bicep loads the app's own definition and hands it to the cosmos module …
+    const load = all(tree("main.bicep"), "call_expression").find(
+      (c) => c.namedChildren[0]?.text === "loadJsonContent",
+    );
+    const path = unquote(load?.namedChildren[1]?.namedChildren[0]?.text ?? "");
+    expect(resolve(infra, path)).toBe(join(root, "src", "shared", "containers.json"));
+    // … which declares one container per entry, taking its name, partition key, TTL and indexing from it.
+    const containers = resources("modules/cosmos.bicep").find((r) =>
+      r.type.startsWith("Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@"),
+    );
+    expect(containers).toBeDefined();
+    const loop = all(containers?.node as Node, "for_statement")[0];
+    expect(loop?.text).toContain("in definition.containers");
+    const text = containers?.node.text ?? "";
+    for (const use of [
+      "id: c.name",
+      "paths: [c.partitionKey]",
+      "defaultTtl: c.defaultTtl",
+      "indexingPolicy: c.indexingPolicy",
+    ]) {
+      expect(text).toContain(use);
+    }
+    // And the definition has what the triggers and locks need.
+    const byRole = new Map(containerDefinition.containers.map((c) => [c.role, c]));
+    expect(byRole.get("leases")).toMatchObject({ partitionKey: "/id", defaultTtl: -1 });
+    expect(byRole.get("locks")?.partitionKey).toBe("/id");
+    expect(byRole.get("locks")?.defaultTtl).toBeGreaterThan(0);
+    expect(byRole.get("durable")?.partitionKey).toBe("/pk");
+  });
+
+  it("the Cosmos DB account has local (key) auth off and TLS 1.2; storage has shared keys off", () => {
+    const account = resources("modules/cosmos.bicep").find((r) =>
+      r.type.startsWith("Microsoft.DocumentDB/databaseAccounts@"),
+    );
+    const props = properties(account?.node as Node);
+    expect(props.get("disableLocalAuth")).toEqual(["true"]);
+    expect(props.get("minimalTlsVersion")).toEqual(["'Tls12'"]);
+    const storage = resources("modules/storage.bicep").find((r) =>
+      r.type.startsWith("Microsoft.Storage/storageAccounts@"),
+    );
+    expect(properties(storage?.node as Node).get("allowSharedKeyAccess")).toEqual(["false"]);
+    const appInsights = resources("modules/monitoring.bicep").find((r) =>
+      r.type.startsWith("Microsoft.Insights/components@"),
+    );
+    expect(properties(appInsights?.node as Node).get("DisableLocalAuth")).toEqual(["true"]);
+  });
+
+  it("assigns the data-plane roles: Cosmos DB Data Contributor, storage blob/queue/table, and the scheduler's when chosen", () => {
+    const rbac = resources("modules/rbac.bicep");
+    const cosmosRole = rbac.find((r) =>
+      r.type.startsWith("Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@"),
+    );
+    // The Bicep interpolation, literally: ${cosmos.id}/sqlRoleDefinitions/${cosmosDataContributor}.
+    expect(cosmosRole?.node.text).toContain(`sqlRoleDefinitions/${"$"}{cosmosDataContributor}`);
+    expect(sources.get("modules/rbac.bicep")).toContain(
+      "cosmosDataContributor = '00000000-0000-0000-0000-000000000002'",
+    );
+    const text = sources.get("modules/rbac.bicep") ?? "";
+    for (const id of [
+      "b7e6dc6d-f1e8-4753-8033-0f276bb0955b", // Storage Blob Data Owner
+      "974c5e8b-45b9-4653-ba55-5f855dd0fb88", // Storage Queue Data Contributor
+      "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3", // Storage Table Data Contributor
+      "0ad04412-c4d5-4796-b79c-f76d14c8d402", // Durable Task Data Contributor
+    ]) {
+      expect(text).toContain(id);
+    }
+    const schedulerRole = rbac.find((r) => r.name === "schedulerRole");
+    expect(schedulerRole?.node.text).toContain("if (!empty(schedulerName))");
+    // No role above data plane: nothing grants Contributor/Owner (b24988ac…, 8e3af657…).
+    expect(text).not.toMatch(/b24988ac-6180-42a0-ab88-20f7382dd24c|8e3af657-a8ff-443c-a75c-2fe8c4bcb635/);
+  });
+
+  it("sets every app setting the code reads, identity-based connections, and nothing the code does not know", () => {
+    const appSettings = all(tree("main.bicep"), "object_property").find(
+      (p) => p.namedChildren[0]?.text === "appSettings",
+    );
+    const keys = all(appSettings?.namedChildren[1] as Node, "object_property").map((p) =>
+      unquote(p.namedChildren[0]?.text ?? ""),
+    );
+    const knobs: string[] = Object.values(SETTINGS).map((k) => k.setting);
+    for (const setting of knobs) expect(keys, setting).toContain(setting);
+    const connection = [
+      "COSMOS_CONNECTION__accountEndpoint",
+      "COSMOS_CONNECTION__credential",
+      "COSMOS_CONNECTION__clientId",
+    ];
+    for (const k of connection) expect(keys).toContain(k);
+    // Drift: every app setting main.bicep sets for the app is a knob or the identity connection.
+    expect(keys.filter((k) => !knobs.includes(k) && !connection.includes(k))).toEqual([]);
+    expect(keys).not.toContain("COSMOS_CONNECTION"); // never a connection string with a key
+    const host = sources.get("modules/functionapp.bicep") ?? "";
+    for (const k of [
+      "AzureWebJobsStorage__credential",
+      "AzureWebJobsStorage__clientId",
+      "AzureWebJobsStorage__blobServiceUri",
+      "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+    ]) {
+      expect(host).toContain(k);
+    }
+    expect(host).toContain("runtime: { name: 'node', version: '22' }");
+    expect(host).toContain("name: 'FC1'");
+  });
+
+  it("outputs no secret: no key, no listKeys/listConnectionStrings anywhere", () => {
+    for (const [file, text] of sources) {
+      expect(text, file).not.toMatch(/listKeys\(|listConnectionStrings\(|primaryMasterKey|AccountKey=/);
+      for (const out of all(tree(file), "output_declaration")) {
+        const name = out.namedChildren[0]?.text ?? "";
+        expect(name, `${file}: output ${name}`).not.toMatch(/key|secret|password/i);
+      }
+    }
+  });
+});
+
+describe("drift: one set of containers for the code, the dev host and Bicep", () => {
+  it("the roles the code looks up are exactly the definition's; the dev host reads the same file", () => {
+    expect([...CONTAINER_ROLES].sort()).toEqual(containerDefinition.containers.map((c) => c.role).sort());
+    const devhost = readContainerDefinitions(join(root, "src", "shared", "containers.json"));
+    expect([...(devhost?.roles.entries() ?? [])].sort()).toEqual(
+      containerDefinition.containers.map((c) => [c.role, c.name]).sort(),
+    );
+    expect(devhost?.database).toBe(containerDefinition.database.name);
+    // Bicep provisions from that same file (checked above), so the three sets are one.
+  });
+});
