@@ -154,3 +154,18 @@ describe("npm run start:func", () => {
     expect(lines[0]).toContain("npm start");
   });
 });
+
+describe("npm run infra:build", () => {
+  it("without the Azure CLI on PATH: one clear line and exit 1", async () => {
+    const run = promisify(execFile)(process.execPath, [join(repoRoot, "scripts/infra-build.mjs")], {
+      cwd: repoRoot,
+      env: { ...process.env, PATH: "/nonexistent" },
+    });
+    const err = (await run.catch((e: unknown) => e)) as { code: number; stderr: string };
+    expect(err.code).toBe(1);
+    const lines = err.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("Azure CLI");
+    expect(lines[0]).toContain("az bicep install");
+  });
+});

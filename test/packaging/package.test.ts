@@ -1,17 +1,18 @@
 /**
- * What a deployment ships: the built app (npm run build → dist/) with the production dependencies only. The app's
- * package.json and lockfile are installed with `npm ci --omit=dev` into a clean folder outside the repository, the
- * compiled output copied beside them, and a child process loads every function through the worker contract (the
- * dev host's loader provides @azure/functions-core as the Node worker does). The emulator, the dev host and the
- * tooling are devDependencies: none of them may be installed, and .funcignore keeps them out of the package.
+ * What a deployment ships: `npm run package` builds the zip Flex Consumption takes — the compiled app, package.json,
+ * host.json and the production dependencies only (npm ci --omit=dev), .funcignore applied. The test unzips it into a
+ * clean folder outside the repository, installs nothing more, and a child process loads every function through the
+ * worker contract (the dev host's loader provides @azure/functions-core as the Node worker does), from that folder's
+ * node_modules. The emulator, the dev host and the tooling are devDependencies: none of them may be in the package.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../e2e/support/app-child.js";
+import { extractZip } from "./support/unzip.js";
 
 const run = promisify(execFile);
 const DEV_ONLY = [
@@ -34,24 +35,18 @@ const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as 
 let dir: string;
 let loaded: { functions: { name: string; trigger: string }[]; errors: unknown[]; packages: string[] };
 
+let entries: string[];
+
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "omit-dev-"));
-  const tsc = join(repoRoot, "node_modules", "typescript", "bin", "tsc");
-  for (const f of ["package.json", "package-lock.json", "host.json"])
-    copyFileSync(join(repoRoot, f), join(dir, f));
-  await Promise.all([
-    run(process.execPath, [tsc, "-p", join(repoRoot, "tsconfig.build.json"), "--outDir", join(dir, "dist")], {
-      cwd: repoRoot,
-    }),
-    // From the npm cache the project's own install filled (CI runs npm ci first): nothing is downloaded.
-    run("npm", ["ci", "--omit=dev", "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund"], {
-      cwd: dir,
-      env: { ...process.env, npm_config_loglevel: "error" },
-    }),
-  ]);
+  dir = mkdtempSync(join(tmpdir(), "package-"));
+  const zipFile = join(dir, "app.zip");
+  await run(process.execPath, [join(repoRoot, "scripts", "package.mjs"), "--out", zipFile], {
+    cwd: repoRoot,
+  });
+  entries = extractZip(readFileSync(zipFile), join(dir, "app"));
   const { stdout } = await run(
     process.execPath,
-    ["--import", "tsx", join(repoRoot, "test/packaging/support/load-app.ts"), dir],
+    ["--import", "tsx", join(repoRoot, "test/packaging/support/load-app.ts"), join(dir, "app")],
     {
       cwd: repoRoot,
       env: {
@@ -67,13 +62,13 @@ afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-describe("a production install (npm ci --omit=dev) + the built output", () => {
+describe("npm run package: the deployment zip", () => {
   it("installs the runtime dependencies and none of the devDependencies", () => {
     for (const name of Object.keys(pkg.dependencies))
-      expect(existsSync(join(dir, "node_modules", name)), name).toBe(true);
+      expect(existsSync(join(dir, "app", "node_modules", name)), name).toBe(true);
     for (const name of DEV_ONLY) {
       expect(Object.keys(pkg.devDependencies)).toContain(name);
-      expect(existsSync(join(dir, "node_modules", name)), name).toBe(false);
+      expect(existsSync(join(dir, "app", "node_modules", name)), name).toBe(false);
     }
   });
 
@@ -95,7 +90,7 @@ describe("a production install (npm ci --omit=dev) + the built output", () => {
     }
     expect(loaded.functions.length).toBeGreaterThanOrEqual(20);
     expect(loaded.packages.length).toBeGreaterThan(0);
-    for (const p of loaded.packages) expect(p.startsWith(join(dir, "node_modules"))).toBe(true);
+    for (const p of loaded.packages) expect(p.startsWith(join(dir, "app", "node_modules"))).toBe(true);
   });
 
   it(".funcignore leaves the sources, tests, tooling and the dev host out of the package", () => {
@@ -116,7 +111,27 @@ describe("a production install (npm ci --omit=dev) + the built output", () => {
       expect(ignored).toContain(entry);
     }
     // What stays is what the app needs: its compiled functions and library.
-    expect(existsSync(join(dir, "dist", "functions", "resources.js"))).toBe(true);
-    expect(existsSync(join(dir, "dist", "src", "shared", "settings.js"))).toBe(true);
+    expect(entries).toContain("dist/functions/resources.js");
+    expect(entries).toContain("dist/src/shared/settings.js");
+    expect(entries).toContain("host.json");
+    expect(entries).toContain("package.json");
+    // … and it is applied: nothing of the sources, tests, tooling or the dev host is in the zip.
+    for (const prefix of [
+      "src/",
+      "test/",
+      "bench/",
+      "functions/",
+      "infra/",
+      "scripts/",
+      "dist/src/devhost/",
+      "dist/src/emulator/",
+      "dist/src/cli/",
+      "local.settings",
+    ]) {
+      expect(
+        entries.filter((e) => e.startsWith(prefix)),
+        prefix,
+      ).toEqual([]);
+    }
   });
 });
