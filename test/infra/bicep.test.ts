@@ -211,3 +211,29 @@ describe("drift: one set of containers for the code, the dev host and Bicep", ()
     // Bicep provisions from that same file (checked above), so the three sets are one.
   });
 });
+
+describe("azd wiring", () => {
+  it("main.parameters.json feeds declared parameters only, every knob among them; azure.yaml names the service and the hook", () => {
+    const declared = all(tree("main.bicep"), "parameter_declaration").map(
+      (p) => p.namedChildren[0]?.text ?? "",
+    );
+    const parameters = JSON.parse(readFileSync(join(infra, "main.parameters.json"), "utf8")) as {
+      parameters: Record<string, { value: string }>;
+    };
+    for (const name of Object.keys(parameters.parameters)) expect(declared, name).toContain(name);
+    // Each knob's azd variable is its app setting name, with the settings module's default.
+    const values = Object.values(parameters.parameters).map((p) => p.value);
+    for (const knob of Object.values(SETTINGS)) {
+      if (knob.setting === "COSMOS_ENSURE_CONTAINERS" || knob.setting === "COSMOS_CONNECTION_SETTING")
+        continue;
+      expect(values, knob.setting).toContain(`\${${knob.setting}=${knob.default}}`);
+    }
+    const yaml = readFileSync(join(root, "azure.yaml"), "utf8");
+    expect(yaml).toMatch(/services:\s+api:\s+project: \.\s+language: ts\s+host: function/);
+    expect(yaml).toContain("path: infra/bicep");
+    expect(yaml).toMatch(/postprovision:[\s\S]*run: \.\/infra\/scripts\/write-local-settings\.sh/);
+    const hook = readFileSync(join(root, "infra", "scripts", "write-local-settings.sh"), "utf8");
+    expect(hook).toContain("COSMOS_CONNECTION__accountEndpoint");
+    expect(hook).not.toMatch(/AccountKey|listKeys/);
+  });
+});
