@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run package [-- --out <file.zip>]`: the zip a Flex Consumption deployment takes (what `azd deploy` and
+// `npm run package [-- --out <file.zip> | --stage <dir>]`: the zip a Flex Consumption deployment takes (what `azd deploy` and
 // `func azure functionapp publish` ship): the compiled app (npm run build's output), package.json, host.json and the
 // production dependencies only (`npm ci --omit=dev`), with .funcignore applied. Default output: .data/package/app.zip.
 // No zip tool needed: the archive is written here (deflate, CRC-32 from node:zlib).
@@ -19,9 +19,14 @@ import { fileURLToPath } from "node:url";
 import { crc32, deflateRawSync } from "node:zlib";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const outArg = process.argv.indexOf("--out");
-const out = resolve(outArg > 0 ? process.argv[outArg + 1] : join(root, ".data", "package", "app.zip"));
-const stage = join(dirname(out), `stage-${process.pid}`);
+const arg = (name) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+// --stage <dir>: leave the package as a folder (azd's service `dist`, zipped by azd itself) instead of a zip.
+const stageOnly = arg("--stage");
+const out = resolve(arg("--out") ?? join(root, ".data", "package", "app.zip"));
+const stage = stageOnly ? resolve(stageOnly) : join(dirname(out), `stage-${process.pid}`);
 
 function run(cmd, args, cwd) {
   execFileSync(cmd, args, {
@@ -52,7 +57,11 @@ try {
   for (const line of readFileSync(join(root, ".funcignore"), "utf8").split("\n")) {
     const entry = line.trim();
     if (!entry || entry.startsWith("#") || entry.includes("*")) continue;
-    rmSync(join(stage, entry), { recursive: true, force: true });
+    rmSync(join(stage, entry.replace(/^\//, "")), { recursive: true, force: true });
+  }
+  if (stageOnly) {
+    console.log(`staged the package in ${relative(process.cwd(), stage) || "."}`);
+    process.exit(0);
   }
   const files = [];
   const walk = (dir) => {
@@ -79,7 +88,7 @@ try {
     `wrote ${relative(process.cwd(), out)} (${files.length} files, ${Math.round(statSync(out).size / 1024)} KiB)`,
   );
 } finally {
-  rmSync(stage, { recursive: true, force: true });
+  if (!stageOnly) rmSync(stage, { recursive: true, force: true });
 }
 
 /** A zip archive (PKZIP 2.0: deflate or store per entry; DOS date fixed so the output is reproducible). */

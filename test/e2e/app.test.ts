@@ -611,7 +611,10 @@ describe("the app on a dev host child process, over HTTP", () => {
     expect(acked.filter((w) => byId.get(w.opId) !== "Succeeded")).toEqual([]);
     // … each by exactly one orchestration instance, though changes were redelivered across the kill.
     for (const w of acked.slice(0, 25)) {
-      const list = await call("GET", `/runtime/webhooks/durabletask/instances?instanceIdPrefix=provisioning-${w.opId}`);
+      const list = await call(
+        "GET",
+        `/runtime/webhooks/durabletask/instances?instanceIdPrefix=provisioning-${w.opId}`,
+      );
       expect((list.json as unknown[]).length).toBe(1);
     }
   });

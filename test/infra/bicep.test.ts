@@ -231,6 +231,10 @@ describe("azd wiring", () => {
     const yaml = readFileSync(join(root, "azure.yaml"), "utf8");
     expect(yaml).toMatch(/services:\s+api:\s+project: \.\s+language: ts\s+host: function/);
     expect(yaml).toContain("path: infra/bicep");
+    // azd ships the folder the prepackage hook stages (npm run package --stage): production dependencies only.
+    const dist = /\n\s+dist: (\S+)/.exec(yaml)?.[1];
+    expect(dist).toBe(".data/package/app");
+    expect(yaml).toContain(`run: node scripts/package.mjs --stage ${dist}`);
     expect(yaml).toMatch(/postprovision:[\s\S]*run: \.\/infra\/scripts\/write-local-settings\.sh/);
     const hook = readFileSync(join(root, "infra", "scripts", "write-local-settings.sh"), "utf8");
     expect(hook).toContain("COSMOS_CONNECTION__accountEndpoint");

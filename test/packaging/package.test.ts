@@ -98,18 +98,20 @@ describe("npm run package: the deployment zip", () => {
       .split("\n")
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith("#"));
+    // Anchored ('/src'): a bare 'src' would also drop dist/src, the compiled app, under gitignore rules.
     for (const entry of [
-      "src",
-      "test",
-      "bench",
-      "functions",
-      "dist/src/emulator",
-      "dist/src/devhost",
-      "dist/src/cli",
-      "local.settings.json",
+      "/src",
+      "/test",
+      "/bench",
+      "/functions",
+      "/dist/src/emulator",
+      "/dist/src/devhost",
+      "/dist/src/cli",
+      "/local.settings.json",
     ]) {
       expect(ignored).toContain(entry);
     }
+    expect(ignored.filter((l) => /^(src|functions|test)$/.test(l))).toEqual([]);
     // What stays is what the app needs: its compiled functions and library.
     expect(entries).toContain("dist/functions/resources.js");
     expect(entries).toContain("dist/src/shared/settings.js");
