@@ -111,6 +111,8 @@ describe("Bicep: parsed with tree-sitter-bicep", () => {
     // And the definition has what the triggers and locks need.
     const byRole = new Map(containerDefinition.containers.map((c) => [c.role, c]));
     expect(byRole.get("leases")).toMatchObject({ partitionKey: "/id", defaultTtl: -1 });
+    // A lean index on leases: reads are by id (always indexed); every lease write then costs the least.
+    expect(byRole.get("leases")?.indexingPolicy?.excludedPaths).toEqual([{ path: "/*" }]);
     expect(byRole.get("locks")?.partitionKey).toBe("/id");
     expect(byRole.get("locks")?.defaultTtl).toBeGreaterThan(0);
     expect(byRole.get("durable")?.partitionKey).toBe("/pk");

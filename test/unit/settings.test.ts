@@ -107,6 +107,13 @@ describe("containers.json", () => {
       id: "leases",
       partitionKey: { paths: ["/id"] },
       defaultTtl: -1,
+      // Lean: leases are read by id (always indexed) and listed by prefix; nothing else needs an index.
+      indexingPolicy: {
+        indexingMode: "consistent",
+        automatic: true,
+        includedPaths: [],
+        excludedPaths: [{ path: "/*" }],
+      },
     });
     expect(lookupContainer(containerDefinition.database.name, "locks")?.role).toBe("locks");
     expect(lookupContainer("other-db", "locks")).toBeUndefined();
