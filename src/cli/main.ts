@@ -3,7 +3,13 @@ import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { DevHostError } from "../devhost/errors.js";
 import { DEFAULT_EMULATOR_PORT, type StartedApp, startFromCommandLine } from "../devhost/startCommand.js";
-import { EmulatorStartError, type RunningEmulator, startEmulator } from "../emulator/index.js";
+import {
+  EmulatorStartError,
+  type RunningEmulator,
+  startEmulator,
+  WELL_KNOWN_EMULATOR_KEY,
+} from "../emulator/index.js";
+import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -176,6 +182,64 @@ program
     };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
+  });
+
+program
+  .command("leases")
+  .description("List the leases of a lease container: owner, continuation, last write, lag, expired")
+  .option(
+    "--connection <value>",
+    "connection string, or account endpoint (DefaultAzureCredential); default: $COSMOS_CONNECTION, else the local emulator",
+  )
+  .requiredOption(
+    "--database <name>",
+    "database of the monitored container (and of the leases, unless --lease-database)",
+  )
+  .option("--lease-container <name>", "lease container", "leases")
+  .option("--lease-database <name>", "database of the lease container (default: --database)")
+  .option("--container <name>", "the monitored container: lag is estimated only with it")
+  .option(
+    "--prefix <prefix>",
+    "only leases whose prefix starts with this (the trigger's leaseContainerPrefix)",
+  )
+  .option(
+    "--expiration <ms>",
+    "lease expiration interval: an owned lease not written for longer is expired",
+    integer("--expiration", 1, 86_400_000),
+    60_000,
+  )
+  .option("--json", "print JSON")
+  .action(async (opts) => {
+    const connection =
+      opts.connection ??
+      process.env.COSMOS_CONNECTION ??
+      `AccountEndpoint=http://127.0.0.1:${DEFAULT_EMULATOR_PORT}/;AccountKey=${WELL_KNOWN_EMULATOR_KEY};`;
+    try {
+      const client = clientFor(connection);
+      const report = await readLeases(client, {
+        connection,
+        database: opts.database,
+        leaseContainer: opts.leaseContainer,
+        leaseDatabase: opts.leaseDatabase,
+        container: opts.container,
+        prefix: opts.prefix,
+        expirationMs: opts.expiration,
+      });
+      console.log(opts.json ? JSON.stringify(report, null, 2) : formatLeases(report));
+      client.dispose();
+    } catch (e) {
+      const err = e as { code?: number | string; message?: string };
+      const reason =
+        e instanceof CliInputError
+          ? e.message
+          : err.code === 404
+            ? `the database or lease container does not exist (${err.message?.split("\n")[0] ?? ""})`
+            : err.code === "ECONNREFUSED"
+              ? "cannot reach Cosmos DB at that endpoint (is the emulator running? `npm run emulator`)"
+              : (err.message ?? String(e)).split("\n")[0];
+      console.error(`cosmos-feed leases: ${reason}`);
+      process.exit(1);
+    }
   });
 
 await program.parseAsync();

@@ -1,0 +1,180 @@
+import { type Container, CosmosClient } from "@azure/cosmos";
+import { DefaultAzureCredential } from "@azure/identity";
+import { estimateLag, parseLease } from "../shared/changefeed/index.js";
+import { readConnectionString } from "../shared/cosmos/client.js";
+
+/**
+ * `cosmos-feed leases`: every lease of a lease container, grouped by prefix — token or EPK range, owner,
+ * continuation, age of the last write, estimated lag (when the monitored container is named), expired or not.
+ * Reads leases written by this library, the Azure Functions trigger and .NET (and Java); never writes.
+ */
+
+export interface LeasesOptions {
+  /** A connection string (`AccountEndpoint=…;AccountKey=…;`) or an account endpoint (DefaultAzureCredential). */
+  connection: string;
+  database: string;
+  leaseContainer: string;
+  leaseDatabase?: string;
+  /** The monitored container: lag is estimated only with it. */
+  container?: string;
+  /** Only leases whose prefix starts with this. */
+  prefix?: string;
+  /** A lease not written for this long counts as expired (the hosts' leaseExpirationInterval), ms. */
+  expirationMs: number;
+  now?: number;
+}
+
+export interface LeaseRow {
+  prefix: string;
+  id: string;
+  leaseToken: string;
+  /** The EPK range of a version-1 lease, "min–max". */
+  range: string | null;
+  owner: string | null;
+  continuation: string | null;
+  lastWriteAgeMs: number;
+  expired: boolean;
+  estimatedLag: number | null;
+}
+
+export interface LeasesReport {
+  leases: LeaseRow[];
+  /** Per prefix: why lag could not be estimated, if it could not. */
+  lagErrors: Record<string, string>;
+}
+
+export class CliInputError extends Error {}
+
+/** A client from a connection string or an endpoint (then DefaultAzureCredential: az login, managed identity …). */
+export function clientFor(connection: string): CosmosClient {
+  const parts = readConnectionString(connection);
+  if (parts) return new CosmosClient({ endpoint: parts.endpoint, key: parts.key });
+  if (/^https?:\/\//i.test(connection)) {
+    return new CosmosClient({ endpoint: connection, aadCredentials: new DefaultAzureCredential() });
+  }
+  throw new CliInputError(
+    "--connection is a Cosmos DB connection string (AccountEndpoint=…;AccountKey=…;) or an account endpoint (https://…, signed in with DefaultAzureCredential).",
+  );
+}
+
+/**
+ * Splits a lease id `<prefix><host>_<db rid>_<container rid>..<token>` into its processor prefix and host. The host
+ * is the account's as the writer named it (this client's, normally: .NET and the Functions trigger take it from
+ * their configured endpoint); a lease written under another host name keeps `<prefix><host>` as its prefix label.
+ */
+export function splitLeaseId(id: string, accountHost: string): { prefix: string; host?: string } | undefined {
+  const at = id.lastIndexOf("..");
+  if (at < 0) return undefined;
+  const store = id.slice(0, at);
+  const marker = `${accountHost}_`;
+  const i = store.lastIndexOf(marker);
+  if (i >= 0 && /^[^_]+_[^_]+$/.test(store.slice(i + marker.length))) {
+    return { prefix: store.slice(0, i), host: accountHost };
+  }
+  const m = /^(.*)_[^_]+_[^_]+$/.exec(store);
+  return m ? { prefix: m[1] } : undefined;
+}
+
+function endpointHost(connection: string): string {
+  const endpoint = readConnectionString(connection)?.endpoint ?? connection;
+  try {
+    return new URL(endpoint).hostname;
+  } catch {
+    return "";
+  }
+}
+
+export async function readLeases(client: CosmosClient, o: LeasesOptions): Promise<LeasesReport> {
+  const now = o.now ?? Date.now();
+  const leaseContainer = client.database(o.leaseDatabase ?? o.database).container(o.leaseContainer);
+  const { resources } = await leaseContainer.items
+    .query<Record<string, unknown>>("SELECT * FROM c")
+    .fetchAll();
+  const rows: LeaseRow[] = [];
+  const accountHost = endpointHost(o.connection);
+  for (const doc of resources) {
+    let lease: ReturnType<typeof parseLease>;
+    try {
+      lease = parseLease(doc);
+    } catch {
+      continue; // .info / .lock documents and anything that is not a lease
+    }
+    const split = splitLeaseId(lease.id, accountHost);
+    const prefix = split?.prefix ?? "";
+    if (o.prefix !== undefined && !prefix.startsWith(o.prefix)) continue;
+    const age = Math.max(0, now - lease.timestampMs);
+    rows.push({
+      prefix,
+      id: lease.id,
+      leaseToken: lease.leaseToken,
+      range: lease.version === 1 && lease.feedRange ? `${lease.feedRange.min}–${lease.feedRange.max}` : null,
+      owner: lease.owner,
+      continuation: lease.continuationToken,
+      lastWriteAgeMs: age,
+      expired: lease.owner !== null && age > o.expirationMs,
+      estimatedLag: null,
+    });
+  }
+  const lagErrors: Record<string, string> = {};
+  if (o.container) {
+    const monitored: Container = client.database(o.database).container(o.container);
+    for (const prefix of new Set(rows.map((r) => r.prefix))) {
+      try {
+        const lags = await estimateLag({
+          monitoredContainer: monitored,
+          leaseContainer,
+          leaseContainerPrefix: prefix,
+        });
+        const byToken = new Map(lags.map((l) => [l.leaseToken, l.estimatedLag]));
+        for (const r of rows) if (r.prefix === prefix) r.estimatedLag = byToken.get(r.leaseToken) ?? null;
+      } catch (e) {
+        lagErrors[prefix] = e instanceof Error ? e.message : String(e);
+      }
+    }
+  }
+  rows.sort(
+    (a, b) =>
+      a.prefix.localeCompare(b.prefix) || a.leaseToken.localeCompare(b.leaseToken, "en", { numeric: true }),
+  );
+  return { leases: rows, lagErrors };
+}
+
+function age(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 7_200_000) return `${Math.round(ms / 60_000)} min`;
+  return `${Math.round(ms / 3_600_000)} h`;
+}
+
+/** The report as a table, one block per prefix. */
+export function formatLeases(report: LeasesReport): string {
+  if (report.leases.length === 0) return "No leases in this lease container (or none with that prefix).";
+  const lines: string[] = [];
+  const prefixes = [...new Set(report.leases.map((l) => l.prefix))];
+  for (const prefix of prefixes) {
+    const rows = report.leases.filter((l) => l.prefix === prefix);
+    const owners = new Set(rows.map((r) => r.owner ?? "(none)"));
+    lines.push(`prefix '${prefix}': ${rows.length} lease(s), ${owners.size} owner(s)`);
+    const table = [
+      ["TOKEN/RANGE", "OWNER", "CONTINUATION", "LAST WRITE", "LAG", "EXPIRED"],
+      ...rows.map((r) => [
+        r.range ?? r.leaseToken,
+        r.owner ?? "(none)",
+        r.continuation ?? "(none)",
+        `${age(r.lastWriteAgeMs)} ago`,
+        r.estimatedLag === null ? "?" : String(r.estimatedLag),
+        r.owner === null ? "-" : r.expired ? "yes" : "no",
+      ]),
+    ];
+    const widths = table[0].map((_h, i) => Math.max(...table.map((row) => row[i].length)));
+    for (const row of table)
+      lines.push(
+        `  ${row
+          .map((c, i) => c.padEnd(widths[i]))
+          .join("  ")
+          .trimEnd()}`,
+      );
+    if (report.lagErrors[prefix]) lines.push(`  lag not estimated: ${report.lagErrors[prefix]}`);
+  }
+  return lines.join("\n");
+}
