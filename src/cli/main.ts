@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { DevHostError } from "../devhost/errors.js";
 import { DEFAULT_EMULATOR_PORT, type StartedApp, startFromCommandLine } from "../devhost/startCommand.js";
@@ -9,7 +9,9 @@ import {
   startEmulator,
   WELL_KNOWN_EMULATOR_KEY,
 } from "../emulator/index.js";
+import { InvalidTuningInputError, tune } from "../shared/tuning/model.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
+import { formatTune, parseDuration, parseSweep, runSweep, sweepSvg } from "./tune.js";
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -239,6 +241,68 @@ program
               : (err.message ?? String(e)).split("\n")[0];
       console.error(`cosmos-feed leases: ${reason}`);
       process.exit(1);
+    }
+  });
+
+program
+  .command("tune")
+  .description(
+    "Lease and poll cost (requests, RU) and failover bounds for given intervals: this processor and .NET",
+  )
+  .option("--hosts <n>", "hosts running the trigger", integer("--hosts", 1, 10_000), 1)
+  .option(
+    "--leases <n>",
+    "leases (physical partitions of the monitored container)",
+    integer("--leases", 1, 100_000),
+    1,
+  )
+  .option("--writes <n>", "changes per second to the monitored container", (v) => Number(v), 0)
+  .option("--renew <duration>", "leaseRenewInterval (e.g. 17s)", "17s")
+  .option("--acquire <duration>", "leaseAcquireInterval", "13s")
+  .option("--expiration <duration>", "leaseExpirationInterval", "60s")
+  .option("--poll <duration>", "feedPollDelay", "5s")
+  .option("--sweep <spec>", "e.g. leaseExpirationInterval=10s..120s[:steps]: RU/s against failover time")
+  .option("--svg <file>", "with --sweep: where the chart goes", "tune-sweep.svg")
+  .option("--json", "print JSON")
+  .action(async (opts) => {
+    try {
+      if (!Number.isFinite(opts.writes) || opts.writes < 0)
+        throw new CliInputError("--writes is a number ≥ 0.");
+      const input = {
+        hosts: opts.hosts,
+        leases: opts.leases,
+        writesPerSecond: opts.writes,
+        leaseRenewIntervalMs: parseDuration(opts.renew, "--renew"),
+        leaseAcquireIntervalMs: parseDuration(opts.acquire, "--acquire"),
+        leaseExpirationIntervalMs: parseDuration(opts.expiration, "--expiration"),
+        feedPollDelayMs: parseDuration(opts.poll, "--poll"),
+      };
+      if (opts.sweep) {
+        const sweep = parseSweep(opts.sweep);
+        const points = runSweep(input, sweep);
+        writeFileSync(opts.svg, sweepSvg(sweep, points));
+        if (opts.json) console.log(JSON.stringify({ sweep: sweep.name, points, svg: opts.svg }, null, 2));
+        else {
+          console.log(`${sweep.name} (ms)   failover max (s)   lease RU/s ours   lease RU/s .NET`);
+          for (const p of points) {
+            console.log(
+              p.skipped
+                ? `${String(p.value).padStart(8)}   skipped: ${p.skipped}`
+                : `${String(p.value).padStart(8)}   ${(p.failoverMaxMs / 1000).toFixed(0).padStart(16)}   ${p.oursLeaseRuPerSecond.toFixed(2).padStart(15)}   ${p.dotnetLeaseRuPerSecond.toFixed(2).padStart(15)}`,
+            );
+          }
+          console.log(`chart: ${opts.svg}`);
+        }
+        return;
+      }
+      const result = tune(input);
+      console.log(opts.json ? JSON.stringify(result, null, 2) : formatTune(result));
+    } catch (e) {
+      if (e instanceof CliInputError || e instanceof InvalidTuningInputError) {
+        console.error(`cosmos-feed tune: ${e.message}`);
+        process.exit(1);
+      }
+      throw e;
     }
   });
 
