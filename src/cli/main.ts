@@ -11,6 +11,7 @@ import {
 } from "../emulator/index.js";
 import { InvalidTuningInputError, tune } from "../shared/tuning/model.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
+import { formatThroughput, throughput } from "./throughput.js";
 import { formatTune, parseDuration, parseSweep, runSweep, sweepSvg } from "./tune.js";
 
 function integer(name: string, min: number, max: number) {
@@ -303,6 +304,67 @@ program
         process.exit(1);
       }
       throw e;
+    }
+  });
+
+program
+  .command("throughput")
+  .description(
+    "Read or change a container's (or database's) throughput; with --hosts/--leases, what a lease container needs",
+  )
+  .option(
+    "--connection <value>",
+    "connection string or account endpoint (default: $COSMOS_CONNECTION, else the local emulator)",
+  )
+  .requiredOption("--database <name>", "database")
+  .option("--container <name>", "container (default: the database's shared throughput)")
+  .option("--set <RU/s>", "set manual throughput", integer("--set", 400, 1_000_000))
+  .option("--autoscale <RU/s>", "set the autoscale maximum", integer("--autoscale", 1000, 1_000_000))
+  .option("--hosts <n>", "for the recommendation: hosts of the trigger", integer("--hosts", 1, 10_000))
+  .option("--leases <n>", "for the recommendation: leases", integer("--leases", 1, 100_000))
+  .option("--json", "print JSON")
+  .action(async (opts) => {
+    const connection =
+      opts.connection ??
+      process.env.COSMOS_CONNECTION ??
+      `AccountEndpoint=http://127.0.0.1:${DEFAULT_EMULATOR_PORT}/;AccountKey=${WELL_KNOWN_EMULATOR_KEY};`;
+    try {
+      if (opts.set !== undefined && opts.autoscale !== undefined)
+        throw new CliInputError("--set or --autoscale, not both.");
+      const client = clientFor(connection);
+      const model =
+        opts.hosts !== undefined || opts.leases !== undefined
+          ? {
+              hosts: opts.hosts ?? 1,
+              leases: opts.leases ?? 1,
+              writesPerSecond: 0,
+              leaseRenewIntervalMs: 17_000,
+              leaseAcquireIntervalMs: 13_000,
+              leaseExpirationIntervalMs: 60_000,
+              feedPollDelayMs: 5_000,
+            }
+          : undefined;
+      const report = await throughput(client, {
+        database: opts.database,
+        container: opts.container,
+        set: opts.set,
+        autoscale: opts.autoscale,
+        model,
+      });
+      console.log(opts.json ? JSON.stringify(report, null, 2) : formatThroughput(report));
+      client.dispose();
+    } catch (e) {
+      const err = e as { code?: number | string; message?: string };
+      const reason =
+        e instanceof CliInputError
+          ? e.message
+          : err.code === 404
+            ? "the database or container does not exist"
+            : err.code === 400
+              ? `refused by the service: ${(err.message ?? "").split("\n")[0]}`
+              : (err.message ?? String(e)).split("\n")[0];
+      console.error(`cosmos-feed throughput: ${reason}`);
+      process.exit(1);
     }
   });
 
