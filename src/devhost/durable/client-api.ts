@@ -368,12 +368,12 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
           );
 
   const raiseEvent = async (c: Ctx, instanceId: string, eventName: string): Promise<DurableApiResponse> => {
-    const body = jsonBody(c.req);
     const type = header(c.req, "content-type")?.split(";")[0]?.trim().toLowerCase();
     // The extension takes only application/json content; an empty body (no event data) has none to check.
-    if (body !== null && type !== "application/json") {
+    if (Buffer.from(c.req.body).toString("utf8").trim() !== "" && type !== "application/json") {
       return problem(400, "Only application/json request content is supported");
     }
+    const body = jsonBody(c.req);
     return answer(instanceId, await c.hub.raiseEvent(instanceId, eventName, body));
   };
 
