@@ -1,8 +1,10 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.ts) runs them.
+    exclude: [...configDefaults.exclude, "test/browser/**"],
     // Integration tests start real servers on real sockets; give them room on a 2-core machine.
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -19,6 +19,8 @@ export interface LeasesOptions {
   container?: string;
   /** Only leases whose prefix starts with this. */
   prefix?: string;
+  /** With `prefix`: only leases whose prefix is exactly it (one trigger's leases, e.g. for the dev host dashboard). */
+  exactPrefix?: boolean;
   /** A lease not written for this long counts as expired (the hosts' leaseExpirationInterval), ms. */
   expirationMs: number;
   now?: number;
@@ -101,7 +103,8 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
     }
     const split = splitLeaseId(lease.id, accountHost);
     const prefix = split?.prefix ?? "";
-    if (o.prefix !== undefined && !prefix.startsWith(o.prefix)) continue;
+    if (o.prefix !== undefined && !(o.exactPrefix ? prefix === o.prefix : prefix.startsWith(o.prefix)))
+      continue;
     const age = Math.max(0, now - lease.timestampMs);
     rows.push({
       prefix,

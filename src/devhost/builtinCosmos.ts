@@ -36,6 +36,8 @@ export interface CosmosRuntimeOptions {
 export interface CosmosRuntime {
   cosmosDBTrigger: TriggerRunnerFactory;
   extensions: BindingExtensions;
+  /** The change feed processor instance name (the lease `Owner`) of a trigger function whose listener runs. */
+  ownerOf(functionName: string): string | undefined;
   /** Disposes the clients (after the host stopped). */
   dispose(): void;
 }
@@ -52,6 +54,7 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
   const env = options.env ?? process.env;
   const createMissing = () => options.createMissing?.() ?? false;
   const clients = new Map<string, CosmosClient>();
+  const owners = new Map<string, string>();
   // Bindings log through the host's logger once a trigger or the HTTP path has shown it; quiet before that.
   let logger = new HostLogger({ sink: () => {} });
   const clientFor = (setting: string): CosmosClient => {
@@ -70,8 +73,8 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
   const cosmosDBTrigger: TriggerRunnerFactory = async (fn, context) => {
     logger = context.logger;
     const binding = fn.bindings[fn.triggerName] as unknown as CosmosTriggerOptions;
-    const start = () =>
-      startCosmosTrigger({
+    const start = async () => {
+      const running = await startCosmosTrigger({
         functionName: fn.metadata.name,
         options: binding,
         retry: fn.metadata.retryOptions,
@@ -93,6 +96,9 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
           if (outcome.error !== undefined) throw outcome.error;
         },
       });
+      owners.set(fn.metadata.name, running.processor.instanceName);
+      return running;
+    };
     // Missing containers do not stop the host: the listener start is retried, as the Functions host does, so
     // containers created on first use (an app's own ensure step, a script, Bicep) bring the trigger up.
     return startListenerWithRetry({
@@ -133,6 +139,7 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
   return {
     cosmosDBTrigger,
     extensions,
+    ownerOf: (functionName) => owners.get(functionName),
     dispose: () => {
       for (const c of clients.values()) c.dispose();
       clients.clear();

@@ -17,6 +17,7 @@ import {
   pointConnections,
   portAnswers,
 } from "./cosmosTarget.js";
+import { createDevDashboard, type DevDashboard } from "./dashboard/index.js";
 import { createDurableRuntime } from "./durable/runtime.js";
 import { DevHostError } from "./errors.js";
 import { type DevHostOptions, type RunningDevHost, startDevHost } from "./host.js";
@@ -61,6 +62,8 @@ export interface StartCommandOptions {
 export interface StartedApp {
   host: RunningDevHost;
   emulator?: RunningEmulator;
+  /** The live dashboard at /_dev (docs/dashboard.md). */
+  dashboard: DevDashboard;
   /** Graceful stop: the dev host first (HTTP drains, triggers stop), then the emulator. */
   stop(): Promise<void>;
 }
@@ -170,6 +173,32 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     cosmosDBTrigger: cosmos.cosmosDBTrigger,
     ...durable.triggers,
   };
+  // The live dashboard at /_dev: the app's triggers' leases, its locks and durable instances, the RU meter.
+  const dashboard = createDevDashboard({
+    env,
+    emulator: () => emulator,
+    account: () => {
+      if (emulator)
+        return { kind: "key", source: "emulator", endpoint: emulator.endpoint, key: emulator.key };
+      if (target.kind === "connectionString") {
+        const parts = readConnectionString(target.value);
+        return parts ? { kind: "key", source: "--cosmos", ...parts } : undefined;
+      }
+      const name = settingNamesForDurable.find((n) => connectionResolves(n, env));
+      return name ? resolveCosmosConnection(name, env) : undefined;
+    },
+    locks:
+      definitions?.database && definitions.roles.get("locks")
+        ? { databaseName: definitions.database, containerName: definitions.roles.get("locks") as string }
+        : undefined,
+    durable: () => {
+      const hub = durable.hub();
+      return hub
+        ? { hubName: hub.hubName, databaseName: durableDatabase, containerName: durableContainer }
+        : undefined;
+    },
+    thisHostOwner: (name) => cosmos.ownerOf(name),
+  });
   const useEmulator = async (
     names: string[],
     why: string,
@@ -199,8 +228,11 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     const host = await startDevHost({
       triggers,
       extensions,
-      builtinRoutes: [durable.routes],
-      listening: (baseUrl) => durable.listening(baseUrl),
+      builtinRoutes: [durable.routes, dashboard.routes],
+      listening: (baseUrl) => {
+        durable.listening(baseUrl);
+        dashboard.listening(baseUrl);
+      },
       ...options.host,
       appDir,
       port: options.port,
@@ -230,12 +262,14 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
           }
         }
         await durable.prepare(app, logger);
+        dashboard.prepare(app);
       },
     });
     let stopping: Promise<void> | undefined;
     const stop = () => {
       stopping ??= (async () => {
         await host.close();
+        await dashboard.stop();
         await durable.stop();
         for (const c of durableClients) c.dispose();
         cosmos.dispose();
@@ -243,8 +277,9 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
       })();
       return stopping;
     };
-    return { host, emulator, stop };
+    return { host, emulator, dashboard, stop };
   } catch (e) {
+    await dashboard.stop().catch(() => undefined);
     await durable.stop().catch(() => undefined);
     for (const c of durableClients) c.dispose();
     cosmos.dispose();

@@ -1,0 +1,309 @@
+/**
+ * The dev host dashboard's page: polls /_dev/api/state and redraws each panel with plain DOM and SVG. No framework,
+ * nothing from another origin (the page's Content-Security-Policy allows only its own). See docs/dashboard.md.
+ */
+import type {
+  DashboardState,
+  DurableData,
+  LeasesData,
+  LocksData,
+  Panel,
+  RuData,
+  TriggerLeases,
+} from "../types.js";
+import { clock, duration, ru, shortOwner } from "./format.js";
+import { plotGeometry } from "./plot.js";
+
+type Child = Node | string | number | null | undefined | false;
+
+function el(tag: string, attrs: Record<string, string | undefined> = {}, ...children: Child[]): HTMLElement {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) e.setAttribute(k, v);
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(typeof c === "number" ? String(c) : c);
+  }
+  return e;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(
+  tag: string,
+  attrs: Record<string, string | number> = {},
+  ...children: (Node | string)[]
+): SVGElement {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  for (const c of children) e.append(c);
+  return e;
+}
+
+function table(head: string[], rows: HTMLElement[]): HTMLElement {
+  return el(
+    "table",
+    {},
+    el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))),
+    el("tbody", {}, ...rows),
+  );
+}
+
+function body(id: string): HTMLElement {
+  const b = document.querySelector<HTMLElement>(`#${id} .body`);
+  if (!b) throw new Error(`no panel #${id}`);
+  return b;
+}
+
+/** A panel: its content, or its source's error (only this panel empties). */
+function show<T>(id: string, panel: Panel<T>, render: (data: T) => Node[]): void {
+  const b = body(id);
+  const section = b.parentElement;
+  section?.classList.toggle("failed", !panel.ok);
+  b.replaceChildren(...(panel.ok ? render(panel.data) : [el("p", { class: "error" }, panel.error)]));
+}
+
+function triggerBlock(t: TriggerLeases): Node {
+  const owners = el(
+    "ul",
+    { class: "owners" },
+    ...t.owners.map((o) =>
+      el(
+        "li",
+        { "data-owner": o.owner, class: o.thisHost ? "this-host" : undefined, title: o.owner },
+        `${shortOwner(o.owner === "(none)" ? null : o.owner)}: ${o.leases} lease${o.leases === 1 ? "" : "s"}`,
+        o.thisHost ? el("span", { class: "badge" }, "this host") : null,
+      ),
+    ),
+  );
+  const now = Date.now();
+  const rows = t.leases.map((l) =>
+    el(
+      "tr",
+      {
+        "data-function": t.functionName,
+        "data-lease-token": l.leaseToken,
+        "data-owner": l.owner ?? "",
+        class: [l.thisHost ? "this-host" : "", l.expired ? "expired" : ""].join(" ").trim() || undefined,
+      },
+      el("td", {}, l.range ?? l.leaseToken),
+      el(
+        "td",
+        { title: l.owner ?? "" },
+        shortOwner(l.owner),
+        l.thisHost ? el("span", { class: "badge" }, "this host") : null,
+      ),
+      el("td", { class: "num" }, l.estimatedLag === null ? "?" : l.estimatedLag),
+      el("td", { class: "num" }, `${duration(l.lastWriteAgeMs)} ago`),
+      el(
+        "td",
+        { class: "num" },
+        l.expiresAt === null ? "-" : l.expired ? "expired" : `in ${duration(Date.parse(l.expiresAt) - now)}`,
+      ),
+    ),
+  );
+  return el(
+    "div",
+    { class: "trigger", "data-function": t.functionName },
+    el(
+      "h3",
+      {},
+      t.functionName,
+      el("small", {}, ` ${t.monitored} → ${t.leaseContainer}, prefix '${t.prefix}'`),
+    ),
+    t.error ? el("p", { class: "error" }, t.error) : null,
+    t.lagError ? el("p", { class: "note" }, `lag: ${t.lagError}`) : null,
+    owners,
+    t.leases.length > 0
+      ? table(["token / range", "owner", "lag", "last write", "expires"], rows)
+      : el("p", { class: "note" }, "no leases yet"),
+  );
+}
+
+function renderLeases(d: LeasesData): Node[] {
+  if (d.triggers.length === 0) return [el("p", { class: "note" }, "The app has no Cosmos DB triggers.")];
+  return d.triggers.map(triggerBlock);
+}
+
+function renderHandoffs(d: LeasesData): Node[] {
+  if (d.handoffs.length === 0) return [el("p", { class: "note" }, "none seen since the dev host started")];
+  return [
+    el(
+      "ul",
+      { class: "handoffs" },
+      ...d.handoffs.map((h) =>
+        el(
+          "li",
+          {
+            "data-function": h.functionName,
+            "data-lease-token": h.leaseToken,
+            "data-from": h.from ?? "",
+            "data-to": h.to ?? "",
+          },
+          `${clock(h.at)} ${h.functionName} lease ${h.leaseToken}: `,
+          el("span", { title: h.from ?? "" }, shortOwner(h.from)),
+          " → ",
+          el("span", { title: h.to ?? "" }, shortOwner(h.to)),
+        ),
+      ),
+    ),
+  ];
+}
+
+function renderLocks(d: LocksData): Node[] {
+  const caption = el("p", { class: "note" }, d.container);
+  if (d.holders.length === 0) return [caption, el("p", { class: "note" }, "no lock is held")];
+  return [
+    caption,
+    table(
+      ["lock", "owner", "remaining TTL", "waiters"],
+      d.holders.map((h) =>
+        el(
+          "tr",
+          { "data-lock": h.name, class: h.expired ? "expired" : undefined },
+          el("td", {}, h.name),
+          el("td", { title: h.owner }, shortOwner(h.owner)),
+          el("td", { class: "num" }, h.expired ? "expired" : duration(h.remainingMs)),
+          el("td", { class: "num" }, h.waiters),
+        ),
+      ),
+    ),
+  ];
+}
+
+function renderDurable(d: DurableData): Node[] {
+  const counts = el(
+    "ul",
+    { class: "counts" },
+    ...Object.entries(d.counts)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([status, n]) => el("li", { "data-status": status }, `${status}: ${n}`)),
+  );
+  return [
+    el("p", { class: "note" }, `task hub '${d.hubName}' in ${d.container}: ${d.total} instance(s)`),
+    counts,
+    d.latest.length === 0
+      ? el("p", { class: "note" }, "no instances")
+      : table(
+          ["instance", "name", "status", "created", "updated"],
+          d.latest.map((i) =>
+            el(
+              "tr",
+              { "data-instance": i.instanceId },
+              el("td", {}, i.instanceId),
+              el("td", {}, i.name),
+              el("td", {}, i.runtimeStatus),
+              el("td", {}, clock(i.createdTime)),
+              el("td", {}, clock(i.lastUpdatedTime)),
+            ),
+          ),
+        ),
+  ];
+}
+
+function renderRu(d: RuData, historyMs: number): Node[] {
+  const rows = d.containers.map((c) =>
+    el(
+      "tr",
+      { "data-container": c.container },
+      el("td", {}, c.container),
+      el("td", { class: "num" }, ru(c.appRuPerSecond)),
+      el("td", { class: "num" }, ru(c.dashboardRuPerSecond)),
+      el("td", { class: "num" }, ru(c.appRuTotal)),
+      el("td", { class: "num" }, ru(c.dashboardRuTotal)),
+    ),
+  );
+  const width = 640;
+  const height = 200;
+  const g = plotGeometry(d.history, {
+    width,
+    height,
+    now: Date.now(),
+    spanMs: historyMs,
+    padLeft: 40,
+    padBottom: 18,
+  });
+  const plot = svg(
+    "svg",
+    { viewBox: `0 0 ${width} ${height}`, class: "plot", role: "img", "aria-label": "app RU/s per container" },
+    ...g.yTicks.flatMap((t) => [
+      svg("line", { x1: 40, x2: width, y1: t.y, y2: t.y, class: "grid" }),
+      svg("text", { x: 36, y: t.y + 4, "text-anchor": "end", class: "axis" }, t.label),
+    ]),
+    ...g.xTicks.map((t) =>
+      svg("text", { x: t.x, y: height - 4, "text-anchor": "middle", class: "axis" }, t.label),
+    ),
+    svg("polyline", {
+      points: g.dashboard.points,
+      fill: "none",
+      stroke: g.dashboard.color,
+      "stroke-dasharray": "4 3",
+    }),
+    ...g.series.map((s) =>
+      svg("polyline", {
+        points: s.points,
+        fill: "none",
+        stroke: s.color,
+        "stroke-width": 1.5,
+        "data-series": s.name,
+      }),
+    ),
+  );
+  const legend = el(
+    "ul",
+    { class: "legend" },
+    ...[...g.series, g.dashboard].map((s) => {
+      const swatch = svg(
+        "svg",
+        { width: 12, height: 12 },
+        svg("rect", { width: 12, height: 12, fill: s.color }),
+      );
+      return el("li", {}, swatch, ` ${s.name}`);
+    }),
+  );
+  return [
+    el(
+      "p",
+      { class: "note" },
+      `from the ${d.source}; averages over ${duration(d.windowMs)}; the dashboard's own reads are not in the app's figures`,
+    ),
+    table(["container", "app RU/s", "dashboard RU/s", "app RU (total)", "dashboard RU (total)"], rows),
+    plot,
+    legend,
+  ];
+}
+
+let pollMs = 1500;
+let historyMs = 300_000;
+
+function render(s: DashboardState): void {
+  pollMs = s.settings.pollIntervalMs;
+  historyMs = s.settings.historyMs;
+  show("leases", s.leases, renderLeases);
+  show("handoffs", s.leases, renderHandoffs);
+  show("ru", s.ru, (d) => renderRu(d, historyMs));
+  show("locks", s.locks, renderLocks);
+  show("durable", s.durable, renderDurable);
+}
+
+function setStatus(text: string, failed: boolean): void {
+  const status = document.getElementById("status");
+  if (!status) return;
+  status.textContent = text;
+  status.classList.toggle("failed", failed);
+}
+
+async function poll(): Promise<void> {
+  try {
+    const res = await fetch("/_dev/api/state", { cache: "no-store" });
+    if (!res.ok) throw new Error(`state answered ${res.status}`);
+    const state = (await res.json()) as DashboardState;
+    render(state);
+    setStatus(`updated ${clock(state.generatedAt)} · every ${duration(pollMs)}`, false);
+  } catch (e) {
+    // The dev host stopped or restarts: keep the last picture, say so, keep trying.
+    setStatus(`no answer from the dev host (${e instanceof Error ? e.message : String(e)}); retrying`, true);
+  } finally {
+    setTimeout(() => void poll(), pollMs);
+  }
+}
+
+void poll();

@@ -1,0 +1,440 @@
+import type { CosmosClient } from "@azure/cosmos";
+import { type CosmosConnection, resolveCosmosConnection } from "../connections.js";
+import { type CosmosTriggerOptions, resolveCosmosTriggerOptions } from "../cosmos/trigger.js";
+import type { BuiltinRequest, BuiltinResponse, BuiltinRoutes } from "../http/server.js";
+import type { LoadedApp } from "../loader.js";
+import { clientCss, clientModule } from "./assets.js";
+import { HandoffTracker } from "./handoffs.js";
+import type { MeterSource } from "./meter.js";
+import { RuHistory } from "./rates.js";
+import type { DashboardSettings } from "./settings.js";
+import { type LagCache, readDurable, readLocks, readTriggerLeases, type TriggerSource } from "./sources.js";
+import { RuTally, talliedClient } from "./tally.js";
+import type { DashboardState, LeasesData, Panel, RuData, TriggerLeases } from "./types.js";
+
+/**
+ * The dev host's live dashboard at `/_dev` (docs/dashboard.md): a page (client/, plain TypeScript + DOM + SVG) that
+ * polls `/_dev/api/state`, which reads — with the dashboard's own clients, whose RU is tallied and subtracted from
+ * the meter — the leases of every cosmosDBTrigger of the loaded app, the lock holders, the durable instances, and
+ * the RU meter. Each panel fails on its own; nothing here ever answers 500.
+ */
+
+export const DASHBOARD_PREFIX = "/_dev";
+
+export interface DashboardOptions {
+  settings: DashboardSettings;
+  env: NodeJS.ProcessEnv;
+  /** Where the RU meter is read; asked at each sample (the emulator may start after the dashboard exists). */
+  meter: () => MeterSource;
+  /** The account of the app's own containers (locks, durable task hub), when one resolves. */
+  account: () => CosmosConnection | undefined;
+  /** The lock container (containers.json role "locks"). */
+  locks?: { databaseName: string; containerName: string };
+  /** The durable task hub's container, when the app runs one. */
+  durable: () => { hubName: string; databaseName: string; containerName: string } | undefined;
+  /** This host's change feed processor instance name for a trigger function, when its listener runs. */
+  thisHostOwner: (functionName: string) => string | undefined;
+  /** Wall clock (ms); injectable for tests. */
+  now?: () => number;
+}
+
+const SECURITY_HEADERS: Record<string, string> = {
+  // Only this origin: no CDN, no inline script or style, no frames, no form posts elsewhere.
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store",
+};
+
+function json(status: number, body: unknown, extra: Record<string, string> = {}): BuiltinResponse {
+  return {
+    status,
+    headers: { ...SECURITY_HEADERS, "content-type": "application/json; charset=utf-8", ...extra },
+    body: JSON.stringify(body),
+  };
+}
+
+const problem = (status: number, code: string, reason: string, extra: Record<string, string> = {}) =>
+  json(status, { code, reason }, extra);
+
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0];
+
+async function panel<T>(timeoutMs: number, read: () => Promise<T>): Promise<Panel<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const data = await Promise.race([
+      read(),
+      new Promise<never>((_r, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+    return { ok: true, data };
+  } catch (e) {
+    return { ok: false, error: errorText(e) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>cosmos-feed dev host</title>
+<link rel="icon" href="/_dev/assets/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/_dev/assets/app.css">
+<script type="module" src="/_dev/assets/app.js"></script>
+</head>
+<body>
+<header><h1>cosmos-feed dev host</h1><span id="status" class="status">loading…</span></header>
+<main>
+<section id="leases" class="panel"><h2>Leases</h2><div class="body"></div></section>
+<section id="handoffs" class="panel"><h2>Hand-offs</h2><div class="body"></div></section>
+<section id="ru" class="panel"><h2>RU/s per container</h2><div class="body"></div></section>
+<section id="locks" class="panel"><h2>Lock holders</h2><div class="body"></div></section>
+<section id="durable" class="panel"><h2>Orchestrations</h2><div class="body"></div></section>
+</main>
+</body>
+</html>
+`;
+
+const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#2b6cb0"/></svg>`;
+
+export class Dashboard {
+  readonly tally = new RuTally();
+  readonly #o: DashboardOptions;
+  readonly #now: () => number;
+  readonly #history: RuHistory;
+  readonly #handoffs: HandoffTracker;
+  readonly #clients = new Map<string, CosmosClient>();
+  readonly #lag = new Map<string, LagCache>();
+  #app: LoadedApp | undefined;
+  #baseUrl = "";
+  #queue: Promise<unknown> = Promise.resolve();
+  #last: { at: number; state: DashboardState } | undefined;
+  #pending: Promise<DashboardState> | undefined;
+  #sampler: NodeJS.Timeout | undefined;
+  #meterError: string | undefined;
+  #closed = false;
+
+  constructor(options: DashboardOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+    this.#history = new RuHistory({
+      historyMs: options.settings.historyMs,
+      windowMs: options.settings.rateWindowMs,
+    });
+    this.#handoffs = new HandoffTracker(options.settings.handoffsKept);
+  }
+
+  /** Once the app has loaded and HTTP listens: takes the first meter sample and starts sampling in the background. */
+  start(app: LoadedApp, baseUrl: string): void {
+    this.#app = app;
+    this.#baseUrl = baseUrl;
+    void this.#exclusive(() => this.#sample());
+    this.#sampler = setInterval(
+      () => void this.#exclusive(() => this.#sample()),
+      this.#o.settings.sampleIntervalMs,
+    );
+    this.#sampler.unref();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#sampler);
+    await this.#queue.catch(() => undefined);
+    for (const c of this.#clients.values()) c.dispose();
+    this.#clients.clear();
+  }
+
+  /** One job at a time: the meter is never sampled while the dashboard's own reads are in flight. */
+  #exclusive<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(job, job);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  #client(key: string, connection: () => CosmosConnection): CosmosClient {
+    let c = this.#clients.get(key);
+    if (!c) {
+      c = talliedClient(connection(), this.tally);
+      this.#clients.set(key, c);
+    }
+    return c;
+  }
+
+  async #sample(): Promise<void> {
+    if (this.#closed) return;
+    const source = this.#o.meter();
+    if (source.kind === "unavailable") return;
+    try {
+      const meter = await source.read();
+      this.#history.add({ t: this.#now(), meter, dashboard: this.tally.totals() });
+      this.#meterError = undefined;
+    } catch (e) {
+      this.#meterError = `${source.describe}: ${errorText(e)}`;
+    }
+  }
+
+  #triggers(): TriggerSource[] {
+    const app = this.#app;
+    if (!app) return [];
+    const env = this.#o.env;
+    const out: TriggerSource[] = [];
+    for (const fn of app.functions) {
+      if (fn.trigger.type.toLowerCase() !== "cosmosdbtrigger") continue;
+      const name = fn.metadata.name;
+      let resolved: ReturnType<typeof resolveCosmosTriggerOptions>;
+      try {
+        resolved = resolveCosmosTriggerOptions(
+          name,
+          fn.bindings[fn.triggerName] as unknown as CosmosTriggerOptions,
+        );
+      } catch (e) {
+        out.push({
+          functionName: name,
+          resolved: {
+            leaseContainerPrefix: "",
+            databaseName: "?",
+            containerName: "?",
+            leaseDatabaseName: "?",
+            leaseContainerName: "?",
+            leaseExpirationInterval: 0,
+          } as ReturnType<typeof resolveCosmosTriggerOptions>,
+          leaseClient: { error: errorText(e) },
+          endpoint: "",
+          sameAccount: false,
+          thisHostOwner: undefined,
+        });
+        continue;
+      }
+      let leaseClient: TriggerSource["leaseClient"];
+      let endpoint = "";
+      let sameAccount = false;
+      try {
+        const lease = resolveCosmosConnection(resolved.leaseConnection, env);
+        endpoint = lease.endpoint;
+        leaseClient = this.#client(`setting:${resolved.leaseConnection.toLowerCase()}`, () => lease);
+        try {
+          sameAccount = resolveCosmosConnection(resolved.connection, env).endpoint === lease.endpoint;
+        } catch {
+          sameAccount = false;
+        }
+      } catch (e) {
+        leaseClient = { error: errorText(e) };
+      }
+      out.push({
+        functionName: name,
+        resolved,
+        leaseClient,
+        endpoint,
+        sameAccount,
+        thisHostOwner: this.#o.thisHostOwner(name),
+      });
+    }
+    return out;
+  }
+
+  async #readLeases(now: number): Promise<LeasesData> {
+    const triggers = this.#triggers();
+    const rows = await Promise.all(
+      triggers.map(async (t): Promise<TriggerLeases> => {
+        let lag = this.#lag.get(t.functionName);
+        if (!lag) {
+          lag = { values: new Map(), readAt: Number.NEGATIVE_INFINITY };
+          this.#lag.set(t.functionName, lag);
+        }
+        const lagDue = now - lag.readAt >= this.#o.settings.lagIntervalMs;
+        try {
+          const row = await readTriggerLeases(t, { now, lagDue, lag });
+          this.#handoffs.observe(t.functionName, row.leases, now);
+          return row;
+        } catch (e) {
+          const r = t.resolved;
+          return {
+            functionName: t.functionName,
+            monitored: `${r.databaseName}/${r.containerName}`,
+            leaseContainer: `${r.leaseDatabaseName}/${r.leaseContainerName}`,
+            prefix: r.leaseContainerPrefix,
+            leaseExpirationIntervalMs: r.leaseExpirationInterval,
+            thisHostOwner: t.thisHostOwner ?? null,
+            owners: [],
+            leases: [],
+            error: errorText(e),
+          };
+        }
+      }),
+    );
+    return { triggers: rows, handoffs: this.#handoffs.recent };
+  }
+
+  #account(): CosmosClient {
+    const account = this.#o.account();
+    if (!account) throw new Error("no Cosmos DB connection of the app resolves");
+    return this.#client(`account:${account.endpoint}`, () => account);
+  }
+
+  async #build(): Promise<DashboardState> {
+    const s = this.#o.settings;
+    const now = this.#now();
+    const locks = this.#o.locks;
+    const durable = this.#o.durable();
+    const [leasesPanel, locksPanel, durablePanel] = await Promise.all([
+      panel(s.sourceTimeoutMs, () => this.#readLeases(now)),
+      panel(s.sourceTimeoutMs, async () => {
+        if (!locks)
+          throw new Error(
+            "no lock container: the app's containers.json has no container with the role 'locks'",
+          );
+        return readLocks(this.#account(), locks, now);
+      }),
+      panel(s.sourceTimeoutMs, async () => {
+        if (!durable) throw new Error("the app has no durable functions (no task hub runs)");
+        return readDurable(this.#account(), durable, s.latestInstances);
+      }),
+    ]);
+    // After the dashboard's own reads have completed: the sample sees them in the meter and in the tally alike.
+    await this.#sample();
+    const source = this.#o.meter();
+    let ru: Panel<RuData>;
+    if (source.kind === "unavailable") ru = { ok: false, error: `not available: ${source.reason}` };
+    else if (this.#meterError) ru = { ok: false, error: this.#meterError };
+    else {
+      const at = this.#now();
+      ru = {
+        ok: true,
+        data: {
+          source: source.describe,
+          windowMs: s.rateWindowMs,
+          containers: this.#history.rates(at),
+          history: this.#history.points(),
+        },
+      };
+    }
+    return {
+      generatedAt: new Date(now).toISOString(),
+      host: { baseUrl: this.#baseUrl, pid: process.pid },
+      settings: { pollIntervalMs: s.pollIntervalMs, historyMs: s.historyMs },
+      leases: leasesPanel,
+      locks: locksPanel,
+      durable: durablePanel,
+      ru,
+    };
+  }
+
+  /** The current state: a fresh one unless one younger than minRefreshMs exists (or `fresh`). */
+  state(fresh = false): Promise<DashboardState> {
+    const last = this.#last;
+    if (!fresh && last && this.#now() - last.at < this.#o.settings.minRefreshMs) {
+      return Promise.resolve(last.state);
+    }
+    if (this.#pending && !fresh) return this.#pending;
+    const pending = this.#exclusive(async () => {
+      const state = await this.#build();
+      this.#last = { at: this.#now(), state };
+      return state;
+    });
+    this.#pending = pending;
+    void pending.finally(() => {
+      if (this.#pending === pending) this.#pending = undefined;
+    });
+    return pending;
+  }
+
+  /** `/_dev…`: the page, its assets, the state API; JSON 400/404/405 for anything else under the prefix. */
+  readonly routes: BuiltinRoutes = {
+    prefix: DASHBOARD_PREFIX,
+    handle: async (req) => {
+      const path = req.url.pathname;
+      if (path !== DASHBOARD_PREFIX && !path.startsWith(`${DASHBOARD_PREFIX}/`)) return undefined;
+      try {
+        return await this.#route(req, path.slice(DASHBOARD_PREFIX.length));
+      } catch (e) {
+        // Never a 500 from the dashboard: whatever failed is the dashboard's problem, said as JSON.
+        return problem(503, "DashboardUnavailable", errorText(e));
+      }
+    },
+  };
+
+  async #route(req: BuiltinRequest, rest: string): Promise<BuiltinResponse> {
+    const readOnly = (what: string) =>
+      req.method === "GET" || req.method === "HEAD"
+        ? undefined
+        : problem(405, "MethodNotAllowed", `${what} answers GET and HEAD only; got ${req.method}.`, {
+            allow: "GET, HEAD",
+          });
+    const noQuery = () => {
+      const keys = [...req.url.searchParams.keys()];
+      return keys.length > 0
+        ? problem(400, "UnknownParameter", `No query parameters here; got '${keys[0]}'.`)
+        : undefined;
+    };
+    const noBody = () =>
+      req.body.length > 0 ? problem(400, "UnexpectedBody", "A GET takes no request body.") : undefined;
+    if (rest === "" || rest === "/") {
+      return (
+        readOnly("The dashboard page") ??
+        noQuery() ??
+        noBody() ?? {
+          status: 200,
+          headers: { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8" },
+          body: PAGE,
+        }
+      );
+    }
+    if (rest === "/api/state") {
+      const bad = readOnly("/_dev/api/state") ?? noBody();
+      if (bad) return bad;
+      let fresh = false;
+      for (const [k, v] of req.url.searchParams) {
+        if (k !== "fresh")
+          return problem(400, "UnknownParameter", `Unknown query parameter '${k}' (only 'fresh').`);
+        if (!/^(1|true|0|false)$/.test(v))
+          return problem(400, "InvalidParameter", `'fresh' is 1/true or 0/false; got '${v}'.`);
+        fresh = v === "1" || v === "true";
+      }
+      return json(200, await this.state(fresh));
+    }
+    if (rest === "/api/settings") {
+      return readOnly("/_dev/api/settings") ?? noQuery() ?? noBody() ?? json(200, this.#o.settings);
+    }
+    const asset = /^\/assets\/([^/]+)$/.exec(rest);
+    if (asset) {
+      const bad = readOnly("Assets") ?? noQuery();
+      if (bad) return bad;
+      const name = asset[1];
+      if (name === "app.css") {
+        const css = clientCss();
+        if (css !== undefined)
+          return {
+            status: 200,
+            headers: { ...SECURITY_HEADERS, "content-type": "text/css; charset=utf-8" },
+            body: css,
+          };
+      } else if (name === "favicon.svg") {
+        return {
+          status: 200,
+          headers: { ...SECURITY_HEADERS, "content-type": "image/svg+xml" },
+          body: FAVICON,
+        };
+      } else if (name.endsWith(".js")) {
+        const js = await clientModule(name.slice(0, -3));
+        if (js !== undefined) {
+          return {
+            status: 200,
+            headers: { ...SECURITY_HEADERS, "content-type": "text/javascript; charset=utf-8" },
+            body: js,
+          };
+        }
+      }
+      return problem(404, "NotFound", `No dashboard asset '${name}'.`);
+    }
+    return problem(
+      404,
+      "NotFound",
+      `Nothing at ${DASHBOARD_PREFIX}${rest}: the dashboard is ${DASHBOARD_PREFIX}/, its data ${DASHBOARD_PREFIX}/api/state.`,
+    );
+  }
+}

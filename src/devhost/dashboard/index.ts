@@ -1,0 +1,69 @@
+import type { RunningEmulator } from "../../emulator/index.js";
+import type { BuiltinRoutes } from "../http/server.js";
+import type { LoadedApp } from "../loader.js";
+import { DASHBOARD_PREFIX, Dashboard, type DashboardOptions } from "./dashboard.js";
+import { inProcessMeter, type MeterSource, mayBeEmulator, remoteMeter } from "./meter.js";
+import { readDashboardSettings } from "./settings.js";
+
+export { DASHBOARD_PREFIX, Dashboard } from "./dashboard.js";
+export { DASHBOARD_SETTINGS, type DashboardSettings, readDashboardSettings } from "./settings.js";
+
+/**
+ * The dashboard as `cosmos-feed start` wires it: its routes exist from the start (answering 404 until the app has
+ * loaded, and always when DEV_DASHBOARD_ENABLED=0); `prepare` builds it once the app's settings are in the
+ * environment; `listening` starts its meter sampling; `stop` closes its clients.
+ */
+export interface DevDashboard {
+  routes: BuiltinRoutes;
+  prepare(app: LoadedApp): void;
+  listening(baseUrl: string): void;
+  get(): Dashboard | undefined;
+  stop(): Promise<void>;
+}
+
+export interface DevDashboardOptions extends Omit<DashboardOptions, "settings" | "meter" | "env"> {
+  env: NodeJS.ProcessEnv;
+  /** The embedded emulator, when this process runs one. */
+  emulator: () => RunningEmulator | undefined;
+}
+
+export function createDevDashboard(o: DevDashboardOptions): DevDashboard {
+  let dashboard: Dashboard | undefined;
+  let app: LoadedApp | undefined;
+  let remote: { endpoint: string; source: MeterSource } | undefined;
+  const meter = (timeoutMs: number): MeterSource => {
+    const emulator = o.emulator();
+    if (emulator) return inProcessMeter(emulator.meter);
+    const account = o.account();
+    if (!account) return { kind: "unavailable", reason: "no Cosmos DB connection of the app resolves" };
+    if (account.kind !== "key" || !mayBeEmulator(account.endpoint)) {
+      return {
+        kind: "unavailable",
+        reason: `${account.endpoint} is an Azure Cosmos DB account; the RU meter is the emulator's (use Azure Monitor's Total Request Units there)`,
+      };
+    }
+    if (remote?.endpoint !== account.endpoint) {
+      remote = { endpoint: account.endpoint, source: remoteMeter(account.endpoint, account.key, timeoutMs) };
+    }
+    return remote.source;
+  };
+  return {
+    routes: {
+      prefix: DASHBOARD_PREFIX,
+      handle: async (req) => (dashboard ? dashboard.routes.handle(req) : undefined),
+    },
+    prepare(loaded) {
+      app = loaded;
+      const settings = readDashboardSettings(o.env);
+      if (settings.enabled === 0) return;
+      dashboard = new Dashboard({ ...o, settings, meter: () => meter(settings.sourceTimeoutMs) });
+    },
+    listening(baseUrl) {
+      if (dashboard && app) dashboard.start(app, baseUrl);
+    },
+    get: () => dashboard,
+    stop: async () => {
+      await dashboard?.close();
+    },
+  };
+}

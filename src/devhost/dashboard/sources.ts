@@ -1,0 +1,176 @@
+import type { CosmosClient } from "@azure/cosmos";
+import { readLeases } from "../../cli/leases.js";
+import { QUEUE_ID_PREFIX } from "../../shared/locks/index.js";
+import type { ResolvedCosmosTriggerOptions } from "../cosmos/trigger.js";
+import type { DurableData, InstanceRow, LeaseView, LockHolder, LocksData, TriggerLeases } from "./types.js";
+
+/**
+ * The dashboard's data sources, each read with the dashboard's own (tallied) clients and each failing on its own.
+ * Leases go through `cosmos-feed leases`' reader (src/cli/leases.ts), so every lease shape it reads (ours, the
+ * Functions trigger's, .NET's) shows here the same way.
+ */
+
+export interface TriggerSource {
+  functionName: string;
+  resolved: ResolvedCosmosTriggerOptions;
+  /** The dashboard's client for the lease connection; undefined with the reason when it does not resolve. */
+  leaseClient: CosmosClient | { error: string };
+  /** The endpoint the lease ids name (the lease connection's). */
+  endpoint: string;
+  /** Lag needs the monitored container through the same client: false when the connections differ. */
+  sameAccount: boolean;
+  /** This host's processor instance name for the trigger, when its listener runs. */
+  thisHostOwner: string | undefined;
+}
+
+export interface LagCache {
+  /** lease id → lag, and when it was read. */
+  values: Map<string, number | null>;
+  readAt: number;
+  error?: string;
+}
+
+export async function readTriggerLeases(
+  t: TriggerSource,
+  o: { now: number; lagDue: boolean; lag: LagCache },
+): Promise<TriggerLeases> {
+  const r = t.resolved;
+  const base: TriggerLeases = {
+    functionName: t.functionName,
+    monitored: `${r.databaseName}/${r.containerName}`,
+    leaseContainer: `${r.leaseDatabaseName}/${r.leaseContainerName}`,
+    prefix: r.leaseContainerPrefix,
+    leaseExpirationIntervalMs: r.leaseExpirationInterval,
+    thisHostOwner: t.thisHostOwner ?? null,
+    owners: [],
+    leases: [],
+  };
+  if ("error" in t.leaseClient) return { ...base, error: t.leaseClient.error };
+  const withLag = o.lagDue && t.sameAccount;
+  const report = await readLeases(t.leaseClient, {
+    connection: t.endpoint,
+    database: r.databaseName,
+    leaseDatabase: r.leaseDatabaseName,
+    leaseContainer: r.leaseContainerName,
+    ...(withLag ? { container: r.containerName } : {}),
+    prefix: r.leaseContainerPrefix,
+    exactPrefix: true,
+    expirationMs: r.leaseExpirationInterval,
+    now: o.now,
+  });
+  if (withLag) {
+    o.lag.values = new Map(report.leases.map((l) => [l.id, l.estimatedLag]));
+    o.lag.readAt = o.now;
+    o.lag.error = report.lagErrors[r.leaseContainerPrefix];
+  }
+  const leases: LeaseView[] = report.leases.map((l) => ({
+    id: l.id,
+    leaseToken: l.leaseToken,
+    range: l.range,
+    owner: l.owner,
+    thisHost: l.owner !== null && l.owner === t.thisHostOwner,
+    continuation: l.continuation,
+    lastWriteAgeMs: l.lastWriteAgeMs,
+    expiresAt:
+      l.owner === null ? null : new Date(o.now - l.lastWriteAgeMs + r.leaseExpirationInterval).toISOString(),
+    expired: l.expired,
+    estimatedLag: o.lag.values.get(l.id) ?? null,
+  }));
+  const byOwner = new Map<string, number>();
+  for (const l of leases) byOwner.set(l.owner ?? "(none)", (byOwner.get(l.owner ?? "(none)") ?? 0) + 1);
+  const owners = [...byOwner]
+    .map(([owner, n]) => ({ owner, thisHost: owner === t.thisHostOwner, leases: n }))
+    .sort((a, b) => Number(b.thisHost) - Number(a.thisHost) || a.owner.localeCompare(b.owner));
+  const lagError = !t.sameAccount
+    ? "the lease container is on another connection than the monitored container: lag not estimated"
+    : o.lag.error;
+  return { ...base, owners, leases, ...(lagError ? { lagError } : {}) };
+}
+
+interface LockDoc {
+  id: string;
+  owner?: unknown;
+  ttl?: unknown;
+  acquiredAt?: unknown;
+  lock?: unknown;
+  tickets?: unknown;
+  _ts?: number;
+}
+
+/** Lock holders (documents of src/shared/locks) with the time left on their TTL, and their queued waiters. */
+export async function readLocks(
+  client: CosmosClient,
+  where: { databaseName: string; containerName: string },
+  nowMs: number,
+): Promise<LocksData> {
+  const container = client.database(where.databaseName).container(where.containerName);
+  const { resources } = await container.items.query<LockDoc>("SELECT * FROM c").fetchAll();
+  const waiters = new Map<string, number>();
+  for (const d of resources) {
+    if (!d.id.startsWith(QUEUE_ID_PREFIX) || !Array.isArray(d.tickets)) continue;
+    const live = (d.tickets as { expiresAt?: unknown }[]).filter(
+      (t) => typeof t?.expiresAt === "number" && t.expiresAt > nowMs,
+    );
+    waiters.set(typeof d.lock === "string" ? d.lock : d.id.slice(QUEUE_ID_PREFIX.length), live.length);
+  }
+  const holders: LockHolder[] = [];
+  for (const d of resources) {
+    if (d.id.startsWith(QUEUE_ID_PREFIX) || typeof d.owner !== "string" || typeof d.ttl !== "number")
+      continue;
+    const expiresAtMs = ((d._ts ?? 0) + d.ttl) * 1000;
+    holders.push({
+      name: d.id,
+      owner: d.owner,
+      acquiredAt: typeof d.acquiredAt === "string" ? d.acquiredAt : null,
+      ttlSeconds: d.ttl,
+      remainingMs: Math.max(0, expiresAtMs - nowMs),
+      expired: expiresAtMs <= nowMs,
+      waiters: waiters.get(d.id) ?? 0,
+    });
+  }
+  holders.sort((a, b) => a.name.localeCompare(b.name));
+  return { container: `${where.databaseName}/${where.containerName}`, holders };
+}
+
+interface InstanceDocLite {
+  instanceId: string;
+  name: string;
+  status: string;
+  createdTime: string;
+  lastUpdatedTime: string;
+}
+
+/** Orchestration instances of the task hub (src/devhost/durable/hub.ts documents of kind "instance"). */
+export async function readDurable(
+  client: CosmosClient,
+  where: { databaseName: string; containerName: string; hubName: string },
+  latest: number,
+): Promise<DurableData> {
+  const container = client.database(where.databaseName).container(where.containerName);
+  const { resources } = await container.items
+    .query<InstanceDocLite>({
+      query:
+        "SELECT c.instanceId, c.name, c.status, c.createdTime, c.lastUpdatedTime FROM c WHERE c.kind = 'instance' AND c.hub = @hub",
+      parameters: [{ name: "@hub", value: where.hubName }],
+    })
+    .fetchAll();
+  const counts: Record<string, number> = {};
+  for (const d of resources) counts[d.status] = (counts[d.status] ?? 0) + 1;
+  const rows: InstanceRow[] = resources
+    .map((d) => ({
+      instanceId: d.instanceId,
+      name: d.name,
+      runtimeStatus: d.status,
+      createdTime: d.createdTime,
+      lastUpdatedTime: d.lastUpdatedTime,
+    }))
+    .sort((a, b) => b.createdTime.localeCompare(a.createdTime) || a.instanceId.localeCompare(b.instanceId))
+    .slice(0, latest);
+  return {
+    hubName: where.hubName,
+    container: `${where.databaseName}/${where.containerName}`,
+    counts,
+    total: resources.length,
+    latest: rows,
+  };
+}
