@@ -32,7 +32,7 @@ export class HandoffTracker {
       }
       this.#owners.set(key, lease.owner);
     }
-    if (found.length > 0) this.#recent = [...found.reverse(), ...this.#recent].slice(0, this.keep);
+    if (found.length > 0) this.#recent = [...[...found].reverse(), ...this.#recent].slice(0, this.keep);
     return found;
   }
 

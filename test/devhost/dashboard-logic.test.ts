@@ -1,0 +1,188 @@
+/**
+ * The dashboard's pure logic with injected time: hand-off detection, RU rates (meter − the dashboard's own tally,
+ * meter resets, windows, history trimming), the meter snapshot sum, which requests the tally counts, the plot's
+ * geometry, and the settings module.
+ */
+import { describe, expect, it } from "vitest";
+import { plotGeometry } from "../../src/devhost/dashboard/client/plot.js";
+import { HandoffTracker } from "../../src/devhost/dashboard/handoffs.js";
+import { mayBeEmulator, meterTotals } from "../../src/devhost/dashboard/meter.js";
+import { intervalDelta, RuHistory } from "../../src/devhost/dashboard/rates.js";
+import { DASHBOARD_SETTINGS, readDashboardSettings } from "../../src/devhost/dashboard/settings.js";
+import { meteredContainer, RuTally } from "../../src/devhost/dashboard/tally.js";
+
+const T0 = Date.parse("2026-01-01T00:00:00Z");
+
+describe("HandoffTracker", () => {
+  it("takes the first sight as a baseline and lists owner changes newest first, with time, from and to", () => {
+    const h = new HandoffTracker(3);
+    expect(
+      h.observe(
+        "f",
+        [
+          { id: "a", leaseToken: "0", owner: "A" },
+          { id: "b", leaseToken: "1", owner: "A" },
+        ],
+        T0,
+      ),
+    ).toEqual([]);
+    expect(h.observe("f", [{ id: "a", leaseToken: "0", owner: "A" }], T0 + 1000)).toEqual([]);
+    const found = h.observe(
+      "f",
+      [
+        { id: "a", leaseToken: "0", owner: "B" },
+        { id: "b", leaseToken: "1", owner: null },
+      ],
+      T0 + 2000,
+    );
+    expect(found).toEqual([
+      { at: "2026-01-01T00:00:02.000Z", functionName: "f", leaseToken: "0", from: "A", to: "B" },
+      { at: "2026-01-01T00:00:02.000Z", functionName: "f", leaseToken: "1", from: "A", to: null },
+    ]);
+    h.observe("f", [{ id: "b", leaseToken: "1", owner: "B" }], T0 + 3000);
+    expect(h.recent.map((x) => `${x.leaseToken}:${x.from}->${x.to}`)).toEqual([
+      "1:null->B",
+      "1:A->null",
+      "0:A->B",
+    ]);
+    h.observe("f", [{ id: "a", leaseToken: "0", owner: "C" }], T0 + 4000);
+    expect(h.recent).toHaveLength(3); // keep
+    expect(h.recent[0]).toMatchObject({ from: "B", to: "C" });
+  });
+
+  it("keeps triggers apart: the same lease id under another function is its own baseline", () => {
+    const h = new HandoffTracker(10);
+    h.observe("f", [{ id: "x", leaseToken: "0", owner: "A" }], T0);
+    expect(h.observe("g", [{ id: "x", leaseToken: "0", owner: "B" }], T0 + 1)).toEqual([]);
+  });
+});
+
+describe("RU rates", () => {
+  it("subtracts the dashboard's own RU from the meter's, per container", () => {
+    const d = intervalDelta(
+      { t: T0, meter: { "db/leases": 100, "db/items": 10 }, dashboard: { "db/leases": 40 } },
+      { t: T0 + 2000, meter: { "db/leases": 130, "db/items": 16 }, dashboard: { "db/leases": 60 } },
+    );
+    expect(d).toEqual({
+      dtMs: 2000,
+      meter: { "db/leases": 30, "db/items": 6 },
+      dashboard: { "db/leases": 20, "db/items": 0 },
+      app: { "db/leases": 10, "db/items": 6 },
+    });
+  });
+
+  it("takes a meter that went down as reset, and never shows the app below zero", () => {
+    const d = intervalDelta(
+      { t: T0, meter: { c: 500 }, dashboard: { c: 10 } },
+      { t: T0 + 1000, meter: { c: 4 }, dashboard: { c: 15 } },
+    );
+    expect(d.meter.c).toBe(4);
+    expect(d.app.c).toBe(0);
+  });
+
+  it("averages over the window, totals since the first sample, and trims history", () => {
+    const h = new RuHistory({ historyMs: 10_000, windowMs: 4_000 });
+    let meter = 0;
+    let dash = 0;
+    for (let i = 0; i <= 10; i++) {
+      h.add({ t: T0 + i * 2000, meter: { c: meter }, dashboard: { c: dash } });
+      meter += i < 5 ? 10 : 30; // app 8 or 28 RU per 2 s, dashboard 2
+      dash += 2;
+    }
+    const [row] = h.rates(T0 + 20_000);
+    // The last two intervals (within 4 s): 28 RU app and 2 RU dashboard per 2 s each.
+    expect(row).toMatchObject({ container: "c", appRuPerSecond: 14, dashboardRuPerSecond: 1 });
+    expect(row.meterRuTotal).toBe(5 * 10 + 5 * 30);
+    expect(row.dashboardRuTotal).toBe(20);
+    expect(row.appRuTotal).toBe(200 - 20);
+    const points = h.points();
+    expect(points.length).toBe(5); // 10 s of 2 s intervals
+    expect(points.at(-1)).toEqual({ t: T0 + 20_000, app: { c: 14 }, dashboard: 1 });
+    // An out-of-order sample changes nothing.
+    h.add({ t: T0, meter: { c: 0 }, dashboard: { c: 0 } });
+    expect(h.points().length).toBe(5);
+  });
+
+  it("sums a meter snapshot per container", () => {
+    expect(
+      meterTotals({
+        "db/a": { read: { count: 2, ru: 2, throttled: 0 }, query: { count: 1, ru: 3.5, throttled: 0 } },
+        "db/b": {},
+      }),
+    ).toEqual({ "db/a": 5.5, "db/b": 0 });
+    expect(meterTotals(null)).toEqual({});
+  });
+});
+
+describe("the dashboard's RU tally", () => {
+  it("counts data-plane requests per container, as the meter does", () => {
+    expect(meteredContainer("/dbs/db1/colls/leases/docs")).toBe("db1/leases");
+    expect(meteredContainer("dbs/db1/colls/leases/docs/a%20b")).toBe("db1/leases");
+    expect(meteredContainer("/dbs/d/colls/c/operations/partitionkeydelete")).toBe("d/c");
+    expect(meteredContainer("/dbs/db1/colls/leases")).toBeUndefined();
+    expect(meteredContainer("/dbs/db1/colls/leases/pkranges")).toBeUndefined();
+    expect(meteredContainer(undefined)).toBeUndefined();
+    const t = new RuTally();
+    t.add("a", 1.5);
+    t.add("a", 2);
+    t.add("b", Number.NaN);
+    t.add("b", -1);
+    expect(t.totals()).toEqual({ a: 3.5 });
+    expect(t.total).toBe(3.5);
+  });
+
+  it("knows which endpoints can be an emulator", () => {
+    expect(mayBeEmulator("http://127.0.0.1:8081/")).toBe(true);
+    expect(mayBeEmulator("https://localhost:8081/")).toBe(true);
+    expect(mayBeEmulator("http://[::1]:8081/")).toBe(true);
+    expect(mayBeEmulator("https://acct.documents.azure.com:443/")).toBe(false);
+    expect(mayBeEmulator("not a url")).toBe(false);
+  });
+});
+
+describe("the RU/s plot", () => {
+  it("maps points to the plot area, y from 0 to a rounded maximum, one series per container", () => {
+    const g = plotGeometry(
+      [
+        { t: T0 + 60_000, app: { "db/a": 3 }, dashboard: 1 },
+        { t: T0 + 120_000, app: { "db/a": 7, "db/b": 2 }, dashboard: 0.5 },
+      ],
+      { width: 340, height: 110, now: T0 + 120_000, spanMs: 120_000, padLeft: 40, padBottom: 10 },
+    );
+    expect(g.yMax).toBe(10);
+    expect(g.series.map((s) => s.name)).toEqual(["db/a", "db/b"]);
+    expect(g.series[0].points).toBe("190,70 340,30");
+    expect(g.series[1].points).toBe("190,100 340,80");
+    expect(g.dashboard.points).toBe("190,90 340,95");
+    expect(g.xTicks.map((t) => t.label)).toEqual(["−2 min", "−1 min", "now"]);
+    expect(g.yTicks.map((t) => t.label)).toEqual(["0", "5", "10"]);
+  });
+
+  it("leaves out points older than the span", () => {
+    const g = plotGeometry([{ t: T0, app: { c: 100 }, dashboard: 0 }], {
+      width: 100,
+      height: 100,
+      now: T0 + 10_000,
+      spanMs: 5_000,
+      padLeft: 0,
+      padBottom: 0,
+    });
+    expect(g.series).toEqual([]);
+    expect(g.yMax).toBe(1);
+  });
+});
+
+describe("dashboard settings", () => {
+  it("names every knob once with its app setting, unit and default, and refuses bad values by name", () => {
+    for (const k of Object.values(DASHBOARD_SETTINGS)) {
+      expect(k.setting).toMatch(/^DEV_DASHBOARD_[A-Z_]+$/);
+      expect(k.default).toBeGreaterThanOrEqual(k.min);
+      expect(k.default).toBeLessThanOrEqual(k.max);
+    }
+    expect(readDashboardSettings({})).toMatchObject({ pollIntervalMs: 1500, historyMs: 300_000, enabled: 1 });
+    expect(readDashboardSettings({ DEV_DASHBOARD_POLL_INTERVAL_MS: " 2000 " }).pollIntervalMs).toBe(2000);
+    expect(() =>
+      readDashboardSettings({ DEV_DASHBOARD_POLL_INTERVAL_MS: "fast", DEV_DASHBOARD_HISTORY_MS: "5" }),
+    ).toThrow(/DEV_DASHBOARD_POLL_INTERVAL_MS must be a whole number of ms[^]*DEV_DASHBOARD_HISTORY_MS/);
+  });
+});
