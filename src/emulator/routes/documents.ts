@@ -1,7 +1,13 @@
 import { badRequest, CosmosError } from "../errors.js";
 import type { PartitionKeyComponent } from "../partitioning/epk.js";
 import { conditionHolds } from "../query/engine.js";
-import { countLeafPaths, patchCharge, pointReadCharge, writeCharge } from "../ru/charges.js";
+import {
+  countIndexedPaths,
+  type IndexPathPolicy,
+  patchCharge,
+  pointReadCharge,
+  writeCharge,
+} from "../ru/charges.js";
 import type { OperationKind } from "../ru/meter.js";
 import { Container, canonicalPartitionKey, type WriteSet } from "../store/container.js";
 import { applyPatch, type PatchRequest, parsePatchRequest } from "../store/patch.js";
@@ -33,9 +39,9 @@ export function docHeaders(c: Container, doc: StoredDoc | undefined, epk?: strin
   return h;
 }
 
+/** The leaf paths a write of `body` indexes under the container's policy (most specific rule wins). */
 export function indexedPaths(c: Container, body: JsonObject): number {
-  const policy = c.definition.indexingPolicy as { indexingMode?: string } | undefined;
-  return policy?.indexingMode === "none" ? 0 : countLeafPaths(body);
+  return countIndexedPaths(c.definition.indexingPolicy as IndexPathPolicy | undefined, body);
 }
 
 export function chargeFor(c: Container, doc: StoredDoc): number {

@@ -46,6 +46,98 @@ export function countLeafPaths(value: unknown, limit = 10_000): number {
   return count;
 }
 
+/** An indexing policy's path rules as the emulator stores them (normalizeIndexingPolicy). */
+export interface IndexPathPolicy {
+  indexingMode?: unknown;
+  includedPaths?: unknown;
+  excludedPaths?: unknown;
+}
+
+/** System properties the service always indexes in consistent mode, whatever the policy says. */
+const ALWAYS_INDEXED = new Set(["id", "_ts"]);
+
+export interface PathRule {
+  segments: string[];
+  /** `/a/?`: exactly the scalar at /a; `/a/*`: /a and everything below it. */
+  exact: boolean;
+  included: boolean;
+}
+
+function parseRule(raw: unknown, included: boolean): PathRule | undefined {
+  const path = raw !== null && typeof raw === "object" ? (raw as { path?: unknown }).path : undefined;
+  if (typeof path !== "string" || !path.startsWith("/")) return undefined;
+  const parts = path.slice(1).split("/");
+  const last = parts.pop();
+  if (last !== "?" && last !== "*") return undefined;
+  const segments = parts.map((p) =>
+    p.length >= 2 && p.startsWith('"') && p.endsWith('"') ? p.slice(1, -1) : p,
+  );
+  return { segments, exact: last === "?", included };
+}
+
+function rulesOf(policy: IndexPathPolicy): PathRule[] {
+  const list = (v: unknown, included: boolean) =>
+    Array.isArray(v)
+      ? v.map((r) => parseRule(r, included)).filter((r): r is PathRule => r !== undefined)
+      : [];
+  return [...list(policy.includedPaths, true), ...list(policy.excludedPaths, false)];
+}
+
+function matches(rule: PathRule, path: readonly string[]): boolean {
+  if (rule.exact ? path.length !== rule.segments.length : path.length < rule.segments.length) return false;
+  for (let i = 0; i < rule.segments.length; i++) {
+    const s = rule.segments[i];
+    if (s !== path[i] && !(s === "[]" && path[i] === "[]")) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether the scalar at `path` (property names; `[]` for an array element) is indexed under these rules: the
+ * most specific matching rule wins, as on the service (more segments first; at equal length `/?` before `/*`;
+ * at a full tie, excluded). No matching rule: not indexed.
+ */
+export function isPathIndexed(rules: readonly PathRule[], path: readonly string[]): boolean {
+  let best: PathRule | undefined;
+  for (const r of rules) {
+    if (!matches(r, path)) continue;
+    if (
+      !best ||
+      r.segments.length > best.segments.length ||
+      (r.segments.length === best.segments.length &&
+        ((r.exact && !best.exact) || (r.exact === best.exact && !r.included)))
+    )
+      best = r;
+  }
+  return best?.included ?? false;
+}
+
+/**
+ * Number of a document's leaf (scalar) properties that a write indexes under `policy`: none when the
+ * indexingMode is "none"; else `id` and `_ts` (always indexed in consistent mode) plus every other leaf whose
+ * most specific included/excluded path rule is an included one. Without a policy, every leaf.
+ */
+export function countIndexedPaths(policy: IndexPathPolicy | undefined, doc: unknown, limit = 10_000): number {
+  if (policy === undefined) return countLeafPaths(doc, limit);
+  if (policy.indexingMode === "none") return 0;
+  const rules = rulesOf(policy);
+  let count = 0;
+  const stack: { value: unknown; path: string[] }[] = [{ value: doc, path: [] }];
+  while (stack.length > 0 && count < limit) {
+    const { value, path } = stack.pop() as { value: unknown; path: string[] };
+    if (value !== null && typeof value === "object") {
+      if (Array.isArray(value))
+        for (const child of value) stack.push({ value: child, path: [...path, "[]"] });
+      else for (const [k, child] of Object.entries(value)) stack.push({ value: child, path: [...path, k] });
+    } else if (path.length === 1 && ALWAYS_INDEXED.has(path[0])) {
+      count++;
+    } else if (isPathIndexed(rules, path)) {
+      count++;
+    }
+  }
+  return count;
+}
+
 export function pointReadCharge(bytes: number): number {
   return startedKiB(bytes) * RuModel.pointReadPerKiB;
 }

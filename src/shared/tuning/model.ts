@@ -50,11 +50,17 @@ export interface TuningResult {
   dotnet: AlgorithmCost;
 }
 
-/** RU per request, from the emulator's model for the documents involved (a lease is ~0.6 KiB, lean index). */
+/**
+ * RU per request, from the emulator's model for the documents involved: a lease is ~0.6 KiB (5 RU per started
+ * KiB written) and the lean lease container indexes only `id` and `_ts` (0.1 RU each), so a lease write is 5.2 RU.
+ */
 export const RequestRu = {
-  leaseWrite: 5,
+  leaseWrite: 5.2,
   leasePointRead: 1,
   leaseFeedEmpty: 1,
+  /** A lease-feed page with changes: 2 RU plus 0.5 per lease in it. */
+  leaseFeedPageBase: 2,
+  leaseFeedPerLease: 0.5,
   monitoredFeedEmpty: 1,
   monitoredFeedPageBase: 2,
   monitoredFeedPerDocument: 0.5,
@@ -85,15 +91,78 @@ export function validateTuningInput(i: TuningInput): Required<TuningInput> {
   return { leaseWatchIntervalMs: 1_000, maxCheckpointDelayMs: 1_000, ...i };
 }
 
-/** Pages per hour one lease's reader returns with changes, and its empty polls, at `perLease` changes/s. */
-function feedReads(perLeasePerSecond: number, pollMs: number) {
-  // A poll that finds changes is followed at once by another read; an idle one waits pollMs. With changes arriving
-  // as a Poisson stream, a poll finds something with probability 1 − e^(−rate × poll).
-  const pFound = 1 - Math.exp(-perLeasePerSecond * (pollMs / 1000));
-  const pollsPerHour = HOUR / pollMs;
-  const pages = Math.min(perLeasePerSecond * 3600, pollsPerHour * pFound);
-  const empty = pollsPerHour * (1 - pFound);
-  return { pages, empty };
+/**
+ * One lease's reader per hour at `perLease` changes/s: poll cycles (a first read after each feedPollDelay), pages
+ * with changes, empty reads, and q, the probability that a cycle's first read finds changes.
+ */
+export function feedReads(perLeasePerSecond: number, pollMs: number) {
+  // A cycle waits pollMs, then reads until a read comes back empty (304): a read that finds changes is followed at
+  // once by another, so every cycle ends with exactly one empty read (measured: `tune --measure`). With changes
+  // arriving as a Poisson stream, the first read finds something with probability q = 1 − e^(−rate × poll).
+  const q = 1 - Math.exp(-perLeasePerSecond * (pollMs / 1000));
+  const cycles = HOUR / pollMs;
+  const pages = Math.min(perLeasePerSecond * 3600, cycles * q);
+  return { cycles, q, pages, empty: cycles };
+}
+
+/**
+ * Renewals per hour of one lease of ours: a renewal is written when the lease has not been written for `renewEvery`
+ * (renewDue). A checkpoint is a write too, so a lease that checkpoints skips renewals: between two checkpoints
+ * (c per hour) the lease is renewed once per whole `renewEvery` without a cycle that found changes, i.e.
+ * Σ_k z^k = z / (1 − z) times, with z = (1 − q)^(renewEvery / poll) the chance that `renewEvery` passes without
+ * one. Idle (q = 0): 3.6e6 / renewEvery.
+ */
+export function oursRenewalsPerLease(
+  renewEvery: number,
+  pollMs: number,
+  q: number,
+  checkpoints: number,
+): number {
+  if (q <= 0 || checkpoints <= 0) return HOUR / renewEvery;
+  const z = (1 - q) ** (renewEvery / pollMs);
+  return z >= 1 ? HOUR / renewEvery : (checkpoints * z) / (1 - z);
+}
+
+/**
+ * RU of one lease-feed read by a host that reads every `gapMs`, while leases are written `writesPerHour` times
+ * in all: the page holds the leases written since that host's last read (each distinct lease once; latest-version
+ * feed), so 1 RU when none, else 2 + 0.5 per lease.
+ */
+export function leaseFeedReadRu(gapMs: number, writesPerHour: number, leases: number): number {
+  const m = (writesPerHour * gapMs) / HOUR;
+  const distinct = leases * (1 - Math.exp(-m / leases));
+  const pEmpty = Math.exp(-m);
+  return (
+    pEmpty * RequestRu.leaseFeedEmpty +
+    (1 - pEmpty) * RequestRu.leaseFeedPageBase +
+    distinct * RequestRu.leaseFeedPerLease
+  );
+}
+
+/**
+ * Lease-feed reads per hour in all (ours): with the watch (T > 0) and two or more hosts, each host reads at its
+ * slot (every H × T) and at the latest every A after its last read, so ⌈H·T/A⌉ reads per H·T per host, i.e.
+ * ⌈H·T/A⌉ × 3.6e6 / T in all; alone or without the watch, every A per host. `gapMs`: one host's time between reads.
+ */
+export function leaseViewReads(hosts: number, acquireMs: number, watchMs: number) {
+  if (watchMs > 0 && hosts >= 2) {
+    const perPeriod = Math.ceil((hosts * watchMs) / acquireMs);
+    return { watch: true, perHour: (perPeriod * HOUR) / watchMs, gapMs: (hosts * watchMs) / perPeriod };
+  }
+  return { watch: false, perHour: (hosts * HOUR) / acquireMs, gapMs: acquireMs };
+}
+
+/**
+ * Our one-time start-up requests on the lease container when H hosts start together, until every lease is owned
+ * (measured by `tune --measure`, by kind): the first host reads the container's metadata (3), lists the leases
+ * (3 queries: bootstrap, before creating, the view), reads `.info` twice, creates `.lock`, the L leases and `.info`
+ * and deletes `.lock` (L + 3), pins its lease feed (1), acquires every lease (L), and each lease's first read pins
+ * its start position with a checkpoint (L): 3L + 12. Every other host: metadata (2), two listings, `.info` read
+ * before and after waiting for the `.lock` it could not create, the `.lock` read, the refused create, its lease-feed
+ * pin: 9; and the leases it then takes from the first host, L − ⌈L/H⌉ writes.
+ */
+export function oursBootstrapRequests(hosts: number, leases: number): number {
+  return 3 * leases + 12 + 9 * (hosts - 1) + (leases - Math.ceil(leases / hosts));
 }
 
 export function tune(raw: TuningInput): TuningResult {
@@ -107,7 +176,7 @@ export function tune(raw: TuningInput): TuningResult {
   } = i;
   const T = i.leaseWatchIntervalMs;
   const perLease = i.writesPerSecond / L;
-  const { pages, empty } = feedReads(perLease, i.feedPollDelayMs);
+  const { pages, empty, q } = feedReads(perLease, i.feedPollDelayMs);
   const documentsPerHour = i.writesPerSecond * 3600;
 
   const monitored = (): CostRow[] => [
@@ -127,13 +196,18 @@ export function tune(raw: TuningInput): TuningResult {
   // This processor: a renewal only when the lease would otherwise come close to expiring (every ⌈(E − 2R)/R⌉ × R),
   // checkpoints coalesced over maxCheckpointDelay, and the lease view from the lease feed read in turns.
   const oursRenewEvery = Math.max(1, Math.ceil((E - 2 * R) / R)) * R;
-  const oursCheckpoints =
-    L * Math.min(pages, i.maxCheckpointDelayMs > 0 ? HOUR / i.maxCheckpointDelayMs : pages);
-  // A lease that checkpoints is renewed by it: renewals are only needed for the idle share.
-  const idleShare = pages === 0 ? 1 : Math.max(0, 1 - (oursCheckpoints / L) * (oursRenewEvery / HOUR));
-  const oursRenewals = (L * HOUR * idleShare) / oursRenewEvery;
-  const watchOn = T > 0 && N >= 2 && N * T <= A;
-  const oursFinding = watchOn ? HOUR / T : N >= 2 ? (N * HOUR) / A : HOUR / A;
+  // One checkpoint per cycle that found changes (its last read is empty, which writes the held checkpoint), at
+  // most one per maxCheckpointDelay.
+  const checkpointsPerLease = Math.min(
+    pages,
+    i.maxCheckpointDelayMs > 0 ? HOUR / i.maxCheckpointDelayMs : pages,
+  );
+  const oursCheckpoints = L * checkpointsPerLease;
+  const oursRenewals = L * oursRenewalsPerLease(oursRenewEvery, i.feedPollDelayMs, q, checkpointsPerLease);
+  const view = leaseViewReads(N, A, T);
+  const watchOn = view.watch;
+  const oursFinding = view.perHour;
+  const oursFeedRu = leaseFeedReadRu(view.gapMs, oursRenewals + oursCheckpoints, L);
   const oursLease: CostRow[] = [
     {
       what: "renewals (replace)",
@@ -149,12 +223,12 @@ export function tune(raw: TuningInput): TuningResult {
       ? {
           what: "lease view: lease feed reads in turns",
           requestsPerHour: oursFinding,
-          ruPerHour: oursFinding * RequestRu.leaseFeedEmpty,
+          ruPerHour: oursFinding * oursFeedRu,
         }
       : {
           what: "lease view: lease feed reads per host",
           requestsPerHour: oursFinding,
-          ruPerHour: oursFinding * RequestRu.leaseFeedEmpty,
+          ruPerHour: oursFinding * oursFeedRu,
         },
   ];
 
@@ -181,12 +255,12 @@ export function tune(raw: TuningInput): TuningResult {
   ];
 
   const total = (rows: CostRow[], k: "requestsPerHour" | "ruPerHour") => rows.reduce((a, r) => a + r[k], 0);
-  const summarize = (lease: CostRow[], handoffMs: number): AlgorithmCost => {
+  const summarize = (lease: CostRow[], handoffMs: number, bootstrapRequests: number): AlgorithmCost => {
     const mon = monitored();
     return {
       leaseContainer: lease.map(roundRow),
       monitoredContainer: mon.map(roundRow),
-      bootstrapRequests: L + 3,
+      bootstrapRequests,
       leaseRequestsPerHour: Math.round(total(lease, "requestsPerHour")),
       leaseRuPerSecond: round2(total(lease, "ruPerHour") / 3600),
       monitoredRuPerSecond: round2(total(mon, "ruPerHour") / 3600),
@@ -197,9 +271,10 @@ export function tune(raw: TuningInput): TuningResult {
   return {
     input: i,
     // Ours hands each lease to a chosen successor, taken ~150 ms after its release (docs/changefeed.md).
-    ours: summarize(oursLease, watchOn ? 150 + T : A),
-    // .NET releases; another host takes it at its next balancing round.
-    dotnet: summarize(dotnetLease, A),
+    ours: summarize(oursLease, watchOn ? 150 + T : A, oursBootstrapRequests(N, L)),
+    // .NET releases; another host takes it at its next balancing round. Its bootstrap: the lease documents,
+    // `.info` and `.lock`.
+    dotnet: summarize(dotnetLease, A, L + 3),
   };
 }
 
