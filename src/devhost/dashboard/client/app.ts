@@ -80,6 +80,7 @@ function triggerBlock(t: TriggerLeases): Node {
       "tr",
       {
         "data-function": t.functionName,
+        "data-lease-id": l.id,
         "data-lease-token": l.leaseToken,
         "data-owner": l.owner ?? "",
         class: [l.thisHost ? "this-host" : "", l.expired ? "expired" : ""].join(" ").trim() || undefined,
