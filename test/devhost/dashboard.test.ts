@@ -135,7 +135,11 @@ describe("dev host dashboard: /_dev/api/state", () => {
     // handler reads them within a poll, so only the shape is asserted here.
     expect(s.leases.data.handoffs).toEqual([]);
     // No durable functions in this app: that panel says so, alone.
-    expect(s.durable).toEqual({ ok: false, error: "the app has no durable functions (no task hub runs)" });
+    expect(s.durable).toEqual({
+      ok: false,
+      error: "the app has no durable functions (no task hub runs)",
+      notConfigured: true,
+    });
   });
 
   it("shows a hand-off when a lease's owner changes between refreshes", async () => {

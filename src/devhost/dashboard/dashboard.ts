@@ -58,6 +58,9 @@ function json(status: number, body: unknown, extra: Record<string, string> = {})
 const problem = (status: number, code: string, reason: string, extra: Record<string, string> = {}) =>
   json(status, { code, reason }, extra);
 
+/** A panel with nothing to show in this app (no lock container, no task hub): said plainly, not as a failure. */
+class NotConfigured extends Error {}
+
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0];
 
 async function panel<T>(timeoutMs: number, read: () => Promise<T>): Promise<Panel<T>> {
@@ -71,7 +74,7 @@ async function panel<T>(timeoutMs: number, read: () => Promise<T>): Promise<Pane
     ]);
     return { ok: true, data };
   } catch (e) {
-    return { ok: false, error: errorText(e) };
+    return { ok: false, error: errorText(e), ...(e instanceof NotConfigured ? { notConfigured: true } : {}) };
   } finally {
     clearTimeout(timer);
   }
@@ -285,13 +288,13 @@ export class Dashboard {
       panel(s.sourceTimeoutMs, () => this.#readLeases(now)),
       panel(s.sourceTimeoutMs, async () => {
         if (!locks)
-          throw new Error(
+          throw new NotConfigured(
             "no lock container: the app's containers.json has no container with the role 'locks'",
           );
         return readLocks(this.#account(), locks, now);
       }),
       panel(s.sourceTimeoutMs, async () => {
-        if (!durable) throw new Error("the app has no durable functions (no task hub runs)");
+        if (!durable) throw new NotConfigured("the app has no durable functions (no task hub runs)");
         return readDurable(this.#account(), durable, s.latestInstances);
       }),
     ]);
@@ -299,7 +302,8 @@ export class Dashboard {
     await this.#sample();
     const source = this.#o.meter();
     let ru: Panel<RuData>;
-    if (source.kind === "unavailable") ru = { ok: false, error: `not available: ${source.reason}` };
+    if (source.kind === "unavailable")
+      ru = { ok: false, error: `not available: ${source.reason}`, notConfigured: true };
     else if (this.#meterError) ru = { ok: false, error: this.#meterError };
     else {
       const at = this.#now();

@@ -4,7 +4,7 @@
  */
 
 /** A panel's data, or why it has none this time (its source failed; the other panels are unaffected). */
-export type Panel<T> = { ok: true; data: T } | { ok: false; error: string };
+export type Panel<T> = { ok: true; data: T } | { ok: false; error: string; notConfigured?: boolean };
 
 export interface LeaseView {
   id: string;

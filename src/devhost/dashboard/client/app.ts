@@ -57,7 +57,8 @@ function body(id: string): HTMLElement {
 function show<T>(id: string, panel: Panel<T>, render: (data: T) => Node[]): void {
   const b = body(id);
   const section = b.parentElement;
-  section?.classList.toggle("failed", !panel.ok);
+  section?.classList.toggle("failed", !panel.ok && !panel.notConfigured);
+  section?.classList.toggle("not-configured", !panel.ok && panel.notConfigured === true);
   b.replaceChildren(...(panel.ok ? render(panel.data) : [el("p", { class: "error" }, panel.error)]));
 }
 
@@ -221,6 +222,8 @@ function renderRu(d: RuData, historyMs: number): Node[] {
     spanMs: historyMs,
     padLeft: 40,
     padBottom: 18,
+    padTop: 8,
+    padRight: 24,
   });
   const plot = svg(
     "svg",

@@ -10,9 +10,11 @@ export interface PlotOptions {
   /** Right edge (ms since epoch). */
   now: number;
   spanMs: number;
-  /** Room for axis labels. */
+  /** Room for axis labels (left, bottom) and for the labels' overhang (top, right). */
   padLeft: number;
   padBottom: number;
+  padTop?: number;
+  padRight?: number;
 }
 
 export interface PlotSeries {
@@ -50,10 +52,11 @@ export function plotGeometry(history: readonly RuPoint[], o: PlotOptions): PlotG
     max = Math.max(max, p.dashboard, ...Object.values(p.app));
   }
   const yMax = niceCeiling(max);
-  const plotW = o.width - o.padLeft;
-  const plotH = o.height - o.padBottom;
+  const top = o.padTop ?? 0;
+  const plotW = o.width - o.padLeft - (o.padRight ?? 0);
+  const plotH = o.height - o.padBottom - top;
   const x = (t: number) => o.padLeft + ((t - from) / o.spanMs) * plotW;
-  const y = (v: number) => plotH - (Math.max(0, v) / yMax) * plotH;
+  const y = (v: number) => top + plotH - (Math.min(yMax, Math.max(0, v)) / yMax) * plotH;
   const fmt = (n: number) => (Math.round(n * 10) / 10).toString();
   const line = (value: (p: RuPoint) => number) =>
     shown.map((p) => `${fmt(x(p.t))},${fmt(y(value(p)))}`).join(" ");
