@@ -9,10 +9,21 @@ import {
   startEmulator,
   WELL_KNOWN_EMULATOR_KEY,
 } from "../emulator/index.js";
-import { InvalidTuningInputError, tune } from "../shared/tuning/model.js";
+import { InvalidTuningInputError } from "../shared/tuning/model.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
 import { formatThroughput, throughput } from "./throughput.js";
-import { formatTune, parseDuration, parseSweep, runSweep, sweepSvg } from "./tune.js";
+import { MeasureDefaults, runTuneMeasure } from "./tune-measure.js";
+import {
+  formatTune,
+  type PngOutcome,
+  parseDuration,
+  parseSweep,
+  pngPathFor,
+  renderPng,
+  runSweep,
+  sweepSvg,
+  tuneReport,
+} from "./tune.js";
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -264,9 +275,23 @@ program
   .option("--poll <duration>", "feedPollDelay", "5s")
   .option("--sweep <spec>", "e.g. leaseExpirationInterval=10s..120s[:steps]: RU/s against failover time")
   .option("--svg <file>", "with --sweep: where the chart goes", "tune-sweep.svg")
+  .option("--png <file>", "with --sweep: the chart as PNG too (default: the SVG's name with .png)")
+  .option("--no-png", "with --sweep: write the SVG only")
   .option("--json", "print JSON")
+  .option("--watch <duration>", "with --measure: leaseWatchInterval of this processor (0 = off)")
+  .option("--checkpoint-delay <duration>", "with --measure: maxCheckpointDelay of this processor")
+  .option(
+    "--measure",
+    "run the scenario on the embedded emulator with real processors and a writer; model vs measured per row",
+  )
+  .option("--scale <n>", `with --measure: every interval ÷ this (default ${MeasureDefaults.scale})`)
+  .option("--window <duration>", `with --measure: wall-clock window (default ${MeasureDefaults.windowMs / 1000}s)`)
   .action(async (opts) => {
     try {
+      if (opts.measure) {
+        await runTuneMeasure(opts);
+        return;
+      }
       if (!Number.isFinite(opts.writes) || opts.writes < 0)
         throw new CliInputError("--writes is a number ≥ 0.");
       const input = {
@@ -281,8 +306,14 @@ program
       if (opts.sweep) {
         const sweep = parseSweep(opts.sweep);
         const points = runSweep(input, sweep);
-        writeFileSync(opts.svg, sweepSvg(sweep, points));
-        if (opts.json) console.log(JSON.stringify({ sweep: sweep.name, points, svg: opts.svg }, null, 2));
+        const svg = sweepSvg(sweep, points);
+        writeFileSync(opts.svg, svg);
+        const png: PngOutcome | undefined =
+          opts.png === false
+            ? undefined
+            : renderPng(svg, typeof opts.png === "string" ? opts.png : pngPathFor(opts.svg), writeFileSync);
+        if (opts.json)
+          console.log(JSON.stringify({ sweep: sweep.name, points, svg: opts.svg, png }, null, 2));
         else {
           console.log(`${sweep.name} (ms)   failover max (s)   lease RU/s ours   lease RU/s .NET`);
           for (const p of points) {
@@ -293,10 +324,11 @@ program
             );
           }
           console.log(`chart: ${opts.svg}`);
+          if (png) console.log("written" in png ? `chart: ${png.written}` : png.skipped);
         }
         return;
       }
-      const result = tune(input);
+      const result = tuneReport(input);
       console.log(opts.json ? JSON.stringify(result, null, 2) : formatTune(result));
     } catch (e) {
       if (e instanceof CliInputError || e instanceof InvalidTuningInputError) {

@@ -1,5 +1,18 @@
-import { type TuningInput, type TuningResult, tune } from "../shared/tuning/model.js";
+import { createRequire } from "node:module";
+import { type AlgorithmCost, type TuningInput, type TuningResult, tune } from "../shared/tuning/model.js";
 import { CliInputError } from "./leases.js";
+
+/** The model's answer plus this processor without its lease watch (each host lists leases per acquire interval). */
+export interface TuneReport extends TuningResult {
+  oursWithoutWatch: AlgorithmCost;
+}
+
+/** `tune` for the three cases the CLI prints: ours with the watch, ours without it, and .NET / Functions trigger. */
+export function tuneReport(input: TuningInput): TuneReport {
+  const result = tune(input);
+  const oursWithoutWatch = tune({ ...result.input, leaseWatchIntervalMs: 0 }).ours;
+  return { ...result, oursWithoutWatch };
+}
 
 /** `17s`, `500ms`, `2m`, `1h` or plain milliseconds → ms. */
 export function parseDuration(raw: string, name: string): number {
@@ -43,6 +56,7 @@ export interface SweepPoint {
   value: number;
   failoverMaxMs: number;
   oursLeaseRuPerSecond: number;
+  oursWithoutWatchLeaseRuPerSecond: number;
   dotnetLeaseRuPerSecond: number;
   monitoredRuPerSecond: number;
   skipped?: string;
@@ -52,11 +66,12 @@ export function runSweep(base: TuningInput, sweep: Sweep): SweepPoint[] {
   return sweep.values.map((value) => {
     const input = { ...base, [SWEEPABLE[sweep.name]]: value };
     try {
-      const r = tune(input);
+      const r = tuneReport(input);
       return {
         value,
         failoverMaxMs: r.ours.failoverMs.max,
         oursLeaseRuPerSecond: r.ours.leaseRuPerSecond,
+        oursWithoutWatchLeaseRuPerSecond: r.oursWithoutWatch.leaseRuPerSecond,
         dotnetLeaseRuPerSecond: r.dotnet.leaseRuPerSecond,
         monitoredRuPerSecond: r.ours.monitoredRuPerSecond,
       };
@@ -65,6 +80,7 @@ export function runSweep(base: TuningInput, sweep: Sweep): SweepPoint[] {
         value,
         failoverMaxMs: Number.NaN,
         oursLeaseRuPerSecond: Number.NaN,
+        oursWithoutWatchLeaseRuPerSecond: Number.NaN,
         dotnetLeaseRuPerSecond: Number.NaN,
         monitoredRuPerSecond: Number.NaN,
         skipped: (e as Error).message,
@@ -73,69 +89,132 @@ export function runSweep(base: TuningInput, sweep: Sweep): SweepPoint[] {
   });
 }
 
-const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
+const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/"/g, "&quot;");
 
-/** Lease-container RU/s (y) against the worst-case failover time (x), one line per algorithm, as SVG. */
+/** Round tick values (1, 2, 2.5, 5 × 10^k) covering [lo, hi] with about `n` steps. */
+export function niceTicks(lo: number, hi: number, n: number): number[] {
+  // A span too small for 12 significant digits (a flat line) is widened, so the steps stay distinct.
+  const span = Math.max(hi - lo, Math.abs(hi) * 1e-6, 1e-6);
+  const raw = span / n;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
+  const first = Math.floor(lo / step) * step;
+  const out: number[] = [];
+  for (let k = 0; ; k++) {
+    const v = Number((first + k * step).toPrecision(12));
+    out.push(v);
+    if ((v >= hi - step * 1e-9 && out.length >= 2) || out.length > 4 * n + 4) return out;
+  }
+}
+
+/** A swept value as the CLI reads it back: 45s, 1.5s, 500ms, 2m. */
+export function formatDuration(ms: number): string {
+  if (ms % 60_000 === 0 && ms >= 60_000) return `${ms / 60_000}m`;
+  if (ms >= 1_000) return `${Number((ms / 1_000).toFixed(1))}s`;
+  return `${ms}ms`;
+}
+
+const SERIES = [
+  { key: "dotnetLeaseRuPerSecond", label: ".NET processor / Functions trigger", color: "#c0392b" },
+  { key: "oursWithoutWatchLeaseRuPerSecond", label: "this processor, watch off", color: "#7d8c96" },
+  { key: "oursLeaseRuPerSecond", label: "this processor", color: "#2471a3" },
+] as const;
+
+/**
+ * Lease-container RU/s (y) against the worst-case failover time (x), one line per algorithm, each point labelled
+ * with the swept value. An interval that does not move failover (renew, poll) is plotted against itself instead.
+ */
 export function sweepSvg(sweep: Sweep, points: SweepPoint[]): string {
   const ok = points.filter((p) => !p.skipped);
-  const W = 640;
-  const H = 400;
-  const pad = { l: 70, r: 20, t: 40, b: 50 };
-  const xs = ok.map((p) => p.failoverMaxMs / 1000);
-  const ys = ok.flatMap((p) => [p.oursLeaseRuPerSecond, p.dotnetLeaseRuPerSecond]);
-  const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-  const y1 = Math.max(...ys) * 1.1 || 1;
+  const W = 720;
+  const H = 440;
+  const pad = { l: 64, r: 24, t: 72, b: 56 };
+  const failoverMoves = new Set(ok.map((p) => p.failoverMaxMs)).size > 1;
+  const xOf = (p: SweepPoint) => (failoverMoves ? p.failoverMaxMs : p.value) / 1000;
+  const xs = ok.map(xOf);
+  const xTicks = niceTicks(Math.min(...xs), Math.max(...xs), 6);
+  const [x0, x1] = [xTicks[0], xTicks[xTicks.length - 1]];
+  const yTicks = niceTicks(0, Math.max(...ok.flatMap((p) => SERIES.map((s) => p[s.key]))), 5);
+  const y1 = yTicks[yTicks.length - 1];
   const sx = (x: number) => pad.l + ((x - x0) / (x1 - x0 || 1)) * (W - pad.l - pad.r);
-  const sy = (y: number) => H - pad.b - (y / y1) * (H - pad.t - pad.b);
-  const line = (key: "oursLeaseRuPerSecond" | "dotnetLeaseRuPerSecond", color: string) =>
-    `<polyline fill="none" stroke="${color}" stroke-width="2" points="${ok.map((p) => `${sx(p.failoverMaxMs / 1000).toFixed(1)},${sy(p[key]).toFixed(1)}`).join(" ")}"/>` +
-    ok
-      .map(
-        (p) =>
-          `<circle cx="${sx(p.failoverMaxMs / 1000).toFixed(1)}" cy="${sy(p[key]).toFixed(1)}" r="3" fill="${color}"/>`,
-      )
-      .join("");
-  const ticks = (n: number, lo: number, hi: number) =>
-    Array.from({ length: n + 1 }, (_v, k) => lo + ((hi - lo) * k) / n);
-  const xTicks = ticks(5, x0, x1)
+  const sy = (y: number) => H - pad.b - (y / (y1 || 1)) * (H - pad.t - pad.b);
+  const xy = (p: SweepPoint, key: (typeof SERIES)[number]["key"]) =>
+    `${sx(xOf(p)).toFixed(1)},${sy(p[key]).toFixed(1)}`;
+  const series = SERIES.map(
+    (s) =>
+      `<g class="series" data-series="${s.key}"><polyline fill="none" stroke="${s.color}" stroke-width="2" points="${ok.map((p) => xy(p, s.key)).join(" ")}"/>` +
+      ok
+        .map((p) => {
+          const [cx, cy] = xy(p, s.key).split(",");
+          return `<circle cx="${cx}" cy="${cy}" r="3" fill="${s.color}"><title>${esc(`${sweep.name} ${formatDuration(p.value)}: ${p[s.key]} RU/s, failover ≤ ${p.failoverMaxMs / 1000} s`)}</title></circle>`;
+        })
+        .join("") +
+      "</g>",
+  ).join("\n");
+  // The swept value under each point of our line, so a reader can pick the setting off the chart.
+  const labels = ok
     .map(
-      (x) =>
-        `<text x="${sx(x).toFixed(1)}" y="${H - pad.b + 18}" font-size="11" text-anchor="middle">${x.toFixed(0)}</text>`,
+      (p) =>
+        `<text x="${sx(xOf(p)).toFixed(1)}" y="${(sy(p.oursLeaseRuPerSecond) - 8).toFixed(1)}" font-size="10" text-anchor="middle" fill="#2471a3">${esc(formatDuration(p.value))}</text>`,
     )
     .join("");
-  const yTicks = ticks(4, 0, y1)
+  const grid = yTicks
     .map(
       (y) =>
-        `<text x="${pad.l - 8}" y="${(sy(y) + 4).toFixed(1)}" font-size="11" text-anchor="end">${y.toFixed(2)}</text>`,
+        `<line x1="${pad.l}" y1="${sy(y).toFixed(1)}" x2="${W - pad.r}" y2="${sy(y).toFixed(1)}" stroke="#e5e8ea"/>` +
+        `<text x="${pad.l - 8}" y="${(sy(y) + 4).toFixed(1)}" font-size="11" text-anchor="end">${y}</text>`,
     )
     .join("");
+  const xLabels = xTicks
+    .map(
+      (x) =>
+        `<text x="${sx(x).toFixed(1)}" y="${H - pad.b + 18}" font-size="11" text-anchor="middle">${x}</text>`,
+    )
+    .join("");
+  // One row under the title, outside the plot, so no line is hidden behind it.
+  let legendX = pad.l;
+  const legend = [...SERIES]
+    .reverse()
+    .map((s) => {
+      const x = legendX;
+      legendX += 24 + s.label.length * 7.2 + 28;
+      return (
+        `<line x1="${x}" y1="46" x2="${x + 18}" y2="46" stroke="${s.color}" stroke-width="2"/>` +
+        `<text x="${x + 24}" y="50" font-size="12">${esc(s.label)}</text>`
+      );
+    })
+    .join("");
+  const xTitle = failoverMoves
+    ? "worst-case failover after a crash (s): expiration + acquire interval"
+    : `${sweep.name} (s); failover stays ≤ ${(ok[0]?.failoverMaxMs ?? 0) / 1000} s`;
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="DejaVu Sans, sans-serif">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="22" font-size="14" text-anchor="middle">${esc(`Lease container RU/s vs failover time — sweeping ${sweep.name}`)}</text>`,
+    `<text x="${W / 2}" y="24" font-size="15" text-anchor="middle">${esc(`Lease container RU/s against failover — sweeping ${sweep.name}`)}</text>`,
+    grid,
     `<line x1="${pad.l}" y1="${H - pad.b}" x2="${W - pad.r}" y2="${H - pad.b}" stroke="#333"/>`,
     `<line x1="${pad.l}" y1="${pad.t}" x2="${pad.l}" y2="${H - pad.b}" stroke="#333"/>`,
-    xTicks,
-    yTicks,
-    `<text x="${W / 2}" y="${H - 12}" font-size="12" text-anchor="middle">worst-case failover (s): expiration + acquire interval</text>`,
+    xLabels,
+    `<text x="${(pad.l + W - pad.r) / 2}" y="${H - 14}" font-size="12" text-anchor="middle">${esc(xTitle)}</text>`,
     `<text x="16" y="${H / 2}" font-size="12" text-anchor="middle" transform="rotate(-90 16 ${H / 2})">lease container RU/s</text>`,
-    line("dotnetLeaseRuPerSecond", "#c0392b"),
-    line("oursLeaseRuPerSecond", "#2471a3"),
-    `<text x="${W - pad.r - 160}" y="${pad.t + 10}" font-size="12" fill="#2471a3">this processor</text>`,
-    `<text x="${W - pad.r - 160}" y="${pad.t + 26}" font-size="12" fill="#c0392b">.NET / Functions trigger</text>`,
+    series,
+    labels,
+    legend,
     "</svg>",
   ].join("\n");
 }
 
 const f = (n: number) => (Number.isInteger(n) ? n.toLocaleString("en-US") : n.toFixed(2));
 
-export function formatTune(r: TuningResult): string {
+export function formatTune(r: TuneReport): string {
   const i = r.input;
   const out = [
     `${i.hosts} host(s) × ${i.leases} lease(s), ${i.writesPerSecond} changes/s; renew ${i.leaseRenewIntervalMs} ms, acquire ${i.leaseAcquireIntervalMs} ms, expiration ${i.leaseExpirationIntervalMs} ms, poll ${i.feedPollDelayMs} ms`,
   ];
+  const watch = i.leaseWatchIntervalMs;
   for (const [label, a] of [
-    ["this processor", r.ours],
+    [watch > 0 ? `this processor, lease watch ${watch} ms` : "this processor (watch off)", r.ours],
+    ["this processor without its lease watch (leaseWatchInterval 0)", r.oursWithoutWatch],
     [".NET processor / Functions trigger", r.dotnet],
   ] as const) {
     out.push("", `${label}:`);
@@ -155,4 +234,41 @@ export function formatTune(r: TuningResult): string {
     );
   }
   return out.join("\n");
+}
+
+/** The outcome of rendering the sweep chart to PNG: the file, or why only the SVG was written. */
+export type PngOutcome = { written: string } | { skipped: string };
+
+/**
+ * Renders the sweep's SVG to PNG with resvg (a devDependency shipping prebuilt binaries per platform). Where it
+ * cannot be loaded — another platform, a production install without devDependencies — the SVG stands alone and
+ * the caller says why.
+ */
+export function renderPng(
+  svg: string,
+  pngPath: string,
+  write: (path: string, data: Buffer) => void,
+): PngOutcome {
+  let Resvg: new (svg: string, options?: object) => { render(): { asPng(): Buffer } };
+  try {
+    ({ Resvg } = createRequire(import.meta.url)("@resvg/resvg-js"));
+  } catch (e) {
+    return {
+      skipped: `PNG not written: @resvg/resvg-js cannot be loaded here (${(e as Error).message.split("\n")[0]})`,
+    };
+  }
+  const png = new Resvg(svg, {
+    background: "white",
+    fitTo: { mode: "zoom", value: 2 },
+    font: { loadSystemFonts: true, defaultFontFamily: "DejaVu Sans" },
+  })
+    .render()
+    .asPng();
+  write(pngPath, png);
+  return { written: pngPath };
+}
+
+/** `chart.svg` → `chart.png`; any other name gets `.png` appended. */
+export function pngPathFor(svgPath: string): string {
+  return svgPath.toLowerCase().endsWith(".svg") ? `${svgPath.slice(0, -4)}.png` : `${svgPath}.png`;
 }

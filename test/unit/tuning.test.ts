@@ -86,7 +86,7 @@ describe("tune CLI helpers", () => {
     }
     const svg = sweepSvg(sweep, points);
     expect(svg.startsWith("<svg")).toBe(true);
-    expect(svg.match(/<circle /g)).toHaveLength(2 * points.length);
+    expect(svg.match(/<circle /g)).toHaveLength(3 * points.length);
     expect(svg).toContain("this processor");
   });
 });
