@@ -38,7 +38,11 @@ export function inProcessMeter(meter: RuMeter): MeterSource {
 }
 
 /** `GET <endpoint>/_emulator/meter`, signed with the account key as every emulator request. */
-export function remoteMeter(endpoint: string, key: string, timeoutMs: number): MeterSource {
+export function remoteMeter(
+  endpoint: string,
+  key: string,
+  timeoutMs: number,
+): Extract<MeterSource, { kind: "remote" }> {
   const auth = new MasterKeyAuth(key);
   return {
     kind: "remote",
