@@ -24,6 +24,8 @@ export interface LeasesOptions {
   /** A lease not written for this long counts as expired (the hosts' leaseExpirationInterval), ms. */
   expirationMs: number;
   now?: number;
+  /** The lease container's documents when the caller has already read them (one read shared by several prefixes). */
+  documents?: Record<string, unknown>[];
 }
 
 export interface LeaseRow {
@@ -89,9 +91,9 @@ function endpointHost(connection: string): string {
 export async function readLeases(client: CosmosClient, o: LeasesOptions): Promise<LeasesReport> {
   const now = o.now ?? Date.now();
   const leaseContainer = client.database(o.leaseDatabase ?? o.database).container(o.leaseContainer);
-  const { resources } = await leaseContainer.items
-    .query<Record<string, unknown>>("SELECT * FROM c")
-    .fetchAll();
+  const resources =
+    o.documents ??
+    (await leaseContainer.items.query<Record<string, unknown>>("SELECT * FROM c").fetchAll()).resources;
   const rows: LeaseRow[] = [];
   const accountHost = endpointHost(o.connection);
   for (const doc of resources) {

@@ -242,6 +242,23 @@ export class Dashboard {
 
   async #readLeases(now: number): Promise<LeasesData> {
     const triggers = this.#triggers();
+    // Triggers sharing a lease container (different prefixes) share one read of it per refresh.
+    const reads = new Map<string, Promise<Record<string, unknown>[]>>();
+    const documents = (t: TriggerSource) => (client: CosmosClient) => {
+      const r = t.resolved;
+      const key = `${r.leaseConnection.toLowerCase()}\u0000${r.leaseDatabaseName}\u0000${r.leaseContainerName}`;
+      let read = reads.get(key);
+      if (!read) {
+        read = client
+          .database(r.leaseDatabaseName)
+          .container(r.leaseContainerName)
+          .items.query<Record<string, unknown>>("SELECT * FROM c")
+          .fetchAll()
+          .then((res) => res.resources);
+        reads.set(key, read);
+      }
+      return read;
+    };
     const rows = await Promise.all(
       triggers.map(async (t): Promise<TriggerLeases> => {
         let lag = this.#lag.get(t.functionName);
@@ -251,7 +268,7 @@ export class Dashboard {
         }
         const lagDue = now - lag.readAt >= this.#o.settings.lagIntervalMs;
         try {
-          const row = await readTriggerLeases(t, { now, lagDue, lag });
+          const row = await readTriggerLeases(t, { now, lagDue, lag, documents: documents(t) });
           this.#handoffs.observe(t.functionName, row.leases, now);
           return row;
         } catch (e) {

@@ -32,7 +32,13 @@ export interface LagCache {
 
 export async function readTriggerLeases(
   t: TriggerSource,
-  o: { now: number; lagDue: boolean; lag: LagCache },
+  o: {
+    now: number;
+    lagDue: boolean;
+    lag: LagCache;
+    /** The lease container's documents, read once for every trigger sharing it in this refresh. */
+    documents: (client: CosmosClient) => Promise<Record<string, unknown>[]>;
+  },
 ): Promise<TriggerLeases> {
   const r = t.resolved;
   const base: TriggerLeases = {
@@ -57,6 +63,7 @@ export async function readTriggerLeases(
     exactPrefix: true,
     expirationMs: r.leaseExpirationInterval,
     now: o.now,
+    documents: await o.documents(t.leaseClient),
   });
   if (withLag) {
     o.lag.values = new Map(report.leases.map((l) => [l.id, l.estimatedLag]));
