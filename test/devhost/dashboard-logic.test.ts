@@ -5,11 +5,18 @@
  */
 import { describe, expect, it } from "vitest";
 import { plotGeometry } from "../../src/devhost/dashboard/client/plot.js";
+import { Dashboard } from "../../src/devhost/dashboard/dashboard.js";
 import { HandoffTracker } from "../../src/devhost/dashboard/handoffs.js";
 import { mayBeEmulator, meterTotals } from "../../src/devhost/dashboard/meter.js";
 import { intervalDelta, RuHistory } from "../../src/devhost/dashboard/rates.js";
-import { DASHBOARD_SETTINGS, readDashboardSettings } from "../../src/devhost/dashboard/settings.js";
+import {
+  DASHBOARD_SETTINGS,
+  defaultDashboardSettings,
+  readDashboardSettings,
+} from "../../src/devhost/dashboard/settings.js";
 import { meteredContainer, RuTally } from "../../src/devhost/dashboard/tally.js";
+import type { DashboardState } from "../../src/devhost/dashboard/types.js";
+import type { BuiltinRequest } from "../../src/devhost/http/server.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 
@@ -184,5 +191,67 @@ describe("dashboard settings", () => {
     expect(() =>
       readDashboardSettings({ DEV_DASHBOARD_POLL_INTERVAL_MS: "fast", DEV_DASHBOARD_HISTORY_MS: "5" }),
     ).toThrow(/DEV_DASHBOARD_POLL_INTERVAL_MS must be a whole number of ms[\s\S]*DEV_DASHBOARD_HISTORY_MS/);
+  });
+});
+
+describe("Dashboard without an app's sources", () => {
+  const request = (path: string, method = "GET"): BuiltinRequest => ({
+    method,
+    url: new URL(`http://127.0.0.1${path}`),
+    headers: {},
+    body: Buffer.alloc(0),
+  });
+
+  it("a failing meter empties only the RU panel; a throwing source is a JSON 503, never a 500", async () => {
+    let now = T0;
+    const dashboard = new Dashboard({
+      settings: { ...defaultDashboardSettings(), minRefreshMs: 0 },
+      env: {},
+      meter: () => ({
+        kind: "remote",
+        describe: "emulator at http://127.0.0.1:1/",
+        read: async () => {
+          throw new Error("connect ECONNREFUSED 127.0.0.1:1");
+        },
+      }),
+      account: () => undefined,
+      durable: () => undefined,
+      thisHostOwner: () => undefined,
+      now: () => now,
+    });
+    try {
+      const res = await dashboard.routes.handle(request("/_dev/api/state"));
+      expect(res?.status).toBe(200);
+      const s = JSON.parse(String(res?.body)) as DashboardState;
+      expect(s.generatedAt).toBe(new Date(T0).toISOString());
+      expect(s.ru).toEqual({
+        ok: false,
+        error: "emulator at http://127.0.0.1:1/: connect ECONNREFUSED 127.0.0.1:1",
+      });
+      expect(s.leases).toEqual({ ok: true, data: { triggers: [], handoffs: [] } });
+      expect(s.locks).toMatchObject({ ok: false, notConfigured: true });
+      now += 1000;
+      const broken = new Dashboard({
+        settings: defaultDashboardSettings(),
+        env: {},
+        meter: () => {
+          throw new Error("meter exploded");
+        },
+        account: () => undefined,
+        durable: () => undefined,
+        thisHostOwner: () => undefined,
+      });
+      const out = await broken.routes.handle(request("/_dev/api/state"));
+      expect(out?.status).toBe(503);
+      expect(JSON.parse(String(out?.body))).toEqual({
+        code: "DashboardUnavailable",
+        reason: "meter exploded",
+      });
+      await broken.close();
+      // Not the dashboard's: left to the app's routes.
+      expect(await dashboard.routes.handle(request("/_devtools"))).toBeUndefined();
+    } finally {
+      await dashboard.close();
+    }
   });
 });

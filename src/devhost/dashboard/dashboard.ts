@@ -136,11 +136,9 @@ export class Dashboard {
   start(app: LoadedApp, baseUrl: string): void {
     this.#app = app;
     this.#baseUrl = baseUrl;
-    void this.#exclusive(() => this.#sample());
-    this.#sampler = setInterval(
-      () => void this.#exclusive(() => this.#sample()),
-      this.#o.settings.sampleIntervalMs,
-    );
+    const sample = () => this.#exclusive(() => this.#sample()).catch(() => undefined);
+    void sample();
+    this.#sampler = setInterval(() => void sample(), this.#o.settings.sampleIntervalMs);
     this.#sampler.unref();
   }
 
@@ -358,9 +356,11 @@ export class Dashboard {
       return state;
     });
     this.#pending = pending;
-    void pending.finally(() => {
+    // Cleared either way, without a second promise that could reject unhandled (and stop the dev host).
+    const clear = () => {
       if (this.#pending === pending) this.#pending = undefined;
-    });
+    };
+    pending.then(clear, clear);
     return pending;
   }
 
