@@ -124,32 +124,43 @@ export function oursRenewalsPerLease(
 }
 
 /**
- * RU of one lease-feed read by a host that reads every `gapMs`, while leases are written `writesPerHour` times
- * in all: the page holds the leases written since that host's last read (each distinct lease once; latest-version
- * feed), so 1 RU when none, else 2 + 0.5 per lease.
+ * RU of one lease-feed read by a host that reads every `gapMs`: the page holds the leases written since that
+ * host's last read (each lease once, at its latest version), so 1 RU when none, else 2 + 0.5 per lease. A lease
+ * checkpoints at most once per poll cycle (probability q per cycle), so within a gap of k = gap/poll cycles it was
+ * checkpointed with probability q·k (k ≤ 1) or 1 − (1 − q)^k; its renewals are spaced at least renewEvery apart,
+ * so one fell in the gap with probability min(1, renewals per lease × gap).
  */
-export function leaseFeedReadRu(gapMs: number, writesPerHour: number, leases: number): number {
-  const m = (writesPerHour * gapMs) / HOUR;
-  const distinct = leases * (1 - Math.exp(-m / leases));
-  const pEmpty = Math.exp(-m);
+export function leaseFeedReadRu(
+  gapMs: number,
+  leases: number,
+  perLease: { q: number; pollMs: number; renewalsPerHour: number },
+): number {
+  const k = gapMs / perLease.pollMs;
+  const checkpointed = k <= 1 ? perLease.q * k : 1 - (1 - perLease.q) ** k;
+  const renewed = Math.min(1, (perLease.renewalsPerHour * gapMs) / HOUR);
+  const written = 1 - (1 - checkpointed) * (1 - renewed);
+  const pEmpty = (1 - written) ** leases;
   return (
     pEmpty * RequestRu.leaseFeedEmpty +
     (1 - pEmpty) * RequestRu.leaseFeedPageBase +
-    distinct * RequestRu.leaseFeedPerLease
+    leases * written * RequestRu.leaseFeedPerLease
   );
 }
 
 /**
  * Lease-feed reads per hour in all (ours): with the watch (T > 0) and two or more hosts, each host reads at its
  * slot (every H × T) and at the latest every A after its last read, so ⌈H·T/A⌉ reads per H·T per host, i.e.
- * ⌈H·T/A⌉ × 3.6e6 / T in all; alone or without the watch, every A per host. `gapMs`: one host's time between reads.
+ * ⌈H·T/A⌉ × 3.6e6 / T in all; alone or without the watch, every A per host. `gapsMs`: one host's times between
+ * reads over one period (A, A, …, then the rest of H·T), one per read.
  */
 export function leaseViewReads(hosts: number, acquireMs: number, watchMs: number) {
   if (watchMs > 0 && hosts >= 2) {
-    const perPeriod = Math.ceil((hosts * watchMs) / acquireMs);
-    return { watch: true, perHour: (perPeriod * HOUR) / watchMs, gapMs: (hosts * watchMs) / perPeriod };
+    const period = hosts * watchMs;
+    const perPeriod = Math.ceil(period / acquireMs);
+    const gapsMs = [...Array(perPeriod - 1).fill(acquireMs), period - (perPeriod - 1) * acquireMs];
+    return { watch: true, perHour: (perPeriod * HOUR) / watchMs, gapsMs };
   }
-  return { watch: false, perHour: (hosts * HOUR) / acquireMs, gapMs: acquireMs };
+  return { watch: false, perHour: (hosts * HOUR) / acquireMs, gapsMs: [acquireMs] };
 }
 
 /**
@@ -207,7 +218,13 @@ export function tune(raw: TuningInput): TuningResult {
   const view = leaseViewReads(N, A, T);
   const watchOn = view.watch;
   const oursFinding = view.perHour;
-  const oursFeedRu = leaseFeedReadRu(view.gapMs, oursRenewals + oursCheckpoints, L);
+  const perLeaseWrites = {
+    q: checkpointsPerLease > 0 ? q : 0,
+    pollMs: i.feedPollDelayMs,
+    renewalsPerHour: oursRenewals / L,
+  };
+  const oursFeedRu =
+    view.gapsMs.reduce((a, g) => a + leaseFeedReadRu(g, L, perLeaseWrites), 0) / view.gapsMs.length;
   const oursLease: CostRow[] = [
     {
       what: "renewals (replace)",

@@ -1,0 +1,237 @@
+/**
+ * Lease cost model vs measurement (issue 13): each scenario below runs as `cosmos-feed tune --measure` does — the
+ * embedded emulator over a real socket, one real ChangeFeedProcessor per host in this process, a Poisson writer,
+ * every interval ÷ BENCH_TUNING_SCALE — and every model row is put next to its measured value per scenario hour.
+ *
+ *   npm run bench:tuning        → bench/results/tuning.json (docs/tuning.md quotes it)
+ *
+ * Knobs (environment): BENCH_TUNING_SCALE (10), BENCH_TUNING_WINDOW_S (45, wall-clock seconds per scenario),
+ * BENCH_TUNING_ONLY (comma-separated scenario names: runs those and prints, leaves the JSON alone).
+ * The conclusions printed and stored are computed from the measurements.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  checkMeasureRequest,
+  MeasureDefaults,
+  type MeasureResult,
+  measureScenario,
+} from "../src/cli/tune-measure.js";
+import { ChangeFeedDefaults } from "../src/shared/changefeed/index.js";
+import type { TuningInput } from "../src/shared/tuning/model.js";
+import { envNumber, machineFacts, round1, round2 } from "./lib/stats.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const RESULTS_FILE = join(ROOT, "bench", "results", "tuning.json");
+const scale = envNumber("BENCH_TUNING_SCALE", MeasureDefaults.scale);
+const windowS = envNumber("BENCH_TUNING_WINDOW_S", 45);
+const only = process.env.BENCH_TUNING_ONLY?.split(",").map((s) => s.trim());
+
+const d = ChangeFeedDefaults;
+/** Microsoft's defaults (the Functions trigger's and .NET's): renew 17 s, acquire 13 s, expiration 60 s, poll 5 s. */
+const msDefaults = (hosts: number, leases: number, extra: Partial<TuningInput> = {}): TuningInput => ({
+  hosts,
+  leases,
+  writesPerSecond: 0,
+  leaseRenewIntervalMs: d.leaseRenewInterval,
+  leaseAcquireIntervalMs: d.leaseAcquireInterval,
+  leaseExpirationIntervalMs: d.leaseExpirationInterval,
+  feedPollDelayMs: d.feedPollDelay,
+  leaseWatchIntervalMs: d.leaseWatchInterval,
+  maxCheckpointDelayMs: d.maxCheckpointDelay,
+  ...extra,
+});
+
+interface Scenario {
+  name: string;
+  what: string;
+  input: TuningInput;
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: "defaults-1x32-idle",
+    what: "Microsoft's defaults, 1 host × 32 leases, idle",
+    input: msDefaults(1, 32),
+  },
+  {
+    name: "defaults-4x32-idle",
+    what: "Microsoft's defaults, 4 hosts × 32 leases, idle",
+    input: msDefaults(4, 32),
+  },
+  {
+    name: "defaults-16x32-idle",
+    what: "Microsoft's defaults, 16 hosts × 32 leases, idle",
+    input: msDefaults(16, 32),
+  },
+  {
+    name: "defaults-1x32-10cps",
+    what: "Microsoft's defaults, 1 host × 32 leases, 10 changes/s",
+    input: msDefaults(1, 32, { writesPerSecond: 10 }),
+  },
+  {
+    name: "defaults-4x32-10cps",
+    what: "Microsoft's defaults, 4 hosts × 32 leases, 10 changes/s",
+    input: msDefaults(4, 32, { writesPerSecond: 10 }),
+  },
+  {
+    name: "defaults-16x32-10cps",
+    what: "Microsoft's defaults, 16 hosts × 32 leases, 10 changes/s",
+    input: msDefaults(16, 32, { writesPerSecond: 10 }),
+  },
+  {
+    name: "expiration-40s-4x32-idle",
+    what: "expiration 40 s (else defaults), 4 × 32, idle",
+    input: msDefaults(4, 32, { leaseExpirationIntervalMs: 40_000 }),
+  },
+  {
+    name: "expiration-120s-4x32-idle",
+    what: "expiration 120 s (else defaults), 4 × 32, idle",
+    input: msDefaults(4, 32, { leaseExpirationIntervalMs: 120_000 }),
+  },
+  {
+    name: "renew-8s-4x32-idle",
+    what: "renew 8 s (else defaults), 4 × 32, idle",
+    input: msDefaults(4, 32, { leaseRenewIntervalMs: 8_000 }),
+  },
+  {
+    name: "watch-off-4x32-idle",
+    what: "lease watch off (leaseWatchInterval 0), 4 × 32, idle",
+    input: msDefaults(4, 32, { leaseWatchIntervalMs: 0 }),
+  },
+  {
+    name: "poll-1s-4x32-10cps",
+    what: "poll 1 s (else defaults), 4 × 32, 10 changes/s",
+    input: msDefaults(4, 32, { feedPollDelayMs: 1_000, writesPerSecond: 10 }),
+  },
+  {
+    name: "busy-4x8-20cps-poll-1s",
+    what: "4 × 8, 20 changes/s, poll 1 s: most polls find changes",
+    input: msDefaults(4, 8, { feedPollDelayMs: 1_000, writesPerSecond: 20 }),
+  },
+];
+
+function rowLine(r: MeasureResult["rows"][number]): string {
+  const p = (v: number | null) => (v === null ? "—" : `${v > 0 ? "+" : ""}${v.toFixed(1)}%`);
+  return `    ${`${r.container}: ${r.what}`.padEnd(52)} model ${String(Math.round(r.model.requestsPerHour)).padStart(7)}/h measured ${String(r.measured.requestsPerHour).padStart(7)}/h ${p(r.deviationPct.requests).padStart(8)}  RU ${p(r.deviationPct.ru).padStart(8)}${r.meaningful ? "" : " (too few)"}`;
+}
+
+const leaseReqs = (r: MeasureResult) =>
+  r.rows.find((x) => x.what === "lease container in all (model rows)") as MeasureResult["rows"][number];
+
+function conclusions(results: { name: string; result: MeasureResult }[]): string[] {
+  const by = new Map(results.map((x) => [x.name, x.result]));
+  const out: string[] = [];
+  const judged = results.flatMap((x) =>
+    x.result.rows.filter((r) => r.meaningful).map((r) => ({ s: x.name, r })),
+  );
+  const within = judged.filter((x) => x.r.withinGoal);
+  const worst = judged
+    .flatMap((x) => [x.r.deviationPct.requests, x.r.deviationPct.ru].map((v) => ({ ...x, v: v ?? 0 })))
+    .sort((a, b) => Math.abs(b.v) - Math.abs(a.v))[0];
+  out.push(
+    `model vs measured: ${within.length} of ${judged.length} judged rows within ±${MeasureDefaults.goalPct} % (requests and RU)` +
+      (worst ? `; largest deviation ${worst.v.toFixed(1)} % (${worst.s}: ${worst.r.what})` : ""),
+  );
+  const boots = results.map((x) => x.result.bootstrap);
+  const bootOff = boots.filter((b) => b.measured !== b.model).length;
+  out.push(
+    `start-up requests: the model's count matched the measured one exactly in ${boots.length - bootOff} of ${boots.length} scenarios`,
+  );
+  for (const hosts of [1, 4, 16]) {
+    const r = by.get(`defaults-${hosts}x32-idle`);
+    if (!r) continue;
+    const ours = leaseReqs(r);
+    const dotnetRu = r.model.dotnet.leaseRuPerSecond * 3600;
+    out.push(
+      `Microsoft's defaults, ${hosts} host(s) × 32 idle leases: ours measured ${ours.measured.requestsPerHour.toLocaleString("en-US")} lease requests/h, ${(ours.measured.ruPerHour ?? 0).toLocaleString("en-US")} RU/h; .NET (model) ${r.model.dotnet.leaseRequestsPerHour.toLocaleString("en-US")} requests/h, ${Math.round(dotnetRu).toLocaleString("en-US")} RU/h → ours/.NET ${round2(ours.measured.requestsPerHour / r.model.dotnet.leaseRequestsPerHour)} in requests, ${round2((ours.measured.ruPerHour ?? 0) / dotnetRu)} in RU`,
+    );
+  }
+  const renewals = (name: string) => by.get(name)?.rows.find((x) => x.what.startsWith("renewals"));
+  const e40 = renewals("expiration-40s-4x32-idle");
+  const e60 = renewals("defaults-4x32-idle");
+  const e120 = renewals("expiration-120s-4x32-idle");
+  if (e40 && e60 && e120)
+    out.push(
+      `expiration 40 / 60 / 120 s (4 × 32 idle): renewals measured ${e40.measured.requestsPerHour} / ${e60.measured.requestsPerHour} / ${e120.measured.requestsPerHour} per hour, for a worst-case failover of ${(40 + 13).toFixed(0)} / 73 / 133 s`,
+    );
+  const r8 = renewals("renew-8s-4x32-idle");
+  if (r8 && e60)
+    out.push(
+      `renew 8 s instead of 17 s (expiration 60 s): renewals measured ${r8.measured.requestsPerHour} vs ${e60.measured.requestsPerHour} per hour (ours renews when a lease is ⌈(E − 2R)/R⌉ × R old: 48 s vs 34 s; failover unchanged)`,
+    );
+  const off = by.get("watch-off-4x32-idle");
+  const on = by.get("defaults-4x32-idle");
+  if (off && on)
+    out.push(
+      `lease watch off vs on (4 × 32 idle): ${leaseReqs(off).measured.requestsPerHour} vs ${leaseReqs(on).measured.requestsPerHour} lease requests/h, ${leaseReqs(off).measured.ruPerHour} vs ${leaseReqs(on).measured.ruPerHour} RU/h; the watch buys a hand-off on stop within ~${on.model.ours.handoffMs / 1000} s instead of ≤ ${off.model.ours.handoffMs / 1000} s`,
+    );
+  const p1 = by.get("poll-1s-4x32-10cps");
+  const p5 = by.get("defaults-4x32-10cps");
+  const mon = (r: MeasureResult) =>
+    r.rows.find((x) => x.what === "monitored container feed reads in all") as MeasureResult["rows"][number];
+  if (p1 && p5)
+    out.push(
+      `poll 1 s vs 5 s (4 × 32, 10 changes/s): monitored feed reads ${mon(p1).measured.requestsPerHour} vs ${mon(p5).measured.requestsPerHour} per hour (${mon(p1).measured.ruPerHour} vs ${mon(p5).measured.ruPerHour} RU/h); checkpoints ${p1.rows[1].measured.requestsPerHour} vs ${p5.rows[1].measured.requestsPerHour} per hour; a change waits ≤ 1 s instead of ≤ 5 s`,
+    );
+  return out;
+}
+
+async function main(): Promise<void> {
+  const machine = { ...machineFacts(ROOT), loadAverage1mAtStart: round2(os.loadavg()[0]) };
+  const chosen = only ? SCENARIOS.filter((s) => only.includes(s.name)) : SCENARIOS;
+  if (chosen.length === 0) throw new Error(`BENCH_TUNING_ONLY names no scenario: ${only?.join(", ")}`);
+  console.log(
+    `tuning bench: ${chosen.length} scenarios, intervals ÷ ${scale}, ${windowS} s windows; ${machine.cpuCount} × ${machine.cpuModel}, load ${machine.loadAverage1mAtStart}`,
+  );
+  const began = Date.now();
+  const results: { name: string; what: string; result: MeasureResult }[] = [];
+  const failed: { name: string; error: string }[] = [];
+  for (const s of chosen) {
+    const req = checkMeasureRequest({ scenario: s.input, scale, windowMs: windowS * 1000 });
+    const t0 = Date.now();
+    let result: MeasureResult;
+    try {
+      result = await measureScenario(req);
+    } catch (e) {
+      // One scenario failing (e.g. hosts that never balance on a loaded machine) is reported, the rest still run.
+      failed.push({ name: s.name, error: (e as Error).message });
+      console.log(`  ${s.name}: FAILED: ${(e as Error).message}`);
+      continue;
+    }
+    results.push({ name: s.name, what: s.what, result });
+    console.log(
+      `  ${s.name}: ${result.goal.within}/${result.goal.judged} rows within ±${result.goal.pct} %, bootstrap ${result.bootstrap.measured} (model ${result.bootstrap.model}), ${round1((Date.now() - t0) / 1000)} s`,
+    );
+    for (const r of result.rows) console.log(rowLine(r));
+  }
+  const concl = conclusions(results);
+  console.log("\nconclusions:");
+  for (const c of concl) console.log(`  - ${c}`);
+  if (only) return;
+  mkdirSync(dirname(RESULTS_FILE), { recursive: true });
+  const output = {
+    machine: { ...machine, loadAverage1mAtEnd: round2(os.loadavg()[0]), sharedMachine: true },
+    method:
+      "Each scenario: the embedded emulator in this process over a real socket (throttling off), a monitored container with one physical range per lease and the app's lean lease container (containers.json), H real ChangeFeedProcessors (one CosmosClient each) and a Poisson writer at the scenario's rate × scale; every interval (renew, acquire, expiration, safety margin, poll, watch, maxCheckpointDelay) ÷ scale. Phases: seeding, balancing (every lease owned, shares even, no change of hands for two acquire intervals), settling (one expiration interval), measuring (the window). Measured = the emulator's RU meter delta over the window (lease and monitored containers) plus the processors' events (checkpointed, acquired, released) and handler calls (pages, documents); per scenario hour = count × 3.6e6 / (window ms × scale). Renewals = lease replaces − checkpoints − acquires − releases; monitored pages = handler calls, empty reads = feed reads − pages. Rows whose model count in the window is below 20 are not judged.",
+    scale,
+    windowSeconds: windowS,
+    goalPct: MeasureDefaults.goalPct,
+    durationSeconds: round1((Date.now() - began) / 1000),
+    scenarios: results.map(({ name, what, result }) => ({ name, what, ...result })),
+    failed,
+    conclusions: concl,
+  };
+  writeFileSync(RESULTS_FILE, `${JSON.stringify(output, null, 2)}\n`);
+  console.log(`\nwritten: ${RESULTS_FILE}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

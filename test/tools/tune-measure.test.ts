@@ -1,0 +1,179 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { CliInputError } from "../../src/cli/leases.js";
+import {
+  formatMeasure,
+  type MeasureResult,
+  measureRequestFromOptions,
+  parseScale,
+} from "../../src/cli/tune-measure.js";
+import { repoRoot } from "../e2e/support/app-child.js";
+
+// `cosmos-feed tune --measure` as a user runs it: a short real measurement (2 hosts × 4 leases on the embedded
+// emulator, intervals ÷ 20, a 4 s window) whose rows must agree with the model within a loose band, and bad input
+// as one line and exit 1.
+
+const run = promisify(execFile);
+const tune = (args: string[]) =>
+  run(process.execPath, [join(repoRoot, "bin", "cosmos-feed.js"), "tune", ...args], { cwd: repoRoot });
+const SEED = 20261126;
+
+type Failure = { code: number; stderr: string };
+
+describe("cosmos-feed tune --measure", () => {
+  it("measures every model row on real processors, with deviations, bootstrap and the three model cases", async () => {
+    const { stdout, stderr } = await tune([
+      "--measure",
+      "--hosts",
+      "2",
+      "--leases",
+      "4",
+      "--writes",
+      "2",
+      "--poll",
+      "2s",
+      "--scale",
+      "20",
+      "--window",
+      "4s",
+      "--json",
+    ]);
+    expect(stderr).toBe(""); // no progress bars without a terminal
+    const r = JSON.parse(stdout) as MeasureResult;
+    expect(r.scale).toBe(20);
+    expect(r.scaledIntervals).toMatchObject({
+      leaseRenewInterval: 850,
+      feedPollDelay: 100,
+      leaseWatchInterval: 50,
+    });
+    expect(r.window.wallMs).toBeGreaterThanOrEqual(4_000);
+    expect(Math.abs(r.window.scenarioMs - r.window.wallMs * 20)).toBeLessThanOrEqual(20);
+    expect(r.rows.map((x) => x.what)).toEqual([
+      "renewals (replace)",
+      "checkpoints (replace)",
+      "lease view: lease feed reads in turns",
+      "feed polls that find nothing",
+      "feed pages with changes",
+      "lease container in all (model rows)",
+      "monitored container feed reads in all",
+    ]);
+    for (const row of r.rows) {
+      expect(row.model.requestsPerHour).toBeGreaterThanOrEqual(0);
+      expect(row.measured.requestsPerHour).toBeGreaterThanOrEqual(0);
+    }
+    const row = (what: string) => r.rows.find((x) => x.what === what) as MeasureResult["rows"][number];
+    // The watch: one lease-feed read per 50 ms slot in all (3.6e6 / 1000 per scenario hour), give or take a slot.
+    const watch = row("lease view: lease feed reads in turns");
+    expect(watch.model.requestsPerHour).toBe(3_600);
+    expect(Math.abs(watch.deviationPct.requests ?? 100)).toBeLessThan(15);
+    // Every poll cycle ends with one empty read: 4 leases × 3.6e6 / 2 s.
+    const empty = row("feed polls that find nothing");
+    expect(empty.model.requestsPerHour).toBe(7_200);
+    expect(Math.abs(empty.deviationPct.requests ?? 100)).toBeLessThan(25);
+    // Checkpoints and renewals together keep the 4 leases alive: their sum is within a loose band of the model.
+    const writes = (x: { requestsPerHour: number }[]) => x.reduce((a, b) => a + b.requestsPerHour, 0);
+    const modelWrites = writes([row("renewals (replace)").model, row("checkpoints (replace)").model]);
+    const measuredWrites = writes([
+      row("renewals (replace)").measured,
+      row("checkpoints (replace)").measured,
+    ]);
+    expect(measuredWrites).toBeGreaterThan(modelWrites * 0.6);
+    expect(measuredWrites).toBeLessThan(modelWrites * 1.5);
+    expect(row("feed pages with changes").measured.requestsPerHour).toBeGreaterThan(0);
+    expect(r.writer.writtenInWindow).toBeGreaterThan(0);
+    // Start-up: 2 hosts × 4 leases started together.
+    expect(r.bootstrap.model).toBe(3 * 4 + 12 + 9 + 2);
+    expect(Math.abs(r.bootstrap.deviationPct)).toBeLessThan(30);
+    expect(r.bootstrap.byKind.create).toBeGreaterThanOrEqual(4 + 2);
+    expect(r.hosts.map((h) => h.owned)).toEqual([2, 2]);
+    expect(r.model.oursWithoutWatch.leaseContainer[2].what).toBe("lease view: lease feed reads per host");
+    expect(r.model.dotnet.leaseRequestsPerHour).toBeGreaterThan(0);
+    // The meter and the processors' own counters agree on the lease container's requests.
+    expect(r.leaseRequestsInWindow.processorCounters).toBeGreaterThan(0);
+    expect(
+      Math.abs(r.leaseRequestsInWindow.meter - r.leaseRequestsInWindow.processorCounters),
+    ).toBeLessThanOrEqual(r.leaseRequestsInWindow.meter * 0.1 + 4);
+    const text = formatMeasure(r);
+    expect(text).toContain("every interval ÷ 20");
+    expect(text).toMatch(/lease: renewals \(replace\)/);
+    expect(text).toMatch(/within ±15 %: \d+ of \d+ judged rows/);
+    expect(text).toContain("requests the model has no row for");
+    expect(text).toMatch(/start-up \(bootstrap until balanced/);
+    expect(text).toContain("this processor without the watch");
+  }, 40_000);
+
+  it("bad input is one line and exit 1", async () => {
+    const cases: [string[], string][] = [
+      [["--scale", "0"], "cosmos-feed tune: --scale is a number from 1 to 1000; got '0'."],
+      [
+        ["--renew", "40s"],
+        "cosmos-feed tune: leaseExpirationInterval (6000 ms after scaling) must be at least twice leaseRenewInterval (4000 ms after scaling), as the processor requires.",
+      ],
+      [
+        ["--window", "soon"],
+        "cosmos-feed tune: --window is a duration such as 500ms, 17s, 2m or 1h; got 'soon'.",
+      ],
+      [["--poll", "1ms"], "cosmos-feed tune: feedPollDelay ÷ --scale is below 1 ms (1 ms ÷ 10)."],
+    ];
+    for (const [args, line] of cases) {
+      const e = (await tune(["--measure", ...args]).catch((x: unknown) => x)) as Failure;
+      expect(e.code).toBe(1);
+      expect(e.stderr.trim().split("\n")).toEqual([line]);
+    }
+  }, 20_000);
+
+  it("fuzz: --scale and the scenario options either parse or fail with a CliInputError", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.double().map(String), fc.integer().map(String)), (raw) => {
+        try {
+          const n = parseScale(raw);
+          expect(n).toBeGreaterThanOrEqual(1);
+          expect(n).toBeLessThanOrEqual(1_000);
+        } catch (e) {
+          expect(e).toBeInstanceOf(CliInputError);
+        }
+      }),
+      { seed: SEED, numRuns: 1_000 },
+    );
+    const duration = fc.oneof(
+      fc.string(),
+      fc
+        .tuple(fc.integer({ min: 0, max: 200_000 }), fc.constantFrom("ms", "s", "m", ""))
+        .map(([n, u]) => `${n}${u}`),
+    );
+    fc.assert(
+      fc.property(
+        fc.record({
+          hosts: fc.integer({ min: -2, max: 100 }),
+          leases: fc.integer({ min: -2, max: 100 }),
+          writes: fc.double({ min: -5, max: 1_000, noNaN: false }),
+          renew: duration,
+          acquire: duration,
+          expiration: duration,
+          poll: duration,
+          watch: fc.option(duration, { nil: undefined }),
+          checkpointDelay: fc.option(duration, { nil: undefined }),
+          scale: fc.option(fc.oneof(fc.string(), fc.integer({ min: -5, max: 2_000 }).map(String)), {
+            nil: undefined,
+          }),
+          window: fc.option(duration, { nil: undefined }),
+        }),
+        (o) => {
+          try {
+            const req = measureRequestFromOptions(o);
+            const s = req.scaled;
+            expect(2 * s.leaseRenewInterval).toBeLessThanOrEqual(s.leaseExpirationInterval);
+            expect(s.feedPollDelay).toBeGreaterThanOrEqual(1);
+            expect(req.scenario.leaseRenewIntervalMs).toBe(s.leaseRenewInterval * req.scale);
+          } catch (e) {
+            expect(e).toBeInstanceOf(CliInputError);
+          }
+        },
+      ),
+      { seed: SEED, numRuns: 1_000 },
+    );
+  });
+});
