@@ -202,7 +202,7 @@ describe("Dashboard without an app's sources", () => {
     body: Buffer.alloc(0),
   });
 
-  it("a failing meter empties only the RU panel; a throwing source is a JSON 503, never a 500", async () => {
+  it("a failing or throwing source empties only its panel; anything else is a JSON 503, never a 500", async () => {
     let now = T0;
     const dashboard = new Dashboard({
       settings: { ...defaultDashboardSettings(), minRefreshMs: 0 },
@@ -238,16 +238,34 @@ describe("Dashboard without an app's sources", () => {
           throw new Error("meter exploded");
         },
         account: () => undefined,
-        durable: () => undefined,
+        durable: () => {
+          throw new Error("hub exploded");
+        },
         thisHostOwner: () => undefined,
       });
-      const out = await broken.routes.handle(request("/_dev/api/state"));
+      const partial = JSON.parse(String((await broken.routes.handle(request("/_dev/api/state")))?.body));
+      expect(partial.ru).toEqual({ ok: false, error: "meter exploded" });
+      expect(partial.durable).toEqual({ ok: false, error: "hub exploded" });
+      expect(partial.leases.ok).toBe(true);
+      await broken.close();
+      const noClock = new Dashboard({
+        settings: defaultDashboardSettings(),
+        env: {},
+        meter: () => ({ kind: "unavailable", reason: "none" }),
+        account: () => undefined,
+        durable: () => undefined,
+        thisHostOwner: () => undefined,
+        now: () => {
+          throw new Error("clock exploded");
+        },
+      });
+      const out = await noClock.routes.handle(request("/_dev/api/state"));
       expect(out?.status).toBe(503);
       expect(JSON.parse(String(out?.body))).toEqual({
         code: "DashboardUnavailable",
-        reason: "meter exploded",
+        reason: "clock exploded",
       });
-      await broken.close();
+      await noClock.close();
       // Not the dashboard's: left to the app's routes.
       expect(await dashboard.routes.handle(request("/_devtools"))).toBeUndefined();
     } finally {

@@ -168,7 +168,13 @@ export class Dashboard {
 
   async #sample(): Promise<void> {
     if (this.#closed) return;
-    const source = this.#o.meter();
+    let source: MeterSource;
+    try {
+      source = this.#o.meter();
+    } catch (e) {
+      this.#meterError = errorText(e);
+      return;
+    }
     if (source.kind === "unavailable") return;
     try {
       const meter = await source.read();
@@ -298,7 +304,6 @@ export class Dashboard {
     const s = this.#o.settings;
     const now = this.#now();
     const locks = this.#o.locks;
-    const durable = this.#o.durable();
     const [leasesPanel, locksPanel, durablePanel] = await Promise.all([
       panel(s.sourceTimeoutMs, () => this.#readLeases(now)),
       panel(s.sourceTimeoutMs, async () => {
@@ -309,15 +314,22 @@ export class Dashboard {
         return readLocks(this.#account(), locks, now);
       }),
       panel(s.sourceTimeoutMs, async () => {
+        const durable = this.#o.durable();
         if (!durable) throw new NotConfigured("the app has no durable functions (no task hub runs)");
         return readDurable(this.#account(), durable, s.latestInstances);
       }),
     ]);
     // After the dashboard's own reads have completed: the sample sees them in the meter and in the tally alike.
     await this.#sample();
-    const source = this.#o.meter();
     let ru: Panel<RuData>;
-    if (source.kind === "unavailable")
+    let source: MeterSource;
+    try {
+      source = this.#o.meter();
+    } catch (e) {
+      source = { kind: "unavailable", reason: errorText(e) };
+    }
+    if (this.#meterError && source.kind === "unavailable") ru = { ok: false, error: this.#meterError };
+    else if (source.kind === "unavailable")
       ru = { ok: false, error: `not available: ${source.reason}`, notConfigured: true };
     else if (this.#meterError) ru = { ok: false, error: this.#meterError };
     else {
