@@ -175,7 +175,10 @@ export class Dashboard {
       this.#meterError = errorText(e);
       return;
     }
-    if (source.kind === "unavailable") return;
+    if (source.kind === "unavailable") {
+      this.#meterError = undefined;
+      return;
+    }
     try {
       const meter = await source.read();
       this.#history.add({ t: this.#now(), meter, dashboard: this.tally.totals() });
