@@ -26,7 +26,11 @@ function writeApp(): string {
   mkdirSync(scratch, { recursive: true });
   const dir = mkdtempSync(join(scratch, "dashboard-"));
   writeFileSync(join(dir, "package.json"), JSON.stringify({ main: "index.js" }));
-  writeFileSync(join(dir, "host.json"), JSON.stringify({ version: "2.0" }));
+  // No route prefix and a catch-all: paths beside /_dev (such as /_devx) reach the app.
+  writeFileSync(
+    join(dir, "host.json"),
+    JSON.stringify({ version: "2.0", extensions: { http: { routePrefix: "" } } }),
+  );
   // Intervals far beyond the test: after its first balancing round the processor leaves the lease container alone.
   writeFileSync(
     join(dir, "index.js"),
@@ -43,7 +47,8 @@ app.cosmosDB("onResource", {
   feedPollDelay: 1000,
   handler: (documents, context) => context.log("saw " + documents.length),
 });
-app.http("hello", { route: "hello", handler: async () => ({ body: "hi" }) });`,
+app.http("hello", { route: "api/hello", handler: async () => ({ body: "hi" }) });
+app.http("catchAll", { route: "{*rest}", handler: async (req) => ({ body: "app " + new URL(req.url).pathname }) });`,
   );
   return dir;
 }
@@ -278,6 +283,8 @@ describe("dev host dashboard: the page and bad requests", () => {
     }
     // Outside /_dev the app's routes are untouched.
     expect(await (await fetch(`${base}/api/hello`)).text()).toBe("hi");
-    expect((await fetch(`${base}/_devx`)).status).toBe(404);
+    const beside = await fetch(`${base}/_devx`);
+    expect(beside.status).toBe(200);
+    expect(await beside.text()).toBe("app /_devx");
   });
 });

@@ -105,6 +105,11 @@ const PAGE = `<!doctype html>
 
 const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#2b6cb0"/></svg>`;
 
+/** `/_dev` and everything under `/_dev/`; not `/_devtools`. */
+export function isDashboardPath(pathname: string): boolean {
+  return pathname === DASHBOARD_PREFIX || pathname.startsWith(`${DASHBOARD_PREFIX}/`);
+}
+
 export class Dashboard {
   readonly tally = new RuTally();
   readonly #o: DashboardOptions;
@@ -382,6 +387,7 @@ export class Dashboard {
   /** `/_dev…`: the page, its assets, the state API; JSON 400/404/405 for anything else under the prefix. */
   readonly routes: BuiltinRoutes = {
     prefix: DASHBOARD_PREFIX,
+    matches: isDashboardPath,
     handle: async (req) => {
       const path = req.url.pathname;
       if (path !== DASHBOARD_PREFIX && !path.startsWith(`${DASHBOARD_PREFIX}/`)) return undefined;

@@ -45,6 +45,8 @@ export interface BuiltinResponse {
 /** Endpoints the host itself serves under `prefix`; `handle` answering undefined means 404. */
 export interface BuiltinRoutes {
   prefix: string;
+  /** Narrower than the prefix (e.g. `/_dev` and `/_dev/…` but not `/_devx`): what it does not match goes on to functions. */
+  matches?(pathname: string): boolean;
   handle(req: BuiltinRequest): Promise<BuiltinResponse | undefined>;
 }
 
@@ -192,7 +194,9 @@ export class DevHttpServer {
     if (target.length > (this.#options.maxUrlLength ?? DEFAULT_MAX_URL_LENGTH)) return empty(res, 414);
     const url = new URL(target, `http://${req.headers.host ?? "localhost"}`);
     const limit = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
-    const builtin = this.#options.builtinRoutes?.find((b) => url.pathname.startsWith(b.prefix));
+    const builtin = this.#options.builtinRoutes?.find(
+      (b) => url.pathname.startsWith(b.prefix) && (b.matches?.(url.pathname) ?? true),
+    );
     if (builtin) return this.#builtin(builtin, req, res, url, limit);
     const found = findRoute(table, req.method ?? "GET", url.pathname);
     if (!found) return empty(res, 404);
