@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { plotGeometry } from "../../src/devhost/dashboard/client/plot.js";
 import { Dashboard } from "../../src/devhost/dashboard/dashboard.js";
 import { HandoffTracker } from "../../src/devhost/dashboard/handoffs.js";
+import { createDevDashboard } from "../../src/devhost/dashboard/index.js";
 import { mayBeEmulator, meterTotals } from "../../src/devhost/dashboard/meter.js";
 import { intervalDelta, RuHistory } from "../../src/devhost/dashboard/rates.js";
 import {
@@ -17,6 +18,7 @@ import {
 import { meteredContainer, RuTally } from "../../src/devhost/dashboard/tally.js";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
 import type { BuiltinRequest } from "../../src/devhost/http/server.js";
+import type { LoadedApp } from "../../src/devhost/loader.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 
@@ -271,5 +273,57 @@ describe("Dashboard without an app's sources", () => {
     } finally {
       await dashboard.close();
     }
+  });
+});
+
+describe("createDevDashboard", () => {
+  const app = { functions: [] } as unknown as LoadedApp;
+  const base = {
+    emulator: () => undefined,
+    account: () => undefined,
+    durable: () => undefined,
+    thisHostOwner: () => undefined,
+  };
+
+  it("matches nothing before the app loaded and when DEV_DASHBOARD_ENABLED=0", async () => {
+    const off = createDevDashboard({ ...base, env: { DEV_DASHBOARD_ENABLED: "0" } });
+    expect(off.routes.matches?.("/_dev")).toBe(false);
+    off.prepare(app);
+    expect(off.get()).toBeUndefined();
+    expect(off.routes.matches?.("/_dev")).toBe(false);
+    await off.stop();
+
+    const on = createDevDashboard({ ...base, env: {} });
+    expect(on.routes.matches?.("/_dev")).toBe(false);
+    on.prepare(app);
+    expect(on.routes.matches?.("/_dev")).toBe(true);
+    expect(on.routes.matches?.("/_dev/api/state")).toBe(true);
+    expect(on.routes.matches?.("/_devtools")).toBe(false);
+    await on.stop();
+  });
+
+  it("on a real Azure account the meter is not available, said as such", async () => {
+    const azure = createDevDashboard({
+      ...base,
+      env: {},
+      account: () => ({
+        kind: "key",
+        source: "COSMOS",
+        endpoint: "https://acct.documents.azure.com:443/",
+        key: "k",
+      }),
+    });
+    azure.prepare(app);
+    const res = await azure.routes.handle({
+      method: "GET",
+      url: new URL("http://127.0.0.1/_dev/api/state"),
+      headers: {},
+      body: Buffer.alloc(0),
+    });
+    const s = JSON.parse(String(res?.body)) as DashboardState;
+    expect(s.ru).toMatchObject({ ok: false, notConfigured: true });
+    if (!s.ru.ok)
+      expect(s.ru.error).toMatch(/^not available: https:\/\/acct\.documents\.azure\.com:443\/ is an Azure/);
+    await azure.stop();
   });
 });
