@@ -12,7 +12,6 @@ import {
 import { InvalidTuningInputError } from "../shared/tuning/model.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
 import { formatThroughput, throughput } from "./throughput.js";
-import { MeasureDefaults, runTuneMeasure } from "./tune-measure.js";
 import {
   formatTune,
   type PngOutcome,
@@ -24,6 +23,7 @@ import {
   sweepSvg,
   tuneReport,
 } from "./tune.js";
+import { MeasureDefaults, runTuneMeasure } from "./tune-measure.js";
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -285,7 +285,10 @@ program
     "run the scenario on the embedded emulator with real processors and a writer; model vs measured per row",
   )
   .option("--scale <n>", `with --measure: every interval ÷ this (default ${MeasureDefaults.scale})`)
-  .option("--window <duration>", `with --measure: wall-clock window (default ${MeasureDefaults.windowMs / 1000}s)`)
+  .option(
+    "--window <duration>",
+    `with --measure: wall-clock window (default ${MeasureDefaults.windowMs / 1000}s)`,
+  )
   .action(async (opts) => {
     try {
       if (opts.measure) {
