@@ -128,18 +128,22 @@ export function oursRenewalsPerLease(
  * host's last read (each lease once, at its latest version), so 1 RU when none, else 2 + 0.5 per lease. A lease
  * checkpoints at most once per poll cycle (probability q per cycle), so within a gap of k = gap/poll cycles it was
  * checkpointed with probability q·k (k ≤ 1) or 1 − (1 − q)^k; its renewals are spaced at least renewEvery apart,
- * so one fell in the gap with probability min(1, renewals per lease × gap).
+ * so one fell in the gap with probability r = min(1, renewals per lease × gap). Checkpoints are independent from
+ * lease to lease, renewals are not: a renewal is due a fixed time after the last write, so leases taken together
+ * renew together for ever, in `renewalGroups` groups spread over the renewal period, and a gap misses them all
+ * with probability max(0, 1 − groups × r).
  */
 export function leaseFeedReadRu(
   gapMs: number,
   leases: number,
-  perLease: { q: number; pollMs: number; renewalsPerHour: number },
+  perLease: { q: number; pollMs: number; renewalsPerHour: number; renewalGroups: number },
 ): number {
   const k = gapMs / perLease.pollMs;
   const checkpointed = k <= 1 ? perLease.q * k : 1 - (1 - perLease.q) ** k;
   const renewed = Math.min(1, (perLease.renewalsPerHour * gapMs) / HOUR);
   const written = 1 - (1 - checkpointed) * (1 - renewed);
-  const pEmpty = (1 - written) ** leases;
+  const pEmpty =
+    (1 - checkpointed) ** leases * Math.max(0, 1 - Math.min(perLease.renewalGroups, leases) * renewed);
   return (
     pEmpty * RequestRu.leaseFeedEmpty +
     (1 - pEmpty) * RequestRu.leaseFeedPageBase +
@@ -161,6 +165,16 @@ export function leaseViewReads(hosts: number, acquireMs: number, watchMs: number
     return { watch: true, perHour: (perPeriod * HOUR) / watchMs, gapsMs };
   }
   return { watch: false, perHour: (hosts * HOUR) / acquireMs, gapsMs: [acquireMs] };
+}
+
+/**
+ * Groups of leases that renew together: the first host takes every lease in its first balancing round, then each
+ * other host steals one lease per round (at the same moments when the hosts started together) until the shares
+ * are even: 1 + ⌈(L − ⌈L/H⌉) / (H − 1)⌉ groups (1 for a lone host).
+ */
+export function renewalGroups(hosts: number, leases: number): number {
+  if (hosts < 2) return 1;
+  return 1 + Math.ceil((leases - Math.ceil(leases / hosts)) / (hosts - 1));
 }
 
 /**
@@ -222,6 +236,7 @@ export function tune(raw: TuningInput): TuningResult {
     q: checkpointsPerLease > 0 ? q : 0,
     pollMs: i.feedPollDelayMs,
     renewalsPerHour: oursRenewals / L,
+    renewalGroups: renewalGroups(N, L),
   };
   const oursFeedRu =
     view.gapsMs.reduce((a, g) => a + leaseFeedReadRu(g, L, perLeaseWrites), 0) / view.gapsMs.length;
