@@ -82,6 +82,11 @@ const SCENARIOS: Scenario[] = [
     input: msDefaults(16, 32, { writesPerSecond: 10 }),
   },
   {
+    name: "defaults-4x32-1cps",
+    what: "Microsoft's defaults, 4 hosts × 32 leases, 1 change/s: leases both checkpoint and renew",
+    input: msDefaults(4, 32, { writesPerSecond: 1 }),
+  },
+  {
     name: "expiration-40s-4x32-idle",
     what: "expiration 40 s (else defaults), 4 × 32, idle",
     input: msDefaults(4, 32, { leaseExpirationIntervalMs: 40_000 }),
