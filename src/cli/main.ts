@@ -9,6 +9,7 @@ import {
   startEmulator,
   WELL_KNOWN_EMULATOR_KEY,
 } from "../emulator/index.js";
+import { ChangeFeedDefaults } from "../shared/changefeed/index.js";
 import { InvalidTuningInputError } from "../shared/tuning/model.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
 import { formatThroughput, throughput } from "./throughput.js";
@@ -24,6 +25,9 @@ import {
   tuneReport,
 } from "./tune.js";
 import { MeasureDefaults, runTuneMeasure } from "./tune-measure.js";
+
+/** A default interval (ms) as the duration the tune options take, e.g. `17s`. */
+const seconds = (ms: number): string => `${ms / 1000}s`;
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -269,17 +273,31 @@ program
     1,
   )
   .option("--writes <n>", "changes per second to the monitored container", (v) => Number(v), 0)
-  .option("--renew <duration>", "leaseRenewInterval (e.g. 17s)", "17s")
-  .option("--acquire <duration>", "leaseAcquireInterval", "13s")
-  .option("--expiration <duration>", "leaseExpirationInterval", "60s")
-  .option("--poll <duration>", "feedPollDelay", "5s")
+  .option(
+    "--renew <duration>",
+    "leaseRenewInterval (e.g. 17s)",
+    seconds(ChangeFeedDefaults.leaseRenewInterval),
+  )
+  .option("--acquire <duration>", "leaseAcquireInterval", seconds(ChangeFeedDefaults.leaseAcquireInterval))
+  .option(
+    "--expiration <duration>",
+    "leaseExpirationInterval",
+    seconds(ChangeFeedDefaults.leaseExpirationInterval),
+  )
+  .option("--poll <duration>", "feedPollDelay", seconds(ChangeFeedDefaults.feedPollDelay))
   .option("--sweep <spec>", "e.g. leaseExpirationInterval=10s..120s[:steps]: RU/s against failover time")
   .option("--svg <file>", "with --sweep: where the chart goes", "tune-sweep.svg")
   .option("--png <file>", "with --sweep: the chart as PNG too (default: the SVG's name with .png)")
   .option("--no-png", "with --sweep: write the SVG only")
   .option("--json", "print JSON")
-  .option("--watch <duration>", "with --measure: leaseWatchInterval of this processor (0 = off)")
-  .option("--checkpoint-delay <duration>", "with --measure: maxCheckpointDelay of this processor")
+  .option(
+    "--watch <duration>",
+    `leaseWatchInterval of this processor, 0 = off (default ${seconds(ChangeFeedDefaults.leaseWatchInterval)})`,
+  )
+  .option(
+    "--checkpoint-delay <duration>",
+    `maxCheckpointDelay of this processor (default ${seconds(ChangeFeedDefaults.maxCheckpointDelay)})`,
+  )
   .option(
     "--measure",
     "run the scenario on the embedded emulator with real processors and a writer; model vs measured per row",
@@ -305,6 +323,10 @@ program
         leaseAcquireIntervalMs: parseDuration(opts.acquire, "--acquire"),
         leaseExpirationIntervalMs: parseDuration(opts.expiration, "--expiration"),
         feedPollDelayMs: parseDuration(opts.poll, "--poll"),
+        ...(opts.watch !== undefined ? { leaseWatchIntervalMs: parseDuration(opts.watch, "--watch") } : {}),
+        ...(opts.checkpointDelay !== undefined
+          ? { maxCheckpointDelayMs: parseDuration(opts.checkpointDelay, "--checkpoint-delay") }
+          : {}),
       };
       if (opts.sweep) {
         const sweep = parseSweep(opts.sweep);
