@@ -13,7 +13,8 @@ import {
 import { repoRoot } from "../e2e/support/app-child.js";
 
 // `cosmos-feed tune --measure` as a user runs it: a short real measurement (2 hosts × 4 leases on the embedded
-// emulator, intervals ÷ 20, a 4 s window) whose rows must agree with the model within a loose band, and bad input
+// emulator, intervals ÷ 20, a 4 s window) whose rows must agree with the model within a loose band (loose: CI runs
+// it beside other tests; the formulas it checks are off by 2× or more when wrong), and bad input
 // as one line and exit 1.
 
 const run = promisify(execFile);
@@ -68,11 +69,11 @@ describe("cosmos-feed tune --measure", () => {
     // The watch: one lease-feed read per 50 ms slot in all (3.6e6 / 1000 per scenario hour), give or take a slot.
     const watch = row("lease view: lease feed reads in turns");
     expect(watch.model.requestsPerHour).toBe(3_600);
-    expect(Math.abs(watch.deviationPct.requests ?? 100)).toBeLessThan(15);
+    expect(Math.abs(watch.deviationPct.requests ?? 100)).toBeLessThan(25);
     // Every poll cycle ends with one empty read: 4 leases × 3.6e6 / 2 s.
     const empty = row("feed polls that find nothing");
     expect(empty.model.requestsPerHour).toBe(7_200);
-    expect(Math.abs(empty.deviationPct.requests ?? 100)).toBeLessThan(25);
+    expect(Math.abs(empty.deviationPct.requests ?? 100)).toBeLessThan(30);
     // Checkpoints and renewals together keep the 4 leases alive: their sum is within a loose band of the model.
     const writes = (x: { requestsPerHour: number }[]) => x.reduce((a, b) => a + b.requestsPerHour, 0);
     const modelWrites = writes([row("renewals (replace)").model, row("checkpoints (replace)").model]);
