@@ -734,6 +734,8 @@ export function progressBar(stream: NodeJS.WriteStream = process.stderr): Progre
   };
 }
 
+/** Width of the row labels in the text table. */
+const LABEL = 50;
 const fmt = (n: number | null) => (n === null ? "—" : Math.round(n).toLocaleString("en-US"));
 const pct = (n: number | null) => (n === null ? "—" : `${n > 0 ? "+" : ""}${n.toFixed(1)} %`);
 
@@ -744,11 +746,11 @@ export function formatMeasure(r: MeasureResult): string {
     `${s.hosts} host(s) × ${s.leases} lease(s), ${s.writesPerSecond} changes/s; renew ${s.leaseRenewIntervalMs} ms, acquire ${s.leaseAcquireIntervalMs} ms, expiration ${s.leaseExpirationIntervalMs} ms, poll ${s.feedPollDelayMs} ms, watch ${s.leaseWatchIntervalMs} ms, maxCheckpointDelay ${s.maxCheckpointDelayMs} ms`,
     `measured on the embedded emulator with ${s.hosts} real processor(s) and a writer, every interval ÷ ${r.scale} (renew ${sc.leaseRenewInterval} ms, acquire ${sc.leaseAcquireInterval} ms, expiration ${sc.leaseExpirationInterval} ms, poll ${sc.feedPollDelay} ms, watch ${sc.leaseWatchInterval} ms), window ${(r.window.wallMs / 1000).toFixed(1)} s wall = ${(r.window.scenarioMs / 1000).toFixed(0)} s of scenario; per scenario hour:`,
     "",
-    `  ${"this processor".padEnd(40)}${"model req/h".padStart(12)}${"measured".padStart(12)}${"dev".padStart(10)}${"model RU/h".padStart(12)}${"measured".padStart(12)}${"dev".padStart(10)}`,
+    `  ${"this processor".padEnd(LABEL)}${"model req/h".padStart(12)}${"measured".padStart(12)}${"dev".padStart(10)}${"model RU/h".padStart(12)}${"measured".padStart(12)}${"dev".padStart(10)}`,
   ];
   for (const row of r.rows) {
     out.push(
-      `  ${`${row.container === "lease" ? "lease" : "monitored"}: ${row.what}`.slice(0, 39).padEnd(40)}${fmt(row.model.requestsPerHour).padStart(12)}${fmt(row.measured.requestsPerHour).padStart(12)}${pct(row.deviationPct.requests).padStart(10)}${fmt(row.model.ruPerHour).padStart(12)}${fmt(row.measured.ruPerHour).padStart(12)}${pct(row.deviationPct.ru).padStart(10)}${row.meaningful ? "" : "  (too few to judge)"}`,
+      `  ${`${row.container}: ${row.what}`.slice(0, LABEL - 1).padEnd(LABEL)}${fmt(row.model.requestsPerHour).padStart(12)}${fmt(row.measured.requestsPerHour).padStart(12)}${pct(row.deviationPct.requests).padStart(10)}${fmt(row.model.ruPerHour).padStart(12)}${fmt(row.measured.ruPerHour).padStart(12)}${pct(row.deviationPct.ru).padStart(10)}${row.meaningful ? "" : "  (too few to judge)"}`,
     );
   }
   out.push(
