@@ -39,10 +39,10 @@ describe("cosmos-feed tune", () => {
       "--svg",
       svg,
     ]);
-    expect(stdout.trim().split("\n")).toHaveLength(1 + 4 + 1);
+    expect(stdout.trim().split("\n")).toHaveLength(1 + 4 + 2);
     const chart = readFileSync(svg, "utf8");
     expect(chart).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
-    expect(chart.match(/<polyline /g)).toHaveLength(2);
+    expect(chart.match(/<polyline /g)).toHaveLength(3);
   });
 
   it("bad input is one line and exit 1", async () => {
