@@ -114,9 +114,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   } catch (e) {
     persistence?.close();
     const reason = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    // A native module built for another Node.js (its ABI) is not the directory's fault: say what fixes it.
+    const fix =
+      reason === "ERR_DLOPEN_FAILED"
+        ? `better-sqlite3's native module does not load in Node.js ${process.version}: run \`npm rebuild better-sqlite3\` with this Node.js`
+        : "it must be a directory this process can create and write";
     throw new EmulatorStartError(
       "DATA_DIR_UNUSABLE",
-      `Cannot keep data in '${options.dataDir}' (${reason}): it must be a directory this process can create and write (or leave --data-dir out to run in memory).`,
+      `Cannot keep data in '${options.dataDir}' (${reason}): ${fix} (or leave --data-dir out to run in memory).`,
       { cause: e },
     );
   }
