@@ -1,13 +1,13 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { BuiltinRequest } from "../../src/devhost/http/server.js";
 import { startDevHost } from "../../src/devhost/index.js";
 
 // The host's own endpoints (Durable's /runtime/webhooks/durabletask/…) are served before function routes, over a
-// real socket: they see method, URL, lower-case headers and the whole body; undefined is a 404; a throw is a 500
-// with the stack in the log, and function routes are untouched.
+// real socket: they see method, URL, lower-case headers and the whole body, and a signal aborted when the client
+// goes away; undefined is a 404; a throw is a 500 with the stack in the log, and function routes are untouched.
 
 const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
 const created: string[] = [];
@@ -33,6 +33,7 @@ describe("built-in host routes", () => {
   it("answers under its prefix before any function route, and leaves the rest to functions", async () => {
     const seen: BuiltinRequest[] = [];
     const errors: string[] = [];
+    const aborted: string[] = [];
     const host = await startDevHost({
       appDir: appDir(),
       port: 0,
@@ -46,6 +47,12 @@ describe("built-in host routes", () => {
             seen.push(req);
             if (req.url.pathname.endsWith("/boom")) throw new Error("endpoint exploded");
             if (req.url.pathname.endsWith("/missing")) return undefined;
+            if (req.url.pathname.endsWith("/wait")) {
+              // A long wait (Durable's create-and-wait) ends when the client goes away.
+              await new Promise((resolve) => req.signal?.addEventListener("abort", resolve));
+              aborted.push(req.url.pathname);
+              return { status: 200 };
+            }
             return { status: 202, headers: { "x-test": "yes" }, body: `got ${req.body.toString()}` };
           },
         },
@@ -69,6 +76,14 @@ describe("built-in host routes", () => {
       const boom = await fetch(`${base}/boom`);
       expect(boom.status).toBe(500);
       expect(errors.some((m) => m.includes("endpoint exploded"))).toBe(true);
+
+      const leaving = new AbortController();
+      const waiting = fetch(`${base}/wait`, { signal: leaving.signal }).catch(() => "aborted");
+      await vi.waitFor(() => expect(seen.at(-1)?.url.pathname).toMatch(/\/wait$/));
+      expect(seen.at(-1)?.signal?.aborted).toBe(false);
+      leaving.abort();
+      expect(await waiting).toBe("aborted");
+      await vi.waitFor(() => expect(aborted).toEqual(["/runtime/webhooks/durabletask/wait"]));
 
       const fn = await fetch(`${host.baseUrl}/api/anything`);
       expect(fn.status).toBe(200);

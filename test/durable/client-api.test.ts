@@ -1,6 +1,6 @@
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createDurableApiHandler } from "../../src/devhost/durable/client-api.js";
 import {
   type DurableClientInputData,
@@ -214,6 +214,11 @@ describe("durable HTTP API with the real DurableClient", () => {
     await client.raiseEvent("e1", "Late", 1);
     expect(await fetch(api("instances/e1/raiseEvent/Late"), postJson(1)).then((r) => r.status)).toBe(410);
     await expect(client.raiseEvent("none", "X", 1)).rejects.toThrow("No instance with ID 'none' found.");
+
+    // As the extension: an unknown or finished instance answers 404/410 before the content type is looked at.
+    const text = { method: "POST", headers: { "content-type": "text/plain" }, body: "hi" };
+    expect((await fetch(api("instances/e1/raiseEvent/Late"), text)).status).toBe(410);
+    expect((await fetch(api("instances/none/raiseEvent/Late"), text)).status).toBe(404);
   });
 
   it("terminate, suspend and resume carry the reason; finished instances answer 410", async () => {
@@ -354,6 +359,16 @@ describe("durable HTTP API with the real DurableClient", () => {
     const failed = await failing;
     expect(failed.status).toBe(200);
     expect(await failed.json()).toMatchObject({ runtimeStatus: "Failed", output: "broken" });
+
+    // A client that goes away ends the wait (the request's signal), not the timeout.
+    const leaving = new AbortController();
+    const gone = fetch(uri("cw4"), { method: "POST", signal: leaving.signal }).catch(() => "aborted");
+    await hub.nextWait("cw4");
+    const polls = hub.callsOf("getStatus").length;
+    leaving.abort();
+    expect(await gone).toBe("aborted");
+    await vi.waitFor(() => expect(hub.callsOf("getStatus").length).toBe(polls + 1));
+    expect(hub.callsOf("waitForChange").filter(([id]) => id === "cw4")).toHaveLength(1);
   });
 
   it("restart starts the orchestration again with its input (same id on request)", async () => {

@@ -6,6 +6,7 @@ import {
   ensureWebsiteHostname,
   reachableOrigin,
 } from "../../src/devhost/durable/client-binding.js";
+import { createDurableRuntime } from "../../src/devhost/durable/runtime.js";
 
 /** What df.getClient(context) builds from the binding data, as a function's handler would call it. */
 function clientFor(data: unknown): df.DurableClient {
@@ -112,5 +113,32 @@ describe("durableClient binding data", () => {
     const zeros: NodeJS.ProcessEnv = { WEBSITE_HOSTNAME: "0.0.0.0:7071" };
     expect(ensureWebsiteHostname(zeros, "http://0.0.0.0:7200")).toBe("127.0.0.1:7200");
     expect(zeros.WEBSITE_HOSTNAME).toBe("127.0.0.1:7200");
+  });
+
+  it("the dev host's durable runtime gives this binding data and mounts the HTTP API (404 until a hub runs)", async () => {
+    const env: NodeJS.ProcessEnv = {};
+    const runtime = createDurableRuntime({
+      env,
+      extensions: () => ({}),
+      location: () => Promise.reject(new Error("no task hub in this test")),
+    });
+    runtime.listening("http://0.0.0.0:7300");
+    expect(env.WEBSITE_HOSTNAME).toBe("127.0.0.1:7300");
+    const binding = { type: "durableClient", direction: "in" as const, taskHub: "OtherHub" };
+    const typed = await runtime.inputs.durableClient?.(binding, {});
+    expect(JSON.parse(String(typed?.string))).toEqual(
+      durableClientInputData({ baseUrl: "http://127.0.0.1:7300", hubName: "TestHubName", binding }),
+    );
+    const res = await runtime.routes.handle({
+      method: "GET",
+      url: new URL("http://127.0.0.1:7300/runtime/webhooks/durabletask/instances/abc"),
+      headers: {},
+      body: Buffer.alloc(0),
+    });
+    expect(res?.status).toBe(404);
+    expect(JSON.parse(String(res?.body)).Message).toMatch(/task hub is not running/);
+    // Its paths only: a neighbour of the prefix goes on to the app's routes.
+    expect(runtime.routes.matches?.("/runtime/webhooks/durabletask/instances")).toBe(true);
+    expect(runtime.routes.matches?.("/runtime/webhooks/durabletaskx")).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { DurableApiHandler } from "../../src/devhost/durable/client-api.js";
+import { type DurableApiHandler, durableBuiltinRoutes } from "../../src/devhost/durable/client-api.js";
 
 export interface SeenRequest {
   method: string;
@@ -10,17 +10,21 @@ export interface SeenRequest {
   body: string;
 }
 
-/** A real node:http server on a free port serving the durable API handler; it records every request it saw. */
+/**
+ * A real node:http server on a free port serving the durable API handler through `durableBuiltinRoutes` — the
+ * entry the dev host mounts on its own server (src/devhost/durable/runtime.ts), fed as src/devhost/http/server.ts
+ * feeds it (headers joined, the whole body, a signal aborted when the client goes away). It records every request.
+ */
 export async function serveDurableApi(
   makeHandler: (baseUrl: string) => DurableApiHandler,
 ): Promise<{ baseUrl: string; seen: SeenRequest[]; close: () => Promise<void> }> {
   const seen: SeenRequest[] = [];
-  let handler: DurableApiHandler | undefined;
+  let routes: ReturnType<typeof durableBuiltinRoutes> | undefined;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", async () => {
-      const url = new URL(req.url ?? "/", "http://placeholder");
+      const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
       const body = Buffer.concat(chunks);
       seen.push({
         method: req.method ?? "GET",
@@ -29,24 +33,26 @@ export async function serveDurableApi(
         headers: req.headers,
         body: body.toString("utf8"),
       });
-      const abort = new AbortController();
-      res.on("close", () => abort.abort());
-      const out = handler?.({
-        method: req.method ?? "GET",
-        path: url.pathname,
-        query: url.searchParams,
-        headers: req.headers,
-        body,
-        signal: abort.signal,
-      });
-      const answer = out === undefined ? { status: 404, headers: {}, body: "" } : await out;
-      res.writeHead(answer.status, answer.headers);
-      res.end(answer.body);
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+      }
+      const gone = new AbortController();
+      res.on("close", () => gone.abort());
+      const mine =
+        routes !== undefined &&
+        url.pathname.startsWith(routes.prefix) &&
+        (routes.matches?.(url.pathname) ?? true);
+      const answer = mine
+        ? await routes?.handle({ method: req.method ?? "GET", url, headers, body, signal: gone.signal })
+        : undefined;
+      res.writeHead(answer?.status ?? 404, answer?.headers ?? {});
+      res.end(answer?.body);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  handler = makeHandler(baseUrl);
+  routes = durableBuiltinRoutes(makeHandler(baseUrl));
   return {
     baseUrl,
     seen,

@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net";
 import type { Container } from "@azure/cosmos";
 import { InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
-import { durableClientBindingData, durableHttpApi } from "../../src/devhost/durable/client.js";
+import { createDurableApiHandler, durableBuiltinRoutes } from "../../src/devhost/durable/client-api.js";
+import { durableClientInputData, ensureWebsiteHostname } from "../../src/devhost/durable/client-binding.js";
 import { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 
 const require = createRequire(import.meta.url);
@@ -66,11 +67,13 @@ export async function startInProcessTaskHub(options: {
   });
   await hub.start();
   let baseUrl = "";
-  const api = durableHttpApi({
-    hub: () => hub,
-    baseUrl: () => baseUrl,
-    isOrchestrator: (n) => handlers.has(n),
-  });
+  const api = durableBuiltinRoutes(
+    createDurableApiHandler({
+      hub,
+      baseUrl: () => baseUrl,
+      isOrchestrator: (n) => handlers.has(n),
+    }),
+  );
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -96,14 +99,14 @@ export async function startInProcessTaskHub(options: {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  process.env.WEBSITE_HOSTNAME ??= new URL(baseUrl).host;
+  ensureWebsiteHostname(process.env, baseUrl);
   const clientInput = df.input.durableClient();
   return {
     hub,
     baseUrl,
     context: () => {
       const ctx = new InvocationContext({ options: { extraInputs: [clientInput] } });
-      ctx.extraInputs.set(clientInput, durableClientBindingData(baseUrl, hubName));
+      ctx.extraInputs.set(clientInput, durableClientInputData({ baseUrl, hubName }));
       return ctx;
     },
     stop: async () => {

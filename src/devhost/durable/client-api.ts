@@ -6,6 +6,7 @@ import {
   instanceManagementUrls,
   reachableOrigin,
 } from "./client-binding.js";
+import { validateInstanceId } from "./hub.js";
 import type { InstanceFilter, InstanceStatus, RuntimeStatus, TaskHubClient } from "./types.js";
 
 /**
@@ -39,10 +40,11 @@ export type DurableApiHandler = (req: DurableApiRequest) => Promise<DurableApiRe
 
 export interface DurableApiOptions {
   /**
-   * The task hub a request addresses: `taskHubName` is its `taskHub` query parameter (undefined when absent =
-   * the host's hub). undefined = this host does not serve that hub (400).
+   * The host's task hub, or a getter for it (the dev host starts it after the app loads; a getter may throw an
+   * error with a 4xx `statusCode`, e.g. 404 when the app has no durable functions). A request whose `taskHub`
+   * names another hub is a 400: one host serves one hub.
    */
-  hub: TaskHubClient | ((taskHubName: string | undefined) => TaskHubClient | undefined);
+  hub: TaskHubClient | (() => TaskHubClient);
   /** The dev host's base URL, for links when a request has no usable Host header. */
   baseUrl: string | (() => string);
   /** Whether the app has an orchestrator of that name (start/restart of another → 400, as StartNewAsync). */
@@ -69,10 +71,6 @@ const RUNTIME_STATUSES: readonly RuntimeStatus[] = [
 const TERMINAL: ReadonlySet<RuntimeStatus> = new Set(["Completed", "Failed", "Terminated"]);
 /** The longest create-and-wait a request may ask for (s); the extension has none, but a request must end. */
 export const MAX_WAIT_SECONDS = 3600;
-/** Instance ids as the design allows them (docs/durable-design.md): 1–100 chars, no / \ # ? or controls. */
-const MAX_INSTANCE_ID_LENGTH = 100;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
-const BAD_ID_CHARS = /[/\\#?\u0000-\u001f\u007f]/;
 
 class BadRequest extends Error {}
 
@@ -90,15 +88,6 @@ const problem = (status: number, message: string, headers: Record<string, string
 function header(req: DurableApiRequest, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
-}
-
-function validInstanceId(id: string): string {
-  if (id.length < 1 || id.length > MAX_INSTANCE_ID_LENGTH || BAD_ID_CHARS.test(id)) {
-    throw new BadRequest(
-      `Invalid instance id ${JSON.stringify(id.slice(0, 120))}: 1–${MAX_INSTANCE_ID_LENGTH} characters, without / \\ # ? or control characters.`,
-    );
-  }
-  return id;
 }
 
 /** A query parameter's single value (the extension reads the first). */
@@ -255,13 +244,12 @@ interface Ctx {
 }
 
 export function createDurableApiHandler(options: DurableApiOptions): DurableApiHandler {
-  const only = options.hub;
+  const hubOf = typeof options.hub === "function" ? options.hub : () => options.hub as TaskHubClient;
   // One hub: a request naming another (task hub names are case-insensitive) is not served.
-  const resolveHub =
-    typeof only === "function"
-      ? only
-      : (name: string | undefined) =>
-          name === undefined || name.toLowerCase() === only.hubName.toLowerCase() ? only : undefined;
+  const resolveHub = (name: string | undefined): TaskHubClient | undefined => {
+    const hub = hubOf();
+    return name === undefined || name.toLowerCase() === hub.hubName.toLowerCase() ? hub : undefined;
+  };
   const baseUrl = typeof options.baseUrl === "function" ? options.baseUrl : () => options.baseUrl as string;
   const now = options.now ?? Date.now;
   const requiredQuery = options.requiredQueryStringParameters ?? "";
@@ -369,8 +357,12 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
 
   const raiseEvent = async (c: Ctx, instanceId: string, eventName: string): Promise<DurableApiResponse> => {
     const type = header(c.req, "content-type")?.split(";")[0]?.trim().toLowerCase();
-    // The extension takes only application/json content; an empty body (no event data) has none to check.
+    // The extension takes only application/json content (an empty body, no event data, has none to check here),
+    // and answers 404/410 for an unknown or finished instance before it looks at the content type.
     if (Buffer.from(c.req.body).toString("utf8").trim() !== "" && type !== "application/json") {
+      const s = await c.hub.getStatus(instanceId);
+      if (!s) return answer(instanceId, "notFound");
+      if (TERMINAL.has(s.runtimeStatus)) return answer(instanceId, "notRunning");
       return problem(400, "Only application/json request content is supported");
     }
     const body = jsonBody(c.req);
@@ -454,7 +446,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
         return problem(404, "Start an orchestration with POST orchestrators/{functionName}[/{instanceId}].");
       }
       if (method !== "POST") return problem(405, "Use POST to start an orchestration.", { allow: "POST" });
-      return start(c, name, instanceId === undefined ? undefined : validInstanceId(instanceId));
+      return start(c, name, instanceId === undefined ? undefined : validateInstanceId(instanceId));
     }
 
     // instances[/{id}[/{operation}]] and instances/{id}/raiseEvent/{eventName}
@@ -481,7 +473,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
       }
       return problem(405, "Use GET to list instances or DELETE to purge them.", { allow: "GET, DELETE" });
     }
-    const instanceId = validInstanceId(rawId);
+    const instanceId = validateInstanceId(rawId);
     if (rawOperation === undefined) {
       if (isRead) return statusResponse(c, instanceId);
       if (method === "DELETE") return purgeOne(c, instanceId);
@@ -533,6 +525,8 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
 export function durableBuiltinRoutes(handler: DurableApiHandler): BuiltinRoutes {
   return {
     prefix: DURABLE_WEBHOOK_PATH,
+    // `/runtime/webhooks/durabletask` and below; `/runtime/webhooks/durabletaskx` goes on to the app's routes.
+    matches: (pathname) => pathname === DURABLE_WEBHOOK_PATH || pathname.startsWith(PREFIX),
     handle: async (req: BuiltinRequest): Promise<BuiltinResponse | undefined> => {
       const out = handler({
         method: req.method,
@@ -540,6 +534,7 @@ export function durableBuiltinRoutes(handler: DurableApiHandler): BuiltinRoutes 
         query: req.url.searchParams,
         headers: req.headers,
         body: req.body,
+        ...(req.signal ? { signal: req.signal } : {}),
       });
       return out === undefined ? undefined : await out;
     },

@@ -75,7 +75,7 @@ export function validateInstanceId(id: unknown): string {
     typeof id === "string" && [...id].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
   if (typeof id !== "string" || id.length < 1 || id.length > 100 || /[/\\#?]/.test(id) || control) {
     throw new TaskHubError(
-      `Invalid instance id ${JSON.stringify(id)}: 1–100 characters, without / \\ # ? or control characters.`,
+      `Invalid instance id ${JSON.stringify(typeof id === "string" ? id.slice(0, 120) : id)}: 1–100 characters, without / \\ # ? or control characters.`,
       400,
       "InvalidInstanceId",
     );

@@ -6,7 +6,12 @@ import type { BuiltinRoutes } from "../http/server.js";
 import { invokeFunction } from "../invocation.js";
 import type { LoadedApp, LoadedFunction } from "../loader.js";
 import type { HostLogger } from "../logger.js";
-import { durableClientBindingData, durableHttpApi } from "./client.js";
+import { createDurableApiHandler, durableBuiltinRoutes } from "./client-api.js";
+import {
+  type DurableClientBindingOptions,
+  durableClientInputData,
+  ensureWebsiteHostname,
+} from "./client-binding.js";
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "./hub.js";
 import { readDurableHubSettings } from "./settings.js";
 import type { ActivityInvoker, OrchestratorInvoker, TaskHubClient } from "./types.js";
@@ -140,17 +145,25 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
     },
     inputs: {
       durableClient: async (binding) => {
-        const b = binding as BindingInfo & { taskHub?: string; connectionName?: string };
-        return {
-          string: JSON.stringify(durableClientBindingData(baseUrl, b.taskHub ?? hubName(), b.connectionName)),
-        };
+        // The binding's own taskHub / connectionName override the host's, as the extension's attribute.
+        const { taskHub, connectionName } = binding as BindingInfo & DurableClientBindingOptions;
+        const data = durableClientInputData({
+          baseUrl,
+          hubName: hubName(),
+          binding: { taskHub, connectionName },
+        });
+        return { string: JSON.stringify(data) };
       },
     },
-    routes: durableHttpApi({
-      hub: requireHub,
-      baseUrl: () => baseUrl,
-      isOrchestrator: (name) => find(name, "orchestrationTrigger") !== undefined,
-    }),
+    routes: durableBuiltinRoutes(
+      createDurableApiHandler({
+        hub: requireHub,
+        baseUrl: () => baseUrl,
+        isOrchestrator: (name) => find(name, "orchestrationTrigger") !== undefined,
+        onError: (message, error) =>
+          logger?.error(`${message}${error instanceof Error && error.stack ? `\n${error.stack}` : ""}`),
+      }),
+    ),
     async prepare(loaded, log) {
       app = loaded;
       logger = log;
@@ -185,7 +198,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
     listening(url) {
       baseUrl = url;
       // durable-functions' getClient rewrites links to localhost:7071 unless WEBSITE_HOSTNAME names the host.
-      if (!env.WEBSITE_HOSTNAME) env.WEBSITE_HOSTNAME = new URL(url).host;
+      ensureWebsiteHostname(env, url);
     },
     hub: () => hub,
     stop() {

@@ -34,6 +34,8 @@ export interface BuiltinRequest {
   url: URL;
   headers: Record<string, string>;
   body: Buffer;
+  /** Aborted when the client goes away before the answer (a long wait, e.g. Durable's create-and-wait, ends). */
+  signal?: AbortSignal;
 }
 
 export interface BuiltinResponse {
@@ -169,9 +171,11 @@ export class DevHttpServer {
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
     }
+    const gone = new AbortController();
+    res.on("close", () => gone.abort());
     let out: BuiltinResponse | undefined;
     try {
-      out = await routes.handle({ method: req.method ?? "GET", url, headers, body });
+      out = await routes.handle({ method: req.method ?? "GET", url, headers, body, signal: gone.signal });
     } catch (e) {
       this.#options.logger.error(
         `The host endpoint ${url.pathname} failed: ${(e as Error)?.stack ?? String(e)}`,
