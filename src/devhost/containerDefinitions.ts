@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { ContainerRequest, CosmosClient } from "@azure/cosmos";
+import { createContainerIfNotExists, createDatabaseIfNotExists } from "../shared/cosmos/ensure.js";
 import type { ContainerDefinitionLookup } from "./cosmos/provision.js";
 import { DevHostError } from "./errors.js";
 
@@ -71,11 +72,11 @@ export async function createDefinedContainers(
 ): Promise<string[]> {
   const { file, database: databaseName, requests } = definitions;
   if (!databaseName) return [];
-  const { database, statusCode } = await client.databases.createIfNotExists({ id: databaseName });
+  const { database, statusCode } = await createDatabaseIfNotExists(client, { id: databaseName });
   const created: string[] = [];
   if (statusCode === 201) log(`Created database '${databaseName}' (from ${file}).`);
   for (const [name, request] of requests) {
-    const res = await database.containers.createIfNotExists({ id: name, ...request });
+    const res = await createContainerIfNotExists(database, { id: name, ...request });
     if (res.statusCode === 201) {
       created.push(name);
       log(`Created container '${databaseName}/${name}' (from ${file}).`);

@@ -1,5 +1,6 @@
 import type { Container, ContainerRequest, CosmosClient, IndexingPolicy } from "@azure/cosmos";
 import rawDefinition from "./containers.json" with { type: "json" };
+import { createContainerIfNotExists, createDatabaseIfNotExists } from "./cosmos/ensure.js";
 import { CosmosFeedError } from "./errors.js";
 
 /** What code looks a container up by (the name the service stores may differ). */
@@ -160,11 +161,11 @@ export async function ensureContainers(
   options: EnsureContainersOptions = {},
   def: DatabaseDefinition = containerDefinition,
 ): Promise<Record<ContainerRole, Container>> {
-  const { database, statusCode } = await client.databases.createIfNotExists({ id: def.database.name });
+  const { database, statusCode } = await createDatabaseIfNotExists(client, { id: def.database.name });
   if (statusCode === 201) options.onCreated?.(`database '${def.database.name}'`);
   const out = {} as Record<ContainerRole, Container>;
   for (const c of def.containers) {
-    const res = await database.containers.createIfNotExists({
+    const res = await createContainerIfNotExists(database, {
       ...containerRequestOf(c),
       ...(options.provisionThroughput !== false && c.throughput ? { throughput: c.throughput } : {}),
     });

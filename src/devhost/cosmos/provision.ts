@@ -1,4 +1,5 @@
 import type { Container, ContainerRequest, CosmosClient } from "@azure/cosmos";
+import { createContainerIfNotExists, createDatabaseIfNotExists } from "../../shared/cosmos/ensure.js";
 import { statusOf } from "../../shared/cosmos/errors.js";
 
 /** What the dev host's Cosmos units log through: the host's levels (a subset of the worker's). */
@@ -35,7 +36,7 @@ export interface EnsureContainerOptions {
  * container, create it only on 404 (so an existing container's settings are never touched). Returns the container.
  */
 export async function ensureContainer(o: EnsureContainerOptions): Promise<Container> {
-  const { database, statusCode: dbStatus } = await o.client.databases.createIfNotExists({
+  const { database, statusCode: dbStatus } = await createDatabaseIfNotExists(o.client, {
     id: o.databaseName,
   });
   if (dbStatus === 201) o.log("information", `Created database '${o.databaseName}' (${o.role}).`);
@@ -46,7 +47,7 @@ export async function ensureContainer(o: EnsureContainerOptions): Promise<Contai
   } catch (e) {
     if (statusOf(e) !== 404) throw e;
   }
-  const { statusCode } = await database.containers.createIfNotExists({
+  const { statusCode } = await createContainerIfNotExists(database, {
     ...o.definition,
     id: o.containerName,
     ...(o.throughput !== undefined && o.throughput > 0 ? { throughput: o.throughput } : {}),

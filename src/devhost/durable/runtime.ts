@@ -1,4 +1,5 @@
 import type { Container, CosmosClient } from "@azure/cosmos";
+import { createContainerIfNotExists, createDatabaseIfNotExists } from "../../shared/cosmos/ensure.js";
 import type { BindingInfo } from "../coreTypes.js";
 import type { BindingExtensions } from "../extensions.js";
 import type { TriggerRunnerFactory } from "../host.js";
@@ -219,12 +220,12 @@ async function openContainers(where: TaskHubLocation): Promise<{ container: Cont
       leases: database.container(where.leaseContainerName),
     };
   }
-  const { database: db } = await where.client.databases.createIfNotExists({ id: where.databaseName });
-  const { container } = await db.containers.createIfNotExists({
+  const { database: db } = await createDatabaseIfNotExists(where.client, { id: where.databaseName });
+  const { container } = await createContainerIfNotExists(db, {
     id: where.containerName,
     partitionKey: { paths: ["/pk"] },
   });
-  const { container: leases } = await db.containers.createIfNotExists({
+  const { container: leases } = await createContainerIfNotExists(db, {
     id: where.leaseContainerName,
     partitionKey: { paths: ["/id"] },
     defaultTtl: -1,

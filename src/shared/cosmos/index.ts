@@ -1,4 +1,5 @@
 export { CosmosFeedError, isCosmosFeedError } from "../errors.js";
+export { createContainerIfNotExists, createDatabaseIfNotExists } from "./ensure.js";
 export {
   AlreadyExistsError,
   ConcurrencyConflictError,
