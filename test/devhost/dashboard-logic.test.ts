@@ -167,6 +167,42 @@ describe("the RU/s plot", () => {
     expect(g.yTicks.map((t) => t.label)).toEqual(["0", "5", "10"]);
   });
 
+  it("clips a few peaks far above the rest instead of flattening the steady state, and says so", () => {
+    const history = Array.from({ length: 40 }, (_v, k) => ({
+      t: T0 + k * 1_000,
+      app: { "db/leases": k === 3 ? 150 : 4 },
+      dashboard: 1,
+    }));
+    const g = plotGeometry(history, {
+      width: 100,
+      height: 100,
+      now: T0 + 40_000,
+      spanMs: 60_000,
+      padLeft: 0,
+      padBottom: 0,
+    });
+    expect(g.yMax).toBe(5);
+    expect(g.clippedPeak).toBe(150);
+    // The peak is drawn at the top edge, the steady 4 RU/s at 80 % of the height.
+    const ys = g.series[0].points.split(" ").map((xy) => Number(xy.split(",")[1]));
+    expect(ys[3]).toBe(0);
+    expect(ys[0]).toBe(20);
+    // Without an outlier the scale covers the maximum and nothing is clipped.
+    const even = plotGeometry(
+      history.filter((_p, k) => k !== 3),
+      {
+        width: 100,
+        height: 100,
+        now: T0 + 40_000,
+        spanMs: 60_000,
+        padLeft: 0,
+        padBottom: 0,
+      },
+    );
+    expect(even.yMax).toBe(5);
+    expect(even.clippedPeak).toBeUndefined();
+  });
+
   it("leaves out points older than the span", () => {
     const g = plotGeometry([{ t: T0, app: { c: 100 }, dashboard: 0 }], {
       width: 100,

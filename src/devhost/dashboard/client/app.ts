@@ -271,6 +271,9 @@ function renderRu(d: RuData, historyMs: number): Node[] {
     ),
     table(["container", "app RU/s", "dashboard RU/s", "app RU (total)", "dashboard RU (total)"], rows),
     plot,
+    ...(g.clippedPeak !== undefined
+      ? [el("p", { class: "note" }, `peaks up to ${ru(g.clippedPeak)} RU/s are clipped at the top`)]
+      : []),
     legend,
   ];
 }

@@ -27,11 +27,16 @@ export interface PlotSeries {
 
 export interface PlotGeometry {
   yMax: number;
+  /** The highest value, when it is above yMax and drawn clipped at the top. */
+  clippedPeak?: number;
   yTicks: { y: number; label: string }[];
   xTicks: { x: number; label: string }[];
   series: PlotSeries[];
   dashboard: PlotSeries;
 }
+
+/** Peaks more than this many times the 95th percentile are clipped rather than setting the scale. */
+const PEAK_FACTOR = 3;
 
 const PALETTE = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#2c7a7b", "#975a16", "#4a5568"];
 
@@ -47,11 +52,13 @@ export function plotGeometry(history: readonly RuPoint[], o: PlotOptions): PlotG
   const from = o.now - o.spanMs;
   const shown = history.filter((p) => p.t >= from && p.t <= o.now);
   const names = [...new Set(shown.flatMap((p) => Object.keys(p.app)))].sort();
-  let max = 0;
-  for (const p of shown) {
-    max = Math.max(max, p.dashboard, ...Object.values(p.app));
-  }
-  const yMax = niceCeiling(max);
+  const values = shown.flatMap((p) => [p.dashboard, ...Object.values(p.app)]).sort((a, b) => a - b);
+  const max = values.length > 0 ? values[values.length - 1] : 0;
+  // A few samples far above the rest (start-up, a burst) would flatten the steady state the user is tuning into a
+  // line on the axis: the scale follows the 95th percentile then, and the clipped peaks are reported.
+  const p95 = values.length > 0 ? values[Math.min(values.length - 1, Math.floor(values.length * 0.95))] : 0;
+  const yMax = max > PEAK_FACTOR * p95 && p95 > 0 ? niceCeiling(p95 * 1.25) : niceCeiling(max);
+  const clippedPeak = max > yMax ? max : undefined;
   const top = o.padTop ?? 0;
   const plotW = o.width - o.padLeft - (o.padRight ?? 0);
   const plotH = o.height - o.padBottom - top;
@@ -78,5 +85,5 @@ export function plotGeometry(history: readonly RuPoint[], o: PlotOptions): PlotG
     const ago = minutes - i;
     return { x: x(o.now - ago * 60_000), label: ago === 0 ? "now" : `−${ago} min` };
   });
-  return { yMax, yTicks, xTicks, series, dashboard };
+  return { yMax, clippedPeak, yTicks, xTicks, series, dashboard };
 }
