@@ -18,20 +18,10 @@ import {
   sweepSvg,
   tuneReport,
 } from "../../src/cli/tune.js";
-import type { TuningInput } from "../../src/shared/tuning/model.js";
+import { tuningDefaults } from "../support/tuning.js";
 
 const SEED = 20261126;
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
-
-const defaults = (hosts: number, leases: number): TuningInput => ({
-  hosts,
-  leases,
-  writesPerSecond: 0,
-  leaseRenewIntervalMs: 17_000,
-  leaseAcquireIntervalMs: 13_000,
-  leaseExpirationIntervalMs: 60_000,
-  feedPollDelayMs: 5_000,
-});
 
 /** Calls `f`; returns its value, or the CliInputError it threw (anything else fails the property). */
 function parsedOrRefused<T>(f: () => T): T | CliInputError {
@@ -147,9 +137,11 @@ describe("the chart", () => {
 
   it("plots against failover when the swept interval moves it, else against the interval itself", () => {
     const expiration = parseSweep("leaseExpirationInterval=30s..90s:3");
-    expect(sweepSvg(expiration, runSweep(defaults(4, 32), expiration))).toContain("worst-case failover");
+    expect(sweepSvg(expiration, runSweep(tuningDefaults(4, 32), expiration))).toContain(
+      "worst-case failover",
+    );
     const renew = parseSweep("leaseRenewInterval=5s..25s:3");
-    const svg = sweepSvg(renew, runSweep(defaults(4, 32), renew));
+    const svg = sweepSvg(renew, runSweep(tuningDefaults(4, 32), renew));
     expect(svg).toContain("leaseRenewInterval (s); failover stays ≤ 73 s");
     // Each point is labelled with the swept value.
     for (const label of [">5s<", ">15s<", ">25s<"]) expect(svg).toContain(label);
@@ -158,7 +150,7 @@ describe("the chart", () => {
   it("renders the SVG to a PNG twice its size through resvg", () => {
     const sweep = parseSweep("leaseExpirationInterval=30s..90s:3");
     const files = new Map<string, Buffer>();
-    const outcome = renderPng(sweepSvg(sweep, runSweep(defaults(2, 8), sweep)), "chart.png", (p, d) =>
+    const outcome = renderPng(sweepSvg(sweep, runSweep(tuningDefaults(2, 8), sweep)), "chart.png", (p, d) =>
       files.set(p, d),
     );
     expect(outcome).toEqual({ written: "chart.png" });
@@ -172,7 +164,7 @@ describe("the chart", () => {
 
 describe("this processor without its lease watch", () => {
   it("lists leases per host per acquire interval and hands off at the next balancing round", () => {
-    const r = tuneReport(defaults(4, 32));
+    const r = tuneReport(tuningDefaults(4, 32));
     const finding = (a: typeof r.ours) => a.leaseContainer[a.leaseContainer.length - 1];
     expect(finding(r.oursWithoutWatch).requestsPerHour).toBe(Math.round((4 * 3_600_000) / 13_000));
     expect(r.oursWithoutWatch.handoffMs).toBe(13_000);

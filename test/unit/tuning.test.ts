@@ -5,18 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseDuration, parseSweep, runSweep, sweepSvg } from "../../src/cli/tune.js";
-import { InvalidTuningInputError, type TuningInput, tune } from "../../src/shared/tuning/model.js";
-
-const defaults = (hosts: number, leases: number, extra: Partial<TuningInput> = {}): TuningInput => ({
-  hosts,
-  leases,
-  writesPerSecond: 0,
-  leaseRenewIntervalMs: 17_000,
-  leaseAcquireIntervalMs: 13_000,
-  leaseExpirationIntervalMs: 60_000,
-  feedPollDelayMs: 5_000,
-  ...extra,
-});
+import { InvalidTuningInputError, tune } from "../../src/shared/tuning/model.js";
+import { tuningDefaults } from "../support/tuning.js";
 
 describe("lease cost model", () => {
   it.each([
@@ -26,13 +16,13 @@ describe("lease cost model", () => {
     [2, 2, 1_401, 3_812],
     [1, 1, 700, 383],
   ])("idle, defaults, %i hosts × %i leases: .NET %i, ours %i lease-container requests/h (docs/changefeed.md)", (hosts, leases, dotnet, ours) => {
-    const r = tune(defaults(hosts, leases));
+    const r = tune(tuningDefaults(hosts, leases));
     expect(r.dotnet.leaseRequestsPerHour).toBeCloseTo(dotnet, -1);
     expect(r.ours.leaseRequestsPerHour).toBeCloseTo(ours, -1);
   });
 
   it("bounds failover by expiration … expiration + acquire, and the hand-off by the watch slot (ours) or a balancing round (.NET)", () => {
-    const r = tune(defaults(4, 32));
+    const r = tune(tuningDefaults(4, 32));
     expect(r.ours.failoverMs).toEqual({ min: 60_000, max: 73_000 });
     expect(r.dotnet.failoverMs).toEqual({ min: 60_000, max: 73_000 });
     expect(r.ours.handoffMs).toBeLessThan(2_000);
@@ -40,9 +30,9 @@ describe("lease cost model", () => {
   });
 
   it("idle leases poll the monitored container every feedPollDelay; writes turn polls into pages and checkpoints", () => {
-    const idle = tune(defaults(1, 4, { feedPollDelayMs: 1_000 }));
+    const idle = tune(tuningDefaults(1, 4, { feedPollDelayMs: 1_000 }));
     expect(idle.ours.monitoredContainer[0].requestsPerHour).toBe(4 * 3_600);
-    const busy = tune(defaults(1, 4, { feedPollDelayMs: 1_000, writesPerSecond: 100 }));
+    const busy = tune(tuningDefaults(1, 4, { feedPollDelayMs: 1_000, writesPerSecond: 100 }));
     const pages = busy.dotnet.monitoredContainer[1].requestsPerHour;
     expect(pages).toBeGreaterThan(0);
     // .NET checkpoints every page; ours coalesces to at most one per maxCheckpointDelay (1 s) per lease.
@@ -55,8 +45,10 @@ describe("lease cost model", () => {
   });
 
   it("refuses impossible input with every reason", () => {
-    expect(() => tune(defaults(0, 1, { leaseRenewIntervalMs: 90_000 }))).toThrow(InvalidTuningInputError);
-    expect(() => tune(defaults(0, 1, { leaseRenewIntervalMs: 90_000 }))).toThrow(
+    expect(() => tune(tuningDefaults(0, 1, { leaseRenewIntervalMs: 90_000 }))).toThrow(
+      InvalidTuningInputError,
+    );
+    expect(() => tune(tuningDefaults(0, 1, { leaseRenewIntervalMs: 90_000 }))).toThrow(
       /hosts must be ≥ 1[\s\S]*below leaseExpirationIntervalMs/,
     );
   });
@@ -77,7 +69,7 @@ describe("tune CLI helpers", () => {
 
   it("a longer expiration costs ours fewer renewals and lengthens failover; the chart has a point per value", () => {
     const sweep = parseSweep("leaseExpirationInterval=20s..120s:6");
-    const points = runSweep(defaults(4, 32), sweep);
+    const points = runSweep(tuningDefaults(4, 32), sweep);
     // 20 s is below 2 × renew (34 s): still valid (renew < expiration), renewed every 17 s.
     expect(points.every((p) => !p.skipped)).toBe(true);
     for (let k = 1; k < points.length; k++) {
