@@ -19,8 +19,8 @@ import {
   type MeasureResult,
   measureScenario,
 } from "../src/cli/tune-measure.js";
-import { ChangeFeedDefaults } from "../src/shared/changefeed/index.js";
 import type { TuningInput } from "../src/shared/tuning/model.js";
+import { tuningDefaults } from "../test/support/tuning.js";
 import { envNumber, machineFacts, round1, round2 } from "./lib/stats.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -29,93 +29,59 @@ const scale = envNumber("BENCH_TUNING_SCALE", MeasureDefaults.scale);
 const windowS = envNumber("BENCH_TUNING_WINDOW_S", 45);
 const only = process.env.BENCH_TUNING_ONLY?.split(",").map((s) => s.trim());
 
-const d = ChangeFeedDefaults;
-/** Microsoft's defaults (the Functions trigger's and .NET's): renew 17 s, acquire 13 s, expiration 60 s, poll 5 s. */
-const msDefaults = (hosts: number, leases: number, extra: Partial<TuningInput> = {}): TuningInput => ({
-  hosts,
-  leases,
-  writesPerSecond: 0,
-  leaseRenewIntervalMs: d.leaseRenewInterval,
-  leaseAcquireIntervalMs: d.leaseAcquireInterval,
-  leaseExpirationIntervalMs: d.leaseExpirationInterval,
-  feedPollDelayMs: d.feedPollDelay,
-  leaseWatchIntervalMs: d.leaseWatchInterval,
-  maxCheckpointDelayMs: d.maxCheckpointDelay,
-  ...extra,
-});
-
 interface Scenario {
   name: string;
   what: string;
   input: TuningInput;
 }
 
+/** A scenario on Microsoft's defaults (renew 17 s, acquire 13 s, expiration 60 s, poll 5 s), idle unless `extra` says. */
+const scenario = (
+  name: string,
+  what: string,
+  hosts: number,
+  leases: number,
+  extra: Partial<TuningInput> = {},
+): Scenario => ({ name, what, input: tuningDefaults(hosts, leases, extra) });
+
+const hostsX32 = (h: number) => `${h} host${h === 1 ? "" : "s"} × 32 leases`;
+
 const SCENARIOS: Scenario[] = [
-  {
-    name: "defaults-1x32-idle",
-    what: "Microsoft's defaults, 1 host × 32 leases, idle",
-    input: msDefaults(1, 32),
-  },
-  {
-    name: "defaults-4x32-idle",
-    what: "Microsoft's defaults, 4 hosts × 32 leases, idle",
-    input: msDefaults(4, 32),
-  },
-  {
-    name: "defaults-16x32-idle",
-    what: "Microsoft's defaults, 16 hosts × 32 leases, idle",
-    input: msDefaults(16, 32),
-  },
-  {
-    name: "defaults-1x32-10cps",
-    what: "Microsoft's defaults, 1 host × 32 leases, 10 changes/s",
-    input: msDefaults(1, 32, { writesPerSecond: 10 }),
-  },
-  {
-    name: "defaults-4x32-10cps",
-    what: "Microsoft's defaults, 4 hosts × 32 leases, 10 changes/s",
-    input: msDefaults(4, 32, { writesPerSecond: 10 }),
-  },
-  {
-    name: "defaults-16x32-10cps",
-    what: "Microsoft's defaults, 16 hosts × 32 leases, 10 changes/s",
-    input: msDefaults(16, 32, { writesPerSecond: 10 }),
-  },
-  {
-    name: "defaults-4x32-1cps",
-    what: "Microsoft's defaults, 4 hosts × 32 leases, 1 change/s: leases both checkpoint and renew",
-    input: msDefaults(4, 32, { writesPerSecond: 1 }),
-  },
-  {
-    name: "expiration-40s-4x32-idle",
-    what: "expiration 40 s (else defaults), 4 × 32, idle",
-    input: msDefaults(4, 32, { leaseExpirationIntervalMs: 40_000 }),
-  },
-  {
-    name: "expiration-120s-4x32-idle",
-    what: "expiration 120 s (else defaults), 4 × 32, idle",
-    input: msDefaults(4, 32, { leaseExpirationIntervalMs: 120_000 }),
-  },
-  {
-    name: "renew-8s-4x32-idle",
-    what: "renew 8 s (else defaults), 4 × 32, idle",
-    input: msDefaults(4, 32, { leaseRenewIntervalMs: 8_000 }),
-  },
-  {
-    name: "watch-off-4x32-idle",
-    what: "lease watch off (leaseWatchInterval 0), 4 × 32, idle",
-    input: msDefaults(4, 32, { leaseWatchIntervalMs: 0 }),
-  },
-  {
-    name: "poll-1s-4x32-10cps",
-    what: "poll 1 s (else defaults), 4 × 32, 10 changes/s",
-    input: msDefaults(4, 32, { feedPollDelayMs: 1_000, writesPerSecond: 10 }),
-  },
-  {
-    name: "busy-4x8-20cps-poll-1s",
-    what: "4 × 8, 20 changes/s, poll 1 s: most polls find changes",
-    input: msDefaults(4, 8, { feedPollDelayMs: 1_000, writesPerSecond: 20 }),
-  },
+  ...[1, 4, 16].map((h) =>
+    scenario(`defaults-${h}x32-idle`, `Microsoft's defaults, ${hostsX32(h)}, idle`, h, 32),
+  ),
+  ...[1, 4, 16].map((h) =>
+    scenario(`defaults-${h}x32-10cps`, `Microsoft's defaults, ${hostsX32(h)}, 10 changes/s`, h, 32, {
+      writesPerSecond: 10,
+    }),
+  ),
+  scenario(
+    "defaults-4x32-1cps",
+    "Microsoft's defaults, 4 hosts × 32 leases, 1 change/s: leases both checkpoint and renew",
+    4,
+    32,
+    { writesPerSecond: 1 },
+  ),
+  scenario("expiration-40s-4x32-idle", "expiration 40 s (else defaults), 4 × 32, idle", 4, 32, {
+    leaseExpirationIntervalMs: 40_000,
+  }),
+  scenario("expiration-120s-4x32-idle", "expiration 120 s (else defaults), 4 × 32, idle", 4, 32, {
+    leaseExpirationIntervalMs: 120_000,
+  }),
+  scenario("renew-8s-4x32-idle", "renew 8 s (else defaults), 4 × 32, idle", 4, 32, {
+    leaseRenewIntervalMs: 8_000,
+  }),
+  scenario("watch-off-4x32-idle", "lease watch off (leaseWatchInterval 0), 4 × 32, idle", 4, 32, {
+    leaseWatchIntervalMs: 0,
+  }),
+  scenario("poll-1s-4x32-10cps", "poll 1 s (else defaults), 4 × 32, 10 changes/s", 4, 32, {
+    feedPollDelayMs: 1_000,
+    writesPerSecond: 10,
+  }),
+  scenario("busy-4x8-20cps-poll-1s", "4 × 8, 20 changes/s, poll 1 s: most polls find changes", 4, 8, {
+    feedPollDelayMs: 1_000,
+    writesPerSecond: 20,
+  }),
 ];
 
 function rowLine(r: MeasureResult["rows"][number]): string {
