@@ -8,7 +8,14 @@ import { HandoffTracker } from "./handoffs.js";
 import type { MeterSource } from "./meter.js";
 import { RuHistory } from "./rates.js";
 import type { DashboardSettings } from "./settings.js";
-import { type LagCache, readDurable, readLocks, readTriggerLeases, type TriggerSource } from "./sources.js";
+import {
+  type LagCache,
+  readDurable,
+  readLocks,
+  readTriggerLeases,
+  type TriggerSource,
+  triggerLeasesBase,
+} from "./sources.js";
 import { RuTally, talliedClient } from "./tally.js";
 import type { DashboardState, LeasesData, Panel, RuData, TriggerLeases } from "./types.js";
 
@@ -284,18 +291,7 @@ export class Dashboard {
           this.#handoffs.observe(t.functionName, row.leases, now);
           return row;
         } catch (e) {
-          const r = t.resolved;
-          return {
-            functionName: t.functionName,
-            monitored: `${r.databaseName}/${r.containerName}`,
-            leaseContainer: `${r.leaseDatabaseName}/${r.leaseContainerName}`,
-            prefix: r.leaseContainerPrefix,
-            leaseExpirationIntervalMs: r.leaseExpirationInterval,
-            thisHostOwner: t.thisHostOwner ?? null,
-            owners: [],
-            leases: [],
-            error: errorText(e),
-          };
+          return { ...triggerLeasesBase(t), error: errorText(e) };
         }
       }),
     );

@@ -30,6 +30,21 @@ export interface LagCache {
   error?: string;
 }
 
+/** A trigger's row with what its options say and no leases yet: the start of a read, or all there is when it fails. */
+export function triggerLeasesBase(t: TriggerSource): TriggerLeases {
+  const r = t.resolved;
+  return {
+    functionName: t.functionName,
+    monitored: `${r.databaseName}/${r.containerName}`,
+    leaseContainer: `${r.leaseDatabaseName}/${r.leaseContainerName}`,
+    prefix: r.leaseContainerPrefix,
+    leaseExpirationIntervalMs: r.leaseExpirationInterval,
+    thisHostOwner: t.thisHostOwner ?? null,
+    owners: [],
+    leases: [],
+  };
+}
+
 export async function readTriggerLeases(
   t: TriggerSource,
   o: {
@@ -41,16 +56,7 @@ export async function readTriggerLeases(
   },
 ): Promise<TriggerLeases> {
   const r = t.resolved;
-  const base: TriggerLeases = {
-    functionName: t.functionName,
-    monitored: `${r.databaseName}/${r.containerName}`,
-    leaseContainer: `${r.leaseDatabaseName}/${r.leaseContainerName}`,
-    prefix: r.leaseContainerPrefix,
-    leaseExpirationIntervalMs: r.leaseExpirationInterval,
-    thisHostOwner: t.thisHostOwner ?? null,
-    owners: [],
-    leases: [],
-  };
+  const base = triggerLeasesBase(t);
   if ("error" in t.leaseClient) return { ...base, error: t.leaseClient.error };
   const withLag = o.lagDue && t.sameAccount;
   const report = await readLeases(t.leaseClient, {
