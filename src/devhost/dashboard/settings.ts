@@ -1,4 +1,4 @@
-import { DevHostError } from "../errors.js";
+import { readWholeNumberSettings } from "../settings.js";
 
 /**
  * The dev host dashboard's knobs (`/_dev`), named once: app setting (read from the environment, so
@@ -104,27 +104,5 @@ export function defaultDashboardSettings(): DashboardSettings {
 
 /** Reads every knob from `env`; a bad value is a DevHostError naming each bad setting. */
 export function readDashboardSettings(env: NodeJS.ProcessEnv = process.env): DashboardSettings {
-  const problems: string[] = [];
-  const out = defaultDashboardSettings();
-  for (const [key, k] of Object.entries(DASHBOARD_SETTINGS) as [
-    keyof DashboardSettings,
-    (typeof DASHBOARD_SETTINGS)[keyof DashboardSettings],
-  ][]) {
-    const raw = env[k.setting]?.trim();
-    if (raw === undefined || raw === "") continue;
-    const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-    if (!Number.isSafeInteger(n) || n < k.min || n > k.max) {
-      problems.push(
-        `${k.setting} must be a whole number of ${k.unit} from ${k.min} to ${k.max} (default ${k.default}); got '${raw}'.`,
-      );
-      continue;
-    }
-    out[key] = n;
-  }
-  if (problems.length > 0) {
-    throw new DevHostError(`Invalid dashboard settings:\n  ${problems.join("\n  ")}`, {
-      code: "InvalidOption",
-    });
-  }
-  return out;
+  return readWholeNumberSettings("dashboard settings", DASHBOARD_SETTINGS, env);
 }

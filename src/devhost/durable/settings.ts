@@ -1,4 +1,4 @@
-import { DevHostError } from "../errors.js";
+import { readWholeNumberSettings } from "../settings.js";
 
 /**
  * The dev host's Durable task hub knobs, named once: app setting (read from the environment, so local.settings.json
@@ -55,35 +55,9 @@ export type DurableHubSettings = { -readonly [K in keyof typeof DURABLE_HUB_SETT
 
 /** Reads every knob from `env`; a bad value is a DevHostError naming each bad setting. */
 export function readDurableHubSettings(env: NodeJS.ProcessEnv = process.env): DurableHubSettings {
-  const problems: string[] = [];
-  const out = {} as DurableHubSettings;
-  for (const [key, k] of Object.entries(DURABLE_HUB_SETTINGS) as [
-    keyof DurableHubSettings,
-    (typeof DURABLE_HUB_SETTINGS)[keyof DurableHubSettings],
-  ][]) {
-    const raw = env[k.setting]?.trim();
-    if (raw === undefined || raw === "") {
-      out[key] = k.default;
-      continue;
-    }
-    const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-    if (!Number.isSafeInteger(n) || n < k.min || n > k.max) {
-      problems.push(
-        `${k.setting} must be a whole number of ${k.unit} from ${k.min} to ${k.max} (default ${k.default}); got '${raw}'.`,
-      );
-      continue;
-    }
-    out[key] = n;
-  }
-  if (problems.length === 0 && out.leaseRenewIntervalMs >= out.leaseExpirationIntervalMs) {
-    problems.push(
-      `DURABLE_LEASE_RENEW_INTERVAL_MS (${out.leaseRenewIntervalMs}) must be below DURABLE_LEASE_EXPIRATION_INTERVAL_MS (${out.leaseExpirationIntervalMs}).`,
-    );
-  }
-  if (problems.length > 0) {
-    throw new DevHostError(`Invalid durable task hub settings:\n  ${problems.join("\n  ")}`, {
-      code: "InvalidOption",
-    });
-  }
-  return out;
+  return readWholeNumberSettings("durable task hub settings", DURABLE_HUB_SETTINGS, env, (s) =>
+    s.leaseRenewIntervalMs >= s.leaseExpirationIntervalMs
+      ? `DURABLE_LEASE_RENEW_INTERVAL_MS (${s.leaseRenewIntervalMs}) must be below DURABLE_LEASE_EXPIRATION_INTERVAL_MS (${s.leaseExpirationIntervalMs}).`
+      : undefined,
+  );
 }
