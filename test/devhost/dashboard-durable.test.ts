@@ -5,44 +5,36 @@
  * read through its signed /_emulator/meter; a wrong key or a server that is not this project's emulator is an
  * error of that panel only.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { meterTotals, remoteMeter } from "../../src/devhost/dashboard/meter.js";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
-import { type StartedApp, startFromCommandLine } from "../../src/devhost/index.js";
+import type { StartedApp } from "../../src/devhost/index.js";
 import { type EmulatorChild, spawnEmulator } from "../support/child.js";
+import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
 let started: StartedApp;
-let dataDir: string;
+let host: InProcessDevHost;
 let other: EmulatorChild;
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "dashboard-durable-"));
-  [started, other] = await Promise.all([
-    startFromCommandLine({
+  [host, other] = await Promise.all([
+    startInProcessDevHost({
       appDir,
-      port: 0,
-      cosmos: "emulator",
-      emulatorPort: 0,
-      dataDir,
-      build: false,
-      env: { ...process.env, DEV_DASHBOARD_MIN_REFRESH_MS: "0" },
-      logSink: () => {},
+      dataDirPrefix: "dashboard-durable-",
+      env: { DEV_DASHBOARD_MIN_REFRESH_MS: "0" },
     }),
     spawnEmulator({ port: 0 }),
   ]);
+  started = host.started;
 });
 
 afterAll(async () => {
-  await started?.stop();
+  await host?.stop();
   other?.process.kill("SIGTERM");
   await other?.exited;
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function state(): Promise<DashboardState> {

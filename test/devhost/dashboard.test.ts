@@ -6,19 +6,19 @@
  * a failing source empties only its panel; bad requests get JSON 400/404/405.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
-import { type StartedApp, startFromCommandLine } from "../../src/devhost/index.js";
+import type { StartedApp } from "../../src/devhost/index.js";
 import { LockClient } from "../../src/shared/locks/index.js";
+import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = join(repoRoot, ".data", "test-apps");
 let appDir: string;
-let dataDir: string;
+let host: InProcessDevHost;
 let started: StartedApp;
 let client: CosmosClient;
 
@@ -55,18 +55,13 @@ app.http("catchAll", { route: "{*rest}", handler: async (req) => ({ body: "app "
 
 beforeAll(async () => {
   appDir = writeApp();
-  dataDir = mkdtempSync(join(tmpdir(), "dashboard-"));
-  started = await startFromCommandLine({
+  host = await startInProcessDevHost({
     appDir,
-    port: 0,
-    cosmos: "emulator",
-    emulatorPort: 0,
-    dataDir,
-    build: false,
+    dataDirPrefix: "dashboard-",
     containers: join(repoRoot, "src", "shared", "containers.json"),
-    env: { ...process.env, DEV_DASHBOARD_MIN_REFRESH_MS: "0", DEV_DASHBOARD_LAG_INTERVAL_MS: "0" },
-    logSink: () => {},
+    env: { DEV_DASHBOARD_MIN_REFRESH_MS: "0", DEV_DASHBOARD_LAG_INTERVAL_MS: "0" },
   });
+  started = host.started;
   const emu = started.emulator;
   if (!emu) throw new Error("no embedded emulator");
   client = new CosmosClient({ endpoint: emu.endpoint, key: emu.key });
@@ -74,8 +69,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   client?.dispose();
-  await started?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await host?.stop();
   rmSync(appDir, { recursive: true, force: true });
 });
 

@@ -4,36 +4,28 @@
  * createCheckStatusResponse links are polled as a client would, external events arrive through another function's
  * durable client, waitForCompletionOrCreateCheckStatusResponse returns the output.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LogRecord, type StartedApp, startFromCommandLine } from "../../src/devhost/index.js";
+import type { LogRecord, StartedApp } from "../../src/devhost/index.js";
+import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
 let started: StartedApp;
-let dataDir: string;
+let host: InProcessDevHost;
 const logs: LogRecord[] = [];
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "durable-devhost-"));
-  started = await startFromCommandLine({
+  host = await startInProcessDevHost({
     appDir,
-    port: 0,
-    cosmos: "emulator",
-    emulatorPort: 0,
-    dataDir,
-    build: false,
-    env: { ...process.env },
+    dataDirPrefix: "durable-devhost-",
     logSink: (r) => logs.push(r),
   });
+  started = host.started;
 });
 
 afterAll(async () => {
-  await started?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await host?.stop();
 });
 
 async function poll(url: string, ms = 15_000): Promise<{ status: number; body: Record<string, unknown> }> {
