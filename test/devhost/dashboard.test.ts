@@ -14,6 +14,7 @@ import type { DashboardState } from "../../src/devhost/dashboard/types.js";
 import type { StartedApp } from "../../src/devhost/index.js";
 import { LockClient } from "../../src/shared/locks/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
+import { until } from "../support/until.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = join(repoRoot, ".data", "test-apps");
@@ -79,16 +80,6 @@ async function state(): Promise<DashboardState> {
   return (await res.json()) as DashboardState;
 }
 
-async function until<T>(what: string, read: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const leaseDocs = async () =>
   (
     await client
@@ -102,10 +93,14 @@ const leaseDocs = async () =>
 
 describe("dev host dashboard: /_dev/api/state", () => {
   it("shows the trigger's leases as the lease container has them, owned by this host, with lag and expiry", async () => {
-    const owner = await until("the trigger to own its leases", async () => {
-      const docs = await leaseDocs();
-      return docs.length > 0 && docs.every((d) => d.Owner) ? docs[0].Owner : undefined;
-    });
+    const owner = await until(
+      "the trigger to own its leases",
+      async () => {
+        const docs = await leaseDocs();
+        return docs.length > 0 && docs.every((d) => d.Owner) ? docs[0].Owner : undefined;
+      },
+      20_000,
+    );
     expect(started.dashboard.get()).toBeDefined();
     const s = await state();
     if (!s.leases.ok) throw new Error(s.leases.error);

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import type { Container } from "@azure/cosmos";
 import { type AppChild, startAppChild } from "../e2e/support/app-child.js";
 import { startTestEmulator, type TestEmulator } from "./emulator.js";
+import { until } from "./until.js";
 
 /**
  * Two dev hosts (`cosmos-feed start` child processes) running the unmodified fixture app test/fixtures/app-cjs on
@@ -26,15 +27,7 @@ export interface TwoHosts {
   close(): Promise<void>;
 }
 
-export async function until<T>(what: string, read: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export { until };
 
 export async function startTwoHosts(options: { env?: Record<string, string> } = {}): Promise<TwoHosts> {
   const t = await startTestEmulator();
