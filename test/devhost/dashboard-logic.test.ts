@@ -173,14 +173,8 @@ describe("the RU/s plot", () => {
       app: { "db/leases": k === 3 ? 150 : 4 },
       dashboard: 1,
     }));
-    const g = plotGeometry(history, {
-      width: 100,
-      height: 100,
-      now: T0 + 40_000,
-      spanMs: 60_000,
-      padLeft: 0,
-      padBottom: 0,
-    });
+    const area = { width: 100, height: 100, now: T0 + 40_000, spanMs: 60_000, padLeft: 0, padBottom: 0 };
+    const g = plotGeometry(history, area);
     expect(g.yMax).toBe(5);
     expect(g.clippedPeak).toBe(150);
     // The peak is drawn at the top edge, the steady 4 RU/s at 80 % of the height.
@@ -190,14 +184,7 @@ describe("the RU/s plot", () => {
     // Without an outlier the scale covers the maximum and nothing is clipped.
     const even = plotGeometry(
       history.filter((_p, k) => k !== 3),
-      {
-        width: 100,
-        height: 100,
-        now: T0 + 40_000,
-        spanMs: 60_000,
-        padLeft: 0,
-        padBottom: 0,
-      },
+      area,
     );
     expect(even.yMax).toBe(5);
     expect(even.clippedPeak).toBeUndefined();
