@@ -14,6 +14,7 @@ import { InvalidTuningInputError } from "../shared/tuning/model.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
 import { formatThroughput, throughput } from "./throughput.js";
 import {
+  checkTuneModeOptions,
   formatTune,
   type PngOutcome,
   parseDuration,
@@ -307,8 +308,9 @@ program
     "--window <duration>",
     `with --measure: wall-clock window (default ${MeasureDefaults.windowMs / 1000}s)`,
   )
-  .action(async (opts) => {
+  .action(async (opts, cmd: Command) => {
     try {
+      checkTuneModeOptions(opts.measure === true, (name) => cmd.getOptionValueSource(name) === "cli");
       if (opts.measure) {
         await runTuneMeasure(opts);
         return;

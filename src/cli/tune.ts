@@ -14,6 +14,29 @@ export function tuneReport(input: TuningInput): TuneReport {
   return { ...result, oursWithoutWatch };
 }
 
+/** Options that only one of `tune`'s two modes reads: the model's sweep and chart, or the measurement's knobs. */
+const SWEEP_ONLY = ["sweep", "svg", "png"] as const;
+const MEASURE_ONLY = ["scale", "window"] as const;
+
+/**
+ * Refuses options the chosen mode would ignore: `--sweep`/`--svg`/`--png` with `--measure` (it measures one
+ * scenario, draws nothing), `--scale`/`--window` without it. `given(name)`: the option was on the command line.
+ */
+export function checkTuneModeOptions(measure: boolean, given: (name: string) => boolean): void {
+  const flags = (names: readonly string[]) =>
+    names
+      .filter(given)
+      .map((n) => `--${n}`)
+      .join(", ");
+  if (measure) {
+    const extra = flags(SWEEP_ONLY);
+    if (extra) throw new CliInputError(`--sweep, --svg and --png do not go with --measure; got ${extra}.`);
+  } else {
+    const extra = flags(MEASURE_ONLY);
+    if (extra) throw new CliInputError(`--scale and --window go with --measure only; got ${extra}.`);
+  }
+}
+
 /** `17s`, `500ms`, `2m`, `1h` or plain milliseconds → ms. */
 export function parseDuration(raw: string, name: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());

@@ -55,4 +55,24 @@ describe("cosmos-feed tune", () => {
     expect(f.code).toBe(1);
     expect(f.stderr).toContain("leaseRenewIntervalMs must be below leaseExpirationIntervalMs");
   });
+
+  it("refuses options the chosen mode would ignore, in one line and exit 1", async () => {
+    const refused = async (args: string[]) => {
+      const e = (await tune(args).catch((x: unknown) => x)) as { code: number; stderr: string };
+      expect(e.code).toBe(1);
+      return e.stderr.trim().split("\n");
+    };
+    expect(await refused(["--measure", "--sweep", "leaseExpirationInterval=30s..120s:4"])).toEqual([
+      "cosmos-feed tune: --sweep, --svg and --png do not go with --measure; got --sweep.",
+    ]);
+    expect(await refused(["--measure", "--svg", join(dir, "x.svg"), "--no-png"])).toEqual([
+      "cosmos-feed tune: --sweep, --svg and --png do not go with --measure; got --svg, --png.",
+    ]);
+    expect(await refused(["--scale", "10"])).toEqual([
+      "cosmos-feed tune: --scale and --window go with --measure only; got --scale.",
+    ]);
+    expect(await refused(["--hosts", "2", "--window", "5s"])).toEqual([
+      "cosmos-feed tune: --scale and --window go with --measure only; got --window.",
+    ]);
+  });
 });
