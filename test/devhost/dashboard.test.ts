@@ -10,8 +10,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Dashboard } from "../../src/devhost/dashboard/dashboard.js";
+import { readDashboardSettings } from "../../src/devhost/dashboard/settings.js";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
 import type { StartedApp } from "../../src/devhost/index.js";
+import type { LoadedApp } from "../../src/devhost/loader.js";
 import { LockClient } from "../../src/shared/locks/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 import { until } from "../support/until.js";
@@ -134,6 +137,61 @@ describe("dev host dashboard: /_dev/api/state", () => {
       error: "the app has no durable functions (no task hub runs)",
       notConfigured: true,
     });
+  });
+
+  it("matches lease ids by the monitored account's host when the lease connection names the account otherwise", async () => {
+    const emu = started.emulator;
+    if (!emu) throw new Error("no embedded emulator");
+    await until(
+      "the trigger to own its leases",
+      async () => ((await leaseDocs()).length > 0 ? true : undefined),
+      20_000,
+    );
+    const docs = await leaseDocs();
+    // The same emulator, its lease connection spelled `localhost`: the ids still carry the monitored 127.0.0.1.
+    const monitored = new URL(emu.endpoint);
+    expect(monitored.hostname).toBe("127.0.0.1");
+    const otherName = `http://localhost:${monitored.port}/`;
+    const app = {
+      functions: [
+        {
+          metadata: { name: "onResourceElsewhere" },
+          trigger: { type: "cosmosDBTrigger" },
+          triggerName: "documents",
+          bindings: {
+            documents: {
+              connection: "MON_COSMOS",
+              leaseConnection: "LEASE_COSMOS",
+              databaseName: "cosmos-feed-app",
+              containerName: "resources",
+              leaseContainerName: "leases",
+              leaseContainerPrefix: "dash-",
+            },
+          },
+        },
+      ],
+    } as unknown as LoadedApp;
+    const dashboard = new Dashboard({
+      settings: { ...readDashboardSettings({}), minRefreshMs: 0 },
+      env: {
+        MON_COSMOS: emu.connectionString,
+        LEASE_COSMOS: `AccountEndpoint=${otherName};AccountKey=${emu.key};`,
+      },
+      meter: () => ({ kind: "unavailable", reason: "not needed here" }),
+      account: () => undefined,
+      durable: () => undefined,
+      thisHostOwner: () => undefined,
+    });
+    try {
+      dashboard.start(app, "http://127.0.0.1:1");
+      const s = await dashboard.state(true);
+      if (!s.leases.ok) throw new Error(s.leases.error);
+      const [t] = s.leases.data.triggers;
+      expect(t.error).toBeUndefined();
+      expect(t.leases.map((l) => l.id).sort()).toEqual(docs.map((d) => d.id).sort());
+    } finally {
+      await dashboard.close();
+    }
   });
 
   it("shows a hand-off when a lease's owner changes between refreshes", async () => {

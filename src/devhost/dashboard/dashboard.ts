@@ -237,13 +237,16 @@ export class Dashboard {
       let sameAccount = false;
       try {
         const lease = resolveCosmosConnection(resolved.leaseConnection, env);
-        endpoint = lease.endpoint;
         leaseClient = this.#client(`setting:${resolved.leaseConnection.toLowerCase()}`, () => lease);
+        // Lease ids name the monitored account's host (leasePrefix), whichever account holds the leases.
+        let monitored: string | undefined;
         try {
-          sameAccount = resolveCosmosConnection(resolved.connection, env).endpoint === lease.endpoint;
+          monitored = resolveCosmosConnection(resolved.connection, env).endpoint;
         } catch {
-          sameAccount = false;
+          monitored = undefined;
         }
+        endpoint = monitored ?? lease.endpoint;
+        sameAccount = monitored === lease.endpoint;
       } catch (e) {
         leaseClient = { error: errorText(e) };
       }

@@ -15,7 +15,11 @@ export interface TriggerSource {
   resolved: ResolvedCosmosTriggerOptions;
   /** The dashboard's client for the lease connection; undefined with the reason when it does not resolve. */
   leaseClient: CosmosClient | { error: string };
-  /** The endpoint the lease ids name (the lease connection's). */
+  /**
+   * The endpoint whose host the lease ids name: the MONITORED connection's (leasePrefix in
+   * src/shared/changefeed/leases/ids.ts), not the lease connection's; the lease connection's only when the monitored
+   * one does not resolve.
+   */
   endpoint: string;
   /** Lag needs the monitored container through the same client: false when the connections differ. */
   sameAccount: boolean;
