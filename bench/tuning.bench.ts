@@ -7,7 +7,7 @@
  *
  * Knobs (environment): BENCH_TUNING_SCALE (10), BENCH_TUNING_WINDOW_S (45, wall-clock seconds per scenario),
  * BENCH_TUNING_ONLY (comma-separated scenario names: runs those and prints, leaves the JSON alone).
- * The conclusions printed and stored are computed from the measurements.
+ * The conclusions printed and stored are computed from the measurements (bench/lib/tuning-conclusions.ts).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -22,6 +22,7 @@ import {
 import type { TuningInput } from "../src/shared/tuning/model.js";
 import { tuningDefaults } from "../test/support/tuning.js";
 import { envNumber, machineFacts, round1, round2 } from "./lib/stats.js";
+import { conclusions } from "./lib/tuning-conclusions.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS_FILE = join(ROOT, "bench", "results", "tuning.json");
@@ -87,67 +88,6 @@ const SCENARIOS: Scenario[] = [
 function rowLine(r: MeasureResult["rows"][number]): string {
   const p = (v: number | null) => (v === null ? "—" : `${v > 0 ? "+" : ""}${v.toFixed(1)}%`);
   return `    ${`${r.container}: ${r.what}`.padEnd(52)} model ${String(Math.round(r.model.requestsPerHour)).padStart(7)}/h measured ${String(r.measured.requestsPerHour).padStart(7)}/h ${p(r.deviationPct.requests).padStart(8)}  RU ${p(r.deviationPct.ru).padStart(8)}${r.meaningful ? "" : " (too few)"}`;
-}
-
-const leaseReqs = (r: MeasureResult) =>
-  r.rows.find((x) => x.what === "lease container in all (model rows)") as MeasureResult["rows"][number];
-
-function conclusions(results: { name: string; result: MeasureResult }[]): string[] {
-  const by = new Map(results.map((x) => [x.name, x.result]));
-  const out: string[] = [];
-  const judged = results.flatMap((x) =>
-    x.result.rows.filter((r) => r.meaningful).map((r) => ({ s: x.name, r })),
-  );
-  const within = judged.filter((x) => x.r.withinGoal);
-  const worst = judged
-    .flatMap((x) => [x.r.deviationPct.requests, x.r.deviationPct.ru].map((v) => ({ ...x, v: v ?? 0 })))
-    .sort((a, b) => Math.abs(b.v) - Math.abs(a.v))[0];
-  out.push(
-    `model vs measured: ${within.length} of ${judged.length} judged rows within ±${MeasureDefaults.goalPct} % (requests and RU)` +
-      (worst ? `; largest deviation ${worst.v.toFixed(1)} % (${worst.s}: ${worst.r.what})` : ""),
-  );
-  const boots = results.map((x) => x.result.bootstrap);
-  const bootOff = boots.filter((b) => b.measured !== b.model).length;
-  out.push(
-    `start-up requests: the model's count matched the measured one exactly in ${boots.length - bootOff} of ${boots.length} scenarios`,
-  );
-  for (const hosts of [1, 4, 16]) {
-    const r = by.get(`defaults-${hosts}x32-idle`);
-    if (!r) continue;
-    const ours = leaseReqs(r);
-    const dotnetRu = r.model.dotnet.leaseRuPerSecond * 3600;
-    out.push(
-      `Microsoft's defaults, ${hosts} host(s) × 32 idle leases: ours measured ${ours.measured.requestsPerHour.toLocaleString("en-US")} lease requests/h, ${(ours.measured.ruPerHour ?? 0).toLocaleString("en-US")} RU/h; .NET (model) ${r.model.dotnet.leaseRequestsPerHour.toLocaleString("en-US")} requests/h, ${Math.round(dotnetRu).toLocaleString("en-US")} RU/h → ours/.NET ${round2(ours.measured.requestsPerHour / r.model.dotnet.leaseRequestsPerHour)} in requests, ${round2((ours.measured.ruPerHour ?? 0) / dotnetRu)} in RU`,
-    );
-  }
-  const renewals = (name: string) => by.get(name)?.rows.find((x) => x.what.startsWith("renewals"));
-  const e40 = renewals("expiration-40s-4x32-idle");
-  const e60 = renewals("defaults-4x32-idle");
-  const e120 = renewals("expiration-120s-4x32-idle");
-  if (e40 && e60 && e120)
-    out.push(
-      `expiration 40 / 60 / 120 s (4 × 32 idle): renewals measured ${e40.measured.requestsPerHour} / ${e60.measured.requestsPerHour} / ${e120.measured.requestsPerHour} per hour, for a worst-case failover of ${(40 + 13).toFixed(0)} / 73 / 133 s`,
-    );
-  const r8 = renewals("renew-8s-4x32-idle");
-  if (r8 && e60)
-    out.push(
-      `renew 8 s instead of 17 s (expiration 60 s): renewals measured ${r8.measured.requestsPerHour} vs ${e60.measured.requestsPerHour} per hour (ours renews when a lease is ⌈(E − 2R)/R⌉ × R old: 48 s vs 34 s; failover unchanged)`,
-    );
-  const off = by.get("watch-off-4x32-idle");
-  const on = by.get("defaults-4x32-idle");
-  if (off && on)
-    out.push(
-      `lease watch off vs on (4 × 32 idle): ${leaseReqs(off).measured.requestsPerHour} vs ${leaseReqs(on).measured.requestsPerHour} lease requests/h, ${leaseReqs(off).measured.ruPerHour} vs ${leaseReqs(on).measured.ruPerHour} RU/h; the watch buys a hand-off on stop within ~${on.model.ours.handoffMs / 1000} s instead of ≤ ${off.model.ours.handoffMs / 1000} s`,
-    );
-  const p1 = by.get("poll-1s-4x32-10cps");
-  const p5 = by.get("defaults-4x32-10cps");
-  const mon = (r: MeasureResult) =>
-    r.rows.find((x) => x.what === "monitored container feed reads in all") as MeasureResult["rows"][number];
-  if (p1 && p5)
-    out.push(
-      `poll 1 s vs 5 s (4 × 32, 10 changes/s): monitored feed reads ${mon(p1).measured.requestsPerHour} vs ${mon(p5).measured.requestsPerHour} per hour (${mon(p1).measured.ruPerHour} vs ${mon(p5).measured.ruPerHour} RU/h); checkpoints ${p1.rows[1].measured.requestsPerHour} vs ${p5.rows[1].measured.requestsPerHour} per hour; a change waits ≤ 1 s instead of ≤ 5 s`,
-    );
-  return out;
 }
 
 async function main(): Promise<void> {
