@@ -3,6 +3,8 @@
  * meter resets, windows, history trimming), the meter snapshot sum, which requests the tally counts, the plot's
  * geometry, and the settings module.
  */
+
+import type { CosmosClient } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
 import { plotGeometry } from "../../src/devhost/dashboard/client/plot.js";
 import { Dashboard } from "../../src/devhost/dashboard/dashboard.js";
@@ -15,6 +17,7 @@ import {
   defaultDashboardSettings,
   readDashboardSettings,
 } from "../../src/devhost/dashboard/settings.js";
+import { readDurable } from "../../src/devhost/dashboard/sources.js";
 import { meteredContainer, RuTally } from "../../src/devhost/dashboard/tally.js";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
 import type { BuiltinRequest } from "../../src/devhost/http/server.js";
@@ -348,5 +351,46 @@ describe("createDevDashboard", () => {
     if (!s.ru.ok)
       expect(s.ru.error).toMatch(/^not available: https:\/\/acct\.documents\.azure\.com:443\/ is an Azure/);
     await azure.stop();
+  });
+});
+
+describe("the orchestrations panel", () => {
+  it("shows the runtime status the HTTP API answers: a ContinuedAsNew instance is Running", async () => {
+    const queries: unknown[] = [];
+    const doc = (instanceId: string, status: string, createdTime: string) => ({
+      instanceId,
+      name: "loop",
+      status,
+      createdTime,
+      lastUpdatedTime: createdTime,
+    });
+    const resources = [
+      doc("a", "ContinuedAsNew", "2026-01-01T00:00:03Z"),
+      doc("b", "Running", "2026-01-01T00:00:02Z"),
+      doc("c", "Completed", "2026-01-01T00:00:01Z"),
+    ];
+    const client = {
+      database: () => ({
+        container: () => ({
+          items: {
+            query: (q: unknown) => {
+              queries.push(q);
+              return { fetchAll: async () => ({ resources }) };
+            },
+          },
+        }),
+      }),
+    } as unknown as CosmosClient;
+    const d = await readDurable(client, { databaseName: "db", containerName: "hub", hubName: "H" }, 2);
+    expect(d.counts).toEqual({ Running: 2, Completed: 1 });
+    expect(d.total).toBe(3);
+    expect(d.latest.map((r) => `${r.instanceId} ${r.runtimeStatus}`)).toEqual(["a Running", "b Running"]);
+    expect(queries).toEqual([
+      {
+        query:
+          "SELECT c.instanceId, c.name, c.status, c.createdTime, c.lastUpdatedTime FROM c WHERE c.kind = 'instance' AND c.hub = @hub",
+        parameters: [{ name: "@hub", value: "H" }],
+      },
+    ]);
   });
 });

@@ -2,6 +2,8 @@ import type { CosmosClient } from "@azure/cosmos";
 import { readLeases } from "../../cli/leases.js";
 import { QUEUE_ID_PREFIX } from "../../shared/locks/index.js";
 import type { ResolvedCosmosTriggerOptions } from "../cosmos/trigger.js";
+import { instancesQuery, runtimeStatusOf } from "../durable/hub.js";
+import type { RuntimeStatus } from "../durable/types.js";
 import type { DurableData, InstanceRow, LeaseView, LockHolder, LocksData, TriggerLeases } from "./types.js";
 
 /**
@@ -149,15 +151,14 @@ export async function readLocks(
   return { container: `${where.databaseName}/${where.containerName}`, holders };
 }
 
-interface InstanceDocLite {
-  instanceId: string;
-  name: string;
-  status: string;
-  createdTime: string;
-  lastUpdatedTime: string;
-}
+/** What the panel reads of an instance document. */
+const INSTANCE_FIELDS = ["instanceId", "name", "status", "createdTime", "lastUpdatedTime"] as const;
+type InstanceDocLite = Record<(typeof INSTANCE_FIELDS)[number], string> & { status: RuntimeStatus };
 
-/** Orchestration instances of the task hub (src/devhost/durable/hub.ts documents of kind "instance"). */
+/**
+ * Orchestration instances of the task hub (src/devhost/durable/hub.ts documents of kind "instance"), read with the
+ * hub's own query and shown with the runtime status its HTTP API answers (ContinuedAsNew is Running).
+ */
 export async function readDurable(
   client: CosmosClient,
   where: { databaseName: string; containerName: string; hubName: string },
@@ -165,22 +166,18 @@ export async function readDurable(
 ): Promise<DurableData> {
   const container = client.database(where.databaseName).container(where.containerName);
   const { resources } = await container.items
-    .query<InstanceDocLite>({
-      query:
-        "SELECT c.instanceId, c.name, c.status, c.createdTime, c.lastUpdatedTime FROM c WHERE c.kind = 'instance' AND c.hub = @hub",
-      parameters: [{ name: "@hub", value: where.hubName }],
-    })
+    .query<InstanceDocLite>(instancesQuery(where.hubName, {}, INSTANCE_FIELDS))
     .fetchAll();
+  const all: InstanceRow[] = resources.map((d) => ({
+    instanceId: d.instanceId,
+    name: d.name,
+    runtimeStatus: runtimeStatusOf(d.status),
+    createdTime: d.createdTime,
+    lastUpdatedTime: d.lastUpdatedTime,
+  }));
   const counts: Record<string, number> = {};
-  for (const d of resources) counts[d.status] = (counts[d.status] ?? 0) + 1;
-  const rows: InstanceRow[] = resources
-    .map((d) => ({
-      instanceId: d.instanceId,
-      name: d.name,
-      runtimeStatus: d.status,
-      createdTime: d.createdTime,
-      lastUpdatedTime: d.lastUpdatedTime,
-    }))
+  for (const r of all) counts[r.runtimeStatus] = (counts[r.runtimeStatus] ?? 0) + 1;
+  const rows = all
     .sort((a, b) => b.createdTime.localeCompare(a.createdTime) || a.instanceId.localeCompare(b.instanceId))
     .slice(0, latest);
   return {

@@ -15,6 +15,7 @@ import {
   type OrchestrationState,
   type OrchestratorInvoker,
   type OutboundWork,
+  type RuntimeStatus,
   type TaskHubClient,
 } from "./types.js";
 
@@ -81,6 +82,49 @@ export function validateInstanceId(id: unknown): string {
     );
   }
   return id;
+}
+
+/**
+ * The runtime status the HTTP API answers for an instance document's status: a ContinuedAsNew instance is Running
+ * (its new execution has started), as the extension reports it.
+ */
+export function runtimeStatusOf(status: RuntimeStatus): RuntimeStatus {
+  return status === "ContinuedAsNew" ? "Running" : status;
+}
+
+/**
+ * The query over a hub's instance documents (kind "instance"): all of them, or those the filter's time range,
+ * statuses and id prefix select; `fields` projects (`c.<field>`) instead of `SELECT *`. The task hub's `list` and
+ * the dev host dashboard read instances with it; map each document's `status` with runtimeStatusOf.
+ */
+export function instancesQuery(
+  hubName: string,
+  filter: Pick<
+    InstanceFilter,
+    "createdTimeFrom" | "createdTimeTo" | "runtimeStatus" | "instanceIdPrefix"
+  > = {},
+  fields?: readonly string[],
+): { query: string; parameters: { name: string; value: string | string[] }[] } {
+  const where = ["c.kind = 'instance'", "c.hub = @hub"];
+  const parameters: { name: string; value: string | string[] }[] = [{ name: "@hub", value: hubName }];
+  if (filter.createdTimeFrom) {
+    where.push("c.createdTime >= @from");
+    parameters.push({ name: "@from", value: filter.createdTimeFrom });
+  }
+  if (filter.createdTimeTo) {
+    where.push("c.createdTime <= @to");
+    parameters.push({ name: "@to", value: filter.createdTimeTo });
+  }
+  if (filter.runtimeStatus?.length) {
+    where.push("ARRAY_CONTAINS(@statuses, c.status)");
+    parameters.push({ name: "@statuses", value: filter.runtimeStatus });
+  }
+  if (filter.instanceIdPrefix) {
+    where.push("STARTSWITH(c.instanceId, @prefix)");
+    parameters.push({ name: "@prefix", value: filter.instanceIdPrefix });
+  }
+  const select = fields ? fields.map((f) => `c.${f}`).join(", ") : "*";
+  return { query: `SELECT ${select} FROM c WHERE ${where.join(" AND ")}`, parameters };
 }
 
 interface Doc {
@@ -694,7 +738,7 @@ export class CosmosTaskHub implements TaskHubClient {
     return {
       name: inst.name,
       instanceId: inst.instanceId,
-      runtimeStatus: inst.status === "ContinuedAsNew" ? "Running" : inst.status,
+      runtimeStatus: runtimeStatusOf(inst.status),
       input: showInput ? parse(inst.input) : null,
       customStatus: parse(inst.customStatus),
       output: parse(inst.output),
@@ -723,28 +767,10 @@ export class CosmosTaskHub implements TaskHubClient {
   }
 
   async list(filter: InstanceFilter): Promise<{ instances: InstanceStatus[]; continuationToken?: string }> {
-    const where = ["c.kind = 'instance'", "c.hub = @hub"];
-    const parameters: { name: string; value: string | string[] }[] = [{ name: "@hub", value: this.hubName }];
-    if (filter.createdTimeFrom) {
-      where.push("c.createdTime >= @from");
-      parameters.push({ name: "@from", value: filter.createdTimeFrom });
-    }
-    if (filter.createdTimeTo) {
-      where.push("c.createdTime <= @to");
-      parameters.push({ name: "@to", value: filter.createdTimeTo });
-    }
-    if (filter.runtimeStatus?.length) {
-      where.push("ARRAY_CONTAINS(@statuses, c.status)");
-      parameters.push({ name: "@statuses", value: filter.runtimeStatus });
-    }
-    if (filter.instanceIdPrefix) {
-      where.push("STARTSWITH(c.instanceId, @prefix)");
-      parameters.push({ name: "@prefix", value: filter.instanceIdPrefix });
-    }
-    const iterator = this.c.items.query<InstanceDoc>(
-      { query: `SELECT * FROM c WHERE ${where.join(" AND ")}`, parameters },
-      { maxItemCount: filter.top ?? 100, continuationToken: filter.continuationToken },
-    );
+    const iterator = this.c.items.query<InstanceDoc>(instancesQuery(this.hubName, filter), {
+      maxItemCount: filter.top ?? 100,
+      continuationToken: filter.continuationToken,
+    });
     const page = await iterator.fetchNext();
     return {
       instances: page.resources.map((d) => this.toStatus(d, undefined, filter.showInput !== false)),
