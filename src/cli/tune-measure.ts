@@ -214,7 +214,10 @@ export interface MeasureResult {
     model: number;
     measured: number;
     deviationPct: number;
-    /** By operation kind (meter), plus acquires, pins (first checkpoints) and feedPins (first lease-feed reads). */
+    /**
+     * By operation kind (meter), plus acquires, pins (first checkpoints) and feedPins (first lease-feed reads: the
+     * hosts whose own counters show a lease-feed read when balanced).
+     */
     byKind: Partial<Record<string, number>>;
     balanceMs: number;
   };
@@ -413,7 +416,9 @@ export async function measureScenario(
       if (kind !== "replace" && kind !== "changeFeed" && e) bootstrapByKind[kind] = e.count;
     bootstrapByKind.acquires = tallies.reduce((a, x) => a + x.acquired, 0);
     bootstrapByKind.pins = tallies.reduce((a, x) => a + x.pins, 0);
-    bootstrapByKind.feedPins = H;
+    // A host's first lease-feed read pins its feed's start; the later ones are watch reads, steady traffic. The
+    // meter cannot tell them apart, so count the hosts whose own counters show a lease-feed read by now.
+    bootstrapByKind.feedPins = processors.filter((p) => p.counters.count.feed > 0).length;
 
     // Settling: one expiration interval.
     t = Date.now();

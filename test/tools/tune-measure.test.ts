@@ -89,6 +89,12 @@ describe("cosmos-feed tune --measure", () => {
     expect(r.bootstrap.model).toBe(3 * 4 + 12 + 9 + 2);
     expect(Math.abs(r.bootstrap.deviationPct)).toBeLessThan(30);
     expect(r.bootstrap.byKind.create).toBeGreaterThanOrEqual(4 + 2);
+    // Each host's first lease-feed read, counted from its processor's counters (not assumed), and the measured
+    // total is the sum of what was counted by kind.
+    expect(r.bootstrap.byKind.feedPins).toBe(2);
+    expect(r.bootstrap.measured).toBe(
+      Object.values(r.bootstrap.byKind).reduce((a, b) => (a ?? 0) + (b ?? 0), 0),
+    );
     expect(r.hosts.map((h) => h.owned)).toEqual([2, 2]);
     expect(r.model.oursWithoutWatch.leaseContainer[2].what).toBe("lease view: lease feed reads per host");
     expect(r.model.dotnet.leaseRequestsPerHour).toBeGreaterThan(0);
