@@ -8,6 +8,7 @@ import {
   formatMeasure,
   type MeasureResult,
   measureRequestFromOptions,
+  ownershipReplaces,
   parseScale,
 } from "../../src/cli/tune-measure.js";
 import { repoRoot } from "../e2e/support/app-child.js";
@@ -111,6 +112,13 @@ describe("cosmos-feed tune --measure", () => {
     expect(text).toMatch(/start-up \(bootstrap until balanced/);
     expect(text).toContain("this processor without the watch");
   }, 40_000);
+
+  it("acquires and releases count as at most the replaces metered, requests and RU alike", () => {
+    // Fewer replaces than ownership events in the window: both the count and its RU are clamped.
+    expect(ownershipReplaces({ count: 3, ru: 15.6 }, 5)).toEqual({ count: 3, ru: 15.6 });
+    expect(ownershipReplaces({ count: 10, ru: 52 }, 2)).toEqual({ count: 2, ru: 10.4 });
+    expect(ownershipReplaces({ count: 0, ru: 0 }, 2)).toEqual({ count: 0, ru: 0 });
+  });
 
   it("bad input is one line and exit 1", async () => {
     const cases: [string[], string][] = [
