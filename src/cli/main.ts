@@ -17,13 +17,13 @@ import {
   checkTuneModeOptions,
   formatTune,
   type PngOutcome,
-  parseDuration,
   parseSweep,
   pngPathFor,
   renderPng,
   runSweep,
   sweepSvg,
   tuneReport,
+  tuningInputFromOptions,
 } from "./tune.js";
 import { MeasureDefaults, runTuneMeasure } from "./tune-measure.js";
 
@@ -315,21 +315,7 @@ program
         await runTuneMeasure(opts);
         return;
       }
-      if (!Number.isFinite(opts.writes) || opts.writes < 0)
-        throw new CliInputError("--writes is a number ≥ 0.");
-      const input = {
-        hosts: opts.hosts,
-        leases: opts.leases,
-        writesPerSecond: opts.writes,
-        leaseRenewIntervalMs: parseDuration(opts.renew, "--renew"),
-        leaseAcquireIntervalMs: parseDuration(opts.acquire, "--acquire"),
-        leaseExpirationIntervalMs: parseDuration(opts.expiration, "--expiration"),
-        feedPollDelayMs: parseDuration(opts.poll, "--poll"),
-        ...(opts.watch !== undefined ? { leaseWatchIntervalMs: parseDuration(opts.watch, "--watch") } : {}),
-        ...(opts.checkpointDelay !== undefined
-          ? { maxCheckpointDelayMs: parseDuration(opts.checkpointDelay, "--checkpoint-delay") }
-          : {}),
-      };
+      const input = tuningInputFromOptions(opts);
       if (opts.sweep) {
         const sweep = parseSweep(opts.sweep);
         const points = runSweep(input, sweep);

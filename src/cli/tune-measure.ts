@@ -29,7 +29,7 @@ import {
   validateTuningInput,
 } from "../shared/tuning/model.js";
 import { CliInputError } from "./leases.js";
-import { parseDuration } from "./tune.js";
+import { parseDuration, type TuneCliOptions, tuningInputFromOptions } from "./tune.js";
 
 const HOUR = 3_600_000;
 
@@ -698,38 +698,14 @@ function startWriter(container: Container, perSecond: number) {
 // ---------------------------------------------------------------------------------------------------------------
 // The command line: options → request, progress bars, the table.
 
-export interface MeasureCliOptions {
-  hosts: number;
-  leases: number;
-  writes: number;
-  renew: string;
-  acquire: string;
-  expiration: string;
-  poll: string;
-  watch?: string;
-  checkpointDelay?: string;
+export interface MeasureCliOptions extends TuneCliOptions {
   scale?: string;
   window?: string;
   json?: boolean;
 }
 
 export function measureRequestFromOptions(o: MeasureCliOptions): CheckedMeasureRequest {
-  if (!Number.isFinite(o.writes) || o.writes < 0) throw new CliInputError("--writes is a number ≥ 0.");
-  const scenario: TuningInput = {
-    hosts: o.hosts,
-    leases: o.leases,
-    writesPerSecond: o.writes,
-    leaseRenewIntervalMs: parseDuration(o.renew, "--renew"),
-    leaseAcquireIntervalMs: parseDuration(o.acquire, "--acquire"),
-    leaseExpirationIntervalMs: parseDuration(o.expiration, "--expiration"),
-    feedPollDelayMs: parseDuration(o.poll, "--poll"),
-    leaseWatchIntervalMs:
-      o.watch === undefined ? ChangeFeedDefaults.leaseWatchInterval : parseDuration(o.watch, "--watch"),
-    maxCheckpointDelayMs:
-      o.checkpointDelay === undefined
-        ? ChangeFeedDefaults.maxCheckpointDelay
-        : parseDuration(o.checkpointDelay, "--checkpoint-delay"),
-  };
+  const scenario = tuningInputFromOptions(o);
   return checkMeasureRequest({
     scenario,
     scale: o.scale === undefined ? MeasureDefaults.scale : parseScale(o.scale),

@@ -37,6 +37,37 @@ export function checkTuneModeOptions(measure: boolean, given: (name: string) => 
   }
 }
 
+/** The scenario options `tune` and `tune --measure` share, as the command line gives them. */
+export interface TuneCliOptions {
+  hosts: number;
+  leases: number;
+  writes: number;
+  renew: string;
+  acquire: string;
+  expiration: string;
+  poll: string;
+  watch?: string;
+  checkpointDelay?: string;
+}
+
+/** The scenario of `tune`'s options: --writes checked, the durations parsed (--watch and --checkpoint-delay when given). */
+export function tuningInputFromOptions(o: TuneCliOptions): TuningInput {
+  if (!Number.isFinite(o.writes) || o.writes < 0) throw new CliInputError("--writes is a number ≥ 0.");
+  return {
+    hosts: o.hosts,
+    leases: o.leases,
+    writesPerSecond: o.writes,
+    leaseRenewIntervalMs: parseDuration(o.renew, "--renew"),
+    leaseAcquireIntervalMs: parseDuration(o.acquire, "--acquire"),
+    leaseExpirationIntervalMs: parseDuration(o.expiration, "--expiration"),
+    feedPollDelayMs: parseDuration(o.poll, "--poll"),
+    ...(o.watch !== undefined ? { leaseWatchIntervalMs: parseDuration(o.watch, "--watch") } : {}),
+    ...(o.checkpointDelay !== undefined
+      ? { maxCheckpointDelayMs: parseDuration(o.checkpointDelay, "--checkpoint-delay") }
+      : {}),
+  };
+}
+
 /** `17s`, `500ms`, `2m`, `1h` or plain milliseconds → ms. */
 export function parseDuration(raw: string, name: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());
