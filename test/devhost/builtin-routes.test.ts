@@ -92,4 +92,41 @@ describe("built-in host routes", () => {
       await host.close();
     }
   });
+
+  it("takes its prefix at a segment boundary, with or without a trailing '/', and only while enabled", async () => {
+    let enabled = false;
+    const host = await startDevHost({
+      appDir: appDir(),
+      port: 0,
+      builtinRoutes: [
+        { prefix: "/_one", handle: async (req) => ({ status: 200, body: `one ${req.url.pathname}` }) },
+        { prefix: "/_two/", handle: async (req) => ({ status: 200, body: `two ${req.url.pathname}` }) },
+        {
+          prefix: "/_three",
+          enabled: () => enabled,
+          handle: async (req) => ({ status: 200, body: `three ${req.url.pathname}` }),
+        },
+      ],
+    });
+    try {
+      const text = async (path: string) => (await fetch(`${host.baseUrl}${path}`)).text();
+      // Not the built-in's: on to the function routes, where only /api/… is served (routePrefix "api").
+      const functions = async (path: string) => {
+        const res = await fetch(`${host.baseUrl}${path}`);
+        return res.status === 404 && (await res.text()) === "";
+      };
+      expect(await text("/_one")).toBe("one /_one");
+      expect(await text("/_one/a/b")).toBe("one /_one/a/b");
+      expect(await functions("/_onex")).toBe(true);
+      expect(await text("/_two")).toBe("two /_two");
+      expect(await text("/_two/a")).toBe("two /_two/a");
+      expect(await functions("/_twox")).toBe(true);
+      expect(await functions("/_three/a")).toBe(true);
+      enabled = true;
+      expect(await text("/_three/a")).toBe("three /_three/a");
+      expect(await functions("/_threex")).toBe(true);
+    } finally {
+      await host.close();
+    }
+  });
 });

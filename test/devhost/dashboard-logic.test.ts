@@ -20,7 +20,7 @@ import {
 import { readDurable } from "../../src/devhost/dashboard/sources.js";
 import { meteredContainer, RuTally } from "../../src/devhost/dashboard/tally.js";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
-import type { BuiltinRequest } from "../../src/devhost/http/server.js";
+import { type BuiltinRequest, underPrefix } from "../../src/devhost/http/server.js";
 import type { LoadedApp } from "../../src/devhost/loader.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
@@ -313,18 +313,21 @@ describe("createDevDashboard", () => {
 
   it("matches nothing before the app loaded and when DEV_DASHBOARD_ENABLED=0", async () => {
     const off = createDevDashboard({ ...base, env: { DEV_DASHBOARD_ENABLED: "0" } });
-    expect(off.routes.matches?.("/_dev")).toBe(false);
+    expect(off.routes.enabled?.()).toBe(false);
     off.prepare(app);
     expect(off.get()).toBeUndefined();
-    expect(off.routes.matches?.("/_dev")).toBe(false);
+    expect(off.routes.enabled?.()).toBe(false);
     await off.stop();
 
     const on = createDevDashboard({ ...base, env: {} });
-    expect(on.routes.matches?.("/_dev")).toBe(false);
+    expect(on.routes.enabled?.()).toBe(false);
     on.prepare(app);
-    expect(on.routes.matches?.("/_dev")).toBe(true);
-    expect(on.routes.matches?.("/_dev/api/state")).toBe(true);
-    expect(on.routes.matches?.("/_devtools")).toBe(false);
+    expect(on.routes.enabled?.()).toBe(true);
+    // The host takes `/_dev` and below for it, at a segment boundary.
+    expect(on.routes.prefix).toBe("/_dev");
+    expect(underPrefix("/_dev", on.routes.prefix)).toBe(true);
+    expect(underPrefix("/_dev/api/state", on.routes.prefix)).toBe(true);
+    expect(underPrefix("/_devtools", on.routes.prefix)).toBe(false);
     await on.stop();
   });
 

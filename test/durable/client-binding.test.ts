@@ -7,6 +7,7 @@ import {
   reachableOrigin,
 } from "../../src/devhost/durable/client-binding.js";
 import { createDurableRuntime } from "../../src/devhost/durable/runtime.js";
+import { underPrefix } from "../../src/devhost/http/server.js";
 
 /** What df.getClient(context) builds from the binding data, as a function's handler would call it. */
 function clientFor(data: unknown): df.DurableClient {
@@ -138,7 +139,7 @@ describe("durableClient binding data", () => {
     expect(res?.status).toBe(404);
     expect(JSON.parse(String(res?.body)).Message).toMatch(/task hub is not running/);
     // Its paths only: a neighbour of the prefix goes on to the app's routes.
-    expect(runtime.routes.matches?.("/runtime/webhooks/durabletask/instances")).toBe(true);
-    expect(runtime.routes.matches?.("/runtime/webhooks/durabletaskx")).toBe(false);
+    expect(underPrefix("/runtime/webhooks/durabletask/instances", runtime.routes.prefix)).toBe(true);
+    expect(underPrefix("/runtime/webhooks/durabletaskx", runtime.routes.prefix)).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type DurableApiHandler, durableBuiltinRoutes } from "../../src/devhost/durable/client-api.js";
+import { underPrefix } from "../../src/devhost/http/server.js";
 
 export interface SeenRequest {
   method: string;
@@ -40,9 +41,7 @@ export async function serveDurableApi(
       const gone = new AbortController();
       res.on("close", () => gone.abort());
       const mine =
-        routes !== undefined &&
-        url.pathname.startsWith(routes.prefix) &&
-        (routes.matches?.(url.pathname) ?? true);
+        routes !== undefined && underPrefix(url.pathname, routes.prefix) && (routes.enabled?.() ?? true);
       const answer = mine
         ? await routes?.handle({ method: req.method ?? "GET", url, headers, body, signal: gone.signal })
         : undefined;

@@ -1,7 +1,12 @@
 import type { CosmosClient } from "@azure/cosmos";
 import { type CosmosConnection, resolveCosmosConnection } from "../connections.js";
 import { type CosmosTriggerOptions, resolveCosmosTriggerOptions } from "../cosmos/trigger.js";
-import type { BuiltinRequest, BuiltinResponse, BuiltinRoutes } from "../http/server.js";
+import {
+  type BuiltinRequest,
+  type BuiltinResponse,
+  type BuiltinRoutes,
+  underPrefix,
+} from "../http/server.js";
 import type { LoadedApp } from "../loader.js";
 import { clientCss, clientModule } from "./assets.js";
 import { HandoffTracker } from "./handoffs.js";
@@ -111,11 +116,6 @@ const PAGE = `<!doctype html>
 `;
 
 const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#2b6cb0"/></svg>`;
-
-/** `/_dev` and everything under `/_dev/`; not `/_devtools`. */
-export function isDashboardPath(pathname: string): boolean {
-  return pathname === DASHBOARD_PREFIX || pathname.startsWith(`${DASHBOARD_PREFIX}/`);
-}
 
 export class Dashboard {
   readonly tally = new RuTally();
@@ -386,10 +386,10 @@ export class Dashboard {
   /** `/_dev…`: the page, its assets, the state API; JSON 400/404/405 for anything else under the prefix. */
   readonly routes: BuiltinRoutes = {
     prefix: DASHBOARD_PREFIX,
-    matches: isDashboardPath,
     handle: async (req) => {
       const path = req.url.pathname;
-      if (path !== DASHBOARD_PREFIX && !path.startsWith(`${DASHBOARD_PREFIX}/`)) return undefined;
+      // `/_dev` and everything under `/_dev/`; not `/_devtools` (the host routes so; a direct caller may not).
+      if (!underPrefix(path, DASHBOARD_PREFIX)) return undefined;
       try {
         return await this.#route(req, path.slice(DASHBOARD_PREFIX.length));
       } catch (e) {

@@ -1,7 +1,7 @@
 import type { RunningEmulator } from "../../emulator/index.js";
 import type { BuiltinRoutes } from "../http/server.js";
 import type { LoadedApp } from "../loader.js";
-import { DASHBOARD_PREFIX, Dashboard, type DashboardOptions, isDashboardPath } from "./dashboard.js";
+import { DASHBOARD_PREFIX, Dashboard, type DashboardOptions } from "./dashboard.js";
 import { inProcessMeter, type MeterSource, mayBeEmulator, remoteMeter } from "./meter.js";
 import { readDashboardSettings } from "./settings.js";
 
@@ -9,8 +9,8 @@ export { DASHBOARD_PREFIX, Dashboard } from "./dashboard.js";
 export { DASHBOARD_SETTINGS, type DashboardSettings, readDashboardSettings } from "./settings.js";
 
 /**
- * The dashboard as `cosmos-feed start` wires it: its routes exist from the start (matching nothing until the app has
- * loaded, and always when DEV_DASHBOARD_ENABLED=0); `prepare` builds it once the app's settings are in the
+ * The dashboard as `cosmos-feed start` wires it: its routes exist from the start (not enabled until the app has
+ * loaded, and never when DEV_DASHBOARD_ENABLED=0); `prepare` builds it once the app's settings are in the
  * environment; `listening` starts its meter sampling; `stop` closes its clients.
  */
 export interface DevDashboard {
@@ -51,7 +51,7 @@ export function createDevDashboard(o: DevDashboardOptions): DevDashboard {
     routes: {
       prefix: DASHBOARD_PREFIX,
       // Off (DEV_DASHBOARD_ENABLED=0) or not built yet: the path goes on to the app's routes.
-      matches: (pathname) => dashboard !== undefined && isDashboardPath(pathname),
+      enabled: () => dashboard !== undefined,
       handle: async (req) => (dashboard ? dashboard.routes.handle(req) : undefined),
     },
     prepare(loaded) {

@@ -524,9 +524,8 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
 /** The handler as one of the dev host server's built-in routes (src/devhost/http/server.ts). */
 export function durableBuiltinRoutes(handler: DurableApiHandler): BuiltinRoutes {
   return {
-    prefix: DURABLE_WEBHOOK_PATH,
     // `/runtime/webhooks/durabletask` and below; `/runtime/webhooks/durabletaskx` goes on to the app's routes.
-    matches: (pathname) => pathname === DURABLE_WEBHOOK_PATH || pathname.startsWith(PREFIX),
+    prefix: DURABLE_WEBHOOK_PATH,
     handle: async (req: BuiltinRequest): Promise<BuiltinResponse | undefined> => {
       const out = handler({
         method: req.method,

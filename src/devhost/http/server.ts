@@ -44,12 +44,21 @@ export interface BuiltinResponse {
   body?: string | Buffer;
 }
 
-/** Endpoints the host itself serves under `prefix`; `handle` answering undefined means 404. */
+/**
+ * Endpoints the host itself serves under `prefix`, at a path-segment boundary (underPrefix: `/_dev` and `/_dev/…`,
+ * not `/_devx`); `handle` answering undefined means 404.
+ */
 export interface BuiltinRoutes {
   prefix: string;
-  /** Narrower than the prefix (e.g. `/_dev` and `/_dev/…` but not `/_devx`): what it does not match goes on to functions. */
-  matches?(pathname: string): boolean;
+  /** false while the host does not serve them (turned off, or not ready yet): their paths go on to functions. */
+  enabled?(): boolean;
   handle(req: BuiltinRequest): Promise<BuiltinResponse | undefined>;
+}
+
+/** `pathname` is `prefix` or below it, at a segment boundary (a trailing '/' on `prefix` makes no difference). */
+export function underPrefix(pathname: string, prefix: string): boolean {
+  const bare = prefix.endsWith("/") ? prefix.slice(0, -1) : prefix;
+  return pathname === bare || pathname.startsWith(`${bare}/`);
 }
 
 function empty(res: ServerResponse, status: number): void {
@@ -199,7 +208,7 @@ export class DevHttpServer {
     const url = new URL(target, `http://${req.headers.host ?? "localhost"}`);
     const limit = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
     const builtin = this.#options.builtinRoutes?.find(
-      (b) => url.pathname.startsWith(b.prefix) && (b.matches?.(url.pathname) ?? true),
+      (b) => underPrefix(url.pathname, b.prefix) && (b.enabled?.() ?? true),
     );
     if (builtin) return this.#builtin(builtin, req, res, url, limit);
     const found = findRoute(table, req.method ?? "GET", url.pathname);
