@@ -126,3 +126,23 @@ export function signedResource(segments: readonly string[]): { type: string; id:
   if (n % 2 === 0) return { type: segments[n - 2], id: segments.join("/") };
   return { type: segments[n - 1], id: segments.slice(0, n - 1).join("/") };
 }
+
+/**
+ * The headers that sign a request with the account key, as the SDK sends them: `authorization` (a master-key
+ * signature over method, resource type and id, and date), `x-ms-date`, `x-ms-version`. The resource is the one the
+ * server checks the path against (signedResource of pathSegments) unless given.
+ */
+export function masterKeyHeaders(
+  key: string,
+  method: string,
+  path: string,
+  resource: { type: string; id: string } = signedResource(pathSegments(path)),
+): Record<string, string> {
+  const date = new Date().toUTCString();
+  const sig = new MasterKeyAuth(key).sign(method, resource.type, resource.id, date);
+  return {
+    authorization: encodeURIComponent(`type=master&ver=1.0&sig=${sig}`),
+    "x-ms-date": date,
+    "x-ms-version": "2020-07-15",
+  };
+}

@@ -1,4 +1,4 @@
-import { MasterKeyAuth } from "../../src/emulator/auth.js";
+import { masterKeyHeaders, pathSegments, signedResource } from "../../src/emulator/auth.js";
 
 /** A signed raw HTTP request to the emulator (for what the SDK does not expose). */
 export async function rawRequest(
@@ -13,20 +13,12 @@ export async function rawRequest(
     resourceId?: string;
   } = {},
 ): Promise<{ status: number; headers: Headers; body: unknown }> {
-  const segments = path.split("/").filter(Boolean);
-  const n = segments.length;
-  const type = options.resourceType ?? (n === 0 ? "" : n % 2 === 0 ? segments[n - 2] : segments[n - 1]);
-  const id =
-    options.resourceId ??
-    (n === 0 ? "" : n % 2 === 0 ? segments.join("/") : segments.slice(0, n - 1).join("/"));
-  const date = new Date().toUTCString();
-  const sig = new MasterKeyAuth(key).sign(method, type, id, date);
+  const signed = signedResource(pathSegments(path));
+  const resource = { type: options.resourceType ?? signed.type, id: options.resourceId ?? signed.id };
   const res = await fetch(new URL(path.replace(/^\//, ""), endpoint), {
     method,
     headers: {
-      authorization: encodeURIComponent(`type=master&ver=1.0&sig=${sig}`),
-      "x-ms-date": date,
-      "x-ms-version": "2020-07-15",
+      ...masterKeyHeaders(key, method, path, resource),
       ...(options.body !== undefined ? { "content-type": "application/json" } : {}),
       ...options.headers,
     },

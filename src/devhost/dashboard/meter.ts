@@ -1,4 +1,4 @@
-import { MasterKeyAuth } from "../../emulator/auth.js";
+import { masterKeyHeaders } from "../../emulator/auth.js";
 import type { RuMeter } from "../../emulator/ru/meter.js";
 import type { RuTotals } from "./rates.js";
 
@@ -43,19 +43,12 @@ export function remoteMeter(
   key: string,
   timeoutMs: number,
 ): Extract<MeterSource, { kind: "remote" }> {
-  const auth = new MasterKeyAuth(key);
   return {
     kind: "remote",
     describe: `emulator at ${endpoint}`,
     read: async () => {
-      const date = new Date().toUTCString();
-      const sig = auth.sign("GET", "_emulator", "_emulator/meter", date);
       const res = await fetch(new URL("_emulator/meter", endpoint), {
-        headers: {
-          authorization: encodeURIComponent(`type=master&ver=1.0&sig=${sig}`),
-          "x-ms-date": date,
-          "x-ms-version": "2020-07-15",
-        },
+        headers: masterKeyHeaders(key, "GET", "/_emulator/meter"),
         signal: AbortSignal.timeout(timeoutMs),
       });
       const text = await res.text();
