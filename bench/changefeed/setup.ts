@@ -11,6 +11,7 @@ import {
   type OperationInput,
 } from "@azure/cosmos";
 import { RANGE_COUNT_HEADER } from "../../src/emulator/index.js";
+import { meterDelta as meterDeltaOf } from "../../src/emulator/ru/meter.js";
 import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
 import type { HandledRow, HostConfig, ToParent } from "../changefeed.child.js";
 import { forkTs, waitForMessage } from "../lib/child.js";
@@ -112,25 +113,17 @@ export type EmulatorProcess = SharedEmulatorProcess<Stats>;
 
 /** Per-container meter counts (requests of every kind) between two snapshots. */
 export function meterDelta(before: Stats, after: Stats, container: string): Record<string, number> {
-  const key = `${DB}/${container}`;
   const out: Record<string, number> = {};
-  const a = after.meter[key] ?? {};
-  const b = before.meter[key] ?? {};
-  for (const [kind, e] of Object.entries(a)) {
-    const n = e.count - (b[kind]?.count ?? 0);
-    if (n > 0) out[kind] = n;
-  }
+  for (const [kind, e] of Object.entries(meterDeltaOf(before.meter, after.meter, `${DB}/${container}`)))
+    if (e && e.count > 0) out[kind] = e.count;
   return out;
 }
 
 /** Per-container RU charged by kind between two snapshots. */
 export function meterRuDelta(before: Stats, after: Stats, container: string): Record<string, number> {
-  const key = `${DB}/${container}`;
   const out: Record<string, number> = {};
-  for (const [kind, e] of Object.entries(after.meter[key] ?? {})) {
-    const ru = e.ru - (before.meter[key]?.[kind]?.ru ?? 0);
-    if (ru > 0) out[kind] = round2(ru);
-  }
+  for (const [kind, e] of Object.entries(meterDeltaOf(before.meter, after.meter, `${DB}/${container}`)))
+    if (e && e.ru > 0) out[kind] = round2(e.ru);
   return out;
 }
 

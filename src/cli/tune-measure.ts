@@ -10,7 +10,7 @@
  */
 import { type Container, CosmosClient } from "@azure/cosmos";
 import { RANGE_COUNT_HEADER, type RunningEmulator, startEmulator } from "../emulator/index.js";
-import type { MeterEntry, OperationKind } from "../emulator/ru/meter.js";
+import { meterDelta } from "../emulator/ru/meter.js";
 import {
   ChangeFeedDefaults,
   type ChangeFeedProcessor,
@@ -226,20 +226,6 @@ export interface MeasureResult {
   /** The processors' own lease-container counters vs the emulator's meter, in the window (a consistency check). */
   leaseRequestsInWindow: { meter: number; processorCounters: number };
   goal: { pct: number; judged: number; within: number; allWithin: boolean };
-}
-
-type Snapshot = Record<string, Partial<Record<OperationKind, MeterEntry>>>;
-
-function meterDelta(before: Snapshot, after: Snapshot, key: string) {
-  const out: Partial<Record<OperationKind, { count: number; ru: number }>> = {};
-  const a = after[key] ?? {};
-  const b = before[key] ?? {};
-  for (const kind of Object.keys(a) as OperationKind[]) {
-    const count = (a[kind]?.count ?? 0) - (b[kind]?.count ?? 0);
-    const ru = (a[kind]?.ru ?? 0) - (b[kind]?.ru ?? 0);
-    if (count !== 0 || ru !== 0) out[kind] = { count, ru };
-  }
-  return out;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

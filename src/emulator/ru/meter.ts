@@ -66,3 +66,29 @@ export class RuMeter {
     this.byContainer.clear();
   }
 }
+
+/** A {@link RuMeter.snapshot} (or a copy of one, e.g. sent from a child process): per container, per kind. */
+export type MeterSnapshot<K extends string = OperationKind> = Record<
+  string,
+  Partial<Record<K, { count: number; ru: number }>>
+>;
+
+/**
+ * Requests and RU of one container (`db/container`) by operation kind between two snapshots; kinds that did not
+ * move are left out.
+ */
+export function meterDelta<K extends string = OperationKind>(
+  before: MeterSnapshot<K>,
+  after: MeterSnapshot<K>,
+  container: string,
+): Partial<Record<K, { count: number; ru: number }>> {
+  const out: Partial<Record<K, { count: number; ru: number }>> = {};
+  const a = after[container] ?? {};
+  const b = before[container] ?? {};
+  for (const kind of Object.keys(a) as K[]) {
+    const count = (a[kind]?.count ?? 0) - (b[kind]?.count ?? 0);
+    const ru = (a[kind]?.ru ?? 0) - (b[kind]?.ru ?? 0);
+    if (count !== 0 || ru !== 0) out[kind] = { count, ru };
+  }
+  return out;
+}
