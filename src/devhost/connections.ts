@@ -1,4 +1,4 @@
-import { CosmosClient } from "@azure/cosmos";
+import { CosmosClient, type CosmosClientOptions, type PluginConfig } from "@azure/cosmos";
 import {
   ClientSecretCredential,
   DefaultAzureCredential,
@@ -205,18 +205,21 @@ function credentialFor(
 /**
  * A CosmosClient for a resolved connection, with the binding's preferred regions (as the extension's
  * BuildClientOptions; the JS SDK always uses the gateway, the extension's default mode) and a user agent suffix
- * (host.json `extensions.cosmosDB.userAgentSuffix`).
+ * (host.json `extensions.cosmosDB.userAgentSuffix`); `plugins` are SDK request plugins (the dev host dashboard's RU
+ * tally).
  */
 export function createCosmosClient(
   connection: CosmosConnection,
-  options: { preferredLocations?: string[]; userAgentSuffix?: string } = {},
+  options: { preferredLocations?: string[]; userAgentSuffix?: string; plugins?: PluginConfig[] } = {},
 ): CosmosClient {
-  const common = {
+  // `plugins` is a supported client option the SDK's public typings leave out.
+  const common: Omit<CosmosClientOptions, "key" | "aadCredentials"> & { plugins?: PluginConfig[] } = {
     endpoint: connection.endpoint,
     ...(options.preferredLocations?.length
       ? { connectionPolicy: { preferredLocations: options.preferredLocations } }
       : {}),
     ...(options.userAgentSuffix ? { userAgentSuffix: options.userAgentSuffix } : {}),
+    ...(options.plugins?.length ? { plugins: options.plugins } : {}),
   };
   return connection.kind === "key"
     ? new CosmosClient({ ...common, key: connection.key })

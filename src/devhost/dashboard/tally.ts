@@ -1,12 +1,11 @@
 import {
-  CosmosClient,
-  type CosmosClientOptions,
+  type CosmosClient,
   type CosmosHeaders,
   type PluginConfig,
   PluginOn,
   type RequestContext,
 } from "@azure/cosmos";
-import type { CosmosConnection } from "../connections.js";
+import { type CosmosConnection, createCosmosClient } from "../connections.js";
 import type { RuTotals } from "./rates.js";
 
 /**
@@ -76,10 +75,5 @@ export function meteredContainer(path: string | undefined): string | undefined {
 
 /** A client of its own for the dashboard (own caches, own tally), for a resolved connection. */
 export function talliedClient(connection: CosmosConnection, tally: RuTally): CosmosClient {
-  // `plugins` is a supported client option the SDK's public typings leave out.
-  const options: CosmosClientOptions & { plugins: PluginConfig[] } =
-    connection.kind === "key"
-      ? { endpoint: connection.endpoint, key: connection.key, plugins: [tally.plugin()] }
-      : { endpoint: connection.endpoint, aadCredentials: connection.credential, plugins: [tally.plugin()] };
-  return new CosmosClient(options);
+  return createCosmosClient(connection, { plugins: [tally.plugin()] });
 }
