@@ -25,11 +25,10 @@ import {
   type CostRow,
   InvalidTuningInputError,
   type TuningInput,
-  tune,
   validateTuningInput,
 } from "../shared/tuning/model.js";
 import { CliInputError } from "./leases.js";
-import { parseDuration, type TuneCliOptions, tuningInputFromOptions } from "./tune.js";
+import { parseDuration, type TuneCliOptions, tuneReport, tuningInputFromOptions } from "./tune.js";
 
 const HOUR = 3_600_000;
 
@@ -447,9 +446,8 @@ export async function measureScenario(
     const documents = d("documents");
     const empty = Math.max(0, monFeed.count - pages);
 
-    const model = tune(scenario);
-    const oursWithoutWatch = tune({ ...scenario, leaseWatchIntervalMs: 0 }).ours;
-    const ours = model.ours;
+    const model = tuneReport(scenario);
+    const { ours, oursWithoutWatch } = model;
     const windowFactor = (wallMs * scale) / HOUR;
     const rows: ComparedRow[] = [];
     const compare = (
