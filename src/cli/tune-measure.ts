@@ -20,6 +20,7 @@ import {
 } from "../shared/changefeed/index.js";
 import { resolveOptions } from "../shared/changefeed/options.js";
 import { containerOf, containerRequestOf } from "../shared/containers.js";
+import { abortableSleep } from "../shared/cosmos/retry.js";
 import {
   type AlgorithmCost,
   type CostRow,
@@ -227,7 +228,6 @@ export interface MeasureResult {
   goal: { pct: number; judged: number; within: number; allWithin: boolean };
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const round1 = (n: number) => Math.round(n * 10) / 10;
 
 /** Sleeps `ms`, reporting progress every ~1/40 of it. */
@@ -238,7 +238,7 @@ async function progressSleep(ms: number, phase: Phase, progress: ProgressFn | un
     const left = t0 + ms - Date.now();
     progress?.(phase, Math.min(1, (ms - left) / ms));
     if (left <= 0) return;
-    await sleep(Math.min(step, left));
+    await abortableSleep(Math.min(step, left));
   }
 }
 
@@ -388,7 +388,7 @@ export async function measureScenario(
         throw new Error(
           `the ${H} hosts did not balance ${L} leases within ${timeoutMs} ms (owned: ${owned.join(", ")})`,
         );
-      await sleep(MeasureDefaults.balanceCheckMs);
+      await abortableSleep(MeasureDefaults.balanceCheckMs);
     }
     const afterBalance = emu.meter.snapshot();
     progress?.("balancing", 1);
