@@ -557,10 +557,11 @@ export async function measureScenario(
     }
 
     const bootstrapMeasured = Object.values(bootstrapByKind).reduce((a: number, e) => a + (e ?? 0), 0);
-    const counterTotal = counters1.reduce(
-      (a, c, i) => a + Object.entries(c).reduce((s, [k, v]) => s + v - counters0[i][k as keyof typeof c], 0),
-      0,
+    // Each host's lease-container requests in the window, by kind, from its processor's own counters.
+    const hostRequests = counters1.map((c, i) =>
+      Object.fromEntries(Object.entries(c).map(([k, v]) => [k, v - counters0[i][k as keyof typeof c]])),
     );
+    const counterTotal = hostRequests.reduce((a, h) => a + Object.values(h).reduce((x, v) => x + v, 0), 0);
     const meterTotal = Object.values(leaseDelta).reduce((a, e) => a + (e?.count ?? 0), 0);
     const judged = rows.filter((r) => r.meaningful);
     const within = judged.filter((r) => r.withinGoal);
@@ -590,12 +591,7 @@ export async function measureScenario(
       hosts: owned.map((n, i) => ({
         name: `host-${String(i).padStart(2, "0")}`,
         owned: n,
-        leaseRequests: Object.fromEntries(
-          Object.entries(counters1[i]).map(([k, v]) => [
-            k,
-            v - counters0[i][k as keyof (typeof counters1)[0]],
-          ]),
-        ),
+        leaseRequests: hostRequests[i],
       })),
       leaseRequestsInWindow: { meter: meterTotal, processorCounters: counterTotal },
       goal: {
