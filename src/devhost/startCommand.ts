@@ -6,7 +6,7 @@ import { readAppConfig } from "./appConfig.js";
 import { ensureBuilt } from "./build.js";
 import { createCosmosRuntime } from "./builtinCosmos.js";
 import { timerTriggerRunner } from "./builtinTimer.js";
-import { resolveCosmosConnection } from "./connections.js";
+import { type CosmosConnection, createCosmosClient, resolveCosmosConnection } from "./connections.js";
 import { createDefinedContainers, readContainerDefinitions } from "./containerDefinitions.js";
 import {
   bindingConnectionNames,
@@ -68,6 +68,12 @@ export interface StartedApp {
   stop(): Promise<void>;
 }
 
+interface AppAccount {
+  connection: CosmosConnection;
+  /** For the log: "<endpoint> (<setting>)", "<endpoint> (--cosmos)", "the emulator at <endpoint>". */
+  describe: string;
+}
+
 export function parseCosmosTarget(raw: string | undefined): CosmosTarget {
   if (raw === undefined) return { kind: "auto" };
   if (raw === "emulator") return { kind: "emulator" };
@@ -119,6 +125,35 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   const durableContainer = definitions?.roles.get("durable") ?? DURABLE_DEFAULTS.containerName;
   const durableLeases = definitions?.roles.get("leases") ?? DURABLE_DEFAULTS.leaseContainerName;
   let settingNamesForDurable: string[] = [];
+  /**
+   * The account of the app's own containers (the durable task hub, the dashboard's locks and instances): the
+   * emulator when it runs, else --cosmos "<connection string>", else the first of the app's Cosmos DB connection
+   * settings that resolves; undefined when none does (the task hub then starts the emulator).
+   */
+  const appAccount = (): AppAccount | undefined => {
+    if (emulator) {
+      const { endpoint, key } = emulator;
+      return {
+        connection: { kind: "key", source: "emulator", endpoint, key },
+        describe: `the emulator at ${endpoint}`,
+      };
+    }
+    if (target.kind === "connectionString") {
+      const parts = readConnectionString(target.value);
+      if (!parts)
+        throw new DevHostError("--cosmos: the connection string needs AccountEndpoint and AccountKey.", {
+          code: "InvalidOption",
+        });
+      return {
+        connection: { kind: "key", source: "--cosmos", ...parts },
+        describe: `${parts.endpoint} (--cosmos)`,
+      };
+    }
+    const name = settingNamesForDurable.find((n) => connectionResolves(n, env));
+    if (!name) return undefined;
+    const connection = resolveCosmosConnection(name, env);
+    return { connection, describe: `${connection.endpoint} (${name})` };
+  };
   const durable = createDurableRuntime({
     env,
     extensions: () => extensions,
@@ -128,39 +163,14 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
         containerName: durableContainer,
         leaseContainerName: durableLeases,
       };
-      if (!emulator && target.kind === "connectionString") {
-        // --cosmos "<connection string>": the task hub lives there too.
-        const parts = readConnectionString(target.value);
-        if (!parts)
-          throw new DevHostError("--cosmos: the connection string needs AccountEndpoint and AccountKey.", {
-            code: "InvalidOption",
-          });
-        const client = new CosmosClient({ endpoint: parts.endpoint, key: parts.key });
-        durableClients.push(client);
-        return { ...base, client, create: true, describe: `${parts.endpoint} (--cosmos)` };
-      }
-      if (!emulator) {
-        const name = settingNamesForDurable.find((n) => connectionResolves(n, env));
-        if (name) {
-          const connection = resolveCosmosConnection(name, env);
-          const client =
-            connection.kind === "key"
-              ? new CosmosClient({ endpoint: connection.endpoint, key: connection.key })
-              : new CosmosClient({ endpoint: connection.endpoint, aadCredentials: connection.credential });
-          durableClients.push(client);
-          return {
-            ...base,
-            client,
-            create: connection.kind === "key",
-            describe: `${connection.endpoint} (${name})`,
-          };
-        }
+      let account = appAccount();
+      if (!account) {
         await useEmulator([], "the durable task hub needs Cosmos DB and no connection resolves");
+        account = appAccount() as AppAccount;
       }
-      const running = emulator as RunningEmulator;
-      const client = new CosmosClient({ endpoint: running.endpoint, key: running.key });
+      const client = createCosmosClient(account.connection);
       durableClients.push(client);
-      return { ...base, client, create: true, describe: `the emulator at ${running.endpoint}` };
+      return { ...base, client, create: account.connection.kind === "key", describe: account.describe };
     },
   });
   const durableClients: CosmosClient[] = [];
@@ -178,14 +188,11 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     env,
     emulator: () => emulator,
     account: () => {
-      if (emulator)
-        return { kind: "key", source: "emulator", endpoint: emulator.endpoint, key: emulator.key };
-      if (target.kind === "connectionString") {
-        const parts = readConnectionString(target.value);
-        return parts ? { kind: "key", source: "--cosmos", ...parts } : undefined;
+      try {
+        return appAccount()?.connection;
+      } catch {
+        return undefined; // --cosmos without an AccountKey: none resolves (the task hub says why)
       }
-      const name = settingNamesForDurable.find((n) => connectionResolves(n, env));
-      return name ? resolveCosmosConnection(name, env) : undefined;
     },
     locks:
       definitions?.database && definitions.roles.get("locks")
