@@ -20,6 +20,7 @@ import {
 } from "../shared/changefeed/index.js";
 import { resolveOptions } from "../shared/changefeed/options.js";
 import { containerOf, containerRequestOf } from "../shared/containers.js";
+import { createContainerIfNotExists, createDatabaseIfNotExists } from "../shared/cosmos/ensure.js";
 import { abortableSleep } from "../shared/cosmos/retry.js";
 import {
   type AlgorithmCost,
@@ -280,13 +281,15 @@ export async function measureScenario(
     let t = Date.now();
     progress?.("seeding", 0);
     const admin = newClient();
-    const { database } = await admin.databases.createIfNotExists({ id: DATABASE });
-    const { container: monitored } = await database.containers.create(
+    const { database } = await createDatabaseIfNotExists(admin, { id: DATABASE });
+    const { container: monitored } = await createContainerIfNotExists(
+      database,
       { id: "monitored", partitionKey: { paths: ["/pk"], version: 2 } },
       { initialHeaders: { [RANGE_COUNT_HEADER]: String(L) } },
     );
     const leaseDef = containerRequestOf(containerOf("leases"));
-    const { container: leases } = await database.containers.create(
+    const { container: leases } = await createContainerIfNotExists(
+      database,
       { ...leaseDef, id: "leases" },
       { initialHeaders: { [RANGE_COUNT_HEADER]: "1" } },
     );
