@@ -233,10 +233,10 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 
 /** Sleeps `ms`, reporting progress every ~1/40 of it. */
 async function progressSleep(ms: number, phase: Phase, progress: ProgressFn | undefined): Promise<void> {
-  const t0 = Date.now();
+  const t0 = performance.now();
   const step = Math.max(50, Math.min(1_000, ms / 40));
   for (;;) {
-    const left = t0 + ms - Date.now();
+    const left = t0 + ms - performance.now();
     progress?.(phase, Math.min(1, (ms - left) / ms));
     if (left <= 0) return;
     await abortableSleep(Math.min(step, left));
