@@ -122,18 +122,17 @@ export function checkMeasureRequest(req: MeasureRequest): CheckedMeasureRequest 
     leaseRenewInterval: down("leaseRenewInterval", scenario.leaseRenewIntervalMs),
     leaseAcquireInterval: down("leaseAcquireInterval", scenario.leaseAcquireIntervalMs),
     leaseExpirationInterval: down("leaseExpirationInterval", scenario.leaseExpirationIntervalMs),
-    leaseSafetyMargin: 0,
+    // The processor's own default, scaled: min(5 s, expiration / 10).
+    leaseSafetyMargin: Math.max(
+      1,
+      Math.round(
+        Math.min(ChangeFeedDefaults.leaseSafetyMargin, scenario.leaseExpirationIntervalMs / 10) / scale,
+      ),
+    ),
     feedPollDelay: down("feedPollDelay", scenario.feedPollDelayMs),
     leaseWatchInterval: down("leaseWatchInterval", scenario.leaseWatchIntervalMs, true),
     maxCheckpointDelay: down("maxCheckpointDelay", scenario.maxCheckpointDelayMs, true),
   };
-  // The processor's own default, scaled: min(5 s, expiration / 10).
-  scaled.leaseSafetyMargin = Math.max(
-    1,
-    Math.round(
-      Math.min(ChangeFeedDefaults.leaseSafetyMargin, scenario.leaseExpirationIntervalMs / 10) / scale,
-    ),
-  );
   if (2 * scaled.leaseRenewInterval > scaled.leaseExpirationInterval)
     throw new CliInputError(
       `leaseExpirationInterval (${scaled.leaseExpirationInterval} ms after scaling) must be at least twice leaseRenewInterval (${scaled.leaseRenewInterval} ms after scaling), as the processor requires.`,
@@ -453,11 +452,7 @@ export async function measureScenario(
     const { ours, oursWithoutWatch } = model;
     const windowFactor = (wallMs * scale) / HOUR;
     const rows: ComparedRow[] = [];
-    const compare = (
-      container: "lease" | "monitored",
-      modelRow: CostRow | { what: string; requestsPerHour: number; ruPerHour: number },
-      measured: MeasuredValue,
-    ) => {
+    const compare = (container: "lease" | "monitored", modelRow: CostRow, measured: MeasuredValue) => {
       const dev = (m: number | null, x: number) =>
         m === null ? null : x === 0 ? (m === 0 ? 0 : null) : round1(((m - x) / x) * 100);
       const requests = dev(measured.requestsPerHour, modelRow.requestsPerHour);
