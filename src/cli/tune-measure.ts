@@ -10,6 +10,7 @@
  */
 import { type Container, CosmosClient } from "@azure/cosmos";
 import { RANGE_COUNT_HEADER, type RunningEmulator, startEmulator } from "../emulator/index.js";
+import { RuModel } from "../emulator/ru/charges.js";
 import { meterDelta } from "../emulator/ru/meter.js";
 import {
   ChangeFeedDefaults,
@@ -488,9 +489,9 @@ export async function measureScenario(
       ruPerHour: perHour(leaseFeed.ru),
     });
     const [emptyRow, pagesRow] = ours.monitoredContainer;
-    // The meter does not tell 304s from pages; the handler counts pages and their documents, and a page costs
-    // 2 + 0.5 per document, so the rest of the feed RU is the empty reads'.
-    const pagesRu = 2 * pages + 0.5 * documents;
+    // The meter does not tell 304s from pages; the handler counts pages and their documents, and the emulator
+    // charges a page its base plus a price per document, so the rest of the feed RU is the empty reads'.
+    const pagesRu = RuModel.changeFeedBase * pages + RuModel.changeFeedPerDocument * documents;
     compare("monitored", emptyRow, {
       requestsPerHour: perHour(empty),
       ruPerHour: perHour(monFeed.ru - pagesRu),

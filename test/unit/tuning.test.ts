@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseDuration, parseSweep, runSweep, sweepSvg } from "../../src/cli/tune.js";
-import { InvalidTuningInputError, tune } from "../../src/shared/tuning/model.js";
+import { RuModel } from "../../src/emulator/ru/charges.js";
+import { InvalidTuningInputError, RequestRu, tune } from "../../src/shared/tuning/model.js";
 import { tuningDefaults } from "../support/tuning.js";
 
 describe("lease cost model", () => {
@@ -19,6 +20,12 @@ describe("lease cost model", () => {
     const r = tune(tuningDefaults(hosts, leases));
     expect(r.dotnet.leaseRequestsPerHour).toBeCloseTo(dotnet, -1);
     expect(r.ours.leaseRequestsPerHour).toBeCloseTo(ours, -1);
+  });
+
+  it("prices a feed read (lease or monitored container) as the emulator charges it", () => {
+    expect(RequestRu.feedEmpty).toBe(RuModel.changeFeedEmpty);
+    expect(RequestRu.feedPageBase).toBe(RuModel.changeFeedBase);
+    expect(RequestRu.feedPerDocument).toBe(RuModel.changeFeedPerDocument);
   });
 
   it("bounds failover by expiration … expiration + acquire, and the hand-off by the watch slot (ours) or a balancing round (.NET)", () => {

@@ -57,13 +57,13 @@ export interface TuningResult {
 export const RequestRu = {
   leaseWrite: 5.2,
   leasePointRead: 1,
-  leaseFeedEmpty: 1,
-  /** A lease-feed page with changes: 2 RU plus 0.5 per lease in it. */
-  leaseFeedPageBase: 2,
-  leaseFeedPerLease: 0.5,
-  monitoredFeedEmpty: 1,
-  monitoredFeedPageBase: 2,
-  monitoredFeedPerDocument: 0.5,
+  /**
+   * A change feed read, of the lease container or the monitored one: 1 RU when it finds nothing (304), else a page
+   * of 2 RU plus 0.5 per document in it (a lease, on the lease container).
+   */
+  feedEmpty: 1,
+  feedPageBase: 2,
+  feedPerDocument: 0.5,
   allLeasesQuery: (leases: number) => 2.3 + 0.05 * leases + Math.ceil((leases * 0.6) / 1) * 1,
 } as const;
 
@@ -152,9 +152,9 @@ export function leaseFeedReadRu(
   const pEmpty =
     (1 - checkpointed) ** leases * Math.max(0, 1 - Math.min(perLease.renewalGroups, leases) * renewed);
   return (
-    pEmpty * RequestRu.leaseFeedEmpty +
-    (1 - pEmpty) * RequestRu.leaseFeedPageBase +
-    leases * written * RequestRu.leaseFeedPerLease
+    pEmpty * RequestRu.feedEmpty +
+    (1 - pEmpty) * RequestRu.feedPageBase +
+    leases * written * RequestRu.feedPerDocument
   );
 }
 
@@ -215,13 +215,12 @@ export function tune(raw: TuningInput): TuningResult {
     {
       what: "feed polls that find nothing",
       requestsPerHour: L * empty,
-      ruPerHour: L * empty * RequestRu.monitoredFeedEmpty,
+      ruPerHour: L * empty * RequestRu.feedEmpty,
     },
     {
       what: "feed pages with changes",
       requestsPerHour: L * pages,
-      ruPerHour:
-        L * pages * RequestRu.monitoredFeedPageBase + documentsPerHour * RequestRu.monitoredFeedPerDocument,
+      ruPerHour: L * pages * RequestRu.feedPageBase + documentsPerHour * RequestRu.feedPerDocument,
     },
   ];
 
