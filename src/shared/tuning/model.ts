@@ -6,6 +6,7 @@
  * model's 6,988 at 4 hosts × 32 leases); RU per request are the emulator's documented charges (RuModel), which
  * approximate the service's for ~1 KiB documents.
  */
+import { ChangeFeedDefaults, renewDue } from "../changefeed/options.js";
 
 export interface TuningInput {
   /** Hosts running the trigger. */
@@ -18,9 +19,9 @@ export interface TuningInput {
   leaseAcquireIntervalMs: number;
   leaseExpirationIntervalMs: number;
   feedPollDelayMs: number;
-  /** This processor's lease watch slot (ms); 0 = no watch. Default 1000. */
+  /** This processor's lease watch slot (ms); 0 = no watch. Default: ChangeFeedDefaults.leaseWatchInterval. */
   leaseWatchIntervalMs?: number;
-  /** This processor's checkpoint coalescing (ms). Default 1000. */
+  /** This processor's checkpoint coalescing (ms). Default: ChangeFeedDefaults.maxCheckpointDelay. */
   maxCheckpointDelayMs?: number;
 }
 
@@ -88,7 +89,11 @@ export function validateTuningInput(i: TuningInput): Required<TuningInput> {
     problems.push("leaseRenewIntervalMs must be below leaseExpirationIntervalMs.");
   }
   if (problems.length) throw new InvalidTuningInputError(problems.join(" "));
-  return { leaseWatchIntervalMs: 1_000, maxCheckpointDelayMs: 1_000, ...i };
+  return {
+    leaseWatchIntervalMs: ChangeFeedDefaults.leaseWatchInterval,
+    maxCheckpointDelayMs: ChangeFeedDefaults.maxCheckpointDelay,
+    ...i,
+  };
 }
 
 /**
@@ -224,9 +229,10 @@ export function tune(raw: TuningInput): TuningResult {
     },
   ];
 
-  // This processor: a renewal only when the lease would otherwise come close to expiring (every ⌈(E − 2R)/R⌉ × R),
-  // checkpoints coalesced over maxCheckpointDelay, and the lease view from the lease feed read in turns.
-  const oursRenewEvery = Math.max(1, Math.ceil((E - 2 * R) / R)) * R;
+  // This processor: a renewal only when the lease would otherwise come close to expiring (renewDue: every
+  // ⌈(E − 2R)/R⌉ × R), checkpoints coalesced over maxCheckpointDelay, and the lease view from the lease feed read
+  // in turns.
+  const oursRenewEvery = renewDue(R, E);
   // One checkpoint per cycle that found changes (its last read is empty, which writes the held checkpoint), at
   // most one per maxCheckpointDelay.
   const checkpointsPerLease = Math.min(
