@@ -242,8 +242,6 @@ export function tune(raw: TuningInput): TuningResult {
   const oursCheckpoints = L * checkpointsPerLease;
   const oursRenewals = L * oursRenewalsPerLease(oursRenewEvery, i.feedPollDelayMs, q, checkpointsPerLease);
   const view = leaseViewReads(N, A, T);
-  const watchOn = view.watch;
-  const oursFinding = view.perHour;
   const perLeaseWrites = {
     q: checkpointsPerLease > 0 ? q : 0,
     pollMs: i.feedPollDelayMs,
@@ -263,17 +261,11 @@ export function tune(raw: TuningInput): TuningResult {
       requestsPerHour: oursCheckpoints,
       ruPerHour: oursCheckpoints * RequestRu.leaseWrite,
     },
-    watchOn
-      ? {
-          what: "lease view: lease feed reads in turns",
-          requestsPerHour: oursFinding,
-          ruPerHour: oursFinding * oursFeedRu,
-        }
-      : {
-          what: "lease view: lease feed reads per host",
-          requestsPerHour: oursFinding,
-          ruPerHour: oursFinding * oursFeedRu,
-        },
+    {
+      what: `lease view: lease feed reads ${view.watch ? "in turns" : "per host"}`,
+      requestsPerHour: view.perHour,
+      ruPerHour: view.perHour * oursFeedRu,
+    },
   ];
 
   // .NET / Functions trigger: read + replace every R per lease, an all-leases query per host per A, a checkpoint per page.
@@ -315,7 +307,7 @@ export function tune(raw: TuningInput): TuningResult {
   return {
     input: i,
     // Ours hands each lease to a chosen successor, taken ~150 ms after its release (docs/changefeed.md).
-    ours: summarize(oursLease, watchOn ? 150 + T : A, oursBootstrapRequests(N, L)),
+    ours: summarize(oursLease, view.watch ? 150 + T : A, oursBootstrapRequests(N, L)),
     // .NET releases; another host takes it at its next balancing round. Its bootstrap: the lease documents,
     // `.info` and `.lock`.
     dotnet: summarize(dotnetLease, A, L + 3),
