@@ -1,6 +1,12 @@
 import type { CosmosClient } from "@azure/cosmos";
 import { readLeases } from "../../cli/leases.js";
-import { QUEUE_ID_PREFIX } from "../../shared/locks/index.js";
+import {
+  type LockDocument,
+  type LockQueueDocument,
+  type LockTicket,
+  lockExpiresAtMs,
+  QUEUE_ID_PREFIX,
+} from "../../shared/locks/index.js";
 import type { ResolvedCosmosTriggerOptions } from "../cosmos/trigger.js";
 import { instancesQuery, runtimeStatusOf } from "../durable/hub.js";
 import type { RuntimeStatus } from "../durable/types.js";
@@ -106,15 +112,9 @@ export async function readTriggerLeases(
   return { ...base, owners, leases, ...(lagError ? { lagError } : {}) };
 }
 
-interface LockDoc {
-  id: string;
-  owner?: unknown;
-  ttl?: unknown;
-  acquiredAt?: unknown;
-  lock?: unknown;
-  tickets?: unknown;
-  _ts?: number;
-}
+/** A document of the lock container: a lock (LockDocument) or a waiter queue (LockQueueDocument), checked as read. */
+type LockContainerDoc = { id: string; _ts?: number } & Partial<Omit<LockDocument, "id">> &
+  Partial<Omit<LockQueueDocument, "id" | "ttl">>;
 
 /** Lock holders (documents of src/shared/locks) with the time left on their TTL, and their queued waiters. */
 export async function readLocks(
@@ -123,11 +123,11 @@ export async function readLocks(
   nowMs: number,
 ): Promise<LocksData> {
   const container = client.database(where.databaseName).container(where.containerName);
-  const { resources } = await container.items.query<LockDoc>("SELECT * FROM c").fetchAll();
+  const { resources } = await container.items.query<LockContainerDoc>("SELECT * FROM c").fetchAll();
   const waiters = new Map<string, number>();
   for (const d of resources) {
     if (!d.id.startsWith(QUEUE_ID_PREFIX) || !Array.isArray(d.tickets)) continue;
-    const live = (d.tickets as { expiresAt?: unknown }[]).filter(
+    const live = (d.tickets as Partial<LockTicket>[]).filter(
       (t) => typeof t?.expiresAt === "number" && t.expiresAt > nowMs,
     );
     waiters.set(typeof d.lock === "string" ? d.lock : d.id.slice(QUEUE_ID_PREFIX.length), live.length);
@@ -136,7 +136,7 @@ export async function readLocks(
   for (const d of resources) {
     if (d.id.startsWith(QUEUE_ID_PREFIX) || typeof d.owner !== "string" || typeof d.ttl !== "number")
       continue;
-    const expiresAtMs = ((d._ts ?? 0) + d.ttl) * 1000;
+    const expiresAtMs = lockExpiresAtMs(d._ts ?? 0, d.ttl);
     holders.push({
       name: d.id,
       owner: d.owner,

@@ -15,6 +15,11 @@ export interface LockDocument extends ItemDefinition {
   ticket?: string;
 }
 
+/** When a lock document's TTL runs out (ms since epoch): its last write (`_ts`, s) plus its `ttl` (s). */
+export function lockExpiresAtMs(ts: number, ttlSeconds: number): number {
+  return (ts + ttlSeconds) * 1000;
+}
+
 /** What a handle needs from its client. */
 export interface LockHandleContext {
   container: Container;

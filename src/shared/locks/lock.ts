@@ -7,7 +7,7 @@ import { defaultOccRetryPolicy, type OccRetryPolicy } from "../cosmos/retry.js";
 import { sessionTokenLsn } from "../cosmos/session.js";
 import { checkLockContainer } from "./container-check.js";
 import { LockContainerError, LockHeldError } from "./errors.js";
-import { type LockDocument, LockHandle, type LockHandleContext } from "./handle.js";
+import { type LockDocument, LockHandle, type LockHandleContext, lockExpiresAtMs } from "./handle.js";
 import { validateLockName } from "./names.js";
 import {
   type AcquireOptions,
@@ -137,7 +137,7 @@ export class LockClient implements LockHandleContext {
     const current = await this.container.item(name, name).read<LockDocument>();
     if (current.statusCode === 404 || !current.resource) throw new HolderVanished();
     const held = current.resource as Stored<LockDocument>;
-    const expiresAtMs = (held._ts + (held.ttl ?? this.ttlSeconds)) * 1000;
+    const expiresAtMs = lockExpiresAtMs(held._ts, held.ttl ?? this.ttlSeconds);
     const now = this.clock.now();
     if (now < expiresAtMs + this.clockSkewAllowanceMs) {
       throw new LockHeldError(name, held.owner, Math.max(0, expiresAtMs - now));
@@ -241,7 +241,7 @@ export class LockClient implements LockHandleContext {
             position = 0;
           }
           if (position === 0) {
-            const expiresAtMs = holder ? (holder._ts + (holder.ttl ?? this.ttlSeconds)) * 1000 : 0;
+            const expiresAtMs = holder ? lockExpiresAtMs(holder._ts, holder.ttl ?? this.ttlSeconds) : 0;
             const now = this.clock.now();
             if (holder && now < expiresAtMs + this.clockSkewAllowanceMs) {
               lastHeld = new LockHeldError(name, holder.owner, Math.max(0, expiresAtMs - now));
