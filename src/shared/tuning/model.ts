@@ -125,14 +125,17 @@ export function oursRenewalsPerLease(
   q: number,
   checkpoints: number,
 ): number {
-  if (q <= 0 || checkpoints <= 0) return HOUR / renewEvery;
+  const idle = HOUR / renewEvery;
+  if (q <= 0 || checkpoints <= 0) return idle;
   let perCheckpoint = 0;
   for (let j = 1; j <= 100_000; j++) {
     const term = (1 - q) ** (Math.ceil((j * renewEvery) / pollMs) - 1);
     perCheckpoint += term;
+    // The sum only grows: once it reaches the idle rate, that is the answer (for a tiny q, long before 1e-9).
+    if (checkpoints * perCheckpoint >= idle) return idle;
     if (term < 1e-9) break;
   }
-  return Math.min(HOUR / renewEvery, checkpoints * perCheckpoint);
+  return checkpoints * perCheckpoint;
 }
 
 /**
