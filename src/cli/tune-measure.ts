@@ -73,7 +73,7 @@ export interface MeasureRequest {
 }
 
 /** The scenario's intervals as the processors run them (scenario ÷ scale, whole ms). */
-export interface ScaledIntervals {
+interface ScaledIntervals {
   leaseRenewInterval: number;
   leaseAcquireInterval: number;
   leaseExpirationInterval: number;
@@ -172,7 +172,7 @@ export function parseScale(raw: string): number {
 }
 
 export type Phase = "seeding" | "balancing" | "settling" | "measuring";
-export type ProgressFn = (phase: Phase, fraction: number, detail?: string) => void;
+type ProgressFn = (phase: Phase, fraction: number, detail?: string) => void;
 
 export interface MeasuredValue {
   requestsPerHour: number;
@@ -192,7 +192,7 @@ export interface ComparedRow {
   withinGoal: boolean;
 }
 
-export interface UnaccountedRow {
+interface UnaccountedRow {
   container: "lease" | "monitored";
   kind: string;
   what: string;
@@ -693,7 +693,7 @@ export function measureRequestFromOptions(o: MeasureCliOptions): CheckedMeasureR
 }
 
 /** A one-line text progress bar per phase on stderr (only when stderr is a terminal). */
-export function progressBar(stream: NodeJS.WriteStream = process.stderr): ProgressFn | undefined {
+function progressBar(stream: NodeJS.WriteStream = process.stderr): ProgressFn | undefined {
   if (!stream.isTTY) return undefined;
   let current: Phase | undefined;
   const width = 30;

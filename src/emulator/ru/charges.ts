@@ -56,7 +56,7 @@ export interface IndexPathPolicy {
 /** System properties the service always indexes in consistent mode, whatever the policy says. */
 const ALWAYS_INDEXED = new Set(["id", "_ts"]);
 
-export interface PathRule {
+interface PathRule {
   segments: string[];
   /** `/a/?`: exactly the scalar at /a; `/a/*`: /a and everything below it. */
   exact: boolean;
@@ -97,7 +97,7 @@ function matches(rule: PathRule, path: readonly string[]): boolean {
  * most specific matching rule wins, as on the service (more segments first; at equal length `/?` before `/*`;
  * at a full tie, excluded). No matching rule: not indexed.
  */
-export function isPathIndexed(rules: readonly PathRule[], path: readonly string[]): boolean {
+function isPathIndexed(rules: readonly PathRule[], path: readonly string[]): boolean {
   let best: PathRule | undefined;
   for (const r of rules) {
     if (!matches(r, path)) continue;

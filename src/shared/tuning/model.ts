@@ -100,7 +100,7 @@ export function validateTuningInput(i: TuningInput): Required<TuningInput> {
  * One lease's reader per hour at `perLease` changes/s: poll cycles (a first read after each feedPollDelay), pages
  * with changes, empty reads, and q, the probability that a cycle's first read finds changes.
  */
-export function feedReads(perLeasePerSecond: number, pollMs: number) {
+function feedReads(perLeasePerSecond: number, pollMs: number) {
   // A cycle waits pollMs, then reads until a read comes back empty (304): a read that finds changes is followed at
   // once by another, so every cycle ends with exactly one empty read (measured: `tune --measure`). With changes
   // arriving as a Poisson stream, the first read finds something with probability q = 1 − e^(−rate × poll).
@@ -119,12 +119,7 @@ export function feedReads(perLeasePerSecond: number, pollMs: number) {
  * (measured: the whole number of polls matters, 6 and not 6.8 in 34 s at a 5 s poll). Idle (q = 0):
  * 3.6e6 / renewEvery.
  */
-export function oursRenewalsPerLease(
-  renewEvery: number,
-  pollMs: number,
-  q: number,
-  checkpoints: number,
-): number {
+function oursRenewalsPerLease(renewEvery: number, pollMs: number, q: number, checkpoints: number): number {
   const idle = HOUR / renewEvery;
   if (q <= 0 || checkpoints <= 0) return idle;
   let perCheckpoint = 0;
@@ -148,7 +143,7 @@ export function oursRenewalsPerLease(
  * renew together for ever, in `renewalGroups` groups spread over the renewal period, and a gap misses them all
  * with probability max(0, 1 − groups × r).
  */
-export function leaseFeedReadRu(
+function leaseFeedReadRu(
   gapMs: number,
   leases: number,
   perLease: { q: number; pollMs: number; renewalsPerHour: number; renewalGroups: number },
@@ -172,7 +167,7 @@ export function leaseFeedReadRu(
  * ⌈H·T/A⌉ × 3.6e6 / T in all; alone or without the watch, every A per host. `gapsMs`: one host's times between
  * reads over one period (A, A, …, then the rest of H·T), one per read.
  */
-export function leaseViewReads(hosts: number, acquireMs: number, watchMs: number) {
+function leaseViewReads(hosts: number, acquireMs: number, watchMs: number) {
   if (watchMs > 0 && hosts >= 2) {
     const period = hosts * watchMs;
     const perPeriod = Math.ceil(period / acquireMs);
@@ -187,7 +182,7 @@ export function leaseViewReads(hosts: number, acquireMs: number, watchMs: number
  * other host steals one lease per round (at the same moments when the hosts started together) until the shares
  * are even: 1 + ⌈(L − ⌈L/H⌉) / (H − 1)⌉ groups (1 for a lone host).
  */
-export function renewalGroups(hosts: number, leases: number): number {
+function renewalGroups(hosts: number, leases: number): number {
   if (hosts < 2) return 1;
   return 1 + Math.ceil((leases - Math.ceil(leases / hosts)) / (hosts - 1));
 }
@@ -201,7 +196,7 @@ export function renewalGroups(hosts: number, leases: number): number {
  * before and after waiting for the `.lock` it could not create, the `.lock` read, the refused create, its lease-feed
  * pin: 9; and the leases it then takes from the first host, L − ⌈L/H⌉ writes.
  */
-export function oursBootstrapRequests(hosts: number, leases: number): number {
+function oursBootstrapRequests(hosts: number, leases: number): number {
   return 3 * leases + 12 + 9 * (hosts - 1) + (leases - Math.ceil(leases / hosts));
 }
 
