@@ -4,8 +4,10 @@
  * geometry, and the settings module.
  */
 
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { CosmosClient } from "@azure/cosmos";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { plotGeometry } from "../../src/devhost/dashboard/client/plot.js";
 import { Dashboard } from "../../src/devhost/dashboard/dashboard.js";
 import { HandoffTracker } from "../../src/devhost/dashboard/handoffs.js";
@@ -360,6 +362,7 @@ describe("createDevDashboard", () => {
 describe("the orchestrations panel", () => {
   it("shows the runtime status the HTTP API answers: a ContinuedAsNew instance is Running", async () => {
     const queries: unknown[] = [];
+    const options: unknown[] = [];
     const doc = (instanceId: string, status: string, createdTime: string) => ({
       instanceId,
       name: "loop",
@@ -376,15 +379,24 @@ describe("the orchestrations panel", () => {
       database: () => ({
         container: () => ({
           items: {
-            query: (q: unknown) => {
+            query: (q: unknown, o: unknown) => {
               queries.push(q);
+              options.push(o);
               return { fetchAll: async () => ({ resources }) };
             },
           },
         }),
       }),
     } as unknown as CosmosClient;
-    const d = await readDurable(client, { databaseName: "db", containerName: "hub", hubName: "H" }, 2);
+    const signal = new AbortController().signal;
+    const d = await readDurable(
+      client,
+      { databaseName: "db", containerName: "hub", hubName: "H" },
+      2,
+      signal,
+    );
+    // A panel given up aborts its read.
+    expect(options).toEqual([{ abortSignal: signal }]);
     expect(d.counts).toEqual({ Running: 2, Completed: 1 });
     expect(d.total).toBe(3);
     expect(d.latest.map((r) => `${r.instanceId} ${r.runtimeStatus}`)).toEqual(["a Running", "b Running"]);
@@ -395,5 +407,50 @@ describe("the orchestrations panel", () => {
         parameters: [{ name: "@hub", value: "H" }],
       },
     ]);
+  });
+});
+
+describe("a panel that gives up", () => {
+  it("aborts its requests, so a read nobody waits for no longer spends RU", async () => {
+    const sent: string[] = [];
+    const closed: string[] = [];
+    // An account that answers the SDK's account read and never answers a query.
+    const server = createServer((req, res) => {
+      if (req.url === "/") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            writableLocations: [],
+            readableLocations: [],
+            userConsistencyPolicy: { defaultConsistencyLevel: "Session" },
+          }),
+        );
+        return;
+      }
+      sent.push(`${req.method} ${req.url}`);
+      res.on("close", () => closed.push(`${req.method} ${req.url}`));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const dashboard = new Dashboard({
+      settings: { ...readDashboardSettings({}), sourceTimeoutMs: 300, minRefreshMs: 0 },
+      env: {},
+      meter: () => ({ kind: "unavailable", reason: "none here" }),
+      account: () => ({ kind: "key", source: "test", endpoint, key: "a2V5" }),
+      locks: { databaseName: "db", containerName: "locks" },
+      durable: () => undefined,
+      thisHostOwner: () => undefined,
+    });
+    try {
+      const s = await dashboard.state(true);
+      expect(s.locks).toEqual({ ok: false, error: "no answer within 300 ms" });
+      expect(sent.length).toBeGreaterThan(0);
+      // The SDK's own request timeout is a minute: only the panel's abort closes them this soon.
+      await vi.waitFor(() => expect(closed.sort()).toEqual(sent.sort()), { timeout: 3_000 });
+    } finally {
+      await dashboard.close();
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });

@@ -75,20 +75,23 @@ class NotConfigured extends Error {}
 
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0];
 
-async function panel<T>(timeoutMs: number, read: () => Promise<T>): Promise<Panel<T>> {
-  let timer: NodeJS.Timeout | undefined;
+/**
+ * A panel's read, given up after timeoutMs: the signal then aborts its SDK requests too, so an abandoned read does
+ * not go on spending RU that would land in the next meter sample.
+ */
+async function panel<T>(timeoutMs: number, read: (signal: AbortSignal) => Promise<T>): Promise<Panel<T>> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  // Listening before the read starts: this rejection comes before the SDK's own abort error.
+  const timedOut = new Promise<never>((_r, reject) =>
+    signal.addEventListener("abort", () => reject(new Error(`no answer within ${timeoutMs} ms`)), {
+      once: true,
+    }),
+  );
+  timedOut.catch(() => undefined);
   try {
-    const data = await Promise.race([
-      read(),
-      new Promise<never>((_r, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]);
-    return { ok: true, data };
+    return { ok: true, data: await Promise.race([read(signal), timedOut]) };
   } catch (e) {
     return { ok: false, error: errorText(e), ...(e instanceof NotConfigured ? { notConfigured: true } : {}) };
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -262,7 +265,7 @@ export class Dashboard {
     return out;
   }
 
-  async #readLeases(now: number): Promise<LeasesData> {
+  async #readLeases(now: number, signal: AbortSignal): Promise<LeasesData> {
     const triggers = this.#triggers();
     // Triggers sharing a lease container (different prefixes) share one read of it per refresh.
     const reads = new Map<string, Promise<Record<string, unknown>[]>>();
@@ -274,7 +277,7 @@ export class Dashboard {
         read = client
           .database(r.leaseDatabaseName)
           .container(r.leaseContainerName)
-          .items.query<Record<string, unknown>>("SELECT * FROM c")
+          .items.query<Record<string, unknown>>("SELECT * FROM c", { abortSignal: signal })
           .fetchAll()
           .then((res) => res.resources);
         reads.set(key, read);
@@ -312,18 +315,18 @@ export class Dashboard {
     const now = this.#now();
     const locks = this.#o.locks;
     const [leasesPanel, locksPanel, durablePanel] = await Promise.all([
-      panel(s.sourceTimeoutMs, () => this.#readLeases(now)),
-      panel(s.sourceTimeoutMs, async () => {
+      panel(s.sourceTimeoutMs, (signal) => this.#readLeases(now, signal)),
+      panel(s.sourceTimeoutMs, async (signal) => {
         if (!locks)
           throw new NotConfigured(
             "no lock container: the app's containers.json has no container with the role 'locks'",
           );
-        return readLocks(this.#account(), locks, now);
+        return readLocks(this.#account(), locks, now, signal);
       }),
-      panel(s.sourceTimeoutMs, async () => {
+      panel(s.sourceTimeoutMs, async (signal) => {
         const durable = this.#o.durable();
         if (!durable) throw new NotConfigured("the app has no durable functions (no task hub runs)");
-        return readDurable(this.#account(), durable, s.latestInstances);
+        return readDurable(this.#account(), durable, s.latestInstances, signal);
       }),
     ]);
     // After the dashboard's own reads have completed: the sample sees them in the meter and in the tally alike.

@@ -121,9 +121,12 @@ export async function readLocks(
   client: CosmosClient,
   where: { databaseName: string; containerName: string },
   nowMs: number,
+  abortSignal?: AbortSignal,
 ): Promise<LocksData> {
   const container = client.database(where.databaseName).container(where.containerName);
-  const { resources } = await container.items.query<LockContainerDoc>("SELECT * FROM c").fetchAll();
+  const { resources } = await container.items
+    .query<LockContainerDoc>("SELECT * FROM c", { abortSignal })
+    .fetchAll();
   const waiters = new Map<string, number>();
   for (const d of resources) {
     if (!d.id.startsWith(QUEUE_ID_PREFIX) || !Array.isArray(d.tickets)) continue;
@@ -163,10 +166,11 @@ export async function readDurable(
   client: CosmosClient,
   where: { databaseName: string; containerName: string; hubName: string },
   latest: number,
+  abortSignal?: AbortSignal,
 ): Promise<DurableData> {
   const container = client.database(where.databaseName).container(where.containerName);
   const { resources } = await container.items
-    .query<InstanceDocLite>(instancesQuery(where.hubName, {}, INSTANCE_FIELDS))
+    .query<InstanceDocLite>(instancesQuery(where.hubName, {}, INSTANCE_FIELDS), { abortSignal })
     .fetchAll();
   const all: InstanceRow[] = resources.map((d) => ({
     instanceId: d.instanceId,
