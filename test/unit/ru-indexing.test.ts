@@ -11,7 +11,8 @@ import {
   type IndexPathPolicy,
   writeCharge,
 } from "../../src/emulator/ru/charges.js";
-import { normalizeIndexingPolicy } from "../../src/emulator/store/account.js";
+import { RuMeter } from "../../src/emulator/ru/meter.js";
+import { Account, normalizeIndexingPolicy } from "../../src/emulator/store/account.js";
 import { containerOf } from "../../src/shared/containers.js";
 
 const SEED = 20261126;
@@ -61,6 +62,24 @@ describe("indexed paths of a write", () => {
     expect(countIndexedPaths(p(['/"h"/?'], ["/*"]), doc)).toBe(1 + 1);
     // `/a/?` names the scalar at /a only: an object there has none.
     expect(countIndexedPaths(p(["/a/?"], ["/*"]), doc)).toBe(1);
+  });
+
+  it("a container replace's new indexing policy charges the next write (the parsed rules are not reused)", () => {
+    const account = new Account({ enforceThroughput: false, meter: new RuMeter(), now: () => Date.now() });
+    account.createDatabase({ id: "d" }, undefined);
+    const body = { id: "c", partitionKey: { paths: ["/id"] } };
+    const c = account.createContainer("d", body, undefined);
+    const indexed = () => countIndexedPaths(c.definition.indexingPolicy as IndexPathPolicy, lease);
+    expect(indexed()).toBe(countLeafPaths(lease) - 1);
+    const leanPolicy = containerOf("leases").indexingPolicy;
+    account.replaceContainer("d", "c", { ...body, indexingPolicy: leanPolicy });
+    expect(indexed()).toBe(2);
+    account.replaceContainer("d", "c", { ...body, indexingPolicy: { indexingMode: "none" } });
+    expect(indexed()).toBe(0);
+    // A replace that leaves the policy out keeps it.
+    account.replaceContainer("d", "c", { ...body, indexingPolicy: leanPolicy });
+    account.replaceContainer("d", "c", { ...body, defaultTtl: 60 });
+    expect(indexed()).toBe(2);
   });
 
   it("fuzz: any policy and document — the count equals an independent reading of the rules, within 0…leaves", () => {

@@ -75,19 +75,29 @@ function parseRule(raw: unknown, included: boolean): PathRule | undefined {
   return { segments, exact: last === "?", included };
 }
 
+/**
+ * Parsed rules by policy object, so a write does not parse them again. A container's policy is never changed in
+ * place: a replace installs a new object (normalizeIndexingPolicy builds one), so an entry cannot go stale.
+ */
+const rulesByPolicy = new WeakMap<IndexPathPolicy, PathRule[]>();
+
 function rulesOf(policy: IndexPathPolicy): PathRule[] {
-  const list = (v: unknown, included: boolean) =>
-    Array.isArray(v)
-      ? v.map((r) => parseRule(r, included)).filter((r): r is PathRule => r !== undefined)
-      : [];
-  return [...list(policy.includedPaths, true), ...list(policy.excludedPaths, false)];
+  let rules = rulesByPolicy.get(policy);
+  if (!rules) {
+    const list = (v: unknown, included: boolean) =>
+      Array.isArray(v)
+        ? v.map((r) => parseRule(r, included)).filter((r): r is PathRule => r !== undefined)
+        : [];
+    rules = [...list(policy.includedPaths, true), ...list(policy.excludedPaths, false)];
+    rulesByPolicy.set(policy, rules);
+  }
+  return rules;
 }
 
 function matches(rule: PathRule, path: readonly string[]): boolean {
   if (rule.exact ? path.length !== rule.segments.length : path.length < rule.segments.length) return false;
   for (let i = 0; i < rule.segments.length; i++) {
-    const s = rule.segments[i];
-    if (s !== path[i] && !(s === "[]" && path[i] === "[]")) return false;
+    if (rule.segments[i] !== path[i]) return false;
   }
   return true;
 }
