@@ -36,7 +36,7 @@ export const DASHBOARD_PREFIX = "/_dev";
 export interface DashboardOptions {
   settings: DashboardSettings;
   env: NodeJS.ProcessEnv;
-  /** Where the RU meter is read; asked at each sample (the emulator may start after the dashboard exists). */
+  /** Where the RU meter is read; asked at each sample (it may throw: that sample's error). */
   meter: () => MeterSource;
   /** The account of the app's own containers (locks, durable task hub), when one resolves. */
   account: () => CosmosConnection | undefined;
@@ -128,7 +128,8 @@ export class Dashboard {
   readonly #handoffs: HandoffTracker;
   readonly #clients = new Map<string, CosmosClient>();
   readonly #lag = new Map<string, LagCache>();
-  #app: LoadedApp | undefined;
+  /** The app's cosmosDBTriggers as their options and connections resolve, once the app has loaded. */
+  #triggerSources: Omit<TriggerSource, "thisHostOwner">[] = [];
   #baseUrl = "";
   #queue: Promise<unknown> = Promise.resolve();
   #last: { at: number; state: DashboardState } | undefined;
@@ -149,7 +150,8 @@ export class Dashboard {
 
   /** Once the app has loaded and HTTP listens: takes the first meter sample and starts sampling in the background. */
   start(app: LoadedApp, baseUrl: string): void {
-    this.#app = app;
+    // The app's bindings and connection settings no longer change once it has loaded: resolved once.
+    this.#triggerSources = this.#resolveTriggers(app);
     this.#baseUrl = baseUrl;
     const sample = () => this.#exclusive(() => this.#sample()).catch(() => undefined);
     void sample();
@@ -203,11 +205,9 @@ export class Dashboard {
     }
   }
 
-  #triggers(): TriggerSource[] {
-    const app = this.#app;
-    if (!app) return [];
+  #resolveTriggers(app: LoadedApp): Omit<TriggerSource, "thisHostOwner">[] {
     const env = this.#o.env;
-    const out: TriggerSource[] = [];
+    const out: Omit<TriggerSource, "thisHostOwner">[] = [];
     for (const fn of app.functions) {
       if (fn.trigger.type.toLowerCase() !== "cosmosdbtrigger") continue;
       const name = fn.metadata.name;
@@ -231,7 +231,6 @@ export class Dashboard {
           leaseClient: { error: errorText(e) },
           endpoint: "",
           sameAccount: false,
-          thisHostOwner: undefined,
         });
         continue;
       }
@@ -259,14 +258,17 @@ export class Dashboard {
         leaseClient,
         endpoint,
         sameAccount,
-        thisHostOwner: this.#o.thisHostOwner(name),
       });
     }
     return out;
   }
 
   async #readLeases(now: number, signal: AbortSignal): Promise<LeasesData> {
-    const triggers = this.#triggers();
+    // This host's owner name appears once a trigger's listener runs: asked at each refresh.
+    const triggers: TriggerSource[] = this.#triggerSources.map((t) => ({
+      ...t,
+      thisHostOwner: this.#o.thisHostOwner(t.functionName),
+    }));
     // Triggers sharing a lease container (different prefixes) share one read of it per refresh.
     const reads = new Map<string, Promise<Record<string, unknown>[]>>();
     const documents = (t: TriggerSource) => (client: CosmosClient) => {
@@ -338,10 +340,9 @@ export class Dashboard {
     } catch (e) {
       source = { kind: "unavailable", reason: errorText(e) };
     }
-    if (this.#meterError && source.kind === "unavailable") ru = { ok: false, error: this.#meterError };
+    if (this.#meterError) ru = { ok: false, error: this.#meterError };
     else if (source.kind === "unavailable")
       ru = { ok: false, error: `not available: ${source.reason}`, notConfigured: true };
-    else if (this.#meterError) ru = { ok: false, error: this.#meterError };
     else {
       const at = this.#now();
       ru = {

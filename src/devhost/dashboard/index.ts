@@ -30,8 +30,10 @@ export interface DevDashboardOptions extends Omit<DashboardOptions, "settings" |
 export function createDevDashboard(o: DevDashboardOptions): DevDashboard {
   let dashboard: Dashboard | undefined;
   let app: LoadedApp | undefined;
-  let remote: { endpoint: string; source: MeterSource } | undefined;
-  const meter = (timeoutMs: number): MeterSource => {
+  // Where the meter is read. By `prepare` the emulator, if any, runs and the app's account is settled (the durable
+  // task hub has chosen its own): found once — or again next time, when finding it threw.
+  let source: MeterSource | undefined;
+  const findMeter = (timeoutMs: number): MeterSource => {
     const emulator = o.emulator();
     if (emulator) return inProcessMeter(emulator.meter);
     const account = o.account();
@@ -42,10 +44,7 @@ export function createDevDashboard(o: DevDashboardOptions): DevDashboard {
         reason: `${account.endpoint} is an Azure Cosmos DB account; the RU meter is the emulator's (use Azure Monitor's Total Request Units there)`,
       };
     }
-    if (remote?.endpoint !== account.endpoint) {
-      remote = { endpoint: account.endpoint, source: remoteMeter(account.endpoint, account.key, timeoutMs) };
-    }
-    return remote.source;
+    return remoteMeter(account.endpoint, account.key, timeoutMs);
   };
   return {
     routes: {
@@ -58,7 +57,14 @@ export function createDevDashboard(o: DevDashboardOptions): DevDashboard {
       app = loaded;
       const settings = readDashboardSettings(o.env);
       if (settings.enabled === 0) return;
-      dashboard = new Dashboard({ ...o, settings, meter: () => meter(settings.sourceTimeoutMs) });
+      dashboard = new Dashboard({
+        ...o,
+        settings,
+        meter: () => {
+          source ??= findMeter(settings.sourceTimeoutMs);
+          return source;
+        },
+      });
     },
     listening(baseUrl) {
       if (dashboard && app) dashboard.start(app, baseUrl);
