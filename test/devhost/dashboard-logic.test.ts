@@ -14,11 +14,7 @@ import { HandoffTracker } from "../../src/devhost/dashboard/handoffs.js";
 import { createDevDashboard } from "../../src/devhost/dashboard/index.js";
 import { mayBeEmulator, meterTotals } from "../../src/devhost/dashboard/meter.js";
 import { intervalDelta, RuHistory } from "../../src/devhost/dashboard/rates.js";
-import {
-  DASHBOARD_SETTINGS,
-  defaultDashboardSettings,
-  readDashboardSettings,
-} from "../../src/devhost/dashboard/settings.js";
+import { DASHBOARD_SETTINGS, readDashboardSettings } from "../../src/devhost/dashboard/settings.js";
 import { readDurable } from "../../src/devhost/dashboard/sources.js";
 import { meteredContainer, RuTally } from "../../src/devhost/dashboard/tally.js";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
@@ -235,10 +231,10 @@ describe("Dashboard without an app's sources", () => {
   it("a failing or throwing source empties only its panel; anything else is a JSON 503, never a 500", async () => {
     let now = T0;
     const dashboard = new Dashboard({
-      settings: { ...defaultDashboardSettings(), minRefreshMs: 0 },
+      settings: { ...readDashboardSettings({}), minRefreshMs: 0 },
       env: {},
       meter: () => ({
-        kind: "remote",
+        kind: "available",
         describe: "emulator at http://127.0.0.1:1/",
         read: async () => {
           throw new Error("connect ECONNREFUSED 127.0.0.1:1");
@@ -262,7 +258,7 @@ describe("Dashboard without an app's sources", () => {
       expect(s.locks).toMatchObject({ ok: false, notConfigured: true });
       now += 1000;
       const broken = new Dashboard({
-        settings: defaultDashboardSettings(),
+        settings: readDashboardSettings({}),
         env: {},
         meter: () => {
           throw new Error("meter exploded");
@@ -279,7 +275,7 @@ describe("Dashboard without an app's sources", () => {
       expect(partial.leases.ok).toBe(true);
       await broken.close();
       const noClock = new Dashboard({
-        settings: defaultDashboardSettings(),
+        settings: readDashboardSettings({}),
         env: {},
         meter: () => ({ kind: "unavailable", reason: "none" }),
         account: () => undefined,

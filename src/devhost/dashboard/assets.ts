@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -28,7 +28,7 @@ export async function clientModule(name: string): Promise<string | undefined> {
   const dir = clientDir();
   if (!dir) return undefined;
   const file = join(dir, `${name}.ts`);
-  if (!existsSync(file) || name.endsWith(".test")) return undefined;
+  if (!existsSync(file)) return undefined;
   const { mtimeMs } = statSync(file);
   const hit = cache.get(file);
   if (hit && hit.mtimeMs === mtimeMs) return hit.js;
@@ -53,13 +53,4 @@ export function clientCss(): string | undefined {
   const dir = clientDir();
   const file = dir && join(dir, "app.css");
   return file && existsSync(file) ? readFileSync(file, "utf8") : undefined;
-}
-
-/** Names of the client's modules (for tests). */
-export function clientModules(): string[] {
-  const dir = clientDir();
-  if (!dir) return [];
-  return readdirSync(dir)
-    .filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))
-    .map((f) => f.slice(0, -3));
 }

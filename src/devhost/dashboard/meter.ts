@@ -7,8 +7,7 @@ import type { RuTotals } from "./rates.js";
  * its signed `GET /_emulator/meter`, or nowhere (a real Azure account has no meter: the panel says so).
  */
 export type MeterSource =
-  | { kind: "inProcess"; describe: string; read(): Promise<RuTotals> }
-  | { kind: "remote"; describe: string; read(): Promise<RuTotals> }
+  | { kind: "available"; describe: string; read(): Promise<RuTotals> }
   | { kind: "unavailable"; reason: string };
 
 type Snapshot = Record<string, Record<string, { ru?: unknown }>>;
@@ -31,7 +30,7 @@ export function meterTotals(snapshot: unknown): RuTotals {
 
 export function inProcessMeter(meter: RuMeter): MeterSource {
   return {
-    kind: "inProcess",
+    kind: "available",
     describe: "embedded emulator",
     read: async () => meterTotals(meter.snapshot()),
   };
@@ -42,9 +41,9 @@ export function remoteMeter(
   endpoint: string,
   key: string,
   timeoutMs: number,
-): Extract<MeterSource, { kind: "remote" }> {
+): Extract<MeterSource, { kind: "available" }> {
   return {
-    kind: "remote",
+    kind: "available",
     describe: `emulator at ${endpoint}`,
     read: async () => {
       const res = await fetch(new URL("_emulator/meter", endpoint), {

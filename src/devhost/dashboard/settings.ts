@@ -95,13 +95,6 @@ export const DASHBOARD_SETTINGS = {
 
 export type DashboardSettings = { -readonly [K in keyof typeof DASHBOARD_SETTINGS]: number };
 
-/** The defaults, e.g. for tests that override a few knobs. */
-export function defaultDashboardSettings(): DashboardSettings {
-  const out = {} as DashboardSettings;
-  for (const [key, k] of Object.entries(DASHBOARD_SETTINGS)) out[key as keyof DashboardSettings] = k.default;
-  return out;
-}
-
 /** Reads every knob from `env`; a bad value is a DevHostError naming each bad setting. */
 export function readDashboardSettings(env: NodeJS.ProcessEnv = process.env): DashboardSettings {
   return readWholeNumberSettings("dashboard settings", DASHBOARD_SETTINGS, env);

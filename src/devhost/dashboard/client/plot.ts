@@ -41,7 +41,7 @@ const PEAK_FACTOR = 3;
 const PALETTE = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#2c7a7b", "#975a16", "#4a5568"];
 
 /** 1, 2, 5 × 10^n at or above `v` (at least 1). */
-export function niceCeiling(v: number): number {
+function niceCeiling(v: number): number {
   if (!(v > 1)) return 1;
   const p = 10 ** Math.floor(Math.log10(v));
   for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
