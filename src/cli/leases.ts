@@ -1,6 +1,6 @@
 import { type Container, CosmosClient } from "@azure/cosmos";
 import { DefaultAzureCredential } from "@azure/identity";
-import { estimateLag, parseLease } from "../shared/changefeed/index.js";
+import { estimateLeaseLag, parseLease } from "../shared/changefeed/index.js";
 import { readConnectionString } from "../shared/cosmos/client.js";
 
 /**
@@ -95,6 +95,8 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
     o.documents ??
     (await leaseContainer.items.query<Record<string, unknown>>("SELECT * FROM c").fetchAll()).resources;
   const rows: LeaseRow[] = [];
+  // The parsed lease of each row, so lag is estimated from what was just read, not from a second listing.
+  const parsed: { row: LeaseRow; lease: ReturnType<typeof parseLease> }[] = [];
   const accountHost = endpointHost(o.connection);
   for (const doc of resources) {
     let lease: ReturnType<typeof parseLease>;
@@ -108,7 +110,7 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
     if (o.prefix !== undefined && !(o.exactPrefix ? prefix === o.prefix : prefix.startsWith(o.prefix)))
       continue;
     const age = Math.max(0, now - lease.timestampMs);
-    rows.push({
+    const row: LeaseRow = {
       prefix,
       id: lease.id,
       leaseToken: lease.leaseToken,
@@ -118,20 +120,21 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
       lastWriteAgeMs: age,
       expired: lease.owner !== null && age > o.expirationMs,
       estimatedLag: null,
-    });
+    };
+    rows.push(row);
+    parsed.push({ row, lease });
   }
   const lagErrors: Record<string, string> = {};
   if (o.container) {
     const monitored: Container = client.database(o.database).container(o.container);
     for (const prefix of new Set(rows.map((r) => r.prefix))) {
+      const ofPrefix = parsed.filter((p) => p.row.prefix === prefix);
       try {
-        const lags = await estimateLag({
-          monitoredContainer: monitored,
-          leaseContainer,
-          leaseContainerPrefix: prefix,
+        // All or nothing per prefix, as the estimator answers for a processor's leases.
+        const lags = await Promise.all(ofPrefix.map((p) => estimateLeaseLag(monitored, p.lease)));
+        ofPrefix.forEach((p, k) => {
+          p.row.estimatedLag = lags[k].estimatedLag;
         });
-        const byToken = new Map(lags.map((l) => [l.leaseToken, l.estimatedLag]));
-        for (const r of rows) if (r.prefix === prefix) r.estimatedLag = byToken.get(r.leaseToken) ?? null;
       } catch (e) {
         lagErrors[prefix] = e instanceof Error ? e.message : String(e);
       }

@@ -1,6 +1,6 @@
 import type { Container } from "@azure/cosmos";
 import { sessionTokenLsn } from "../cosmos/session.js";
-import { UnsupportedLeaseError } from "./leases/lease.js";
+import { type Lease, UnsupportedLeaseError } from "./leases/lease.js";
 import { openLeaseStore } from "./leases/open.js";
 import { LeaseOperationCounters } from "./leases/store.js";
 import { LeaseFeedReader } from "./processing/feed-reader.js";
@@ -43,26 +43,30 @@ export async function estimateLag(options: EstimatorOptions): Promise<LeaseLag[]
     requireTtl: false,
   });
   const leases = await store.listAll();
-  return Promise.all(
-    leases.map(async (lease): Promise<LeaseLag> => {
-      const base = { leaseToken: lease.leaseToken, owner: lease.owner };
-      if (lease.shape?.unsupported) throw new UnsupportedLeaseError(lease.id, lease.shape.unsupported);
-      if (!lease.continuationToken || !lease.feedRange) return { ...base, estimatedLag: 1 };
-      const reader = new LeaseFeedReader<{ _lsn?: number }>({
-        container: options.monitoredContainer,
-        range: lease.feedRange,
-        continuation: lease.continuationToken,
-        start: { kind: "now" },
-        maxItemCount: 1,
-      });
-      const page = await reader.next();
-      if (page.kind === "gone") return { ...base, estimatedLag: 1 };
-      const sessionLsn = sessionTokenLsn(page.sessionToken);
-      if (sessionLsn === undefined) return { ...base, estimatedLag: 1 };
-      const firstLsn = page.kind === "changes" ? page.items[0]?._lsn : undefined;
-      const last = firstLsn !== undefined ? firstLsn - 1 : sessionLsn;
-      if (last < 0) return { ...base, estimatedLag: 1 };
-      return { ...base, estimatedLag: Math.max(0, sessionLsn - last) };
-    }),
-  );
+  return Promise.all(leases.map((lease) => estimateLeaseLag(options.monitoredContainer, lease)));
+}
+
+/**
+ * One lease's lag, as {@link estimateLag} computes it, for a lease already read (e.g. by a tool that listed the
+ * lease container itself and should not list it again).
+ */
+export async function estimateLeaseLag(monitoredContainer: Container, lease: Lease): Promise<LeaseLag> {
+  const base = { leaseToken: lease.leaseToken, owner: lease.owner };
+  if (lease.shape?.unsupported) throw new UnsupportedLeaseError(lease.id, lease.shape.unsupported);
+  if (!lease.continuationToken || !lease.feedRange) return { ...base, estimatedLag: 1 };
+  const reader = new LeaseFeedReader<{ _lsn?: number }>({
+    container: monitoredContainer,
+    range: lease.feedRange,
+    continuation: lease.continuationToken,
+    start: { kind: "now" },
+    maxItemCount: 1,
+  });
+  const page = await reader.next();
+  if (page.kind === "gone") return { ...base, estimatedLag: 1 };
+  const sessionLsn = sessionTokenLsn(page.sessionToken);
+  if (sessionLsn === undefined) return { ...base, estimatedLag: 1 };
+  const firstLsn = page.kind === "changes" ? page.items[0]?._lsn : undefined;
+  const last = firstLsn !== undefined ? firstLsn - 1 : sessionLsn;
+  if (last < 0) return { ...base, estimatedLag: 1 };
+  return { ...base, estimatedLag: Math.max(0, sessionLsn - last) };
 }

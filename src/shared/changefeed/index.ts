@@ -1,7 +1,7 @@
 export { CosmosFeedError, isCosmosFeedError } from "../errors.js";
 export { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
 export { type Clock, systemClock } from "./clock.js";
-export { type EstimatorOptions, estimateLag, type LeaseLag } from "./estimator.js";
+export { type EstimatorOptions, estimateLag, estimateLeaseLag, type LeaseLag } from "./estimator.js";
 export { databaseRidOf } from "./leases/ids.js";
 export { UnsupportedLeaseError } from "./leases/java-state.js";
 export {
