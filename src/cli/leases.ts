@@ -1,6 +1,8 @@
 import { type Container, CosmosClient } from "@azure/cosmos";
 import { DefaultAzureCredential } from "@azure/identity";
 import { estimateLeaseLag, parseLease } from "../shared/changefeed/index.js";
+import { databaseRidOf, leasePrefix } from "../shared/changefeed/leases/ids.js";
+import { prefixEndpoint } from "../shared/changefeed/leases/open.js";
 import { readConnectionString } from "../shared/cosmos/client.js";
 
 /**
@@ -127,8 +129,23 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
   const lagErrors: Record<string, string> = {};
   if (o.container) {
     const monitored: Container = client.database(o.database).container(o.container);
+    // Only leases of this monitored container have a lag here: their ids carry its rids (and the account host),
+    // exactly the leases estimateLag would list for the prefix.
+    let storePrefix: ((prefix: string) => string) | Error;
+    try {
+      const collRid = (await monitored.read()).resource?._rid as string;
+      const endpoint = prefixEndpoint(monitored, undefined);
+      storePrefix = (prefix) => `${leasePrefix(prefix, endpoint, databaseRidOf(collRid), collRid)}..`;
+    } catch (e) {
+      storePrefix = e instanceof Error ? e : new Error(String(e));
+    }
     for (const prefix of new Set(rows.map((r) => r.prefix))) {
-      const ofPrefix = parsed.filter((p) => p.row.prefix === prefix);
+      if (storePrefix instanceof Error) {
+        lagErrors[prefix] = storePrefix.message;
+        continue;
+      }
+      const idPrefix = storePrefix(prefix);
+      const ofPrefix = parsed.filter((p) => p.row.prefix === prefix && p.lease.id.startsWith(idPrefix));
       try {
         // All or nothing per prefix, as the estimator answers for a processor's leases.
         const lags = await Promise.all(ofPrefix.map((p) => estimateLeaseLag(monitored, p.lease)));

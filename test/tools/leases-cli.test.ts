@@ -65,6 +65,19 @@ beforeAll(async () => {
     properties: {},
     version: 0,
   });
+  // A lease of another monitored container in the same lease container: its lag is not this container's to
+  // estimate (its continuation is far ahead of this one's LSNs, so estimating it here would fail).
+  const other = (await db.containers.create({ id: "other", partitionKey: { paths: ["/pk"] } })).resource;
+  const storeOfSample = sample.slice("p1-".length, sample.lastIndexOf(".."));
+  await leases.items.create({
+    id: `other-${storeOfSample.slice(0, storeOfSample.lastIndexOf("_"))}_${other?._rid}..0`,
+    LeaseToken: "0",
+    Owner: "host-z",
+    ContinuationToken: '"999"',
+    timestamp: new Date().toISOString(),
+    properties: {},
+    version: 0,
+  });
   expect(handled).toBe(10);
 }, 60_000);
 
@@ -112,6 +125,10 @@ describe("cosmos-feed leases", () => {
     const lag = p1.reduce((n, l) => n + (l.estimatedLag ?? 0), 0);
     expect(lag).toBeGreaterThanOrEqual(5);
     expect(lag).toBeLessThanOrEqual(10);
+    // Listed, but without a lag: it belongs to another monitored container.
+    expect(report.leases.filter((l) => l.prefix === "other-")).toEqual([
+      expect.objectContaining({ leaseToken: "0", owner: "host-z", estimatedLag: null }),
+    ]);
     const dotnet = report.leases.filter((l) => l.prefix === "dotnet-");
     expect(dotnet).toEqual([
       expect.objectContaining({
