@@ -101,7 +101,7 @@ app.http("listResources", {
 });
 app.http("getOperation", {
   methods: ["GET"],
-  route: "operations/{operationId}",
+  route: "subscriptions/{subscriptionId}/operations/{operationId}",
   authLevel: "anonymous",
   handler: getOperation,
 });

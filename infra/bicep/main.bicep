@@ -64,6 +64,8 @@ param lockContentionStatus int = 409
 param listPageSize int = 50
 @description('MAX_REQUEST_BODY_BYTES (bytes).')
 param maxRequestBodyBytes int = 65536
+@description('OPERATION_TTL_SECONDS (s).')
+param operationTtlSeconds int = 604800
 @description('ACTIVITY_MAX_ATTEMPTS (count).')
 param activityMaxAttempts int = 3
 @description('ACTIVITY_FIRST_RETRY_INTERVAL_MS (ms).')
@@ -155,6 +157,7 @@ module api 'modules/functionapp.bicep' = {
       LOCK_CONTENTION_STATUS: string(lockContentionStatus)
       LIST_PAGE_SIZE: string(listPageSize)
       MAX_REQUEST_BODY_BYTES: string(maxRequestBodyBytes)
+      OPERATION_TTL_SECONDS: string(operationTtlSeconds)
       ACTIVITY_MAX_ATTEMPTS: string(activityMaxAttempts)
       ACTIVITY_FIRST_RETRY_INTERVAL_MS: string(activityFirstRetryIntervalMs)
       LAG_REPORT_SCHEDULE: lagReportSchedule

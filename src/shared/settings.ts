@@ -178,6 +178,16 @@ export const SETTINGS = {
     description:
       "Durable timer before a failed activity's second attempt (RetryOptions.firstRetryIntervalInMilliseconds; doubles each attempt).",
   },
+  operationTtlSeconds: {
+    kind: "integer",
+    setting: "OPERATION_TTL_SECONDS",
+    unit: "s",
+    default: 604_800,
+    min: 3_600,
+    max: 31_536_000,
+    description:
+      "How long an operation's status stays readable after its last write (its document's ttl; 7 days by default, as ARM keeps operation statuses).",
+  },
   lagReportSchedule: {
     kind: "string",
     setting: "LAG_REPORT_SCHEDULE",

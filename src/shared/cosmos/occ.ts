@@ -57,8 +57,9 @@ export async function readItem<T extends ItemDefinition>(
   container: Container,
   id: string,
   partitionKey: PartitionKey,
+  options?: { abortSignal?: AbortSignal },
 ): Promise<Stored<T> | undefined> {
-  const res = await container.item(id, partitionKey).read<T>();
+  const res = await container.item(id, partitionKey).read<T>(options);
   return res.statusCode === 404 ? undefined : (res.resource as Stored<T>);
 }
 

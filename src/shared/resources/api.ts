@@ -1,28 +1,30 @@
 import { randomUUID } from "node:crypto";
 import { createClientLogger } from "@azure/logger";
+import { type BatchWrite, commitBatch } from "../cosmos/batch.js";
 import { AlreadyExistsError, NotFoundError, PreconditionFailedError, statusOf } from "../cosmos/errors.js";
-import { createItem, readItem, removeItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
+import { readItem, type Stored } from "../cosmos/occ.js";
+import { defaultOccRetryPolicy } from "../cosmos/retry.js";
 import { isCosmosFeedError } from "../errors.js";
 import { type GuardedResponse, guardWithLock } from "../locks/index.js";
 import type { AppContext } from "./context.js";
 import {
   ApiError,
   applyMergePatch,
-  type OperationDocument,
   type OperationKind,
+  operationPath,
   parseJsonObject,
   parseOperationId,
   parseResourceName,
   parseSubscriptionId,
   type ResourceDocument,
   type ResourceInput,
-  resourcePath,
   toOperationView,
   tooLarge,
   toResourceView,
   validatePatchShape,
   validateResourceInput,
 } from "./model.js";
+import { finished, newOperation, pendingOperationOf, readOperation, supersededBy } from "./operations.js";
 
 const logger = createClientLogger("cosmos-feed-app");
 
@@ -109,8 +111,8 @@ export function subscriptionLockName(subscriptionId: string): string {
   return `subscription-${subscriptionId}`;
 }
 
-function operationUrl(req: ApiRequest, operationId: string): string {
-  return `${new URL(req.url).origin}/api/operations/${operationId}`;
+function operationUrl(req: ApiRequest, sub: string, operationId: string): string {
+  return `${new URL(req.url).origin}/api${operationPath(sub, operationId)}`;
 }
 
 export class ResourceApi {
@@ -118,9 +120,6 @@ export class ResourceApi {
 
   private get resources() {
     return this.ctx.containers.resources;
-  }
-  private get operations() {
-    return this.ctx.containers.operations;
   }
 
   /** `PUT /subscriptions/{sub}/resources/{name}`: create (201) or replace (200); async operation headers. */
@@ -130,11 +129,10 @@ export class ResourceApi {
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
       const input = validateResourceInput(await readBody(req, this.ctx.settings.maxRequestBodyBytes));
-      return this.mutate(req, sub, async (signal) => {
-        const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      return this.mutate(req, sub, name, (current) => {
         checkConditions(conditions, current, name);
         if (current?.provisioningState === "Deleting") throw deleting(name);
-        return this.write(req, sub, name, current, input, current ? "Replace" : "Create", signal);
+        return { input, kind: current ? "Replace" : "Create", status: current ? 200 : 201 };
       });
     });
   }
@@ -147,15 +145,16 @@ export class ResourceApi {
       const conditions = conditionsOf(req);
       const patch = await readBody(req, this.ctx.settings.maxRequestBodyBytes);
       validatePatchShape(patch);
-      return this.mutate(req, sub, async (signal) => {
-        const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      return this.mutate(req, sub, name, (current) => {
         if (!current) throw notFound(sub, name);
         checkConditions(conditions, current, name);
         if (current.provisioningState === "Deleting") throw deleting(name);
         const merged = applyMergePatch({ properties: current.properties, tags: current.tags }, patch);
-        const input = validateResourceInput(merged as Record<string, unknown>);
-        const res = await this.write(req, sub, name, current, input, "Update", signal);
-        return { ...res, status: 202 };
+        return {
+          input: validateResourceInput(merged as Record<string, unknown>),
+          kind: "Update",
+          status: 202,
+        };
       });
     });
   }
@@ -169,16 +168,14 @@ export class ResourceApi {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
-      return this.mutate(req, sub, async (signal) => {
-        const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      return this.mutate(req, sub, name, (current) => {
         if (!current && conditions.ifMatch === undefined) return { status: 204 };
         checkConditions(conditions, current, name);
         if (!current) return { status: 204 };
         if (current.provisioningState === "Deleting") {
-          return { status: 202, headers: this.asyncHeaders(req, current.operationId, current._etag) };
+          return { status: 202, headers: this.asyncHeaders(req, sub, current.operationId, current._etag) };
         }
-        const res = await this.write(req, sub, current.name, current, undefined, "Delete", signal);
-        return { status: 202, headers: res.headers };
+        return { input: undefined, kind: "Delete", status: 202, withoutBody: true };
       });
     });
   }
@@ -243,54 +240,79 @@ export class ResourceApi {
     });
   }
 
-  /** `GET /operations/{id}`. */
+  /** `GET /subscriptions/{sub}/operations/{id}`. */
   getOperation(req: ApiRequest): Promise<ApiResponse> {
     return answer(async () => {
+      const sub = parseSubscriptionId(req.params.subscriptionId);
       const id = parseOperationId(req.params.operationId);
-      const op = await readItem<OperationDocument>(this.operations, id, id);
+      const op = await readOperation(this.ctx, sub, id, req.signal);
       if (!op) throw new ApiError(404, "OperationNotFound", `Operation '${id}' does not exist.`);
       return { status: 200, body: toOperationView(op) };
     });
   }
 
+  /**
+   * Under the subscription lock: read the resource, let `plan` decide (an answer without a write, or the write to
+   * make), and commit it. A lost race with the provisioning work (412/409/404 on the batch) re-reads and re-plans,
+   * boundedly; losing every attempt is 409 Conflict.
+   */
   private mutate(
     req: ApiRequest,
     sub: string,
-    work: (signal: AbortSignal) => Promise<ApiResponse>,
+    name: string,
+    plan: (current: Stored<ResourceDocument> | undefined) => PlannedWrite | ApiResponse,
   ): Promise<ApiResponse> {
-    return guardWithLock(this.ctx.locks, subscriptionLockName(sub), (signal) => answer(() => work(signal)), {
-      waitMs: this.ctx.settings.lockWaitMs,
-      contentionStatus: this.ctx.settings.lockContentionStatus as 409 | 503,
-      signal: req.signal,
-    });
+    return guardWithLock(
+      this.ctx.locks,
+      subscriptionLockName(sub),
+      (signal) =>
+        answer(() =>
+          defaultOccRetryPolicy.run(
+            async () => {
+              const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+              const planned = plan(current);
+              if (!("kind" in planned)) return planned;
+              return this.write(req, sub, name, current, planned, signal);
+            },
+            {
+              signal,
+              isRetryable: (e) =>
+                e instanceof AlreadyExistsError ||
+                e instanceof PreconditionFailedError ||
+                e instanceof NotFoundError,
+              onExhausted: () =>
+                new ApiError(409, "Conflict", `Resource '${name}' kept changing during the request; retry.`),
+            },
+          ),
+        ),
+      {
+        waitMs: this.ctx.settings.lockWaitMs,
+        contentionStatus: this.ctx.settings.lockContentionStatus as 409 | 503,
+        signal: req.signal,
+      },
+    );
   }
 
   /**
-   * Under the lock: the operation document first, then the resource (create, or replace If-Match the etag just
-   * read — never a blind upsert). If the resource write fails, the operation is removed again, so a refused
-   * mutation leaves nothing behind.
+   * One transactional batch in the subscription's partition: the new operation (Accepted), the resource naming it
+   * (created, or replaced If-Match the ETag just read — never a blind upsert), and the operation it supersedes
+   * marked Canceled (If-Match). All or nothing: an answered mutation always has its operation, and no operation is
+   * left behind by a newer one, whatever the change feed later coalesces; a refused or crashed one wrote nothing.
    */
   private async write(
     req: ApiRequest,
     sub: string,
     name: string,
     current: Stored<ResourceDocument> | undefined,
-    input: ResourceInput | undefined,
-    kind: OperationKind,
+    planned: PlannedWrite,
     signal: AbortSignal,
   ): Promise<ApiResponse> {
+    const superseded = await pendingOperationOf(this.ctx, current);
     const now = new Date().toISOString();
     const displayName = current?.name ?? name;
-    const op: OperationDocument = {
-      id: randomUUID(),
-      subscriptionId: sub,
-      resourceName: displayName,
-      resourceId: resourcePath(sub, displayName),
-      kind,
-      status: "Accepted",
-      startTime: now,
-      lastUpdatedTime: now,
-    };
+    const operationId = randomUUID();
+    const { kind, input } = planned;
+    const op = newOperation(operationId, sub, displayName, kind, now, this.ctx.settings.operationTtlSeconds);
     const doc: ResourceDocument = {
       id: displayName.toLowerCase(),
       subscriptionId: sub,
@@ -299,42 +321,50 @@ export class ResourceApi {
       properties: input?.properties ?? (current as ResourceDocument).properties,
       tags: input?.tags ?? (current as ResourceDocument).tags,
       provisioningState: kind === "Delete" ? "Deleting" : "Accepted",
-      operationId: op.id,
+      operationId,
       createdAt: current?.createdAt ?? now,
       lastModifiedAt: now,
     };
-    signal.throwIfAborted();
-    await createItem(this.operations, op);
-    let stored: Stored<ResourceDocument>;
-    try {
-      signal.throwIfAborted();
-      stored = current
-        ? (await replaceIfMatch(this.resources, doc.id, sub, doc, current._etag)).resource
-        : await createItem(this.resources, doc);
-    } catch (e) {
-      await removeItem(this.operations, op.id, op.id).catch((cleanup: unknown) => {
-        logger.warning(`Could not remove operation ${op.id} of a refused write: ${String(cleanup)}`);
-      });
-      if (
-        e instanceof AlreadyExistsError ||
-        e instanceof PreconditionFailedError ||
-        e instanceof NotFoundError
-      ) {
-        throw new ApiError(409, "Conflict", `Resource '${name}' changed during the request; retry.`);
-      }
-      throw e;
+    const writes: BatchWrite[] = [
+      { kind: "create", body: op },
+      current
+        ? { kind: "replace", id: doc.id, body: doc, etag: current._etag }
+        : { kind: "create", body: doc },
+    ];
+    if (superseded) {
+      const canceled = finished(superseded, "Canceled", now, supersededBy({ operationId, kind }));
+      writes.push({ kind: "replace", id: superseded.id, body: canceled, etag: superseded._etag });
     }
+    // The last look at the lock: past this point the batch either commits whole or not at all.
+    signal.throwIfAborted();
+    const [, stored] = await commitBatch(this.resources, sub, writes);
+    const resource = stored as Stored<ResourceDocument>;
     return {
-      status: current ? 200 : 201,
-      headers: this.asyncHeaders(req, op.id, stored._etag),
-      body: toResourceView(stored),
+      status: planned.status,
+      headers: this.asyncHeaders(req, sub, operationId, resource._etag),
+      ...(planned.withoutBody ? {} : { body: toResourceView(resource) }),
+      committed: true,
     };
   }
 
-  private asyncHeaders(req: ApiRequest, operationId: string, etag: string): Record<string, string> {
-    const url = operationUrl(req, operationId);
+  private asyncHeaders(
+    req: ApiRequest,
+    sub: string,
+    operationId: string,
+    etag: string,
+  ): Record<string, string> {
+    const url = operationUrl(req, sub, operationId);
     return { ETag: etag, "Azure-AsyncOperation": url, Location: url };
   }
+}
+
+/** What a mutation writes: the resource input (none for a delete), the operation's kind, the answer's status. */
+interface PlannedWrite {
+  input: ResourceInput | undefined;
+  kind: OperationKind;
+  status: number;
+  /** DELETE answers 202 without the resource. */
+  withoutBody?: boolean;
 }
 
 function notFound(sub: string, name: string): ApiError {

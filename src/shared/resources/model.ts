@@ -46,9 +46,17 @@ export interface ResourceDocument {
 
 export type OperationKind = "Create" | "Replace" | "Update" | "Delete";
 
-/** An asynchronous operation's status document. Partition key: /id. */
+/**
+ * An asynchronous operation's status document. It lives beside its resource in the resources container
+ * (partition key /subscriptionId), so one transactional batch can accept a mutation and cancel the operation it
+ * supersedes (see operations.ts).
+ */
 export interface OperationDocument {
+  /** `op:<operationId>` (operations.ts operationDocId). */
   id: string;
+  docType: "operation";
+  /** The operation's UUID: what URLs and the resource's `operationId` name. */
+  operationId: string;
   subscriptionId: string;
   resourceName: string;
   /** The ARM path of the resource. */
@@ -67,6 +75,8 @@ export interface OperationDocument {
   attempts?: Record<string, number>;
   /** Why the operation failed or was canceled (ARM's error shape). */
   error?: { code: string; message: string };
+  /** Seconds after its last write until the service deletes it (OPERATION_TTL_SECONDS). */
+  ttl: number;
 }
 
 export const OPERATION_STATUSES = ["Accepted", "Running", "Succeeded", "Failed", "Canceled"] as const;
@@ -235,10 +245,15 @@ export function toResourceView(doc: ResourceDocument & { _etag?: string }) {
   };
 }
 
+/** The operation's path under the API's route prefix (its URL is the host's origin + `/api` + this). */
+export function operationPath(subscriptionId: string, operationId: string): string {
+  return `/subscriptions/${subscriptionId}/operations/${operationId}`;
+}
+
 export function toOperationView(op: OperationDocument) {
   return {
-    id: `/operations/${op.id}`,
-    name: op.id,
+    id: operationPath(op.subscriptionId, op.operationId),
+    name: op.operationId,
     status: op.status,
     resourceId: op.resourceId,
     operation: op.kind,
