@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
-import { type AppChild, buildAppFolder, startAppChild } from "./support/app-child.js";
+import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "./support/app-child.js";
 
 // End to end: the app itself (functions/, compiled by tsconfig.build.json as `npm run build` does) run by
 // `node bin/cosmos-feed.js start <app> --port 0 --cosmos "<connection string>"` as a child process, driven over
@@ -23,23 +23,7 @@ import { type AppChild, buildAppFolder, startAppChild } from "./support/app-chil
 //   settings' minimum), lock TTL 3 s (the minimum), request bodies ≤ 1024 bytes.
 
 const DATABASE = "cosmos-feed-app";
-const SETTINGS: Record<string, string> = {
-  COSMOS_ENSURE_CONTAINERS: "true",
-  FEED_POLL_DELAY_MS: "100",
-  LEASE_ACQUIRE_INTERVAL_MS: "1000",
-  LEASE_RENEW_INTERVAL_MS: "1000",
-  LEASE_EXPIRATION_INTERVAL_MS: "5000",
-  LOCK_TTL_SECONDS: "3",
-  MAX_REQUEST_BODY_BYTES: "1024",
-  TRIGGER_RETRY_MIN_INTERVAL_MS: "100",
-  TRIGGER_RETRY_MAX_INTERVAL_MS: "1000",
-  ACTIVITY_FIRST_RETRY_INTERVAL_MS: "100",
-  DURABLE_FEED_POLL_DELAY_MS: "100",
-  DURABLE_LEASE_ACQUIRE_INTERVAL_MS: "500",
-  DURABLE_LEASE_RENEW_INTERVAL_MS: "500",
-  DURABLE_LEASE_EXPIRATION_INTERVAL_MS: "3000",
-  DURABLE_TIMER_SCAN_INTERVAL_MS: "500",
-};
+const SETTINGS = FAST_APP_SETTINGS;
 const MAX_BODY = Number(SETTINGS.MAX_REQUEST_BODY_BYTES);
 
 const scratch = mkdtempSync(join(tmpdir(), "cosmos-feed-e2e-"));
