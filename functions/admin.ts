@@ -85,13 +85,17 @@ export async function reportLag(_timer: Timer, context: InvocationContext): Prom
   }
 }
 
+// Deployed, App Service Authentication (infra/bicep) lets only callers with an Entra token for the API through; the
+// API itself needs nothing more. The operational reads (who holds which lease and lock) need a function key on top
+// ("function": a key of that function or a host key, never the master key); health is the one route left anonymous
+// and answers healthy/unhealthy only. Offline the dev host, like Core Tools, asks for no key. docs/deploy.md.
 app.http("getLeases", {
   methods: ["GET"],
   route: "admin/leases",
-  authLevel: "anonymous",
+  authLevel: "function",
   handler: getLeases,
 });
-app.http("getLocks", { methods: ["GET"], route: "admin/locks", authLevel: "anonymous", handler: getLocks });
+app.http("getLocks", { methods: ["GET"], route: "admin/locks", authLevel: "function", handler: getLocks });
 app.http("getHealth", { methods: ["GET"], route: "health", authLevel: "anonymous", handler: getHealth });
 app.http("getSummary", {
   methods: ["GET"],
