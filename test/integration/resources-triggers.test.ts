@@ -272,7 +272,7 @@ describe("admin", () => {
     }
   });
 
-  it("GET /api/admin/locks lists held locks; GET /api/health is 200 with every container", async () => {
+  it("GET /api/admin/locks lists held locks; GET /api/health is 200 healthy", async () => {
     const lock = await appContext().locks.tryAcquire(subscriptionLockName("locked-sub"));
     try {
       const res = await getLocks(http("admin/locks"), new InvocationContext());
@@ -289,9 +289,6 @@ describe("admin", () => {
     );
     const health = await getHealth(http("health"), new InvocationContext());
     expect(health.status).toBe(200);
-    expect(health.jsonBody).toMatchObject({
-      status: "healthy",
-      containers: { resources: "ok", summaries: "ok", leases: "ok", locks: "ok" },
-    });
+    expect(health.jsonBody).toEqual({ status: "healthy" });
   });
 });
