@@ -48,7 +48,7 @@ it("containers that do not exist: 503 unhealthy naming none of them; the log nam
   expect(res.jsonBody).toEqual({ status: "unhealthy" });
   const errors = logged.filter((l) => l.level === "error").map((l) => l.line);
   expect(errors).toHaveLength(1);
-  for (const role of ["resources", "operations", "summaries", "leases", "locks"]) {
+  for (const role of ["resources", "summaries", "leases", "locks"]) {
     expect(errors[0]).toContain(`"${role}":"missing"`);
   }
   expect(errors[0]).toContain('"database":"cosmos-feed-app"');
