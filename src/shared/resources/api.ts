@@ -23,8 +23,16 @@ import {
   validatePatchShape,
   validateResourceInput,
 } from "./model.js";
+import { CONTINUATION_LIMIT_KB, decodeSkipToken, encodeSkipToken } from "./skipToken.js";
 
-const logger = createClientLogger("cosmos-feed-app");
+/** Where a request's log lines go when it brings no log of its own (silent unless AZURE_LOG_LEVEL is set). */
+const fallbackLogger = createClientLogger("cosmos-feed-app");
+
+/** A request's log: functions/ fills it from the InvocationContext, so the host's log shows each line. */
+export interface RequestLog {
+  error(message: string): void;
+  warn(message: string): void;
+}
 
 /** A transport-neutral request: functions/ adapts the Functions HttpRequest to it. */
 export interface ApiRequest {
@@ -36,26 +44,81 @@ export interface ApiRequest {
   text(): Promise<string>;
   /** The route's parameters. */
   params: Record<string, string | undefined>;
+  /**
+   * Fires when the answer is no longer wanted: the database calls and the lock wait stop, and the request answers
+   * 503 RequestAborted (logged as a warning, not an error).
+   */
   signal?: AbortSignal;
+  /** The request's log (the invocation's); without one, @azure/logger. */
+  log?: RequestLog;
+  /** Named in every log line of the request (the Functions invocation id). */
+  invocationId?: string;
 }
 
 export type ApiResponse = GuardedResponse;
 
 const errorBody = (code: string, message: string) => ({ error: { code, message } });
 
+/** The operation each request created or asked for, once known: its log lines name it. */
+const operationOfRequest = new WeakMap<ApiRequest, string>();
+
+/** Records the operation `req` is about, for its log lines. */
+function noteOperation(req: ApiRequest, operationId: string): void {
+  operationOfRequest.set(req, operationId);
+}
+
+/** A request in log lines: its path, its invocation and, when known, its operation. */
+function describe(req: ApiRequest): string {
+  let path = req.url;
+  try {
+    path = new URL(req.url).pathname;
+  } catch {
+    // a URL the host would not have routed; log it as given
+  }
+  const ids = [`invocation ${req.invocationId ?? "unknown"}`];
+  const op = operationOfRequest.get(req);
+  if (op !== undefined) ids.push(`operation ${op}`);
+  return `${path} (${ids.join(", ")})`;
+}
+
+function logError(req: ApiRequest, message: string): void {
+  if (req.log) req.log.error(message);
+  else fallbackLogger.error(message);
+}
+
+function logWarning(req: ApiRequest, message: string): void {
+  if (req.log) req.log.warn(message);
+  else fallbackLogger.warning(message);
+}
+
 /**
  * Runs `work` and turns what it throws into the API's answer: ApiError → its status with `{ error: { code,
- * message } }`; the library's typed errors → their status; Cosmos throttling → 429/503 + Retry-After; anything
- * else → 500 InternalServerError (logged), never an unhandled throw.
+ * message } }`; an aborted request (`req.signal`) → 503 RequestAborted, logged as a warning; the library's typed
+ * errors → their status; Cosmos throttling → 429/503 + Retry-After; anything else → 500 InternalServerError.
+ * Every 500 logs one error line to `req.log` naming the path, the invocation and the operation when known; never
+ * an unhandled throw.
  */
-async function answer(work: () => Promise<ApiResponse>): Promise<ApiResponse> {
+export async function answer(req: ApiRequest, work: () => Promise<ApiResponse>): Promise<ApiResponse> {
   try {
     return await work();
   } catch (e) {
     if (e instanceof ApiError) return { status: e.statusCode, body: errorBody(e.code, e.message) };
+    if (req.signal?.aborted) {
+      // Whatever failed, it failed because the request was given up: not a fault to alert on.
+      const reason: unknown = req.signal.reason;
+      logWarning(
+        req,
+        `Request ${describe(req)} aborted: ${reason instanceof Error ? reason.message : String(reason)}`,
+      );
+      return {
+        status: 503,
+        headers: { "Retry-After": "1" },
+        body: errorBody("RequestAborted", "The request was abandoned before it finished; retry it."),
+      };
+    }
     if (isCosmosFeedError(e)) {
       // The library refused on the server's side (a missing or misconfigured container, …): not the client's fault.
-      logger.error(`Request failed: ${e.code}: ${e.message}`);
+      logError(req, `Request ${describe(req)} failed with 500 ${e.code}: ${e.message}`);
       return { status: 500, body: errorBody(e.code, e.message) };
     }
     const s = statusOf(e);
@@ -66,7 +129,10 @@ async function answer(work: () => Promise<ApiResponse>): Promise<ApiResponse> {
         body: errorBody("ServiceBusy", "The database is busy; retry shortly."),
       };
     }
-    logger.error(`Request failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    logError(
+      req,
+      `Request ${describe(req)} failed with 500 InternalServerError: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`,
+    );
     return { status: 500, body: errorBody("InternalServerError", "The request failed; it can be retried.") };
   }
 }
@@ -98,10 +164,26 @@ function checkConditions(c: Conditions, current: Stored<ResourceDocument> | unde
   }
 }
 
+/**
+ * The body as a JSON object: a declared Content-Length over the limit is refused before reading (a wrong one is
+ * harmless: the bytes read are measured again), then size, depth and syntax are checked before anything walks it.
+ */
 async function readBody(req: ApiRequest, maxBytes: number): Promise<Record<string, unknown>> {
   const declared = Number(req.header("content-length"));
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  return parseJsonObject(await req.text(), maxBytes);
+  let text: string;
+  try {
+    text = await req.text();
+  } catch (e) {
+    // Only the request stream fails here (a client that went away mid-body): the client's side, not a 500.
+    req.signal?.throwIfAborted();
+    throw new ApiError(
+      400,
+      "InvalidBody",
+      `The body could not be read: ${(e as Error)?.message ?? String(e)}`,
+    );
+  }
+  return parseJsonObject(text, maxBytes);
 }
 
 /** The lock every mutation of a subscription takes. */
@@ -125,7 +207,7 @@ export class ResourceApi {
 
   /** `PUT /subscriptions/{sub}/resources/{name}`: create (201) or replace (200); async operation headers. */
   put(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
@@ -141,7 +223,7 @@ export class ResourceApi {
 
   /** `PATCH …/{name}`: JSON merge patch (RFC 7396) of properties and tags; 202 with the updated resource. */
   patch(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
@@ -165,7 +247,7 @@ export class ResourceApi {
    * it); a resource already Deleting answers 202 with its operation; a missing one 204.
    */
   delete(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
@@ -185,10 +267,12 @@ export class ResourceApi {
 
   /** `GET …/{name}`. */
   get(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
-      const doc = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      const doc = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub, {
+        signal: req.signal,
+      });
       if (!doc) throw notFound(sub, name);
       return { status: 200, headers: { ETag: doc._etag }, body: toResourceView(doc) };
     });
@@ -196,7 +280,7 @@ export class ResourceApi {
 
   /** `GET /subscriptions/{sub}/resources[?$top=n&$skipToken=…]`: one page and a nextLink while more remain. */
   list(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const url = new URL(req.url);
       const topText = url.searchParams.get("$top");
@@ -209,17 +293,19 @@ export class ResourceApi {
         );
       }
       const skipToken = url.searchParams.get("$skipToken");
-      let continuationToken: string | undefined;
-      if (skipToken !== null) {
-        continuationToken = Buffer.from(skipToken, "base64url").toString("utf8");
-        if (!continuationToken) throw invalidSkipToken();
-      }
+      const continuationToken = skipToken === null ? undefined : decodeSkipToken(skipToken, sub);
       const iterator = this.resources.items.query<Stored<ResourceDocument>>(
         {
           query: "SELECT * FROM c WHERE c.subscriptionId = @sub AND c.docType = 'resource'",
           parameters: [{ name: "@sub", value: sub }],
         },
-        { partitionKey: sub, maxItemCount: top, continuationToken },
+        {
+          partitionKey: sub,
+          maxItemCount: top,
+          continuationToken,
+          continuationTokenLimitInKB: CONTINUATION_LIMIT_KB,
+          abortSignal: req.signal,
+        },
       );
       let page: Awaited<ReturnType<typeof iterator.fetchNext>>;
       try {
@@ -233,7 +319,7 @@ export class ResourceApi {
       if (next) {
         const link = new URL(url);
         link.searchParams.set("$top", String(top));
-        link.searchParams.set("$skipToken", Buffer.from(next, "utf8").toString("base64url"));
+        link.searchParams.set("$skipToken", encodeSkipToken(sub, next));
         nextLink = link.toString();
       }
       return {
@@ -245,9 +331,10 @@ export class ResourceApi {
 
   /** `GET /operations/{id}`. */
   getOperation(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const id = parseOperationId(req.params.operationId);
-      const op = await readItem<OperationDocument>(this.operations, id, id);
+      noteOperation(req, id);
+      const op = await readItem<OperationDocument>(this.operations, id, id, { signal: req.signal });
       if (!op) throw new ApiError(404, "OperationNotFound", `Operation '${id}' does not exist.`);
       return { status: 200, body: toOperationView(op) };
     });
@@ -258,11 +345,16 @@ export class ResourceApi {
     sub: string,
     work: (signal: AbortSignal) => Promise<ApiResponse>,
   ): Promise<ApiResponse> {
-    return guardWithLock(this.ctx.locks, subscriptionLockName(sub), (signal) => answer(() => work(signal)), {
-      waitMs: this.ctx.settings.lockWaitMs,
-      contentionStatus: this.ctx.settings.lockContentionStatus as 409 | 503,
-      signal: req.signal,
-    });
+    return guardWithLock(
+      this.ctx.locks,
+      subscriptionLockName(sub),
+      (signal) => answer(req, () => work(signal)),
+      {
+        waitMs: this.ctx.settings.lockWaitMs,
+        contentionStatus: this.ctx.settings.lockContentionStatus as 409 | 503,
+        signal: req.signal,
+      },
+    );
   }
 
   /**
@@ -291,6 +383,7 @@ export class ResourceApi {
       startTime: now,
       lastUpdatedTime: now,
     };
+    noteOperation(req, op.id);
     const doc: ResourceDocument = {
       id: displayName.toLowerCase(),
       subscriptionId: sub,
@@ -313,7 +406,7 @@ export class ResourceApi {
         : await createItem(this.resources, doc);
     } catch (e) {
       await removeItem(this.operations, op.id, op.id).catch((cleanup: unknown) => {
-        logger.warning(`Could not remove operation ${op.id} of a refused write: ${String(cleanup)}`);
+        logWarning(req, `Could not remove operation ${op.id} of a refused write: ${String(cleanup)}`);
       });
       if (
         e instanceof AlreadyExistsError ||
@@ -346,5 +439,9 @@ function deleting(name: string): ApiError {
 }
 
 function invalidSkipToken(): ApiError {
-  return new ApiError(400, "InvalidSkipToken", "$skipToken is not a token this API returned.");
+  return new ApiError(
+    400,
+    "InvalidSkipToken",
+    "$skipToken is not a token this API returned: the database refused it.",
+  );
 }
