@@ -1,7 +1,7 @@
 import { HttpRequest, InvocationContext, type LogLevel } from "@azure/functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiRequest, getResource, listResources, putResource } from "../../functions/resources.js";
-import { ensureContainers } from "../../src/shared/containers.js";
+import { containerDefinition, ensureContainers } from "../../src/shared/containers.js";
 import { createAppContext, ResourceApi } from "../../src/shared/resources/index.js";
 import { loadSettings } from "../../src/shared/settings.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
@@ -179,12 +179,15 @@ describe("failures and aborts inside the SDK", () => {
     );
     expect(res.status).toBe(503);
     expect(errors(lines)).toEqual([]);
-    const stored = await t.client
-      .database("cosmos-feed-app")
-      .container("resources")
-      .items.query("SELECT * FROM c WHERE c.subscriptionId = 'sub-c'")
-      .fetchAll();
-    expect(stored.resources).toEqual([]);
+    // Nothing of sub-c in any container of the app's database, whatever the layout.
+    const database = t.client.database(containerDefinition.database.name);
+    for (const c of containerDefinition.containers) {
+      const { resources } = await database
+        .container(c.name)
+        .items.query("SELECT c.id FROM c WHERE c.subscriptionId = 'sub-c'")
+        .fetchAll();
+      expect({ container: c.name, resources }).toEqual({ container: c.name, resources: [] });
+    }
   });
 
   it("a failed read of an operation logs one error line naming the invocation and the operation", async () => {
@@ -194,7 +197,7 @@ describe("failures and aborts inside the SDK", () => {
     try {
       const res = await api.getOperation(
         apiRequest(
-          request("GET", `/operations/${id}`, { operationId: id }),
+          request("GET", `/operations/${id}`, { subscriptionId: "sub-b", operationId: id }),
           context,
           new AbortController().signal,
         ),
