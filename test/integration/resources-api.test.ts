@@ -13,6 +13,9 @@ import { OccRetryDefaults } from "../../src/shared/cosmos/index.js";
 import {
   appContext,
   createAppContext,
+  encodeSkipToken,
+  MAX_BODY_DEPTH,
+  MAX_SKIP_TOKEN_CHARS,
   type OperationDocument,
   ResourceApi,
   type ResourceDocument,
@@ -317,6 +320,35 @@ describe("GET list", () => {
     expect(skip.status).toBe(400);
     expect(skip.body.error.code).toBe("InvalidSkipToken");
   });
+
+  it("refuses every kind of garbage $skipToken with 400 InvalidSkipToken (no 500), and another subscription's", async () => {
+    const sub = "sub-skip";
+    for (let i = 0; i < 3; i++) expect((await put(sub, `s-${i}`, body())).status).toBe(201);
+    const first = await call(listResources, { method: "GET", sub: "sub-list", query: "?$top=2" });
+    const foreign = new URL(first.body.nextLink).searchParams.get("$skipToken") as string;
+    const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64url");
+    const tokens: [string, string][] = [
+      ["random base64url", "q7Zp0-Xw_9aLmN3bVc8sRt"],
+      ["base64 of non-JSON", b64("not a token at all")],
+      ["JSON of the wrong shape", b64('{"token":"-RID:~AAAA#RT:1","range":{"min":"","max":"FF"}}')],
+      ["another subscription's token", foreign],
+      // Decoded to control characters, these made Node refuse the x-ms-continuation header: 500 before the fix.
+      ["bytes that are no header", Buffer.from([0, 1, 2, 0xff, 0x0a]).toString("base64url")],
+      ["a NUL inside a well-formed token", encodeSkipToken(sub, "+RID:~\u0000")],
+      // Past the emulator's header limit its error answer crashed the SDK (500 before the fix).
+      ["huge", b64("x".repeat(20_000))],
+      ["just over the length limit", "A".repeat(MAX_SKIP_TOKEN_CHARS + 1)],
+      ["a well-formed envelope the database refuses", encodeSkipToken(sub, "not-a-continuation")],
+    ];
+    for (const [label, token] of tokens) {
+      const res = await call(listResources, { method: "GET", sub, query: `?$skipToken=${token}` });
+      expect({ label, status: res.status, code: res.body.error?.code }).toEqual({
+        label,
+        status: 400,
+        code: "InvalidSkipToken",
+      });
+    }
+  });
 });
 
 describe("DELETE", () => {
@@ -335,6 +367,53 @@ describe("DELETE", () => {
     expect(replace.status).toBe(409);
     expect(replace.body.error.code).toBe("ResourceBeingDeleted");
     expect((await call(deleteResource, { method: "DELETE", sub, name: "missing" })).status).toBe(204);
+  });
+});
+
+describe("body depth", () => {
+  /** A PATCH body whose description is an object chain making the whole body `depth` levels deep. */
+  const deepPatch = (depth: number) =>
+    `{"properties":{"description":${'{"a":'.repeat(depth - 2)}1${"}".repeat(depth - 2)}}}`;
+
+  it("refuses a merge patch nested 9,000 deep (under the size limit) with 400 BodyTooDeep, not a stack overflow", async () => {
+    const sub = "sub-deep";
+    const created = await put(sub, "abyss", body());
+    const before = await storedCount(sub);
+    const rawBody = deepPatch(9_000);
+    expect(rawBody.length).toBeLessThan(65_536);
+    const res = await call(patchResource, { method: "PATCH", sub, name: "abyss", rawBody });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("BodyTooDeep");
+    expect(await storedCount(sub)).toBe(before);
+    expect((await get(sub, "abyss")).headers.ETag).toBe(created.headers.ETag);
+  });
+
+  it(`at the limit (${MAX_BODY_DEPTH}) the body is parsed and merged (the field error names it); one past it is BodyTooDeep`, async () => {
+    const sub = "sub-deep";
+    const atLimit = await call(patchResource, {
+      method: "PATCH",
+      sub,
+      name: "abyss",
+      rawBody: deepPatch(MAX_BODY_DEPTH),
+    });
+    expect(atLimit.status).toBe(400);
+    expect(atLimit.body.error.code).toBe("InvalidBody");
+    expect(atLimit.body.error.message).toMatch(/properties\.description/);
+    const past = await call(patchResource, {
+      method: "PATCH",
+      sub,
+      name: "abyss",
+      rawBody: deepPatch(MAX_BODY_DEPTH + 1),
+    });
+    expect(past.status).toBe(400);
+    expect(past.body.error.code).toBe("BodyTooDeep");
+    const putPast = await call(putResource, {
+      method: "PUT",
+      sub,
+      name: "abyss2",
+      rawBody: deepPatch(MAX_BODY_DEPTH + 1),
+    });
+    expect(putPast.body.error.code).toBe("BodyTooDeep");
   });
 });
 

@@ -1,11 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { createClientLogger } from "@azure/logger";
 import { type BatchWrite, commitBatch } from "../cosmos/batch.js";
 import { AlreadyExistsError, NotFoundError, PreconditionFailedError, statusOf } from "../cosmos/errors.js";
 import { readItem, type Stored } from "../cosmos/occ.js";
 import { defaultOccRetryPolicy } from "../cosmos/retry.js";
-import { isCosmosFeedError } from "../errors.js";
-import { type GuardedResponse, guardWithLock } from "../locks/index.js";
+import { guardWithLock } from "../locks/index.js";
 import type { AppContext } from "./context.js";
 import {
   ApiError,
@@ -25,53 +23,10 @@ import {
   validateResourceInput,
 } from "./model.js";
 import { finished, newOperation, pendingOperationOf, readOperation, supersededBy } from "./operations.js";
+import { type ApiRequest, type ApiResponse, answer, noteOperation } from "./request.js";
+import { CONTINUATION_LIMIT_KB, decodeSkipToken, encodeSkipToken } from "./skipToken.js";
 
-const logger = createClientLogger("cosmos-feed-app");
-
-/** A transport-neutral request: functions/ adapts the Functions HttpRequest to it. */
-export interface ApiRequest {
-  /** The full request URL (its origin builds Azure-AsyncOperation and nextLink). */
-  url: string;
-  /** A header by (case-insensitive) name, or null. */
-  header(name: string): string | null;
-  /** The body as text (read only for PUT and PATCH, after Content-Length is checked). */
-  text(): Promise<string>;
-  /** The route's parameters. */
-  params: Record<string, string | undefined>;
-  signal?: AbortSignal;
-}
-
-export type ApiResponse = GuardedResponse;
-
-const errorBody = (code: string, message: string) => ({ error: { code, message } });
-
-/**
- * Runs `work` and turns what it throws into the API's answer: ApiError → its status with `{ error: { code,
- * message } }`; the library's typed errors → their status; Cosmos throttling → 429/503 + Retry-After; anything
- * else → 500 InternalServerError (logged), never an unhandled throw.
- */
-async function answer(work: () => Promise<ApiResponse>): Promise<ApiResponse> {
-  try {
-    return await work();
-  } catch (e) {
-    if (e instanceof ApiError) return { status: e.statusCode, body: errorBody(e.code, e.message) };
-    if (isCosmosFeedError(e)) {
-      // The library refused on the server's side (a missing or misconfigured container, …): not the client's fault.
-      logger.error(`Request failed: ${e.code}: ${e.message}`);
-      return { status: 500, body: errorBody(e.code, e.message) };
-    }
-    const s = statusOf(e);
-    if (s === 429 || s === 503) {
-      return {
-        status: 503,
-        headers: { "Retry-After": "1" },
-        body: errorBody("ServiceBusy", "The database is busy; retry shortly."),
-      };
-    }
-    logger.error(`Request failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-    return { status: 500, body: errorBody("InternalServerError", "The request failed; it can be retried.") };
-  }
-}
+export type { ApiRequest, ApiResponse, RequestLog } from "./request.js";
 
 /** Conditional headers: If-Match (an etag or *), If-None-Match (only * : create only). */
 interface Conditions {
@@ -100,10 +55,26 @@ function checkConditions(c: Conditions, current: Stored<ResourceDocument> | unde
   }
 }
 
+/**
+ * The body as a JSON object: a declared Content-Length over the limit is refused before reading (a wrong one is
+ * harmless: the bytes read are measured again), then size, depth and syntax are checked before anything walks it.
+ */
 async function readBody(req: ApiRequest, maxBytes: number): Promise<Record<string, unknown>> {
   const declared = Number(req.header("content-length"));
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  return parseJsonObject(await req.text(), maxBytes);
+  let text: string;
+  try {
+    text = await req.text();
+  } catch (e) {
+    // Only the request stream fails here (a client that went away mid-body): the client's side, not a 500.
+    req.signal?.throwIfAborted();
+    throw new ApiError(
+      400,
+      "InvalidBody",
+      `The body could not be read: ${(e as Error)?.message ?? String(e)}`,
+    );
+  }
+  return parseJsonObject(text, maxBytes);
 }
 
 /** The lock every mutation of a subscription takes. */
@@ -124,7 +95,7 @@ export class ResourceApi {
 
   /** `PUT /subscriptions/{sub}/resources/{name}`: create (201) or replace (200); async operation headers. */
   put(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
@@ -139,7 +110,7 @@ export class ResourceApi {
 
   /** `PATCH …/{name}`: JSON merge patch (RFC 7396) of properties and tags; 202 with the updated resource. */
   patch(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
@@ -164,7 +135,7 @@ export class ResourceApi {
    * it); a resource already Deleting answers 202 with its operation; a missing one 204.
    */
   delete(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
@@ -182,10 +153,12 @@ export class ResourceApi {
 
   /** `GET …/{name}`. */
   get(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
-      const doc = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      const doc = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub, {
+        signal: req.signal,
+      });
       if (!doc) throw notFound(sub, name);
       return { status: 200, headers: { ETag: doc._etag }, body: toResourceView(doc) };
     });
@@ -193,7 +166,7 @@ export class ResourceApi {
 
   /** `GET /subscriptions/{sub}/resources[?$top=n&$skipToken=…]`: one page and a nextLink while more remain. */
   list(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const url = new URL(req.url);
       const topText = url.searchParams.get("$top");
@@ -206,17 +179,19 @@ export class ResourceApi {
         );
       }
       const skipToken = url.searchParams.get("$skipToken");
-      let continuationToken: string | undefined;
-      if (skipToken !== null) {
-        continuationToken = Buffer.from(skipToken, "base64url").toString("utf8");
-        if (!continuationToken) throw invalidSkipToken();
-      }
+      const continuationToken = skipToken === null ? undefined : decodeSkipToken(skipToken, sub);
       const iterator = this.resources.items.query<Stored<ResourceDocument>>(
         {
           query: "SELECT * FROM c WHERE c.subscriptionId = @sub AND c.docType = 'resource'",
           parameters: [{ name: "@sub", value: sub }],
         },
-        { partitionKey: sub, maxItemCount: top, continuationToken },
+        {
+          partitionKey: sub,
+          maxItemCount: top,
+          continuationToken,
+          continuationTokenLimitInKB: CONTINUATION_LIMIT_KB,
+          abortSignal: req.signal,
+        },
       );
       let page: Awaited<ReturnType<typeof iterator.fetchNext>>;
       try {
@@ -230,7 +205,7 @@ export class ResourceApi {
       if (next) {
         const link = new URL(url);
         link.searchParams.set("$top", String(top));
-        link.searchParams.set("$skipToken", Buffer.from(next, "utf8").toString("base64url"));
+        link.searchParams.set("$skipToken", encodeSkipToken(sub, next));
         nextLink = link.toString();
       }
       return {
@@ -242,9 +217,10 @@ export class ResourceApi {
 
   /** `GET /subscriptions/{sub}/operations/{id}`. */
   getOperation(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const id = parseOperationId(req.params.operationId);
+      noteOperation(req, id);
       const op = await readOperation(this.ctx, sub, id, req.signal);
       if (!op) throw new ApiError(404, "OperationNotFound", `Operation '${id}' does not exist.`);
       return { status: 200, body: toOperationView(op) };
@@ -266,10 +242,12 @@ export class ResourceApi {
       this.ctx.locks,
       subscriptionLockName(sub),
       (signal) =>
-        answer(() =>
+        answer(req, () =>
           defaultOccRetryPolicy.run(
             async () => {
-              const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+              const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub, {
+                signal,
+              });
               const planned = plan(current);
               if (!("kind" in planned)) return planned;
               return this.write(req, sub, name, current, planned, signal);
@@ -311,6 +289,7 @@ export class ResourceApi {
     const now = new Date().toISOString();
     const displayName = current?.name ?? name;
     const operationId = randomUUID();
+    noteOperation(req, operationId);
     const { kind, input } = planned;
     const op = newOperation(operationId, sub, displayName, kind, now, this.ctx.settings.operationTtlSeconds);
     const doc: ResourceDocument = {
@@ -376,5 +355,9 @@ function deleting(name: string): ApiError {
 }
 
 function invalidSkipToken(): ApiError {
-  return new ApiError(400, "InvalidSkipToken", "$skipToken is not a token this API returned.");
+  return new ApiError(
+    400,
+    "InvalidSkipToken",
+    "$skipToken is not a token this API returned: the database refused it.",
+  );
 }

@@ -77,12 +77,7 @@ export function readOperation(
   operationId: string,
   signal?: AbortSignal,
 ): Promise<Stored<OperationDocument> | undefined> {
-  return readItem<OperationDocument>(
-    ctx.containers.resources,
-    operationDocId(operationId),
-    sub,
-    signal ? { abortSignal: signal } : undefined,
-  );
+  return readItem<OperationDocument>(ctx.containers.resources, operationDocId(operationId), sub, { signal });
 }
 
 /** The operation a resource names, while it is not finished (what a newer mutation must cancel). */
