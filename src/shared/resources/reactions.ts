@@ -1,3 +1,4 @@
+import { forEachConcurrently } from "../concurrency.js";
 import { AlreadyExistsError, PreconditionFailedError } from "../cosmos/errors.js";
 import { createItem, readItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
 import { defaultOccRetryPolicy } from "../cosmos/retry.js";
@@ -13,6 +14,12 @@ export const RESOURCE_TRIGGERS = {
 } as const;
 
 type ChangedResource = ResourceDocument & { _etag?: string };
+
+/**
+ * How many documents (or subscriptions) of one delivered batch the triggers work on at once. One at a time, a
+ * 100-document batch waited on ~300 sequential round trips; the batch still ends only when all of them have.
+ */
+export const REACTION_CONCURRENCY = 16;
 
 function isResourceDocument(d: unknown): d is ChangedResource {
   const r = d as Partial<ResourceDocument> | null;
@@ -42,10 +49,11 @@ export interface ReactionOutcome {
  */
 export async function recordReactions(ctx: AppContext, documents: unknown[]): Promise<ReactionOutcome> {
   const out: ReactionOutcome = { recorded: 0, skipped: 0, alreadyRecorded: 0, missingOperation: 0 };
-  for (const d of documents) {
+  // A page holds the latest version of distinct documents: no two of them touch one operation, so they can go at once.
+  await forEachConcurrently(documents, REACTION_CONCURRENCY, async (d) => {
     if (!isResourceDocument(d) || !isNonTerminal(d.provisioningState) || !d._etag) {
       out.skipped++;
-      continue;
+      return;
     }
     const etag = d._etag;
     let changed = false;
@@ -63,11 +71,11 @@ export async function recordReactions(ctx: AppContext, documents: unknown[]): Pr
     });
     if (!found) {
       out.missingOperation++;
-      continue;
+      return;
     }
     if (changed) out.recorded++;
     else out.alreadyRecorded++;
-  }
+  });
   return out;
 }
 
@@ -99,15 +107,19 @@ export async function startOrchestrations(
 ): Promise<StartOutcome> {
   const out: StartOutcome = { started: [], existing: [] };
   const seen = new Set<string>();
+  const starts: { orchestration: string; instanceId: string; input: unknown }[] = [];
   for (const d of documents) {
     if (!isResourceDocument(d) || !isNonTerminal(d.provisioningState)) continue;
     const { orchestration, input } = provisioningRequestFor(d);
     const instanceId = orchestrationInstanceId(orchestration, d.operationId);
     if (seen.has(instanceId)) continue;
     seen.add(instanceId);
+    starts.push({ orchestration, instanceId, input });
+  }
+  await forEachConcurrently(starts, REACTION_CONCURRENCY, async ({ orchestration, instanceId, input }) => {
     if (await instanceExists(client, instanceId)) {
       out.existing.push(instanceId);
-      continue;
+      return;
     }
     try {
       await client.startNew(orchestration, { instanceId, input });
@@ -117,7 +129,7 @@ export async function startOrchestrations(
       if (await instanceExists(client, instanceId)) out.existing.push(instanceId);
       else throw e;
     }
-  }
+  });
   return out;
 }
 
@@ -175,8 +187,10 @@ export async function updateSummaries(ctx: AppContext, documents: unknown[]): Pr
   const subscriptions = new Set<string>();
   for (const d of documents) if (isResourceDocument(d)) subscriptions.add(d.subscriptionId);
   const changed: string[] = [];
-  for (const sub of subscriptions) if (await refreshSummary(ctx, sub)) changed.push(sub);
-  return changed;
+  await forEachConcurrently([...subscriptions], REACTION_CONCURRENCY, async (sub) => {
+    if (await refreshSummary(ctx, sub)) changed.push(sub);
+  });
+  return changed.sort();
 }
 
 /**
