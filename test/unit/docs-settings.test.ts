@@ -57,7 +57,9 @@ describe("docs/dashboard.md", () => {
     const doc = readDoc("docs/dashboard.md");
     const shown = interval(DASHBOARD_SETTINGS.pollIntervalMs.default);
     expect(shown).toBe(`${DASHBOARD_SETTINGS.pollIntervalMs.default / 1000} s`);
-    const stated = [...doc.matchAll(/(?:refreshed every|the defaults \(a refresh per) ([\d.]+ m?s)\b/g)].map((m) => m[1]);
+    const stated = [...doc.matchAll(/(?:refreshed every|the defaults \(a refresh per) ([\d.]+ m?s)\b/g)].map(
+      (m) => m[1],
+    );
     expect(stated.length).toBeGreaterThanOrEqual(2);
     expect(new Set(stated)).toEqual(new Set([shown]));
   });
