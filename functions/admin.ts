@@ -32,12 +32,24 @@ export async function getLocks(
   return { jsonBody: { value: await lockReport(await openAppContext()) } };
 }
 
+/**
+ * 200 `{ status: "healthy" }` when the database and every container answer a read, else 503
+ * `{ status: "unhealthy" }`. Deployed, this is the one route App Service Authentication leaves anonymous, so the
+ * answer names nothing (no database, container or error); what is wrong goes to the host log instead.
+ */
 export async function getHealth(
   _request: HttpRequest,
-  _context: InvocationContext,
+  context: InvocationContext,
 ): Promise<HttpResponseInit> {
-  const res = await health(await openAppContext());
-  return { status: res.status, jsonBody: res.body };
+  try {
+    const res = await health(await openAppContext());
+    if (res.status !== 200) context.error(`Health check: unhealthy ${JSON.stringify(res.body)}`);
+    return { status: res.status, jsonBody: { status: res.status === 200 ? "healthy" : "unhealthy" } };
+  } catch (e) {
+    // No context (a bad connection setting, the containers not creatable): unhealthy, not a 500.
+    context.error(`Health check: unhealthy, ${e instanceof Error ? e.message : String(e)}`);
+    return { status: 503, jsonBody: { status: "unhealthy" } };
+  }
 }
 
 export async function getSummary(
@@ -73,13 +85,17 @@ export async function reportLag(_timer: Timer, context: InvocationContext): Prom
   }
 }
 
+// Deployed, App Service Authentication (infra/bicep) lets only callers with an Entra token for the API through; the
+// API itself needs nothing more. The operational reads (who holds which lease and lock) need a function key on top
+// ("function": a key of that function or a host key, never the master key); health is the one route left anonymous
+// and answers healthy/unhealthy only. Offline the dev host, like Core Tools, asks for no key. docs/deploy.md.
 app.http("getLeases", {
   methods: ["GET"],
   route: "admin/leases",
-  authLevel: "anonymous",
+  authLevel: "function",
   handler: getLeases,
 });
-app.http("getLocks", { methods: ["GET"], route: "admin/locks", authLevel: "anonymous", handler: getLocks });
+app.http("getLocks", { methods: ["GET"], route: "admin/locks", authLevel: "function", handler: getLocks });
 app.http("getHealth", { methods: ["GET"], route: "health", authLevel: "anonymous", handler: getHealth });
 app.http("getSummary", {
   methods: ["GET"],

@@ -2,20 +2,33 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import {
   type ApiRequest,
   type ApiResponse,
+  answer,
   openAppContext,
   ResourceApi,
 } from "../src/shared/resources/index.js";
+import { HTTP_RESPONSE_DEADLINE_MS } from "../src/shared/settings.js";
 
 // The resource-provider API (ARM style): the route binds here, src/shared/resources does the work.
 
 const resourceRoute = "subscriptions/{subscriptionId}/resources/{resourceName}";
 
-function apiRequest(request: HttpRequest): ApiRequest {
+/**
+ * The request as the API sees it: its log is the invocation's (context.error / context.warn reach the Functions
+ * host's log and the dev host's, with the invocation id in the line), its signal the response deadline.
+ */
+export function apiRequest(
+  request: HttpRequest,
+  context: InvocationContext,
+  signal: AbortSignal,
+): ApiRequest {
   return {
     url: request.url,
     header: (name) => request.headers.get(name),
     text: () => request.text(),
     params: request.params,
+    signal,
+    log: { error: (message) => context.error(message), warn: (message) => context.warn(message) },
+    invocationId: context.invocationId,
   };
 }
 
@@ -27,46 +40,52 @@ function httpResponse(res: ApiResponse): HttpResponseInit {
   };
 }
 
-export async function putResource(
+/**
+ * Runs one API call. Opening the app's context (settings, client, containers) happens inside `answer` too, so a
+ * failure there is a logged 500 like any other, not an unhandled throw. The deadline's timer is cleared as soon as
+ * the call ends.
+ */
+async function serve(
   request: HttpRequest,
-  _context: InvocationContext,
+  context: InvocationContext,
+  call: (api: ResourceApi, req: ApiRequest) => Promise<ApiResponse>,
 ): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(await openAppContext()).put(apiRequest(request)));
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () =>
+      deadline.abort(new Error(`the ${HTTP_RESPONSE_DEADLINE_MS / 1000} s HTTP response deadline passed`)),
+    HTTP_RESPONSE_DEADLINE_MS,
+  );
+  try {
+    const req = apiRequest(request, context, deadline.signal);
+    return httpResponse(await answer(req, async () => call(new ResourceApi(await openAppContext()), req)));
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
-export async function patchResource(
-  request: HttpRequest,
-  _context: InvocationContext,
-): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(await openAppContext()).patch(apiRequest(request)));
+export function putResource(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  return serve(request, context, (api, req) => api.put(req));
 }
 
-export async function deleteResource(
-  request: HttpRequest,
-  _context: InvocationContext,
-): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(await openAppContext()).delete(apiRequest(request)));
+export function patchResource(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  return serve(request, context, (api, req) => api.patch(req));
 }
 
-export async function getResource(
-  request: HttpRequest,
-  _context: InvocationContext,
-): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(await openAppContext()).get(apiRequest(request)));
+export function deleteResource(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  return serve(request, context, (api, req) => api.delete(req));
 }
 
-export async function listResources(
-  request: HttpRequest,
-  _context: InvocationContext,
-): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(await openAppContext()).list(apiRequest(request)));
+export function getResource(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  return serve(request, context, (api, req) => api.get(req));
 }
 
-export async function getOperation(
-  request: HttpRequest,
-  _context: InvocationContext,
-): Promise<HttpResponseInit> {
-  return httpResponse(await new ResourceApi(await openAppContext()).getOperation(apiRequest(request)));
+export function listResources(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  return serve(request, context, (api, req) => api.list(req));
+}
+
+export function getOperation(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  return serve(request, context, (api, req) => api.getOperation(req));
 }
 
 app.http("putResource", {
@@ -101,7 +120,7 @@ app.http("listResources", {
 });
 app.http("getOperation", {
   methods: ["GET"],
-  route: "operations/{operationId}",
+  route: "subscriptions/{subscriptionId}/operations/{operationId}",
   authLevel: "anonymous",
   handler: getOperation,
 });

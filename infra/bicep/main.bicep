@@ -13,7 +13,7 @@ param environmentName string
 @description('Azure region of every resource.')
 param location string
 
-@description('Object id of the deploying user: given data-plane roles too, for local runs against the deployed account. Empty: none.')
+@description('Object id of the deploying user: given the Cosmos DB data role too, for local runs against the deployed account, and the only identity allowed to call the API unless authAllowedPrincipals says otherwise. Empty: none.')
 param principalId string = ''
 
 @description('Cosmos DB throughput: serverless account, provisioned manual RU/s, or autoscale.')
@@ -35,6 +35,24 @@ param durableStorageProvider string = 'AzureStorage'
 
 @description('Durable task hub name: host.json extensions.durableTask.hubName (the scheduler\'s task hub takes it).')
 param taskHubName string = 'cosmosfeed'
+
+// ---- who may call the API (App Service Authentication with Microsoft Entra ID; docs/deploy.md) ----------------
+// Lists are comma-separated strings, so that each is one azd environment variable.
+@minLength(1)
+@description('Application (client) ID of the Entra app registration that represents the API (AUTH_CLIENT_ID). No default: azd asks.')
+param authClientId string
+
+@description('Accepted token audiences, comma-separated (AUTH_AUDIENCES). Empty: api://<authClientId> and <authClientId>.')
+param authAudiences string = ''
+
+@description('Client IDs of the applications allowed to call, comma-separated (AUTH_ALLOWED_CLIENT_APPLICATIONS): e.g. each calling managed identity\'s client ID. Empty: the Azure CLI only.')
+param authAllowedClientApplications string = ''
+
+@description('Object IDs of the users and identities allowed to call, comma-separated (AUTH_ALLOWED_PRINCIPALS). Empty: the deploying user (principalId) only, or, without one, any identity that an allowed application brings.')
+param authAllowedPrincipals string = ''
+
+@description('Tenant ID whose tokens are accepted (AUTH_TENANT_ID). Empty: the tenant of this deployment.')
+param authTenantId string = ''
 
 // ---- the app's knobs (src/shared/settings.ts: setting, unit, default) -------------------------------------
 @description('FEED_POLL_DELAY_MS (ms): wait after an empty change feed read.')
@@ -64,6 +82,8 @@ param lockContentionStatus int = 409
 param listPageSize int = 50
 @description('MAX_REQUEST_BODY_BYTES (bytes).')
 param maxRequestBodyBytes int = 65536
+@description('OPERATION_TTL_SECONDS (s).')
+param operationTtlSeconds int = 604800
 @description('ACTIVITY_MAX_ATTEMPTS (count).')
 param activityMaxAttempts int = 3
 @description('ACTIVITY_FIRST_RETRY_INTERVAL_MS (ms).')
@@ -72,6 +92,10 @@ param activityFirstRetryIntervalMs int = 1000
 param lagReportSchedule string = '0 */5 * * * *'
 
 var containerDefinition = loadJsonContent('../../src/shared/containers.json')
+// The Azure CLI's well-known client ID: `az account get-access-token --resource <audience>` gets tokens as it.
+var azureCliClientId = '04b07795-8ddb-461a-bbee-02f9e1bf7b46'
+// A comma-separated azd variable as a list: items trimmed, empty ones dropped.
+func csv(text string) string[] => filter(map(split(text, ','), item => trim(item)), item => !empty(item))
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
 
@@ -155,12 +179,22 @@ module api 'modules/functionapp.bicep' = {
       LOCK_CONTENTION_STATUS: string(lockContentionStatus)
       LIST_PAGE_SIZE: string(listPageSize)
       MAX_REQUEST_BODY_BYTES: string(maxRequestBodyBytes)
+      OPERATION_TTL_SECONDS: string(operationTtlSeconds)
       ACTIVITY_MAX_ATTEMPTS: string(activityMaxAttempts)
       ACTIVITY_FIRST_RETRY_INTERVAL_MS: string(activityFirstRetryIntervalMs)
       LAG_REPORT_SCHEDULE: lagReportSchedule
     }
     durableTaskScheduler: durableStorageProvider == 'DurableTaskScheduler'
     durableTaskSchedulerEndpoint: durableStorageProvider == 'DurableTaskScheduler' ? scheduler.outputs.endpoint : ''
+    authClientId: authClientId
+    authAudiences: empty(csv(authAudiences)) ? ['api://${authClientId}', authClientId] : csv(authAudiences)
+    authAllowedClientApplications: empty(csv(authAllowedClientApplications))
+      ? [azureCliClientId]
+      : csv(authAllowedClientApplications)
+    authAllowedPrincipals: empty(csv(authAllowedPrincipals))
+      ? (empty(principalId) ? [] : [principalId])
+      : csv(authAllowedPrincipals)
+    authTenantId: empty(authTenantId) ? tenant().tenantId : authTenantId
   }
 }
 
@@ -170,11 +204,13 @@ module rbac 'modules/rbac.bicep' = {
   params: {
     principalIds: empty(principalId) ? [identity.outputs.principalId] : [identity.outputs.principalId, principalId]
     appPrincipalId: identity.outputs.principalId
-    userPrincipalId: principalId
     cosmosAccountName: cosmos.outputs.name
+    cosmosDatabaseName: containerDefinition.database.name
     storageAccountName: storage.outputs.name
+    durableAzureStorage: durableStorageProvider == 'AzureStorage'
     appInsightsName: monitoring.outputs.name
     schedulerName: durableStorageProvider == 'DurableTaskScheduler' ? scheduler.outputs.name : ''
+    taskHubName: taskHubName
   }
 }
 
@@ -182,6 +218,7 @@ module rbac 'modules/rbac.bicep' = {
 output AZURE_LOCATION string = location
 output AZURE_RESOURCE_GROUP string = rg.name
 output AZURE_FUNCTION_APP_NAME string = api.outputs.name
+output API_URL string = api.outputs.url
 output COSMOS_ENDPOINT string = cosmos.outputs.endpoint
 output COSMOS_DATABASE_NAME string = containerDefinition.database.name
 output AZURE_CLIENT_ID string = identity.outputs.clientId

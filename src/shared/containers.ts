@@ -6,7 +6,6 @@ import { CosmosFeedError } from "./errors.js";
 /** What code looks a container up by (the name the service stores may differ). */
 export const CONTAINER_ROLES = [
   "resources",
-  "operations",
   "summaries",
   "leases",
   "locks",

@@ -178,6 +178,16 @@ export const SETTINGS = {
     description:
       "Durable timer before a failed activity's second attempt (RetryOptions.firstRetryIntervalInMilliseconds; doubles each attempt).",
   },
+  operationTtlSeconds: {
+    kind: "integer",
+    setting: "OPERATION_TTL_SECONDS",
+    unit: "s",
+    default: 604_800,
+    min: 3_600,
+    max: 31_536_000,
+    description:
+      "How long an operation's status stays readable after its last write (its document's ttl; 7 days by default, as ARM keeps operation statuses).",
+  },
   lagReportSchedule: {
     kind: "string",
     setting: "LAG_REPORT_SCHEDULE",
@@ -280,3 +290,12 @@ export function loadSettings(env: Record<string, string | undefined> = process.e
   if (problems.length > 0) throw new InvalidSettingsError(problems);
   return s;
 }
+
+/**
+ * How long an HTTP request of the app may run before its work is abandoned (its AbortSignal fires). Not a knob:
+ * the platform's limit. Azure's front end answers the caller itself after 230 s whatever the function timeout
+ * (https://learn.microsoft.com/azure/azure-functions/functions-scale#timeout), so work past it only holds the
+ * subscription lock and spends RU for an answer nobody receives. @azure/functions 4.16 gives a handler no signal
+ * of the caller going away (HttpRequest exposes none), so this deadline is the one the app can know.
+ */
+export const HTTP_RESPONSE_DEADLINE_MS = 230_000;

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
-import { type AppChild, buildAppFolder, startAppChild } from "./support/app-child.js";
+import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "./support/app-child.js";
 
 // End to end: the app itself (functions/, compiled by tsconfig.build.json as `npm run build` does) run by
 // `node bin/cosmos-feed.js start <app> --port 0 --cosmos "<connection string>"` as a child process, driven over
@@ -23,23 +23,7 @@ import { type AppChild, buildAppFolder, startAppChild } from "./support/app-chil
 //   settings' minimum), lock TTL 3 s (the minimum), request bodies ≤ 1024 bytes.
 
 const DATABASE = "cosmos-feed-app";
-const SETTINGS: Record<string, string> = {
-  COSMOS_ENSURE_CONTAINERS: "true",
-  FEED_POLL_DELAY_MS: "100",
-  LEASE_ACQUIRE_INTERVAL_MS: "1000",
-  LEASE_RENEW_INTERVAL_MS: "1000",
-  LEASE_EXPIRATION_INTERVAL_MS: "5000",
-  LOCK_TTL_SECONDS: "3",
-  MAX_REQUEST_BODY_BYTES: "1024",
-  TRIGGER_RETRY_MIN_INTERVAL_MS: "100",
-  TRIGGER_RETRY_MAX_INTERVAL_MS: "1000",
-  ACTIVITY_FIRST_RETRY_INTERVAL_MS: "100",
-  DURABLE_FEED_POLL_DELAY_MS: "100",
-  DURABLE_LEASE_ACQUIRE_INTERVAL_MS: "500",
-  DURABLE_LEASE_RENEW_INTERVAL_MS: "500",
-  DURABLE_LEASE_EXPIRATION_INTERVAL_MS: "3000",
-  DURABLE_TIMER_SCAN_INTERVAL_MS: "500",
-};
+const SETTINGS = FAST_APP_SETTINGS;
 const MAX_BODY = Number(SETTINGS.MAX_REQUEST_BODY_BYTES);
 
 const scratch = mkdtempSync(join(tmpdir(), "cosmos-feed-e2e-"));
@@ -48,7 +32,6 @@ const children: ChildProcess[] = [];
 let emu: TestEmulator;
 let host: AppChild;
 let resources: Container;
-let operations: Container;
 
 function startHost(): Promise<AppChild> {
   return startAppChild({ appDir, connectionString: emu.emulator.connectionString, env: SETTINGS, children });
@@ -111,9 +94,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
 }
 
 async function operationIdsOf(sub: string): Promise<string[]> {
-  const { resources: ids } = await operations.items
+  const { resources: ids } = await resources.items
     .query<string>({
-      query: "SELECT VALUE c.id FROM c WHERE c.subscriptionId = @s",
+      query: "SELECT VALUE c.operationId FROM c WHERE c.subscriptionId = @s AND c.docType = 'operation'",
       parameters: [{ name: "@s", value: sub }],
     })
     .fetchAll();
@@ -124,7 +107,7 @@ async function resourceNamesOf(sub: string): Promise<string[]> {
   const { resources: names } = await resources.items
     .query<string>(
       {
-        query: "SELECT VALUE c.name FROM c WHERE c.subscriptionId = @s",
+        query: "SELECT VALUE c.name FROM c WHERE c.subscriptionId = @s AND c.docType = 'resource'",
         parameters: [{ name: "@s", value: sub }],
       },
       { partitionKey: sub },
@@ -133,8 +116,14 @@ async function resourceNamesOf(sub: string): Promise<string[]> {
   return names;
 }
 
-async function countAll(container: Container): Promise<number> {
-  const { resources: n } = await container.items.query<number>("SELECT VALUE COUNT(1) FROM c").fetchAll();
+/** Resources and operations share the resources container (an operation beside its resource, docs/app.md). */
+async function countAll(docType: "resource" | "operation"): Promise<number> {
+  const { resources: n } = await resources.items
+    .query<number>({
+      query: "SELECT VALUE COUNT(1) FROM c WHERE c.docType = @t",
+      parameters: [{ name: "@t", value: docType }],
+    })
+    .fetchAll();
   return n[0] ?? 0;
 }
 
@@ -142,7 +131,6 @@ beforeAll(async () => {
   [emu] = await Promise.all([startTestEmulator(), buildAppFolder(appDir)]);
   const database = emu.client.database(DATABASE);
   resources = database.container("resources");
-  operations = database.container("operations");
   host = await startHost();
 }, 60_000);
 
@@ -180,7 +168,7 @@ describe("the app on a dev host child process, over HTTP", () => {
     const etag = put.headers.get("etag");
     expect(etag).toBeTruthy();
     const opUrl = put.headers.get("azure-asyncoperation") as string;
-    expect(opUrl).toMatch(new RegExp(`^${host.baseUrl}/api/operations/[0-9a-f-]{36}$`));
+    expect(opUrl).toMatch(new RegExp(`^${host.baseUrl}/api/subscriptions/${sub}/operations/[0-9a-f-]{36}$`));
     expect(put.headers.get("location")).toBe(opUrl);
     expect(put.json).toMatchObject({
       id: `/subscriptions/${sub}/resources/Web1`,
@@ -365,8 +353,8 @@ describe("the app on a dev host child process, over HTTP", () => {
     const ok = { properties: { sku: "basic" } };
     const json = { "content-type": "application/json" };
     const [resourcesBefore, operationsBefore] = await Promise.all([
-      countAll(resources),
-      countAll(operations),
+      countAll("resource"),
+      countAll("operation"),
     ]);
     const oversize = JSON.stringify({ properties: { sku: "basic", description: "x".repeat(MAX_BODY) } });
     const cases: [string, Promise<Answer>, string][] = [
@@ -481,7 +469,11 @@ describe("the app on a dev host child process, over HTTP", () => {
         call("GET", "/api/subscriptions/bad_sub/summary"),
         "InvalidSubscriptionId",
       ],
-      ["operation id not a UUID", call("GET", "/api/operations/not-a-uuid"), "InvalidOperationId"],
+      [
+        "operation id not a UUID",
+        call("GET", `/api/subscriptions/${sub}/operations/not-a-uuid`),
+        "InvalidOperationId",
+      ],
     ];
     const answers = await Promise.all(cases.map(([, p]) => p));
     const seen = cases.map(([what, , code], k) => ({
@@ -499,7 +491,7 @@ describe("the app on a dev host child process, over HTTP", () => {
       expect(typeof s.got.error.message).toBe("string");
     }
     expect((await call("GET", resourcePath(sub, "a"))).status).toBe(404);
-    expect(await Promise.all([countAll(resources), countAll(operations)])).toEqual([
+    expect(await Promise.all([countAll("resource"), countAll("operation")])).toEqual([
       resourcesBefore,
       operationsBefore,
     ]);
@@ -544,8 +536,10 @@ describe("the app on a dev host child process, over HTTP", () => {
         }),
       );
     const observedIds = async () => {
-      const { resources: ids } = await operations.items
-        .query<string>("SELECT VALUE c.id FROM c WHERE IS_DEFINED(c.observed)")
+      const { resources: ids } = await resources.items
+        .query<string>(
+          "SELECT VALUE c.operationId FROM c WHERE c.docType = 'operation' AND IS_DEFINED(c.observed)",
+        )
         .fetchAll();
       return new Set(ids);
     };
@@ -582,9 +576,9 @@ describe("the app on a dev host child process, over HTTP", () => {
     await until(
       "every acknowledged write to be observed",
       async () => {
-        const { resources: seen } = await operations.items
+        const { resources: seen } = await resources.items
           .query<{ id: string; etag: string }>(
-            "SELECT c.id, c.observed.resourceEtag AS etag FROM c WHERE IS_DEFINED(c.observed)",
+            "SELECT c.operationId AS id, c.observed.resourceEtag AS etag FROM c WHERE c.docType = 'operation' AND IS_DEFINED(c.observed)",
           )
           .fetchAll();
         const etags = new Map(seen.map((o) => [o.id, o.etag]));
@@ -604,8 +598,10 @@ describe("the app on a dev host child process, over HTTP", () => {
       expect(summary.json.counts).toEqual({ Succeeded: stored });
     }
     // Every acknowledged write's orchestration completed, across the kill: its operation Succeeded.
-    const { resources: statuses } = await operations.items
-      .query<{ id: string; status: string }>("SELECT c.id, c.status FROM c")
+    const { resources: statuses } = await resources.items
+      .query<{ id: string; status: string }>(
+        "SELECT c.operationId AS id, c.status FROM c WHERE c.docType = 'operation'",
+      )
       .fetchAll();
     const byId = new Map(statuses.map((o) => [o.id, o.status]));
     expect(acked.filter((w) => byId.get(w.opId) !== "Succeeded")).toEqual([]);

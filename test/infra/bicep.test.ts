@@ -2,12 +2,15 @@
  * Offline checks of the Bicep (no Bicep compiler is reachable here): every .bicep file parses with a real Bicep
  * grammar (tree-sitter-bicep, through web-tree-sitter's WebAssembly runtime) without one error node, and the parse
  * trees say what a first `azd up` needs: every container of the app's definition with its partition key and TTL,
- * local auth off, the data-plane roles, every app setting the code reads, no secret in an output.
+ * local auth off, the data-plane roles at their narrowest scopes, every app setting the code reads, no secret in an
+ * output, and nothing anonymous once deployed (App Service Authentication against the app's own HTTP routes).
  */
+import { execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { Language, type Node, Parser } from "web-tree-sitter";
 import { readContainerDefinitions } from "../../src/devhost/containerDefinitions.js";
@@ -60,6 +63,36 @@ function resources(file: string) {
     type: unquote(r.namedChildren[1]?.text ?? ""),
     node: r,
   }));
+}
+
+/** The object a resource declares (inside its `if (…)` or `for …` when it has one). */
+function body(resource: Node | undefined): Node | undefined {
+  const direct = resource?.namedChildren.find((c) => c?.type === "object");
+  if (direct) return direct;
+  const wrapped = resource?.namedChildren.find(
+    (c) => c?.type === "if_statement" || c?.type === "for_statement",
+  );
+  return wrapped?.namedChildren.find((c) => c?.type === "object") ?? undefined;
+}
+
+/** The value at a key path of an object, one level per key (not a search: `enabled` means this object's own). */
+function at(node: Node | undefined, ...keys: string[]): Node | undefined {
+  let current = node;
+  for (const key of keys) {
+    if (current?.type !== "object") return undefined;
+    const property = current.namedChildren.find(
+      (p) => p?.type === "object_property" && unquote(p.namedChildren[0]?.text ?? "") === key,
+    );
+    current = property?.namedChildren[1] ?? undefined;
+  }
+  return current;
+}
+
+/** A parameter declaration of a file and its decorators' text. */
+function param(file: string, name: string) {
+  const node = all(tree(file), "parameter_declaration").find((p) => p.namedChildren[0]?.text === name);
+  const decorators = node?.previousNamedSibling?.type === "decorators" ? node.previousNamedSibling.text : "";
+  return { node, decorators, hasDefault: (node?.namedChildren.length ?? 0) > 2 };
 }
 
 /** `key: value` pairs anywhere under `node` (object properties), as text. */
@@ -241,5 +274,190 @@ describe("azd wiring", () => {
     const hook = readFileSync(join(root, "infra", "scripts", "write-local-settings.sh"), "utf8");
     expect(hook).toContain("COSMOS_CONNECTION__accountEndpoint");
     expect(hook).not.toMatch(/AccountKey|listKeys/);
+  });
+});
+
+describe("nothing anonymous in a deployment: Microsoft Entra ID in front of every route but the health probe", () => {
+  const authSettings = () =>
+    resources("modules/functionapp.bicep").find(
+      (r) =>
+        r.type.startsWith("Microsoft.Web/sites/config@") &&
+        at(body(r.node), "name")?.text === "'authsettingsV2'",
+    );
+
+  it("App Service Authentication on the function app: a token required, 401 without one, no token store, only /api/health excluded", () => {
+    const auth = body(authSettings()?.node);
+    expect(at(auth, "parent")?.text).toBe("site");
+    const props = at(auth, "properties");
+    expect(at(props, "platform", "enabled")?.text).toBe("true");
+    expect(at(props, "globalValidation", "requireAuthentication")?.text).toBe("true");
+    expect(at(props, "globalValidation", "unauthenticatedClientAction")?.text).toBe("'Return401'");
+    const excluded = at(props, "globalValidation", "excludedPaths");
+    expect(excluded?.namedChildren.map((p) => p?.text)).toEqual(["'/api/health'"]);
+    expect(at(props, "login", "tokenStore", "enabled")?.text).toBe("false");
+    const entra = at(props, "identityProviders", "azureActiveDirectory");
+    expect(at(entra, "enabled")?.text).toBe("true");
+    expect(at(entra, "registration", "clientId")?.text).toBe("authClientId");
+    // Tokens of the one tenant: its issuer, and the tid check App Service Authentication reads from an app setting.
+    expect(at(entra, "registration", "openIdIssuer")?.text).toContain(`${"$"}{authTenantId}/v2.0`);
+    expect(sources.get("modules/functionapp.bicep")).toContain(
+      "WEBSITE_AUTH_AAD_ALLOWED_TENANTS: authTenantId",
+    );
+    expect(at(entra, "validation", "allowedAudiences")?.text).toBe("authAudiences");
+    const policy = at(entra, "validation", "defaultAuthorizationPolicy");
+    expect(at(policy, "allowedApplications")?.text).toBe("authAllowedClientApplications");
+    expect(at(policy, "allowedPrincipals")?.text).toContain("identities: authAllowedPrincipals");
+    // An empty list would mean "no check" (or refuse everyone): the module takes at least one of each.
+    for (const name of ["authAudiences", "authAllowedClientApplications"]) {
+      expect(param("modules/functionapp.bicep", name).decorators, name).toContain("@minLength(1)");
+    }
+    // No other identity provider, nothing that lets an anonymous caller through.
+    expect(at(props, "identityProviders")?.namedChildren.length).toBe(1);
+    for (const [file, text] of sources) expect(text, file).not.toMatch(/AllowAnonymous/);
+  });
+
+  it("the API's app registration, audiences, allowed clients and principals, and tenant are azd variables wired through main.bicep", () => {
+    // The client ID has no default, so azd asks for it (and a bare deployment fails) instead of deploying open.
+    const clientId = param("main.bicep", "authClientId");
+    expect(clientId.node).toBeDefined();
+    expect(clientId.hasDefault).toBe(false);
+    expect(clientId.decorators).toContain("@minLength(1)");
+    const parameters = JSON.parse(readFileSync(join(infra, "main.parameters.json"), "utf8")) as {
+      parameters: Record<string, { value: string }>;
+    };
+    const azdVariables = {
+      authClientId: "AUTH_CLIENT_ID",
+      authAudiences: "AUTH_AUDIENCES",
+      authAllowedClientApplications: "AUTH_ALLOWED_CLIENT_APPLICATIONS",
+      authAllowedPrincipals: "AUTH_ALLOWED_PRINCIPALS",
+      authTenantId: "AUTH_TENANT_ID",
+    };
+    for (const [name, variable] of Object.entries(azdVariables)) {
+      // No `=default`: an unset variable leaves Bicep's default, or makes azd ask when there is none.
+      expect(parameters.parameters[name]?.value, name).toBe(`\${${variable}}`);
+      expect(param("main.bicep", name).node, name).toBeDefined();
+      expect(param("modules/functionapp.bicep", name).node, name).toBeDefined();
+    }
+    const module = all(tree("main.bicep"), "module_declaration").find(
+      (m) => m.namedChildren[0]?.text === "api",
+    );
+    const params = at(body(module), "params");
+    expect(at(params, "authClientId")?.text).toBe("authClientId");
+    expect(at(params, "authAudiences")?.text).toBe(
+      `empty(csv(authAudiences)) ? ['api://${"$"}{authClientId}', authClientId] : csv(authAudiences)`,
+    );
+    // Without a list, the Azure CLI alone (the documented `az account get-access-token`) …
+    expect(at(params, "authAllowedClientApplications")?.text).toMatch(
+      /^empty\(csv\(authAllowedClientApplications\)\)\s*\?\s*\[azureCliClientId\]\s*:\s*csv\(authAllowedClientApplications\)$/,
+    );
+    expect(sources.get("main.bicep")).toContain("azureCliClientId = '04b07795-8ddb-461a-bbee-02f9e1bf7b46'");
+    // … as the deploying user alone.
+    expect(at(params, "authAllowedPrincipals")?.text).toMatch(
+      /^empty\(csv\(authAllowedPrincipals\)\)\s*\?\s*\(empty\(principalId\) \? \[\] : \[principalId\]\)\s*:\s*csv\(authAllowedPrincipals\)$/,
+    );
+    expect(at(params, "authTenantId")?.text).toBe("empty(authTenantId) ? tenant().tenantId : authTenantId");
+  });
+
+  it("no mutation route is anonymous once deployed: the one excluded path serves GET /api/health only; admin routes need a function key too", async () => {
+    const capture = join(root, "test", "devhost", "support", "capture-registrations.cjs");
+    const entries = readdirSync(join(root, "functions"))
+      .filter((f) => f.endsWith(".ts"))
+      .map((f) => `functions/${f}`);
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", capture, ...entries], {
+      cwd: root,
+    });
+    const registrations = JSON.parse(stdout) as {
+      name: string;
+      bindings: Record<string, { type: string; route?: string; methods?: string[]; authLevel?: string }>;
+    }[];
+    const host = JSON.parse(readFileSync(join(root, "host.json"), "utf8")) as {
+      extensions: { http: { routePrefix: string } };
+    };
+    const routes = registrations.flatMap((r) =>
+      Object.values(r.bindings)
+        .filter((b) => b.type === "httpTrigger")
+        .map((b) => ({
+          name: r.name,
+          path: `/${host.extensions.http.routePrefix}/${b.route}`,
+          methods: (b.methods ?? []).map((m) => m.toUpperCase()),
+          authLevel: b.authLevel,
+        })),
+    );
+    expect(routes.length).toBeGreaterThanOrEqual(10);
+    const excluded = (
+      at(at(body(authSettings()?.node), "properties"), "globalValidation", "excludedPaths")?.namedChildren ??
+      []
+    ).map((p) => unquote(p?.text ?? ""));
+    const isExcluded = (path: string) => excluded.some((e) => path === e || path.startsWith(`${e}/`));
+    // What stays anonymous once deployed: the health probe, a GET, and nothing else.
+    expect(routes.filter((r) => isExcluded(r.path))).toEqual([
+      { name: "getHealth", path: "/api/health", methods: ["GET"], authLevel: "anonymous" },
+    ]);
+    for (const r of routes) {
+      if (r.methods.some((m) => m !== "GET" && m !== "HEAD")) expect(isExcluded(r.path), r.name).toBe(false);
+      // The operational reads need a function key on top of the token; the API itself, a token alone.
+      expect(r.authLevel, r.name).toBe(r.path.startsWith("/api/admin/") ? "function" : "anonymous");
+    }
+    expect(
+      routes
+        .filter((r) => r.authLevel === "function")
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(["getLeases", "getLocks"]);
+  });
+});
+
+describe("least privilege: each role at the narrowest scope", () => {
+  const rbac = () => resources("modules/rbac.bicep");
+
+  it("the Cosmos DB data role is scoped to the app's one database, not the account", () => {
+    const assignment = body(
+      rbac().find((r) => r.type.startsWith("Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@"))
+        ?.node,
+    );
+    expect(at(assignment, "properties", "scope")?.text).toBe("cosmosDatabaseScope");
+    expect(sources.get("modules/rbac.bicep")).toContain(
+      `var cosmosDatabaseScope = '${"$"}{cosmos.id}/dbs/${"$"}{cosmosDatabaseName}'`,
+    );
+    const module = all(tree("main.bicep"), "module_declaration").find(
+      (m) => m.namedChildren[0]?.text === "rbac",
+    );
+    expect(at(at(body(module), "params"), "cosmosDatabaseName")?.text).toBe(
+      "containerDefinition.database.name",
+    );
+    // The database the code uses is the one of containers.json, which main.bicep loads.
+    expect(containerDefinition.database.name).toBe("cosmos-feed-app");
+  });
+
+  it("the deploying user gets no storage role; the app's identity gets blob and table, queue only with Durable's Azure Storage provider", () => {
+    const assignments = rbac().filter((r) => r.type.startsWith("Microsoft.Authorization/roleAssignments@"));
+    expect(assignments.map((a) => a.name).sort()).toEqual(["metrics", "schedulerRole", "storageRoles"]);
+    // Every Azure RBAC assignment is the app's; the user (in principalIds) gets the Cosmos DB data role only.
+    for (const a of assignments) {
+      expect(at(at(body(a.node), "properties"), "principalId")?.text, a.name).toBe("appPrincipalId");
+    }
+    expect(param("modules/rbac.bicep", "userPrincipalId").node).toBeUndefined();
+    const text = sources.get("modules/rbac.bicep") ?? "";
+    expect(text).toMatch(
+      /var storageRoleIds = concat\(\s*\[roles\.storageBlobDataOwner, roles\.storageTableDataContributor\],\s*durableAzureStorage \? \[roles\.storageQueueDataContributor\] : \[\]\s*\)/,
+    );
+    const storageRoles = assignments.find((a) => a.name === "storageRoles");
+    expect(all(storageRoles?.node as Node, "for_statement")[0]?.text).toContain("in storageRoleIds");
+    const module = all(tree("main.bicep"), "module_declaration").find(
+      (m) => m.namedChildren[0]?.text === "rbac",
+    );
+    expect(at(at(body(module), "params"), "durableAzureStorage")?.text).toBe(
+      "durableStorageProvider == 'AzureStorage'",
+    );
+  });
+
+  it("the Durable Task Scheduler role is on the app's task hub, not the whole scheduler", () => {
+    const role = rbac().find((r) => r.name === "schedulerRole");
+    expect(at(body(role?.node), "scope")?.text).toBe("taskHub");
+    const hub = rbac().find((r) => r.name === "taskHub");
+    expect(hub?.type).toMatch(/^Microsoft\.DurableTask\/schedulers\/taskHubs@/);
+    expect(hub?.node.text).toContain("existing");
+    expect(at(body(hub?.node), "parent")?.text).toBe("scheduler");
+    expect(at(body(hub?.node), "name")?.text).toBe("taskHubName");
   });
 });

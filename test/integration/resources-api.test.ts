@@ -9,10 +9,16 @@ import {
   putResource,
 } from "../../functions/resources.js";
 import { ensureContainers } from "../../src/shared/containers.js";
+import { OccRetryDefaults } from "../../src/shared/cosmos/index.js";
 import {
   appContext,
   createAppContext,
+  encodeSkipToken,
+  MAX_BODY_DEPTH,
+  MAX_SKIP_TOKEN_CHARS,
+  type OperationDocument,
   ResourceApi,
+  type ResourceDocument,
   subscriptionLockName,
 } from "../../src/shared/resources/index.js";
 import { loadSettings } from "../../src/shared/settings.js";
@@ -69,25 +75,25 @@ const put = (sub: string, name: string, body: unknown, headers?: Record<string, 
 const get = (sub: string, name: string) => call(getResource, { method: "GET", sub, name });
 
 async function operation(url: string) {
-  const id = url.split("/").pop() as string;
+  const [, subscriptionId, operationId] =
+    /\/subscriptions\/([^/]+)\/operations\/([^/]+)$/.exec(new URL(url).pathname) ?? [];
   const res = await getOperation(
-    new HttpRequest({ method: "GET", url, params: { operationId: id } }),
+    new HttpRequest({ method: "GET", url, params: { subscriptionId, operationId } }),
     new InvocationContext(),
   );
   // biome-ignore lint/suspicious/noExplicitAny: asserted field by field
   return { status: res.status ?? 200, body: res.jsonBody as any };
 }
 
-/** Every stored item of a subscription (resources and operations), to prove a refused request wrote nothing. */
+/** Every stored item of a subscription (resources and their operations), to prove a refused request wrote nothing. */
 async function storedCount(sub: string): Promise<number> {
   const { containers } = appContext();
   const q = {
     query: "SELECT VALUE COUNT(1) FROM c WHERE c.subscriptionId = @s",
     parameters: [{ name: "@s", value: sub }],
   };
-  const [r] = (await containers.resources.items.query<number>(q).fetchAll()).resources;
-  const [o] = (await containers.operations.items.query<number>(q).fetchAll()).resources;
-  return r + o;
+  const [n] = (await containers.resources.items.query<number>(q).fetchAll()).resources;
+  return n ?? 0;
 }
 
 const body = (extra: Record<string, unknown> = {}) => ({
@@ -101,7 +107,7 @@ describe("PUT", () => {
     expect(res.status).toBe(201);
     expect(res.headers.ETag).toMatch(/.+/);
     expect(res.headers["Azure-AsyncOperation"]).toMatch(
-      /^http:\/\/localhost:7071\/api\/operations\/[0-9a-f-]{36}$/,
+      /^http:\/\/localhost:7071\/api\/subscriptions\/sub-create\/operations\/[0-9a-f-]{36}$/,
     );
     expect(res.headers.Location).toBe(res.headers["Azure-AsyncOperation"]);
     expect(res.body).toMatchObject({
@@ -230,10 +236,12 @@ describe("bad input → 400 with a code, nothing written", () => {
 
 describe("reads", () => {
   it("bad ids are 400s, missing ones 404s with codes", async () => {
-    const badOp = await operation(`${BASE}/operations/not-a-uuid`);
+    const badOp = await operation(`${BASE}/subscriptions/sub-reads/operations/not-a-uuid`);
     expect(badOp.status).toBe(400);
     expect(badOp.body.error.code).toBe("InvalidOperationId");
-    const noOp = await operation(`${BASE}/operations/00000000-0000-4000-8000-000000000000`);
+    const noOp = await operation(
+      `${BASE}/subscriptions/sub-reads/operations/00000000-0000-4000-8000-000000000000`,
+    );
     expect(noOp.status).toBe(404);
     expect(noOp.body.error.code).toBe("OperationNotFound");
     const badName = await get("sub-reads", "a/b");
@@ -264,8 +272,8 @@ describe("concurrency", () => {
     expect(winners.filter((w) => w.status === 201)).toHaveLength(1); // exactly one created it
     // Every winner's operation exists; losers left none behind.
     const ops = await appContext()
-      .containers.operations.items.query<string>({
-        query: "SELECT VALUE c.id FROM c WHERE c.subscriptionId = @s",
+      .containers.resources.items.query<string>({
+        query: "SELECT VALUE c.operationId FROM c WHERE c.subscriptionId = @s AND c.docType = 'operation'",
         parameters: [{ name: "@s", value: sub }],
       })
       .fetchAll();
@@ -312,6 +320,35 @@ describe("GET list", () => {
     expect(skip.status).toBe(400);
     expect(skip.body.error.code).toBe("InvalidSkipToken");
   });
+
+  it("refuses every kind of garbage $skipToken with 400 InvalidSkipToken (no 500), and another subscription's", async () => {
+    const sub = "sub-skip";
+    for (let i = 0; i < 3; i++) expect((await put(sub, `s-${i}`, body())).status).toBe(201);
+    const first = await call(listResources, { method: "GET", sub: "sub-list", query: "?$top=2" });
+    const foreign = new URL(first.body.nextLink).searchParams.get("$skipToken") as string;
+    const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64url");
+    const tokens: [string, string][] = [
+      ["random base64url", "q7Zp0-Xw_9aLmN3bVc8sRt"],
+      ["base64 of non-JSON", b64("not a token at all")],
+      ["JSON of the wrong shape", b64('{"token":"-RID:~AAAA#RT:1","range":{"min":"","max":"FF"}}')],
+      ["another subscription's token", foreign],
+      // Decoded to control characters, these made Node refuse the x-ms-continuation header: 500 before the fix.
+      ["bytes that are no header", Buffer.from([0, 1, 2, 0xff, 0x0a]).toString("base64url")],
+      ["a NUL inside a well-formed token", encodeSkipToken(sub, "+RID:~\u0000")],
+      // Past the emulator's header limit its error answer crashed the SDK (500 before the fix).
+      ["huge", b64("x".repeat(20_000))],
+      ["just over the length limit", "A".repeat(MAX_SKIP_TOKEN_CHARS + 1)],
+      ["a well-formed envelope the database refuses", encodeSkipToken(sub, "not-a-continuation")],
+    ];
+    for (const [label, token] of tokens) {
+      const res = await call(listResources, { method: "GET", sub, query: `?$skipToken=${token}` });
+      expect({ label, status: res.status, code: res.body.error?.code }).toEqual({
+        label,
+        status: 400,
+        code: "InvalidSkipToken",
+      });
+    }
+  });
 });
 
 describe("DELETE", () => {
@@ -330,6 +367,53 @@ describe("DELETE", () => {
     expect(replace.status).toBe(409);
     expect(replace.body.error.code).toBe("ResourceBeingDeleted");
     expect((await call(deleteResource, { method: "DELETE", sub, name: "missing" })).status).toBe(204);
+  });
+});
+
+describe("body depth", () => {
+  /** A PATCH body whose description is an object chain making the whole body `depth` levels deep. */
+  const deepPatch = (depth: number) =>
+    `{"properties":{"description":${'{"a":'.repeat(depth - 2)}1${"}".repeat(depth - 2)}}}`;
+
+  it("refuses a merge patch nested 9,000 deep (under the size limit) with 400 BodyTooDeep, not a stack overflow", async () => {
+    const sub = "sub-deep";
+    const created = await put(sub, "abyss", body());
+    const before = await storedCount(sub);
+    const rawBody = deepPatch(9_000);
+    expect(rawBody.length).toBeLessThan(65_536);
+    const res = await call(patchResource, { method: "PATCH", sub, name: "abyss", rawBody });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("BodyTooDeep");
+    expect(await storedCount(sub)).toBe(before);
+    expect((await get(sub, "abyss")).headers.ETag).toBe(created.headers.ETag);
+  });
+
+  it(`at the limit (${MAX_BODY_DEPTH}) the body is parsed and merged (the field error names it); one past it is BodyTooDeep`, async () => {
+    const sub = "sub-deep";
+    const atLimit = await call(patchResource, {
+      method: "PATCH",
+      sub,
+      name: "abyss",
+      rawBody: deepPatch(MAX_BODY_DEPTH),
+    });
+    expect(atLimit.status).toBe(400);
+    expect(atLimit.body.error.code).toBe("InvalidBody");
+    expect(atLimit.body.error.message).toMatch(/properties\.description/);
+    const past = await call(patchResource, {
+      method: "PATCH",
+      sub,
+      name: "abyss",
+      rawBody: deepPatch(MAX_BODY_DEPTH + 1),
+    });
+    expect(past.status).toBe(400);
+    expect(past.body.error.code).toBe("BodyTooDeep");
+    const putPast = await call(putResource, {
+      method: "PUT",
+      sub,
+      name: "abyss2",
+      rawBody: deepPatch(MAX_BODY_DEPTH + 1),
+    });
+    expect(putPast.body.error.code).toBe("BodyTooDeep");
   });
 });
 
@@ -372,5 +456,89 @@ describe("PATCH", () => {
     const missing = await call(patchResource, { method: "PATCH", sub, name: "nope", body: { tags: {} } });
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe("ResourceNotFound");
+  });
+});
+
+describe("every accepted operation has an owner that ends it", () => {
+  it("the write that supersedes an unfinished operation cancels it in the same batch (PUT → PATCH, PATCH → DELETE)", async () => {
+    const sub = "sub-supersede";
+    const created = await put(sub, "kappa", body());
+    const patched = await call(patchResource, {
+      method: "PATCH",
+      sub,
+      name: "kappa",
+      body: { properties: { nodeCount: 2 } },
+    });
+    expect(patched.status).toBe(202);
+    // No trigger ran: the PUT's operation was canceled by the PATCH's own write.
+    const first = await operation(created.headers["Azure-AsyncOperation"]);
+    expect(first.body).toMatchObject({
+      status: "Canceled",
+      operation: "Create",
+      error: { code: "Superseded" },
+    });
+    expect(first.body.error.message).toContain(patched.headers["Azure-AsyncOperation"].split("/").pop());
+    expect(first.body.endTime).toBeDefined();
+    const deleted = await call(deleteResource, { method: "DELETE", sub, name: "kappa" });
+    expect(deleted.status).toBe(202);
+    expect((await operation(patched.headers["Azure-AsyncOperation"])).body.status).toBe("Canceled");
+    expect((await operation(deleted.headers["Azure-AsyncOperation"])).body).toMatchObject({
+      status: "Accepted",
+      operation: "Delete",
+    });
+    // Exactly one unfinished operation is left: the one the resource names.
+    const pending = await appContext()
+      .containers.resources.items.query<string>({
+        query:
+          "SELECT VALUE c.operationId FROM c WHERE c.subscriptionId = @s AND c.docType = 'operation' AND c.status IN ('Accepted', 'Running')",
+        parameters: [{ name: "@s", value: sub }],
+      })
+      .fetchAll();
+    expect(pending.resources).toEqual([deleted.headers["Azure-AsyncOperation"].split("/").pop()]);
+  });
+
+  it("a finished operation is not touched by the next write", async () => {
+    const sub = "sub-supersede2";
+    const created = await put(sub, "lambda", body());
+    const opId = created.headers["Azure-AsyncOperation"].split("/").pop() as string;
+    const ops = appContext().containers.resources;
+    const { resource: op } = await ops.item(`op:${opId}`, sub).read<OperationDocument>();
+    await ops
+      .item(`op:${opId}`, sub)
+      .replace({ ...op, status: "Succeeded", endTime: "2026-01-01T00:00:00Z" });
+    const { resource: r } = await ops.item("lambda", sub).read<ResourceDocument>();
+    await ops.item("lambda", sub).replace({ ...r, provisioningState: "Succeeded" });
+    expect((await put(sub, "lambda", body({ nodeCount: 4 }))).status).toBe(200);
+    expect((await operation(created.headers["Azure-AsyncOperation"])).body).toMatchObject({
+      status: "Succeeded",
+      endTime: "2026-01-01T00:00:00Z",
+    });
+  });
+
+  it("a write refused by the batch (the resource changed under it, every attempt) leaves no operation behind", async () => {
+    const sub = "sub-refused";
+    await put(sub, "mu", body());
+    const before = await storedCount(sub);
+    const ops = appContext().containers.resources;
+    // Every read of the resource is followed by a change before the batch commits: the batch's If-Match fails.
+    const items = ops.items;
+    const original = items.batch.bind(items);
+    let batches = 0;
+    items.batch = async (...args: Parameters<typeof items.batch>) => {
+      batches++;
+      const { resource } = await ops.item("mu", sub).read<ResourceDocument>();
+      await ops.item("mu", sub).replace({ ...resource, lastModifiedAt: new Date().toISOString() });
+      return original(...args);
+    };
+    try {
+      const res = await put(sub, "mu", body({ nodeCount: 9 }));
+      expect(res.status).toBe(409);
+      expect(res.body.error.code).toBe("Conflict");
+    } finally {
+      items.batch = original;
+    }
+    expect(batches).toBe(OccRetryDefaults.maxAttempts);
+    expect(await storedCount(sub)).toBe(before);
+    expect((await get(sub, "mu")).body.properties.nodeCount).toBe(1);
   });
 });

@@ -123,6 +123,12 @@ describe("containers.json", () => {
     JSON.parse(readFileSync("src/shared/containers.json", "utf8")) as {
       containers: Record<string, unknown>[];
     };
+  /** The container of `role` (by role, not by position: the file's order is free). */
+  const roleOf = (d: ReturnType<typeof valid>, role: string) => {
+    const c = d.containers.find((x) => x.role === role);
+    if (!c) throw new Error(`containers.json has no role '${role}'`);
+    return c;
+  };
   const errorOf = (mutate: (d: ReturnType<typeof valid>) => void) => {
     const d = valid();
     mutate(d);
@@ -139,14 +145,14 @@ describe("containers.json", () => {
     [
       "a lease container not on /id",
       (d: ReturnType<typeof valid>) => {
-        d.containers[3].partitionKey = "/pk";
+        roleOf(d, "leases").partitionKey = "/pk";
       },
       "leases container must be partitioned by /id",
     ],
     [
       "a lock container with TTL off",
       (d: ReturnType<typeof valid>) => {
-        delete d.containers[4].defaultTtl;
+        delete roleOf(d, "locks").defaultTtl;
       },
       "locks container needs TTL on",
     ],
@@ -160,28 +166,28 @@ describe("containers.json", () => {
     [
       "an unknown field",
       (d: ReturnType<typeof valid>) => {
-        d.containers[0].ttl = 5;
+        roleOf(d, "resources").ttl = 5;
       },
       "unknown field 'ttl'",
     ],
     [
       "a bad TTL",
       (d: ReturnType<typeof valid>) => {
-        d.containers[1].defaultTtl = 0;
+        roleOf(d, "summaries").defaultTtl = 0;
       },
       "defaultTtl must be -1",
     ],
     [
       "throughput off the 100 grid",
       (d: ReturnType<typeof valid>) => {
-        d.containers[0].throughput = 450;
+        roleOf(d, "resources").throughput = 450;
       },
       "throughput must be 400–1000000",
     ],
     [
       "a duplicate name",
       (d: ReturnType<typeof valid>) => {
-        d.containers[2].name = "resources";
+        roleOf(d, "leases").name = "resources";
       },
       "used twice",
     ],

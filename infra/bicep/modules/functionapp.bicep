@@ -1,5 +1,8 @@
 // The Function App on Flex Consumption (Node 22), running as the user-assigned identity: identity-based
 // connections for storage, Application Insights, Cosmos DB and (when chosen) the Durable Task Scheduler.
+// Callers authenticate with Microsoft Entra ID (App Service Authentication, authsettingsV2): a request without a
+// valid token for the API's app registration gets 401 before any function runs; only GET /api/health, which
+// answers healthy/unhealthy and nothing more, is left anonymous.
 param name string
 param planName string
 param location string
@@ -15,6 +18,18 @@ param appInsightsConnectionString string
 param appSettings object
 param durableTaskScheduler bool
 param durableTaskSchedulerEndpoint string
+@description('Application (client) ID of the Entra app registration that represents the API.')
+param authClientId string
+@minLength(1)
+@description('Token audiences accepted (the aud claim).')
+param authAudiences array
+@minLength(1)
+@description('Client IDs of the applications allowed to call (the appid/azp claim): a token got by any other application is refused with 403.')
+param authAllowedClientApplications array
+@description('Object IDs of the users and identities allowed to call (the oid claim). Empty: any identity an allowed application brings.')
+param authAllowedPrincipals array
+@description('Entra tenant that issues the tokens; tokens of any other tenant are refused.')
+param authTenantId string
 
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: planName
@@ -33,6 +48,8 @@ var hostSettings = {
   AzureWebJobsStorage__tableServiceUri: storageTableEndpoint
   APPLICATIONINSIGHTS_CONNECTION_STRING: appInsightsConnectionString
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+  // App Service Authentication's tenant check (the tid claim), on top of the tenant's issuer below.
+  WEBSITE_AUTH_AAD_ALLOWED_TENANTS: authTenantId
 }
 // host.json names Azure Storage; app settings override it for the scheduler (AzureFunctionsJobHost__ paths).
 var schedulerSettings = durableTaskScheduler
@@ -76,4 +93,42 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
   properties: union(hostSettings, appSettings, schedulerSettings)
 }
 
+// Nothing anonymous but the health probe: every other path (the API, /api/admin/*, the durable extension's
+// /runtime/webhooks/durabletask) needs an Entra access token for the API; the function keys of /api/admin/* come
+// on top of it (functions/admin.ts). No client secret: the app only validates bearer tokens, it signs nobody in.
+resource auth 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: site
+  name: 'authsettingsV2'
+  // One site config write at a time (two in parallel on one site can conflict).
+  dependsOn: [settings]
+  properties: {
+    platform: { enabled: true }
+    globalValidation: {
+      requireAuthentication: true
+      unauthenticatedClientAction: 'Return401'
+      excludedPaths: ['/api/health']
+    }
+    httpSettings: { requireHttps: true }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: authClientId
+          openIdIssuer: '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'
+        }
+        validation: {
+          allowedAudiences: authAudiences
+          defaultAuthorizationPolicy: {
+            allowedApplications: authAllowedClientApplications
+            allowedPrincipals: empty(authAllowedPrincipals) ? {} : { identities: authAllowedPrincipals }
+          }
+        }
+      }
+    }
+    // Callers send bearer tokens; there is no sign-in session whose tokens would need keeping.
+    login: { tokenStore: { enabled: false } }
+  }
+}
+
 output name string = site.name
+output url string = 'https://${site.properties.defaultHostName}'

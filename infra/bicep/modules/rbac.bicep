@@ -1,14 +1,25 @@
-// Least privilege, data plane only: the app's identity (and optionally the deploying user) gets exactly the roles
-// its connections use — Cosmos DB Built-in Data Contributor on the account; Storage Blob Data Owner, Queue and
-// Table Data Contributor (the host, its deployment package, Durable's Azure Storage provider); Monitoring Metrics
-// Publisher (telemetry with local auth off); Durable Task Data Contributor on the scheduler when there is one.
+// Least privilege, data plane only, each role at the narrowest scope that works:
+// - the app's identity (and optionally the deploying user, for local runs against the deployed account): Cosmos DB
+//   Built-in Data Contributor on the app's one database, not the account;
+// - the app's identity on the host storage account: Storage Blob Data Owner (what the Functions host asks of an
+//   identity-based AzureWebJobsStorage), Table Data Contributor (the host's diagnostic events; Durable's Azure
+//   Storage provider), Queue Data Contributor only with that provider (nothing else here uses queues);
+// - Monitoring Metrics Publisher on Application Insights (telemetry with local auth off);
+// - Durable Task Data Contributor on the app's task hub (not the whole scheduler) when the scheduler is chosen.
+// The deploying user gets no storage role: `azd deploy` posts the package to the app's deployment endpoint with an
+// ARM token, and the platform writes it to the deployment container as the app's identity (functionapp.bicep);
+// local runs keep their host storage on Azurite (infra/scripts/write-local-settings.sh).
 param principalIds array
 param appPrincipalId string
-param userPrincipalId string
 param cosmosAccountName string
+@description('The one database the app uses (containers.json): the Cosmos DB data role\'s scope.')
+param cosmosDatabaseName string
 param storageAccountName string
+@description('Durable Functions keeps its state in the host storage account (queues, tables, blobs).')
+param durableAzureStorage bool
 param appInsightsName string
 param schedulerName string
+param taskHubName string
 
 var roles = {
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
@@ -30,20 +41,29 @@ resource appInsights 'Microsoft.Insights/components@2020-02-02' existing = {
   name: appInsightsName
 }
 
+// A data-plane scope is a path below the account: /dbs/<database> holds every container the app reads and writes
+// (leases included), and the change feed processor reads the database's metadata, so no narrower scope fits.
+var cosmosDatabaseScope = '${cosmos.id}/dbs/${cosmosDatabaseName}'
+
 resource cosmosData 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2024-11-15' = [
   for p in principalIds: {
     parent: cosmos
-    name: guid(cosmosDataContributor, p, cosmos.id)
+    name: guid(cosmosDataContributor, p, cosmosDatabaseScope)
     properties: {
       principalId: p
       roleDefinitionId: '${cosmos.id}/sqlRoleDefinitions/${cosmosDataContributor}'
-      scope: cosmos.id
+      scope: cosmosDatabaseScope
     }
   }
 ]
 
+var storageRoleIds = concat(
+  [roles.storageBlobDataOwner, roles.storageTableDataContributor],
+  durableAzureStorage ? [roles.storageQueueDataContributor] : []
+)
+
 resource storageRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
-  for role in [roles.storageBlobDataOwner, roles.storageQueueDataContributor, roles.storageTableDataContributor]: {
+  for role in storageRoleIds: {
     scope: storage
     name: guid(storage.id, appPrincipalId, role)
     properties: {
@@ -53,16 +73,6 @@ resource storageRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
     }
   }
 ]
-
-resource userBlobRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(userPrincipalId)) {
-  scope: storage
-  name: guid(storage.id, userPrincipalId, roles.storageBlobDataOwner)
-  properties: {
-    principalId: userPrincipalId
-    principalType: 'User'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataOwner)
-  }
-}
 
 resource metrics 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   scope: appInsights
@@ -78,9 +88,14 @@ resource scheduler 'Microsoft.DurableTask/schedulers@2026-02-01' existing = if (
   name: empty(schedulerName) ? 'none' : schedulerName
 }
 
+resource taskHub 'Microsoft.DurableTask/schedulers/taskHubs@2026-02-01' existing = if (!empty(schedulerName)) {
+  parent: scheduler
+  name: taskHubName
+}
+
 resource schedulerRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(schedulerName)) {
-  scope: scheduler
-  name: guid(schedulerName, appPrincipalId, roles.durableTaskDataContributor)
+  scope: taskHub
+  name: guid(schedulerName, taskHubName, appPrincipalId, roles.durableTaskDataContributor)
   properties: {
     principalId: appPrincipalId
     principalType: 'ServicePrincipal'

@@ -53,12 +53,21 @@ export async function createWithResult<T extends ItemDefinition>(
   }
 }
 
+export interface ReadOptions {
+  /** Stops the read (the SDK's abortSignal): it then rejects with an AbortError. */
+  signal?: AbortSignal;
+}
+
+/** Reads an item; a missing one is `undefined`. */
 export async function readItem<T extends ItemDefinition>(
   container: Container,
   id: string,
   partitionKey: PartitionKey,
+  options: ReadOptions = {},
 ): Promise<Stored<T> | undefined> {
-  const res = await container.item(id, partitionKey).read<T>();
+  const res = await container
+    .item(id, partitionKey)
+    .read<T>(options.signal ? { abortSignal: options.signal } : undefined);
   return res.statusCode === 404 ? undefined : (res.resource as Stored<T>);
 }
 

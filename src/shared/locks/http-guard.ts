@@ -11,6 +11,11 @@ export interface GuardedResponse {
   status: number;
   headers?: Record<string, string>;
   body?: unknown;
+  /**
+   * The handler committed its work in one atomic, conditional write after its last look at the signal: its answer
+   * stands even when the lock was lost after that write (answering LockLost would deny a write that happened).
+   */
+  committed?: boolean;
 }
 
 export interface LockGuardOptions {
@@ -29,7 +34,7 @@ export interface LockGuardOptions {
  * Runs a mutating request under the lock `name`. Contention → 409/503 + Retry-After (seconds, rounded up).
  * An invalid lock name (it usually comes from the URL) → 400 InvalidLockName. The handler gets an AbortSignal
  * that fires if the lock is lost mid-request; it must write nothing more, and the request then answers 503
- * LockLost. A release that fails after the handler finished is logged, and the handler's response stands:
+ * LockLost — unless the handler's response says `committed` (its one atomic write happened before the loss). A release that fails after the handler finished is logged, and the handler's response stands:
  * the work is committed, and the lock lapses by its TTL.
  */
 export async function guardWithLock(
@@ -69,6 +74,7 @@ export async function guardWithLock(
   try {
     response = await handler(signal, lock);
     if (
+      !response.committed &&
       lock.signal.aborted &&
       lock.signal.reason instanceof LockLostError &&
       lock.signal.reason.reason !== "released"

@@ -1,75 +1,32 @@
 import { randomUUID } from "node:crypto";
-import { createClientLogger } from "@azure/logger";
+import { type BatchWrite, commitBatch } from "../cosmos/batch.js";
 import { AlreadyExistsError, NotFoundError, PreconditionFailedError, statusOf } from "../cosmos/errors.js";
-import { createItem, readItem, removeItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
-import { isCosmosFeedError } from "../errors.js";
-import { type GuardedResponse, guardWithLock } from "../locks/index.js";
+import { readItem, type Stored } from "../cosmos/occ.js";
+import { defaultOccRetryPolicy } from "../cosmos/retry.js";
+import { guardWithLock } from "../locks/index.js";
 import type { AppContext } from "./context.js";
 import {
   ApiError,
   applyMergePatch,
-  type OperationDocument,
   type OperationKind,
+  operationPath,
   parseJsonObject,
   parseOperationId,
   parseResourceName,
   parseSubscriptionId,
   type ResourceDocument,
   type ResourceInput,
-  resourcePath,
   toOperationView,
   tooLarge,
   toResourceView,
   validatePatchShape,
   validateResourceInput,
 } from "./model.js";
+import { finished, newOperation, pendingOperationOf, readOperation, supersededBy } from "./operations.js";
+import { type ApiRequest, type ApiResponse, answer, noteOperation } from "./request.js";
+import { CONTINUATION_LIMIT_KB, decodeSkipToken, encodeSkipToken } from "./skipToken.js";
 
-const logger = createClientLogger("cosmos-feed-app");
-
-/** A transport-neutral request: functions/ adapts the Functions HttpRequest to it. */
-export interface ApiRequest {
-  /** The full request URL (its origin builds Azure-AsyncOperation and nextLink). */
-  url: string;
-  /** A header by (case-insensitive) name, or null. */
-  header(name: string): string | null;
-  /** The body as text (read only for PUT and PATCH, after Content-Length is checked). */
-  text(): Promise<string>;
-  /** The route's parameters. */
-  params: Record<string, string | undefined>;
-  signal?: AbortSignal;
-}
-
-export type ApiResponse = GuardedResponse;
-
-const errorBody = (code: string, message: string) => ({ error: { code, message } });
-
-/**
- * Runs `work` and turns what it throws into the API's answer: ApiError → its status with `{ error: { code,
- * message } }`; the library's typed errors → their status; Cosmos throttling → 429/503 + Retry-After; anything
- * else → 500 InternalServerError (logged), never an unhandled throw.
- */
-async function answer(work: () => Promise<ApiResponse>): Promise<ApiResponse> {
-  try {
-    return await work();
-  } catch (e) {
-    if (e instanceof ApiError) return { status: e.statusCode, body: errorBody(e.code, e.message) };
-    if (isCosmosFeedError(e)) {
-      // The library refused on the server's side (a missing or misconfigured container, …): not the client's fault.
-      logger.error(`Request failed: ${e.code}: ${e.message}`);
-      return { status: 500, body: errorBody(e.code, e.message) };
-    }
-    const s = statusOf(e);
-    if (s === 429 || s === 503) {
-      return {
-        status: 503,
-        headers: { "Retry-After": "1" },
-        body: errorBody("ServiceBusy", "The database is busy; retry shortly."),
-      };
-    }
-    logger.error(`Request failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-    return { status: 500, body: errorBody("InternalServerError", "The request failed; it can be retried.") };
-  }
-}
+export type { ApiRequest, ApiResponse, RequestLog } from "./request.js";
 
 /** Conditional headers: If-Match (an etag or *), If-None-Match (only * : create only). */
 interface Conditions {
@@ -98,10 +55,26 @@ function checkConditions(c: Conditions, current: Stored<ResourceDocument> | unde
   }
 }
 
+/**
+ * The body as a JSON object: a declared Content-Length over the limit is refused before reading (a wrong one is
+ * harmless: the bytes read are measured again), then size, depth and syntax are checked before anything walks it.
+ */
 async function readBody(req: ApiRequest, maxBytes: number): Promise<Record<string, unknown>> {
   const declared = Number(req.header("content-length"));
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  return parseJsonObject(await req.text(), maxBytes);
+  let text: string;
+  try {
+    text = await req.text();
+  } catch (e) {
+    // Only the request stream fails here (a client that went away mid-body): the client's side, not a 500.
+    req.signal?.throwIfAborted();
+    throw new ApiError(
+      400,
+      "InvalidBody",
+      `The body could not be read: ${(e as Error)?.message ?? String(e)}`,
+    );
+  }
+  return parseJsonObject(text, maxBytes);
 }
 
 /** The lock every mutation of a subscription takes. */
@@ -109,8 +82,8 @@ export function subscriptionLockName(subscriptionId: string): string {
   return `subscription-${subscriptionId}`;
 }
 
-function operationUrl(req: ApiRequest, operationId: string): string {
-  return `${new URL(req.url).origin}/api/operations/${operationId}`;
+function operationUrl(req: ApiRequest, sub: string, operationId: string): string {
+  return `${new URL(req.url).origin}/api${operationPath(sub, operationId)}`;
 }
 
 export class ResourceApi {
@@ -119,43 +92,40 @@ export class ResourceApi {
   private get resources() {
     return this.ctx.containers.resources;
   }
-  private get operations() {
-    return this.ctx.containers.operations;
-  }
 
   /** `PUT /subscriptions/{sub}/resources/{name}`: create (201) or replace (200); async operation headers. */
   put(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
       const input = validateResourceInput(await readBody(req, this.ctx.settings.maxRequestBodyBytes));
-      return this.mutate(req, sub, async (signal) => {
-        const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      return this.mutate(req, sub, name, (current) => {
         checkConditions(conditions, current, name);
         if (current?.provisioningState === "Deleting") throw deleting(name);
-        return this.write(req, sub, name, current, input, current ? "Replace" : "Create", signal);
+        return { input, kind: current ? "Replace" : "Create", status: current ? 200 : 201 };
       });
     });
   }
 
   /** `PATCH …/{name}`: JSON merge patch (RFC 7396) of properties and tags; 202 with the updated resource. */
   patch(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
       const patch = await readBody(req, this.ctx.settings.maxRequestBodyBytes);
       validatePatchShape(patch);
-      return this.mutate(req, sub, async (signal) => {
-        const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      return this.mutate(req, sub, name, (current) => {
         if (!current) throw notFound(sub, name);
         checkConditions(conditions, current, name);
         if (current.provisioningState === "Deleting") throw deleting(name);
         const merged = applyMergePatch({ properties: current.properties, tags: current.tags }, patch);
-        const input = validateResourceInput(merged as Record<string, unknown>);
-        const res = await this.write(req, sub, name, current, input, "Update", signal);
-        return { ...res, status: 202 };
+        return {
+          input: validateResourceInput(merged as Record<string, unknown>),
+          kind: "Update",
+          status: 202,
+        };
       });
     });
   }
@@ -165,30 +135,30 @@ export class ResourceApi {
    * it); a resource already Deleting answers 202 with its operation; a missing one 204.
    */
   delete(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
       const conditions = conditionsOf(req);
-      return this.mutate(req, sub, async (signal) => {
-        const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      return this.mutate(req, sub, name, (current) => {
         if (!current && conditions.ifMatch === undefined) return { status: 204 };
         checkConditions(conditions, current, name);
         if (!current) return { status: 204 };
         if (current.provisioningState === "Deleting") {
-          return { status: 202, headers: this.asyncHeaders(req, current.operationId, current._etag) };
+          return { status: 202, headers: this.asyncHeaders(req, sub, current.operationId, current._etag) };
         }
-        const res = await this.write(req, sub, current.name, current, undefined, "Delete", signal);
-        return { status: 202, headers: res.headers };
+        return { input: undefined, kind: "Delete", status: 202, withoutBody: true };
       });
     });
   }
 
   /** `GET …/{name}`. */
   get(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const name = parseResourceName(req.params.resourceName);
-      const doc = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub);
+      const doc = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub, {
+        signal: req.signal,
+      });
       if (!doc) throw notFound(sub, name);
       return { status: 200, headers: { ETag: doc._etag }, body: toResourceView(doc) };
     });
@@ -196,7 +166,7 @@ export class ResourceApi {
 
   /** `GET /subscriptions/{sub}/resources[?$top=n&$skipToken=…]`: one page and a nextLink while more remain. */
   list(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
       const sub = parseSubscriptionId(req.params.subscriptionId);
       const url = new URL(req.url);
       const topText = url.searchParams.get("$top");
@@ -209,17 +179,19 @@ export class ResourceApi {
         );
       }
       const skipToken = url.searchParams.get("$skipToken");
-      let continuationToken: string | undefined;
-      if (skipToken !== null) {
-        continuationToken = Buffer.from(skipToken, "base64url").toString("utf8");
-        if (!continuationToken) throw invalidSkipToken();
-      }
+      const continuationToken = skipToken === null ? undefined : decodeSkipToken(skipToken, sub);
       const iterator = this.resources.items.query<Stored<ResourceDocument>>(
         {
           query: "SELECT * FROM c WHERE c.subscriptionId = @sub AND c.docType = 'resource'",
           parameters: [{ name: "@sub", value: sub }],
         },
-        { partitionKey: sub, maxItemCount: top, continuationToken },
+        {
+          partitionKey: sub,
+          maxItemCount: top,
+          continuationToken,
+          continuationTokenLimitInKB: CONTINUATION_LIMIT_KB,
+          abortSignal: req.signal,
+        },
       );
       let page: Awaited<ReturnType<typeof iterator.fetchNext>>;
       try {
@@ -233,7 +205,7 @@ export class ResourceApi {
       if (next) {
         const link = new URL(url);
         link.searchParams.set("$top", String(top));
-        link.searchParams.set("$skipToken", Buffer.from(next, "utf8").toString("base64url"));
+        link.searchParams.set("$skipToken", encodeSkipToken(sub, next));
         nextLink = link.toString();
       }
       return {
@@ -243,54 +215,83 @@ export class ResourceApi {
     });
   }
 
-  /** `GET /operations/{id}`. */
+  /** `GET /subscriptions/{sub}/operations/{id}`. */
   getOperation(req: ApiRequest): Promise<ApiResponse> {
-    return answer(async () => {
+    return answer(req, async () => {
+      const sub = parseSubscriptionId(req.params.subscriptionId);
       const id = parseOperationId(req.params.operationId);
-      const op = await readItem<OperationDocument>(this.operations, id, id);
+      noteOperation(req, id);
+      const op = await readOperation(this.ctx, sub, id, req.signal);
       if (!op) throw new ApiError(404, "OperationNotFound", `Operation '${id}' does not exist.`);
       return { status: 200, body: toOperationView(op) };
     });
   }
 
+  /**
+   * Under the subscription lock: read the resource, let `plan` decide (an answer without a write, or the write to
+   * make), and commit it. A lost race with the provisioning work (412/409/404 on the batch) re-reads and re-plans,
+   * boundedly; losing every attempt is 409 Conflict.
+   */
   private mutate(
     req: ApiRequest,
     sub: string,
-    work: (signal: AbortSignal) => Promise<ApiResponse>,
+    name: string,
+    plan: (current: Stored<ResourceDocument> | undefined) => PlannedWrite | ApiResponse,
   ): Promise<ApiResponse> {
-    return guardWithLock(this.ctx.locks, subscriptionLockName(sub), (signal) => answer(() => work(signal)), {
-      waitMs: this.ctx.settings.lockWaitMs,
-      contentionStatus: this.ctx.settings.lockContentionStatus as 409 | 503,
-      signal: req.signal,
-    });
+    return guardWithLock(
+      this.ctx.locks,
+      subscriptionLockName(sub),
+      (signal) =>
+        answer(req, () =>
+          defaultOccRetryPolicy.run(
+            async () => {
+              const current = await readItem<ResourceDocument>(this.resources, name.toLowerCase(), sub, {
+                signal,
+              });
+              const planned = plan(current);
+              if (!("kind" in planned)) return planned;
+              return this.write(req, sub, name, current, planned, signal);
+            },
+            {
+              signal,
+              isRetryable: (e) =>
+                e instanceof AlreadyExistsError ||
+                e instanceof PreconditionFailedError ||
+                e instanceof NotFoundError,
+              onExhausted: () =>
+                new ApiError(409, "Conflict", `Resource '${name}' kept changing during the request; retry.`),
+            },
+          ),
+        ),
+      {
+        waitMs: this.ctx.settings.lockWaitMs,
+        contentionStatus: this.ctx.settings.lockContentionStatus as 409 | 503,
+        signal: req.signal,
+      },
+    );
   }
 
   /**
-   * Under the lock: the operation document first, then the resource (create, or replace If-Match the etag just
-   * read — never a blind upsert). If the resource write fails, the operation is removed again, so a refused
-   * mutation leaves nothing behind.
+   * One transactional batch in the subscription's partition: the new operation (Accepted), the resource naming it
+   * (created, or replaced If-Match the ETag just read — never a blind upsert), and the operation it supersedes
+   * marked Canceled (If-Match). All or nothing: an answered mutation always has its operation, and no operation is
+   * left behind by a newer one, whatever the change feed later coalesces; a refused or crashed one wrote nothing.
    */
   private async write(
     req: ApiRequest,
     sub: string,
     name: string,
     current: Stored<ResourceDocument> | undefined,
-    input: ResourceInput | undefined,
-    kind: OperationKind,
+    planned: PlannedWrite,
     signal: AbortSignal,
   ): Promise<ApiResponse> {
+    const superseded = await pendingOperationOf(this.ctx, current);
     const now = new Date().toISOString();
     const displayName = current?.name ?? name;
-    const op: OperationDocument = {
-      id: randomUUID(),
-      subscriptionId: sub,
-      resourceName: displayName,
-      resourceId: resourcePath(sub, displayName),
-      kind,
-      status: "Accepted",
-      startTime: now,
-      lastUpdatedTime: now,
-    };
+    const operationId = randomUUID();
+    noteOperation(req, operationId);
+    const { kind, input } = planned;
+    const op = newOperation(operationId, sub, displayName, kind, now, this.ctx.settings.operationTtlSeconds);
     const doc: ResourceDocument = {
       id: displayName.toLowerCase(),
       subscriptionId: sub,
@@ -299,42 +300,50 @@ export class ResourceApi {
       properties: input?.properties ?? (current as ResourceDocument).properties,
       tags: input?.tags ?? (current as ResourceDocument).tags,
       provisioningState: kind === "Delete" ? "Deleting" : "Accepted",
-      operationId: op.id,
+      operationId,
       createdAt: current?.createdAt ?? now,
       lastModifiedAt: now,
     };
-    signal.throwIfAborted();
-    await createItem(this.operations, op);
-    let stored: Stored<ResourceDocument>;
-    try {
-      signal.throwIfAborted();
-      stored = current
-        ? (await replaceIfMatch(this.resources, doc.id, sub, doc, current._etag)).resource
-        : await createItem(this.resources, doc);
-    } catch (e) {
-      await removeItem(this.operations, op.id, op.id).catch((cleanup: unknown) => {
-        logger.warning(`Could not remove operation ${op.id} of a refused write: ${String(cleanup)}`);
-      });
-      if (
-        e instanceof AlreadyExistsError ||
-        e instanceof PreconditionFailedError ||
-        e instanceof NotFoundError
-      ) {
-        throw new ApiError(409, "Conflict", `Resource '${name}' changed during the request; retry.`);
-      }
-      throw e;
+    const writes: BatchWrite[] = [
+      { kind: "create", body: op },
+      current
+        ? { kind: "replace", id: doc.id, body: doc, etag: current._etag }
+        : { kind: "create", body: doc },
+    ];
+    if (superseded) {
+      const canceled = finished(superseded, "Canceled", now, supersededBy({ operationId, kind }));
+      writes.push({ kind: "replace", id: superseded.id, body: canceled, etag: superseded._etag });
     }
+    // The last look at the lock: past this point the batch either commits whole or not at all.
+    signal.throwIfAborted();
+    const [, stored] = await commitBatch(this.resources, sub, writes);
+    const resource = stored as Stored<ResourceDocument>;
     return {
-      status: current ? 200 : 201,
-      headers: this.asyncHeaders(req, op.id, stored._etag),
-      body: toResourceView(stored),
+      status: planned.status,
+      headers: this.asyncHeaders(req, sub, operationId, resource._etag),
+      ...(planned.withoutBody ? {} : { body: toResourceView(resource) }),
+      committed: true,
     };
   }
 
-  private asyncHeaders(req: ApiRequest, operationId: string, etag: string): Record<string, string> {
-    const url = operationUrl(req, operationId);
+  private asyncHeaders(
+    req: ApiRequest,
+    sub: string,
+    operationId: string,
+    etag: string,
+  ): Record<string, string> {
+    const url = operationUrl(req, sub, operationId);
     return { ETag: etag, "Azure-AsyncOperation": url, Location: url };
   }
+}
+
+/** What a mutation writes: the resource input (none for a delete), the operation's kind, the answer's status. */
+interface PlannedWrite {
+  input: ResourceInput | undefined;
+  kind: OperationKind;
+  status: number;
+  /** DELETE answers 202 without the resource. */
+  withoutBody?: boolean;
 }
 
 function notFound(sub: string, name: string): ApiError {
@@ -346,5 +355,9 @@ function deleting(name: string): ApiError {
 }
 
 function invalidSkipToken(): ApiError {
-  return new ApiError(400, "InvalidSkipToken", "$skipToken is not a token this API returned.");
+  return new ApiError(
+    400,
+    "InvalidSkipToken",
+    "$skipToken is not a token this API returned: the database refused it.",
+  );
 }

@@ -6,7 +6,7 @@ export {
   lockReport,
   type PrefixReport,
 } from "./admin.js";
-export { type ApiRequest, type ApiResponse, ResourceApi, subscriptionLockName } from "./api.js";
+export { ResourceApi, subscriptionLockName } from "./api.js";
 export { type AppContext, appContext, createAppContext, openAppContext } from "./context.js";
 export * from "./model.js";
 export {
@@ -36,3 +36,5 @@ export {
   startOrchestrations,
   updateSummaries,
 } from "./reactions.js";
+export { type ApiRequest, type ApiResponse, answer, type RequestLog } from "./request.js";
+export { decodeSkipToken, encodeSkipToken, MAX_SKIP_TOKEN_CHARS } from "./skipToken.js";

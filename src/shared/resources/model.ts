@@ -46,9 +46,17 @@ export interface ResourceDocument {
 
 export type OperationKind = "Create" | "Replace" | "Update" | "Delete";
 
-/** An asynchronous operation's status document. Partition key: /id. */
+/**
+ * An asynchronous operation's status document. It lives beside its resource in the resources container
+ * (partition key /subscriptionId), so one transactional batch can accept a mutation and cancel the operation it
+ * supersedes (see operations.ts).
+ */
 export interface OperationDocument {
+  /** `op:<operationId>` (operations.ts operationDocId). */
   id: string;
+  docType: "operation";
+  /** The operation's UUID: what URLs and the resource's `operationId` name. */
+  operationId: string;
   subscriptionId: string;
   resourceName: string;
   /** The ARM path of the resource. */
@@ -67,6 +75,8 @@ export interface OperationDocument {
   attempts?: Record<string, number>;
   /** Why the operation failed or was canceled (ARM's error shape). */
   error?: { code: string; message: string };
+  /** Seconds after its last write until the service deletes it (OPERATION_TTL_SECONDS). */
+  ttl: number;
 }
 
 export const OPERATION_STATUSES = ["Accepted", "Running", "Succeeded", "Failed", "Canceled"] as const;
@@ -118,10 +128,50 @@ export function parseOperationId(value: unknown): string {
   return value.toLowerCase();
 }
 
-/** Parses a JSON body of at most `maxBytes`: empty, oversize, malformed or non-object bodies are 400s. */
+/**
+ * The deepest nesting of objects and arrays a request body may have. The resource schema needs 2 (the body, then
+ * `properties` or `tags`); the slack keeps the precise field error (InvalidBody naming the field) for a value
+ * nested a few levels too deep, while every walk of the parsed body (merge, validation, the SDK's serializer) and
+ * the service's own 128-level item limit stay far away. A protocol bound, not a tuning knob: hence no setting.
+ */
+export const MAX_BODY_DEPTH = 32;
+
+/**
+ * The deepest nesting of objects and arrays in JSON text (brackets outside strings), in one linear pass without
+ * recursion: it runs before JSON.parse, so a body nested 10,000 deep is refused before anything walks it.
+ */
+export function jsonNestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c)
+        i++; // a backslash escapes the next character (\" does not end the string)
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x7b || ch === 0x5b) {
+      if (++depth > max) max = depth;
+    } else if (ch === 0x7d || ch === 0x5d) depth--;
+  }
+  return max;
+}
+
+/**
+ * Parses a JSON body of at most `maxBytes`: empty, oversize, too deeply nested (MAX_BODY_DEPTH), malformed or
+ * non-object bodies are 400s.
+ */
 export function parseJsonObject(text: string, maxBytes: number): Record<string, unknown> {
   if (Buffer.byteLength(text, "utf8") > maxBytes) throw tooLarge(maxBytes);
   if (text.trim() === "") throw bad("MissingBody", "The request needs a JSON body.");
+  const depth = jsonNestingDepth(text);
+  if (depth > MAX_BODY_DEPTH) {
+    throw bad(
+      "BodyTooDeep",
+      `The body nests objects and arrays ${depth} levels deep; the limit is ${MAX_BODY_DEPTH}.`,
+    );
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -207,15 +257,35 @@ export function validatePatchShape(patch: Record<string, unknown>): void {
   if (isObject(patch.properties)) rejectUnknown(patch.properties, PROPERTY_FIELDS, "properties.");
 }
 
-/** RFC 7396 JSON merge patch: objects merge, null removes, anything else replaces. */
+/**
+ * RFC 7396 JSON merge patch: objects merge, null removes, anything else replaces. Iterative (an explicit stack of
+ * the objects still to merge), so no patch depth can overflow the call stack; neither input is modified. Keys are
+ * defined as own properties, so a key such as `__proto__` is data, never a prototype change.
+ */
 export function applyMergePatch(target: unknown, patch: unknown): unknown {
   if (!isObject(patch)) return patch;
-  const out: Record<string, unknown> = isObject(target) ? { ...target } : {};
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete out[key];
-    else out[key] = applyMergePatch(out[key], value);
+  const root: Record<string, unknown> = isObject(target) ? { ...target } : {};
+  const pending: [Record<string, unknown>, Record<string, unknown>][] = [[root, patch]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [out, part] = next;
+    for (const [key, value] of Object.entries(part)) {
+      if (value === null) {
+        delete out[key];
+      } else if (isObject(value)) {
+        const own = Object.hasOwn(out, key) ? out[key] : undefined;
+        const merged: Record<string, unknown> = isObject(own) ? { ...own } : {};
+        defineOwn(out, key, merged);
+        pending.push([merged, value]);
+      } else {
+        defineOwn(out, key, value);
+      }
+    }
   }
-  return out;
+  return root;
+}
+
+function defineOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 export function resourcePath(subscriptionId: string, name: string): string {
@@ -235,10 +305,15 @@ export function toResourceView(doc: ResourceDocument & { _etag?: string }) {
   };
 }
 
+/** The operation's path under the API's route prefix (its URL is the host's origin + `/api` + this). */
+export function operationPath(subscriptionId: string, operationId: string): string {
+  return `/subscriptions/${subscriptionId}/operations/${operationId}`;
+}
+
 export function toOperationView(op: OperationDocument) {
   return {
-    id: `/operations/${op.id}`,
-    name: op.id,
+    id: operationPath(op.subscriptionId, op.operationId),
+    name: op.operationId,
     status: op.status,
     resourceId: op.resourceId,
     operation: op.kind,

@@ -1,16 +1,18 @@
+import { type BatchWrite, commitBatch } from "../cosmos/batch.js";
 import { NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
-import { deleteIfMatch, readItem, updateItem } from "../cosmos/occ.js";
+import { readItem, type Stored, updateItem } from "../cosmos/occ.js";
+import { defaultOccRetryPolicy } from "../cosmos/retry.js";
 import type { AppContext } from "./context.js";
 import {
   ApiError,
   isTerminalOperation,
-  type OperationDocument,
   type ProvisioningState,
   parseOperationId,
   parseResourceName,
   parseSubscriptionId,
   type ResourceDocument,
 } from "./model.js";
+import { finished, readOperation, updateOperation } from "./operations.js";
 import { refreshSummary } from "./reactions.js";
 
 /** The durable functions of the resource provider: two orchestrations and their activities. */
@@ -85,19 +87,23 @@ const now = () => new Date().toISOString();
 
 /**
  * Checks that the operation is still the resource's latest and not finished, then marks it Running at `step`
- * (and the resource Provisioning when it was Accepted). A superseded or finished operation is left as it is —
- * marked Canceled when a newer operation replaced it. Idempotent.
+ * (and the resource Provisioning when it was Accepted). A finished operation is left as it is; one that is not
+ * the resource's latest (the API cancels a superseded operation in the batch that supersedes it, so this is a
+ * belt-and-braces check) is marked Canceled. Idempotent.
  */
 export async function validateStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
 ): Promise<ValidateResult> {
-  const { resources, operations } = ctx.containers;
-  const op = await readItem<OperationDocument>(operations, input.operationId, input.operationId);
+  const op = await readOperation(ctx, input.subscriptionId, input.operationId);
   if (!op) return { proceed: false, reason: `operation ${input.operationId} does not exist (expired?)` };
   if (isTerminalOperation(op.status)) return { proceed: false, reason: `operation is already ${op.status}` };
-  const resource = await readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId);
+  const resource = await readItem<ResourceDocument>(
+    ctx.containers.resources,
+    input.resourceId,
+    input.subscriptionId,
+  );
   if (!resource || resource.operationId !== input.operationId) {
     const reason = resource
       ? `operation ${resource.operationId} replaced this one`
@@ -117,21 +123,16 @@ export async function setStep(
   orchestration: { name: string; instanceId: string },
   step: string,
 ): Promise<void> {
-  await updateItem<OperationDocument>(
-    ctx.containers.operations,
-    input.operationId,
-    input.operationId,
-    (op) => {
-      if (isTerminalOperation(op.status)) return undefined;
-      if (op.status === "Running" && op.orchestration?.step === step) return undefined;
-      return {
-        ...op,
-        status: "Running",
-        lastUpdatedTime: now(),
-        orchestration: { ...orchestration, step },
-      };
-    },
-  );
+  await updateOperation(ctx, input.subscriptionId, input.operationId, (op) => {
+    if (isTerminalOperation(op.status)) return undefined;
+    if (op.status === "Running" && op.orchestration?.step === step) return undefined;
+    return {
+      ...op,
+      status: "Running",
+      lastUpdatedTime: now(),
+      orchestration: { ...orchestration, step },
+    };
+  });
 }
 
 /** Sets the resource's state if this operation is still its latest; false when it is not (or it is gone). */
@@ -174,15 +175,11 @@ export async function provisionStep(
 ): Promise<{ attempt: number }> {
   await setStep(ctx, input, orchestration, "provision");
   let attempt = 0;
-  await updateItem<OperationDocument>(
-    ctx.containers.operations,
-    input.operationId,
-    input.operationId,
-    (op) => {
-      attempt = (op.attempts?.provision ?? 0) + 1;
-      return { ...op, attempts: { ...op.attempts, provision: attempt }, lastUpdatedTime: now() };
-    },
-  );
+  const found = await updateOperation(ctx, input.subscriptionId, input.operationId, (op) => {
+    attempt = (op.attempts?.provision ?? 0) + 1;
+    return { ...op, attempts: { ...op.attempts, provision: attempt }, lastUpdatedTime: now() };
+  });
+  if (!found) throw new Error(`Operation ${input.operationId} does not exist (expired?).`);
   const resource = await readItem<ResourceDocument>(
     ctx.containers.resources,
     input.resourceId,
@@ -198,66 +195,89 @@ export async function provisionStep(
   return { attempt };
 }
 
-/** Marks the resource Succeeded and the operation Succeeded (when it is still the resource's latest). */
+/** Marks the resource and the operation Succeeded together (when the operation is still the resource's latest). */
 export async function finalizeStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
 ): Promise<void> {
   await setStep(ctx, input, orchestration, "finalize");
-  const current = await setResourceState(ctx, input, "Succeeded");
-  if (current) await finishOperation(ctx, input, "Succeeded");
-  else {
-    await finishOperation(ctx, input, "Canceled", {
-      code: "Superseded",
-      message: "A newer operation replaced this one before it finished.",
-    });
-  }
+  await settle(ctx, input, "Succeeded", (r) => ({
+    kind: "replace",
+    id: r.id,
+    body: { ...r, provisioningState: "Succeeded" },
+    etag: r._etag,
+  }));
 }
 
-/** Marks the resource Failed and the operation Failed with `error`. */
+/** Marks the resource and the operation Failed with `error`, together. */
 export async function failStep(
   ctx: AppContext,
   input: ProvisioningInput,
   error: { code: string; message: string },
 ): Promise<void> {
-  await setResourceState(ctx, input, "Failed");
-  await finishOperation(ctx, input, "Failed", error);
+  await settle(
+    ctx,
+    input,
+    "Failed",
+    (r) => ({ kind: "replace", id: r.id, body: { ...r, provisioningState: "Failed" }, etag: r._etag }),
+    error,
+  );
 }
 
-/** Removes the resource if this delete operation is still its latest; the operation Succeeds either way. */
+/** Removes the resource and Succeeds the operation together, if this delete is still the resource's latest. */
 export async function deprovisionStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
 ): Promise<{ deleted: boolean }> {
   await setStep(ctx, input, orchestration, "deprovision");
+  const outcome = await settle(ctx, input, "Succeeded", (r) => ({ kind: "delete", id: r.id, etag: r._etag }));
+  // The latest-version change feed shows no delete: the summary is recounted here.
+  if (outcome === "settled") await refreshSummary(ctx, input.subscriptionId);
+  return { deleted: outcome === "settled" };
+}
+
+/**
+ * Ends the operation with `status` in one transactional batch with its resource's last change (`change`), while
+ * the operation is still the resource's latest: the resource's terminal state and its operation's can never
+ * disagree, whatever crashes between. A superseded operation is Canceled instead, and one whose resource is gone
+ * ends with `status` (a retried delete whose first attempt committed). A lost race re-reads (bounded).
+ */
+async function settle(
+  ctx: AppContext,
+  input: ProvisioningInput,
+  status: "Succeeded" | "Failed",
+  change: (resource: Stored<ResourceDocument>) => BatchWrite,
+  error?: { code: string; message: string },
+): Promise<"settled" | "superseded" | "gone" | "finished"> {
   const { resources } = ctx.containers;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const r = await readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId);
-    if (!r) {
-      await finishOperation(ctx, input, "Succeeded");
-      return { deleted: false };
-    }
-    if (r.operationId !== input.operationId) {
-      await finishOperation(ctx, input, "Canceled", {
-        code: "Superseded",
-        message: `operation ${r.operationId} replaced this delete`,
-      });
-      return { deleted: false };
-    }
-    try {
-      await deleteIfMatch(resources, r.id, r.subscriptionId, r._etag);
-      // The latest-version change feed shows no delete: the summary is recounted here.
-      await refreshSummary(ctx, input.subscriptionId);
-      await finishOperation(ctx, input, "Succeeded");
-      return { deleted: true };
-    } catch (e) {
-      if (e instanceof NotFoundError) continue;
-      if (!(e instanceof PreconditionFailedError)) throw e;
-    }
-  }
-  throw new Error(`The resource kept changing while being deleted (operation ${input.operationId}).`);
+  return defaultOccRetryPolicy.run(
+    async () => {
+      const op = await readOperation(ctx, input.subscriptionId, input.operationId);
+      if (!op || isTerminalOperation(op.status)) return "finished";
+      const resource = await readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId);
+      const at = now();
+      if (!resource || resource.operationId !== input.operationId) {
+        const ending = resource
+          ? finished(op, "Canceled", at, {
+              code: "Superseded",
+              message: `Operation ${resource.operationId} replaced this one before it finished.`,
+            })
+          : finished(op, status, at, error);
+        await commitBatch(resources, input.subscriptionId, [
+          { kind: "replace", id: op.id, body: ending, etag: op._etag },
+        ]);
+        return resource ? "superseded" : "gone";
+      }
+      await commitBatch(resources, input.subscriptionId, [
+        change(resource),
+        { kind: "replace", id: op.id, body: finished(op, status, at, error), etag: op._etag },
+      ]);
+      return "settled";
+    },
+    { isRetryable: (e) => e instanceof PreconditionFailedError || e instanceof NotFoundError },
+  );
 }
 
 async function finishOperation(
@@ -266,26 +286,8 @@ async function finishOperation(
   status: "Succeeded" | "Failed" | "Canceled",
   error?: { code: string; message: string },
 ): Promise<void> {
-  try {
-    await updateItem<OperationDocument>(
-      ctx.containers.operations,
-      input.operationId,
-      input.operationId,
-      (op) => {
-        if (isTerminalOperation(op.status)) return undefined;
-        const at = now();
-        return {
-          ...op,
-          status,
-          lastUpdatedTime: at,
-          endTime: at,
-          ...(op.orchestration ? { orchestration: { ...op.orchestration, step: "done" } } : {}),
-          ...(error ? { error } : {}),
-        };
-      },
-    );
-  } catch (e) {
-    // The operation expired (TTL): nothing left to record on.
-    if (!(e instanceof NotFoundError)) throw e;
-  }
+  // A missing operation (expired by TTL) has nothing left to record on.
+  await updateOperation(ctx, input.subscriptionId, input.operationId, (op) =>
+    isTerminalOperation(op.status) ? undefined : finished(op, status, now(), error),
+  );
 }

@@ -1,13 +1,9 @@
-import { AlreadyExistsError, NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
-import { createItem, readItem, replaceIfMatch, type Stored, updateItem } from "../cosmos/occ.js";
+import { AlreadyExistsError, PreconditionFailedError } from "../cosmos/errors.js";
+import { createItem, readItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
 import { defaultOccRetryPolicy } from "../cosmos/retry.js";
 import type { AppContext } from "./context.js";
-import {
-  isNonTerminal,
-  type OperationDocument,
-  type ProvisioningState,
-  type ResourceDocument,
-} from "./model.js";
+import { isNonTerminal, type ProvisioningState, type ResourceDocument } from "./model.js";
+import { updateOperation } from "./operations.js";
 import { orchestrationInstanceId, provisioningRequestFor } from "./provisioning.js";
 
 /** The two change feed consumers of the resources container: one lease container, a prefix each. */
@@ -53,21 +49,19 @@ export async function recordReactions(ctx: AppContext, documents: unknown[]): Pr
     }
     const etag = d._etag;
     let changed = false;
-    try {
-      await updateItem<OperationDocument>(ctx.containers.operations, d.operationId, d.operationId, (op) => {
-        // The first sighting is what is recorded: later changes of the same operation (the orchestration's own
-        // Provisioning → Succeeded) and redeliveries leave it.
-        if (op.observed) return undefined;
-        changed = true;
-        const at = new Date().toISOString();
-        return {
-          ...op,
-          lastUpdatedTime: at,
-          observed: { at, provisioningState: d.provisioningState, resourceEtag: etag },
-        };
-      });
-    } catch (e) {
-      if (!(e instanceof NotFoundError)) throw e;
+    const found = await updateOperation(ctx, d.subscriptionId, d.operationId, (op) => {
+      // The first sighting is what is recorded: later changes of the same operation (the orchestration's own
+      // Provisioning → Succeeded) and redeliveries leave it.
+      if (op.observed) return undefined;
+      changed = true;
+      const at = new Date().toISOString();
+      return {
+        ...op,
+        lastUpdatedTime: at,
+        observed: { at, provisioningState: d.provisioningState, resourceEtag: etag },
+      };
+    });
+    if (!found) {
       out.missingOperation++;
       continue;
     }

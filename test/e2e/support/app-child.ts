@@ -31,6 +31,29 @@ export async function buildAppFolder(appDir: string): Promise<void> {
   symlinkSync(join(repoRoot, "node_modules"), join(appDir, "node_modules"), "dir");
 }
 
+/**
+ * The app settings the e2e tests run the dev host with: feed poll 100 ms, lease renew/acquire 1 s, expiry 5 s (the
+ * settings' minimum), lock TTL 3 s (the minimum), request bodies ≤ 1024 bytes, short retry and durable intervals;
+ * containers made by the app on first use (COSMOS_ENSURE_CONTAINERS), as a user of a separate emulator does.
+ */
+export const FAST_APP_SETTINGS: Readonly<Record<string, string>> = {
+  COSMOS_ENSURE_CONTAINERS: "true",
+  FEED_POLL_DELAY_MS: "100",
+  LEASE_ACQUIRE_INTERVAL_MS: "1000",
+  LEASE_RENEW_INTERVAL_MS: "1000",
+  LEASE_EXPIRATION_INTERVAL_MS: "5000",
+  LOCK_TTL_SECONDS: "3",
+  MAX_REQUEST_BODY_BYTES: "1024",
+  TRIGGER_RETRY_MIN_INTERVAL_MS: "100",
+  TRIGGER_RETRY_MAX_INTERVAL_MS: "1000",
+  ACTIVITY_FIRST_RETRY_INTERVAL_MS: "100",
+  DURABLE_FEED_POLL_DELAY_MS: "100",
+  DURABLE_LEASE_ACQUIRE_INTERVAL_MS: "500",
+  DURABLE_LEASE_RENEW_INTERVAL_MS: "500",
+  DURABLE_LEASE_EXPIRATION_INTERVAL_MS: "3000",
+  DURABLE_TIMER_SCAN_INTERVAL_MS: "500",
+};
+
 export interface AppChild {
   child: ChildProcess;
   /** e.g. http://127.0.0.1:40123 */
@@ -49,7 +72,7 @@ export interface AppChild {
 export async function startAppChild(options: {
   appDir: string;
   connectionString: string;
-  env: Record<string, string>;
+  env: Readonly<Record<string, string>>;
   children: ChildProcess[];
   startTimeoutMs?: number;
 }): Promise<AppChild> {

@@ -1,0 +1,110 @@
+import { NotFoundError } from "../cosmos/errors.js";
+import { readItem, type Stored, updateItem } from "../cosmos/occ.js";
+import type { AppContext } from "./context.js";
+import {
+  isTerminalOperation,
+  type OperationDocument,
+  type OperationKind,
+  type ResourceDocument,
+  resourcePath,
+} from "./model.js";
+
+// Operations live in the resources container, in their resource's partition (the subscription), so the write
+// that accepts a mutation — the new operation, the resource naming it, and the superseded operation marked
+// Canceled — is one transactional batch: no crash, and no change the latest-version feed coalesces away, can
+// leave an acknowledged operation without an owner that drives it to a terminal state.
+
+/** Operation document ids: `op:<uuid>`. Resource ids are names, which never contain ':' — no collision. */
+export function operationDocId(operationId: string): string {
+  return `op:${operationId}`;
+}
+
+/** A new operation, Accepted; it expires `ttlSeconds` after its last write (the container has TTL on). */
+export function newOperation(
+  operationId: string,
+  sub: string,
+  resourceName: string,
+  kind: OperationKind,
+  now: string,
+  ttlSeconds: number,
+): OperationDocument {
+  return {
+    id: operationDocId(operationId),
+    docType: "operation",
+    operationId,
+    subscriptionId: sub,
+    resourceName,
+    resourceId: resourcePath(sub, resourceName),
+    kind,
+    status: "Accepted",
+    startTime: now,
+    lastUpdatedTime: now,
+    ttl: ttlSeconds,
+  };
+}
+
+/** The operation ended: its terminal status, end time, and why (for Failed and Canceled). */
+export function finished(
+  op: OperationDocument,
+  status: "Succeeded" | "Failed" | "Canceled",
+  at: string,
+  error?: { code: string; message: string },
+): OperationDocument {
+  return {
+    ...op,
+    status,
+    lastUpdatedTime: at,
+    endTime: at,
+    ...(op.orchestration ? { orchestration: { ...op.orchestration, step: "done" } } : {}),
+    ...(error ? { error } : {}),
+  };
+}
+
+/** Why an operation was canceled by a newer one. */
+export function supersededBy(next: { operationId: string; kind: OperationKind }): {
+  code: string;
+  message: string;
+} {
+  return {
+    code: "Superseded",
+    message: `Operation ${next.operationId} (${next.kind}) replaced this one before it finished.`,
+  };
+}
+
+export function readOperation(
+  ctx: AppContext,
+  sub: string,
+  operationId: string,
+  signal?: AbortSignal,
+): Promise<Stored<OperationDocument> | undefined> {
+  return readItem<OperationDocument>(ctx.containers.resources, operationDocId(operationId), sub, { signal });
+}
+
+/** The operation a resource names, while it is not finished (what a newer mutation must cancel). */
+export async function pendingOperationOf(
+  ctx: AppContext,
+  resource: ResourceDocument | undefined,
+): Promise<Stored<OperationDocument> | undefined> {
+  if (!resource?.operationId) return undefined;
+  const op = await readOperation(ctx, resource.subscriptionId, resource.operationId);
+  return op && !isTerminalOperation(op.status) ? op : undefined;
+}
+
+/**
+ * Read → change → replace If-Match of one operation (`mutate` returns undefined to leave it). A missing one
+ * (expired) is left alone: false.
+ */
+export async function updateOperation(
+  ctx: AppContext,
+  sub: string,
+  operationId: string,
+  mutate: (op: Stored<OperationDocument>) => OperationDocument | undefined,
+): Promise<boolean> {
+  try {
+    await updateItem<OperationDocument>(ctx.containers.resources, operationDocId(operationId), sub, mutate);
+    return true;
+  } catch (e) {
+    if (e instanceof NotFoundError) return false;
+    throw e;
+  }
+}

@@ -1,0 +1,281 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Container } from "@azure/cosmos";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { OperationDocument, ResourceDocument } from "../../src/shared/resources/index.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { seededRandom } from "../support/prng.js";
+import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "./support/app-child.js";
+
+// The promise docs/app.md makes ("The rule: every acknowledged operation ends"), held under a storm: 1,000
+// concurrent PUT/PATCH/DELETE from a seeded generator against the compiled app on a `cosmos-feed start` child, on
+// one subscription and then over 100. Quick PUT→PATCH and PUT→DELETE pairs are the case the latest-version change
+// feed coalesces (the trigger never sees the overwritten version). Afterwards:
+// - every operation any answer named ends (Succeeded, Failed or Canceled), and no operation document at all is left
+//   unfinished (acknowledged or not);
+// - each resource's final state is its last acknowledged write: for a PUT/PATCH the stored resource is exactly
+//   that answer's body, Succeeded, naming that operation; for a DELETE the resource is gone;
+// - every earlier operation of the resource ended before or by that one (superseded ones Canceled).
+// The wait is bounded generously (the outcome is judged, not the time; the time is printed and measured in
+// bench:app).
+
+const scratch = mkdtempSync(join(tmpdir(), "cosmos-feed-terminal-"));
+const appDir = join(scratch, "app");
+const children: ChildProcess[] = [];
+let emu: TestEmulator;
+let host: AppChild;
+let resources: Container;
+
+/** The storm's requests start within this window (ms). */
+const STORM_SPREAD_MS = 3_000;
+
+/** How long the test waits for the storm's operations to end before failing (an outcome bound, not a judgement). */
+const SETTLE_BOUND_MS = 150_000;
+
+beforeAll(async () => {
+  [emu] = await Promise.all([startTestEmulator(), buildAppFolder(appDir)]);
+  resources = emu.client.database("cosmos-feed-app").container("resources");
+  host = await startAppChild({
+    appDir,
+    connectionString: emu.emulator.connectionString,
+    // The default lock TTL (the e2e's 3 s is for its crash test).
+    env: { ...FAST_APP_SETTINGS, LOCK_TTL_SECONDS: "10" },
+    children,
+  });
+}, 90_000);
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  await emu?.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+interface Ack {
+  sub: string;
+  name: string;
+  method: string;
+  status: number;
+  operationId: string;
+  /** The resource the answer carried (PUT, PATCH). */
+  // biome-ignore lint/suspicious/noExplicitAny: compared field by field with the stored resource
+  body?: any;
+}
+
+/** One request of the storm; an acknowledged mutation (2xx naming an operation) is recorded. */
+async function send(
+  sub: string,
+  name: string,
+  method: string,
+  body: unknown,
+  acks: Ack[],
+  tally: Map<string, number>,
+) {
+  const res = await fetch(`${host.baseUrl}/api/subscriptions/${sub}/resources/${name}`, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(120_000),
+  });
+  const text = await res.text();
+  const code = res.status >= 400 && text ? ` ${JSON.parse(text).error?.code}` : "";
+  if (res.status === 503) expect(res.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+  tally.set(`${res.status}${code}`, (tally.get(`${res.status}${code}`) ?? 0) + 1);
+  const url = res.headers.get("azure-asyncoperation");
+  if (res.status >= 200 && res.status < 300 && url) {
+    const operationId = url.split("/").pop() as string;
+    expect(url).toBe(`${host.baseUrl}/api/subscriptions/${sub}/operations/${operationId}`);
+    acks.push({
+      sub,
+      name,
+      method,
+      status: res.status,
+      operationId,
+      body: text ? JSON.parse(text) : undefined,
+    });
+  }
+}
+
+/**
+ * Answers ≥ 500 other than the documented "retry" ones: 503 LockLost (the lock lapsed under load before the write;
+ * nothing was written) and 503 ServiceBusy (throttled), each with Retry-After.
+ */
+function serverErrors(tally: Map<string, number>): string[] {
+  return [...tally.keys()].filter((s) => s >= "500" && s !== "503 LockLost" && s !== "503 ServiceBusy");
+}
+
+/** 1,000 requests at once: for each, a random subscription and name, and a PUT, PATCH or DELETE. */
+async function storm(
+  seed: number,
+  subs: string[],
+  names: string[],
+): Promise<{ acks: Ack[]; tally: Map<string, number> }> {
+  const random = seededRandom(seed);
+  const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)] as T;
+  const acks: Ack[] = [];
+  const tally = new Map<string, number>();
+  const requests = Array.from({ length: 1000 }, (_, i) => {
+    const sub = pick(subs);
+    const name = pick(names);
+    const r = random();
+    if (r < 0.45) {
+      const sku = pick(["basic", "standard", "premium"]);
+      return () =>
+        send(
+          sub,
+          name,
+          "PUT",
+          { properties: { sku, nodeCount: 1 + (i % 100) }, tags: { i: String(i) } },
+          acks,
+          tally,
+        );
+    }
+    if (r < 0.8)
+      return () =>
+        send(
+          sub,
+          name,
+          "PATCH",
+          { properties: { nodeCount: 1 + (i % 100) }, tags: { p: String(i) } },
+          acks,
+          tally,
+        );
+    return () => send(sub, name, "DELETE", undefined, acks, tally);
+  });
+  // All in flight together, their starts spread over STORM_SPREAD_MS (seeded): sent in one instant, the first
+  // lock holder would see every other request of its subscription refused, leaving nothing to supersede.
+  const offsets = requests.map(() => Math.floor(random() * STORM_SPREAD_MS));
+  await Promise.all(
+    requests.map(async (r, i) => {
+      await new Promise((resolve) => setTimeout(resolve, offsets[i]));
+      await r();
+    }),
+  );
+  return { acks, tally };
+}
+
+async function operationsOf(subs: string[]): Promise<Map<string, OperationDocument>> {
+  const { resources: ops } = await resources.items
+    .query<OperationDocument>({
+      query: "SELECT * FROM c WHERE c.docType = 'operation' AND ARRAY_CONTAINS(@subs, c.subscriptionId)",
+      parameters: [{ name: "@subs", value: subs }],
+    })
+    .fetchAll();
+  return new Map(ops.map((o) => [o.operationId, o]));
+}
+
+const finishedStatuses = new Set(["Succeeded", "Failed", "Canceled"]);
+
+/** Waits until no operation of `subs` is unfinished; returns them all, and how long it took (printed only). */
+async function settled(subs: string[]): Promise<{ ops: Map<string, OperationDocument>; ms: number }> {
+  const started = Date.now();
+  for (;;) {
+    const ops = await operationsOf(subs);
+    const open = [...ops.values()].filter((o) => !finishedStatuses.has(o.status));
+    if (open.length === 0) return { ops, ms: Date.now() - started };
+    if (Date.now() - started > SETTLE_BOUND_MS) {
+      throw new Error(
+        `${open.length} operation(s) still unfinished, e.g. ${JSON.stringify(open.slice(0, 3))}\n${host.output().slice(-4000)}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function checkFinalStates(subs: string[], acks: Ack[]): Promise<void> {
+  const { ops, ms } = await settled(subs);
+  console.log(
+    `${acks.length} acknowledged operation(s) on ${subs.length} subscription(s) all ended ${ms} ms after the storm`,
+  );
+  // Every operation an answer named exists and ended.
+  for (const a of acks) {
+    const op = ops.get(a.operationId);
+    expect(op, `operation ${a.operationId} of ${a.method} ${a.sub}/${a.name}`).toBeDefined();
+    expect(finishedStatuses.has(op?.status as string)).toBe(true);
+  }
+  // Per resource: its acknowledged operations in commit order (start times strictly follow the commits, docs/app.md).
+  const byResource = new Map<string, Ack[]>();
+  for (const a of acks) {
+    const key = `${a.sub}/${a.name.toLowerCase()}`;
+    const list = byResource.get(key) ?? [];
+    if (!list.some((b) => b.operationId === a.operationId)) list.push(a);
+    byResource.set(key, list);
+  }
+  const start = (a: Ack) => Date.parse((ops.get(a.operationId) as OperationDocument).startTime);
+  for (const [key, list] of byResource) {
+    list.sort((x, y) => start(x) - start(y));
+    const last = list[list.length - 1] as Ack;
+    const lastOp = ops.get(last.operationId) as OperationDocument;
+    const [sub, id] = key.split("/") as [string, string];
+    const { resource: stored } = await resources.item(id, sub).read<ResourceDocument>();
+    if (last.method === "DELETE") {
+      expect(stored, `${key}: its last acknowledged write was a DELETE`).toBeUndefined();
+      expect(lastOp.status).toBe("Succeeded");
+    } else {
+      expect(stored?.operationId, `${key}: the stored resource names the last acknowledged operation`).toBe(
+        last.operationId,
+      );
+      expect(stored?.provisioningState).toBe("Succeeded");
+      expect(lastOp.status).toBe("Succeeded");
+      const { provisioningState: _p, ...properties } = last.body.properties;
+      expect(stored?.properties).toEqual(properties);
+      expect(stored?.tags).toEqual(last.body.tags);
+    }
+    // Every earlier one ended no later than the last one started: superseded ones as Canceled.
+    for (const earlier of list.slice(0, -1)) {
+      const op = ops.get(earlier.operationId) as OperationDocument;
+      expect(Date.parse(op.endTime as string)).toBeLessThanOrEqual(Date.parse(lastOp.endTime as string));
+      if (op.status === "Canceled") expect(op.error?.code).toBe("Superseded");
+    }
+  }
+}
+
+describe("every acknowledged operation ends, whatever the change feed coalesces", () => {
+  it("1,000 concurrent PUT/PATCH/DELETE on one subscription", async () => {
+    const subs = ["storm-one"];
+    const { acks, tally } = await storm(19, subs, ["a", "b", "c", "d"]);
+    console.log(`one subscription: answers by status ${JSON.stringify(Object.fromEntries(tally))}`);
+    expect(serverErrors(tally)).toEqual([]);
+    expect(acks.length).toBeGreaterThan(1);
+    await checkFinalStates(subs, acks);
+  });
+
+  it("1,000 concurrent PUT/PATCH/DELETE over 100 subscriptions", async () => {
+    const subs = Array.from({ length: 100 }, (_, i) => `storm-many-${i}`);
+    const { acks, tally } = await storm(20, subs, ["x", "y"]);
+    console.log(`100 subscriptions: answers by status ${JSON.stringify(Object.fromEntries(tally))}`);
+    expect(serverErrors(tally)).toEqual([]);
+    expect(acks.length).toBeGreaterThan(100);
+    await checkFinalStates(subs, acks);
+    expect(host.child.exitCode).toBeNull();
+  });
+
+  it("quick PUT → PATCH and PUT → DELETE pairs, one after another: the PUT's operation is Canceled, the last one Succeeds", async () => {
+    const acks: Ack[] = [];
+    const tally = new Map<string, number>();
+    const subs = ["pairs"];
+    for (let i = 0; i < 9; i++) {
+      await send("pairs", `p${i}`, "PUT", { properties: { sku: "basic" } }, acks, tally);
+      await send(
+        "pairs",
+        `p${i}`,
+        i % 3 === 2 ? "DELETE" : "PATCH",
+        i % 3 === 2 ? undefined : { properties: { nodeCount: 3 } },
+        acks,
+        tally,
+      );
+    }
+    expect(acks).toHaveLength(18);
+    await checkFinalStates(subs, acks);
+    const ops = await operationsOf(subs);
+    for (let i = 0; i < 18; i += 2) {
+      const put = ops.get((acks[i] as Ack).operationId) as OperationDocument;
+      const next = ops.get((acks[i + 1] as Ack).operationId) as OperationDocument;
+      expect(next.status).toBe("Succeeded");
+      // The PUT was superseded before it finished (Canceled, naming the next one), or had finished before it began.
+      if (put.status === "Canceled") expect(put.error?.message).toContain(next.operationId);
+      else expect(Date.parse(put.endTime as string)).toBeLessThanOrEqual(Date.parse(next.startTime));
+    }
+  });
+});
