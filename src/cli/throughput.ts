@@ -7,9 +7,23 @@ import { CliInputError } from "./leases.js";
  * offers API — manual RU/s or the autoscale maximum — with what the lease cost model says a lease container needs.
  */
 
+/** A database's shared throughput, as a container without its own uses it. */
+export interface SharedThroughput {
+  database: string;
+  mode: "manual" | "autoscale";
+  /** Manual RU/s, or the autoscale floor. */
+  throughput: number | null;
+  autoscaleMaxThroughput: number | null;
+}
+
 export interface ThroughputReport {
   resource: string;
   mode: "manual" | "autoscale" | "none";
+  /**
+   * For a container without throughput of its own (mode "none"): its database's shared throughput, or null when the
+   * database has none either (serverless, or a container the emulator created without throughput).
+   */
+  sharedFromDatabase?: SharedThroughput | null;
   /** Manual RU/s, or the autoscale floor (10 % of the maximum). */
   throughput: number | null;
   autoscaleMaxThroughput: number | null;
@@ -75,10 +89,19 @@ export async function throughput(
     report.throughput = now.content?.offerThroughput ?? null;
     const min = Number(read.headers["x-ms-cosmos-min-throughput"]);
     report.minimumThroughput = Number.isFinite(min) && min > 0 ? min : null;
-  } else if (o.set !== undefined || o.autoscale !== undefined) {
-    throw new CliInputError(
-      `${resource} has no throughput of its own (serverless, or shared at the database): nothing to change.`,
-    );
+  } else {
+    if (o.container) {
+      const { resource: dbOffer } = await db.readOffer();
+      report.sharedFromDatabase = dbOffer
+        ? {
+            database: o.database,
+            mode: dbOffer.content?.offerAutopilotSettings?.maxThroughput ? "autoscale" : "manual",
+            throughput: dbOffer.content?.offerThroughput ?? null,
+            autoscaleMaxThroughput: dbOffer.content?.offerAutopilotSettings?.maxThroughput ?? null,
+          }
+        : null;
+    }
+    if (o.set !== undefined || o.autoscale !== undefined) throw new CliInputError(nothingToChange(report));
   }
   if (o.model) {
     const r = tune(o.model);
@@ -93,10 +116,32 @@ export async function throughput(
   return report;
 }
 
+function describeShared(s: SharedThroughput): string {
+  return s.mode === "autoscale"
+    ? `autoscale, max ${s.autoscaleMaxThroughput} RU/s`
+    : `manual ${s.throughput} RU/s`;
+}
+
+/** Why a resource without an offer has nothing to change, and what to do instead (one line). */
+export function nothingToChange(r: ThroughputReport): string {
+  if (r.sharedFromDatabase) {
+    const db = r.sharedFromDatabase.database;
+    return `${r.resource} has no throughput of its own: it shares database ${db}'s (${describeShared(r.sharedFromDatabase)}); change that one, without --container.`;
+  }
+  if (r.sharedFromDatabase === null) {
+    return `${r.resource} has no throughput, nor has its database: nothing to change. On the embedded emulator a container created without throughput (as the dev host's are) has none and is never throttled; on Azure, a serverless account has none.`;
+  }
+  return `database ${r.resource} has no shared throughput: its containers have their own, if any (use --container <name>).`;
+}
+
 export function formatThroughput(r: ThroughputReport): string {
   const lines = [
     r.mode === "none"
-      ? `${r.resource}: no throughput of its own (serverless, or shared at the database)`
+      ? r.sharedFromDatabase
+        ? `${r.resource}: no throughput of its own; shares database ${r.sharedFromDatabase.database}'s ${describeShared(r.sharedFromDatabase)}`
+        : r.sharedFromDatabase === null
+          ? `${r.resource}: no throughput, nor has its database (a container the emulator created without throughput — never throttled — or a serverless account)`
+          : `${r.resource}: no shared throughput (its containers have their own, if any)`
       : r.mode === "autoscale"
         ? `${r.resource}: autoscale, max ${r.autoscaleMaxThroughput} RU/s (floor ${r.throughput} RU/s)`
         : `${r.resource}: manual, ${r.throughput} RU/s`,

@@ -13,7 +13,9 @@ import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emu
 const run = promisify(execFile);
 let t: TestEmulator;
 let db: Database;
-const cli = (args: string[]) =>
+/** A database with shared throughput (400 RU/s) and a container without its own. */
+let sharedDb: Database;
+const cliOn = (database: string, args: string[]) =>
   run(
     process.execPath,
     [
@@ -22,17 +24,24 @@ const cli = (args: string[]) =>
       "--connection",
       t.emulator.connectionString,
       "--database",
-      db.id,
+      database,
       ...args,
     ],
     { cwd: repoRoot },
   );
+const cli = (args: string[]) => cliOn(db.id, args);
+const fail = async (cmd: Promise<unknown>) =>
+  (await cmd.catch((e: unknown) => e)) as { code: number; stderr: string };
 
 beforeAll(async () => {
   t = await startTestEmulator();
   db = (await t.client.databases.create({ id: uniqueName("tp") })).database;
   await db.containers.create({ id: "manual", partitionKey: "/id" }, { offerThroughput: 400 });
   await db.containers.create({ id: "auto", partitionKey: "/id", maxThroughput: 4000 });
+  // As the dev host creates the app's containers on the emulator: no throughput, in a database without any.
+  await db.containers.create({ id: "bare", partitionKey: "/id" });
+  sharedDb = (await t.client.databases.create({ id: uniqueName("tpshared"), throughput: 400 })).database;
+  await sharedDb.containers.create({ id: "sharing", partitionKey: "/id" });
 });
 afterAll(async () => {
   await t?.close();
@@ -66,16 +75,43 @@ describe("cosmos-feed throughput", () => {
   });
 
   it("refuses with one line: the wrong mode, a value the service refuses, a missing container", async () => {
-    const fail = async (args: string[]) =>
-      (await cli(args).catch((e: unknown) => e)) as { code: number; stderr: string };
-    const wrongMode = await fail(["--container", "auto", "--set", "800"]);
+    const wrongMode = await fail(cli(["--container", "auto", "--set", "800"]));
     expect(wrongMode.code).toBe(1);
     expect(wrongMode.stderr).toContain("uses autoscale");
-    const refused = await fail(["--container", "manual", "--set", "450"]);
+    const refused = await fail(cli(["--container", "manual", "--set", "450"]));
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split("\n")).toHaveLength(1);
     expect(refused.stderr).toContain("refused by the service");
-    const missing = await fail(["--container", "nope"]);
+    const missing = await fail(cli(["--container", "nope"]));
     expect(missing.stderr).toContain("does not exist");
+  });
+
+  it("a container without throughput in a database without any (the dev host's): says so, not 'shared'", async () => {
+    const read = JSON.parse((await cli(["--container", "bare", "--json"])).stdout);
+    expect(read).toMatchObject({ mode: "none", throughput: null, sharedFromDatabase: null });
+    expect((await cli(["--container", "bare"])).stdout).toContain("no throughput, nor has its database");
+    const set = await fail(cli(["--container", "bare", "--set", "800"]));
+    expect(set.code).toBe(1);
+    expect(set.stderr.trim().split("\n")).toHaveLength(1);
+    expect(set.stderr).toContain("has no throughput, nor has its database");
+    expect(set.stderr).toContain("created without throughput (as the dev host's are)");
+    expect(set.stderr).not.toContain("shared");
+    const database = await fail(cli(["--set", "800"]));
+    expect(database.stderr).toContain(`database ${db.id} has no shared throughput`);
+  });
+
+  it("a container sharing its database's throughput: names the database's offer and where to change it", async () => {
+    const read = JSON.parse((await cliOn(sharedDb.id, ["--container", "sharing", "--json"])).stdout);
+    expect(read).toMatchObject({
+      mode: "none",
+      sharedFromDatabase: { database: sharedDb.id, mode: "manual", throughput: 400 },
+    });
+    const set = await fail(cliOn(sharedDb.id, ["--container", "sharing", "--set", "800"]));
+    expect(set.code).toBe(1);
+    expect(set.stderr).toContain(
+      `it shares database ${sharedDb.id}'s (manual 400 RU/s); change that one, without --container`,
+    );
+    const dbSet = JSON.parse((await cliOn(sharedDb.id, ["--set", "800", "--json"])).stdout);
+    expect(dbSet).toMatchObject({ mode: "manual", throughput: 800, changed: { from: 400, to: 800 } });
   });
 });

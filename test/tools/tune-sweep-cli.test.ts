@@ -35,6 +35,22 @@ describe("cosmos-feed tune --sweep", () => {
     expect(readFileSync(join(dir, "expiration.png")).subarray(0, 8)).toEqual(PNG_SIGNATURE);
   });
 
+  it("without --svg, writes tune-sweep.svg and .png into the working directory, names git ignores", async () => {
+    const cwd = mkdtempSync(join(dir, "cwd-"));
+    const { stdout } = await run(
+      process.execPath,
+      [join(repoRoot, "bin", "cosmos-feed.js"), "tune", "--sweep", "feedPollDelay=1s..5s:3"],
+      { cwd },
+    );
+    expect(stdout.trim().split("\n").slice(-2)).toEqual(["chart: tune-sweep.svg", "chart: tune-sweep.png"]);
+    expect(existsSync(join(cwd, "tune-sweep.svg"))).toBe(true);
+    expect(readFileSync(join(cwd, "tune-sweep.png")).subarray(0, 8)).toEqual(PNG_SIGNATURE);
+    // Run in the repository, they would not show as changes: git check-ignore prints each path it ignores.
+    const paths = ["tune-sweep.svg", "tune-sweep.png", "docs/tune-sweep.svg"];
+    const ignored = await run("git", ["check-ignore", ...paths], { cwd: repoRoot });
+    expect(ignored.stdout.trim().split("\n")).toEqual(paths);
+  });
+
   it("--png names the PNG, --no-png skips it; --json says which", async () => {
     const named = join(dir, "named.png");
     const { stdout } = await tune([

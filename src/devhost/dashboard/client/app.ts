@@ -11,7 +11,7 @@ import type {
   RuData,
   TriggerLeases,
 } from "../types.js";
-import { clock, duration, ru, shortOwner } from "./format.js";
+import { clock, duration, interval, ru, shortOwner } from "./format.js";
 import { plotGeometry } from "./plot.js";
 
 type Child = Node | string | number | null | undefined | false;
@@ -304,7 +304,7 @@ async function poll(): Promise<void> {
     if (!res.ok) throw new Error(`state answered ${res.status}`);
     const state = (await res.json()) as DashboardState;
     render(state);
-    setStatus(`updated ${clock(state.generatedAt)} · every ${duration(pollMs)}`, false);
+    setStatus(`updated ${clock(state.generatedAt)} · every ${interval(pollMs)}`, false);
   } catch (e) {
     // The dev host stopped or restarts: keep the last picture, say so, keep trying.
     setStatus(`no answer from the dev host (${e instanceof Error ? e.message : String(e)}); retrying`, true);

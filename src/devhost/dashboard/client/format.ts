@@ -10,6 +10,14 @@ export function duration(ms: number): string {
   return `${sign}${Math.round(a / 3_600_000)} h`;
 }
 
+/**
+ * A configured interval as set, not rounded: "500 ms", "1.5 s", "2 s", "1.25 s" (the status line says how often the
+ * page refreshes; `duration` would show the default 1500 ms as "2 s").
+ */
+export function interval(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(2))} s`;
+}
+
 /** RU figures: two decimals below 10, one below 100, none above. */
 export function ru(n: number): string {
   if (n < 10) return n.toFixed(2);

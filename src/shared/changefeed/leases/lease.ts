@@ -19,7 +19,8 @@ export type { LeaseShape } from "./shape.js";
 
 /**
  * Lease documents exactly as the .NET v3 Change Feed Processor (and the Azure Functions Cosmos DB trigger)
- * writes them: see ../shared/reference/change-feed-leases.md §2–§3. Leases written by the Java SDK are read
+ * writes them (azure-cosmos-dotnet-v3, Microsoft.Azure.Cosmos/src/ChangeFeedProcessor/LeaseManagement:
+ * DocumentServiceLeaseCore, DocumentServiceLeaseCoreEpk). Leases written by the Java SDK are read
  * too and rewritten in their own shape (`LeaseShape`).
  */
 
