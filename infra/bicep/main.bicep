@@ -84,6 +84,10 @@ param listPageSize int = 50
 param maxRequestBodyBytes int = 65536
 @description('OPERATION_TTL_SECONDS (s).')
 param operationTtlSeconds int = 604800
+@description('OPERATION_STALL_SECONDS (s).')
+param operationStallSeconds int = 300
+@description('OPERATION_RECONCILE_SCHEDULE (six-field NCRONTAB).')
+param operationReconcileSchedule string = '0 * * * * *'
 @description('ACTIVITY_MAX_ATTEMPTS (count).')
 param activityMaxAttempts int = 3
 @description('ACTIVITY_FIRST_RETRY_INTERVAL_MS (ms).')
@@ -180,6 +184,8 @@ module api 'modules/functionapp.bicep' = {
       LIST_PAGE_SIZE: string(listPageSize)
       MAX_REQUEST_BODY_BYTES: string(maxRequestBodyBytes)
       OPERATION_TTL_SECONDS: string(operationTtlSeconds)
+      OPERATION_STALL_SECONDS: string(operationStallSeconds)
+      OPERATION_RECONCILE_SCHEDULE: operationReconcileSchedule
       ACTIVITY_MAX_ATTEMPTS: string(activityMaxAttempts)
       ACTIVITY_FIRST_RETRY_INTERVAL_MS: string(activityFirstRetryIntervalMs)
       LAG_REPORT_SCHEDULE: lagReportSchedule

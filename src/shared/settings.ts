@@ -188,6 +188,25 @@ export const SETTINGS = {
     description:
       "How long an operation's status stays readable after its last write (its document's ttl; 7 days by default, as ARM keeps operation statuses).",
   },
+  operationStallSeconds: {
+    kind: "integer",
+    setting: "OPERATION_STALL_SECONDS",
+    unit: "s",
+    default: 300,
+    min: 30,
+    max: 86_400,
+    description:
+      "An unfinished operation whose last write is older than this is reconciled by the reconcileOperations timer: its orchestration started if it never was, the operation ended if its orchestration ended without ending it.",
+  },
+  operationReconcileSchedule: {
+    kind: "string",
+    setting: "OPERATION_RECONCILE_SCHEDULE",
+    unit: "ncrontab",
+    default: "0 * * * * *",
+    pattern: /^\S+( \S+){5}$/,
+    description:
+      "When the reconcileOperations timer looks for stalled operations: six-field NCRONTAB (seconds first).",
+  },
   lagReportSchedule: {
     kind: "string",
     setting: "LAG_REPORT_SCHEDULE",

@@ -5,8 +5,10 @@ import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OperationDocument, ResourceDocument } from "../../src/shared/resources/index.js";
+import { newOperation } from "../../src/shared/resources/operations.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { seededRandom } from "../support/prng.js";
+import { until } from "../support/until.js";
 import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "./support/app-child.js";
 
 // The promise docs/app.md makes ("The rule: every acknowledged operation ends"), held under a storm: 1,000
@@ -41,7 +43,13 @@ beforeAll(async () => {
     appDir,
     connectionString: emu.emulator.connectionString,
     // The default lock TTL (the e2e's 3 s is for its crash test).
-    env: { ...FAST_APP_SETTINGS, LOCK_TTL_SECONDS: "10" },
+    // The stalled-operation net every 2 s, for operations not written for 30 s (the settings' minimum).
+    env: {
+      ...FAST_APP_SETTINGS,
+      LOCK_TTL_SECONDS: "10",
+      OPERATION_RECONCILE_SCHEDULE: "*/2 * * * * *",
+      OPERATION_STALL_SECONDS: "30",
+    },
     children,
   });
 }, 90_000);
@@ -293,5 +301,32 @@ describe("every acknowledged operation ends, whatever the change feed coalesces"
       if (put.status === "Canceled") expect(put.error?.message).toContain(next.operationId);
       else expect(Date.parse(put.endTime as string)).toBeLessThanOrEqual(Date.parse(next.startTime));
     }
+  });
+
+  it("the reconcileOperations timer (with its durable client input) ends an operation nothing drives", async () => {
+    const acks: Ack[] = [];
+    await send("orphans", "o1", "PUT", { properties: { sku: "basic" } }, acks, new Map());
+    await checkFinalStates(["orphans"], acks);
+    // What no API path writes: an unfinished operation its resource does not name, last written 10 minutes ago.
+    const past = new Date(Date.now() - 600_000).toISOString();
+    const orphan = newOperation(
+      "33333333-3333-4333-8333-333333333333",
+      "orphans",
+      "o1",
+      "Update",
+      past,
+      3600,
+    );
+    await resources.items.create(orphan);
+    const ended = await until(
+      "the timer to cancel the orphan",
+      async () => {
+        const { resource } = await resources.item(orphan.id, "orphans").read<OperationDocument>();
+        return resource?.status === "Canceled" ? resource : undefined;
+      },
+      60_000,
+    );
+    expect(ended.error?.code).toBe("Superseded");
+    expect(host.output()).toMatch(/Stalled operations: 1; .*ended \(superseded or resource gone\): 1/);
   });
 });

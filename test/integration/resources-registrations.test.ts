@@ -26,8 +26,17 @@ it("registers every function with its route or trigger options, knobs from the e
       "functions/reactions.ts",
       "functions/admin.ts",
       "functions/provisioning.ts",
+      "functions/reconcile.ts",
     ],
-    { cwd: root, env: { ...process.env, FEED_POLL_DELAY_MS: "250", TRIGGER_MAX_RETRY_COUNT: "3" } },
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        FEED_POLL_DELAY_MS: "250",
+        TRIGGER_MAX_RETRY_COUNT: "3",
+        OPERATION_RECONCILE_SCHEDULE: "30 */2 * * * *",
+      },
+    },
   );
   const regs = JSON.parse(stdout) as Registration[];
   const trigger = (name: string) => {
@@ -53,6 +62,7 @@ it("registers every function with its route or trigger options, knobs from the e
       "provisionResource",
       "putResource",
       "reactToResources",
+      "reconcileOperations",
       "reportLag",
       "summarizeResources",
       "validateResource",
@@ -91,6 +101,10 @@ it("registers every function with its route or trigger options, knobs from the e
   // The reactions trigger starts orchestrations: it declares the durable client input (df.getClient needs it).
   const reactions = regs.find((r) => r.name === "reactToResources");
   expect(Object.values(reactions?.bindings ?? {}).map((b) => b.type)).toContain("durableClient");
+  // So does the stalled-operation net, on its own schedule setting.
+  expect(trigger("reconcileOperations")).toMatchObject({ type: "timerTrigger", schedule: "30 */2 * * * *" });
+  const reconcile = regs.find((r) => r.name === "reconcileOperations");
+  expect(Object.values(reconcile?.bindings ?? {}).map((b) => b.type)).toContain("durableClient");
   expect(trigger("provisioning")).toMatchObject({ type: "orchestrationTrigger" });
   expect(trigger("provisionResource")).toMatchObject({ type: "activityTrigger" });
 });

@@ -14,7 +14,8 @@ import {
   subscriptionLockName,
   updateSummaries,
 } from "../../src/shared/resources/index.js";
-import { type InProcessTaskHub, startInProcessTaskHub } from "../support/durable-host.js";
+import { startAppTaskHub } from "../support/app-task-hub.js";
+import type { InProcessTaskHub } from "../support/durable-host.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
@@ -29,21 +30,8 @@ beforeAll(async () => {
   process.env.COSMOS_CONNECTION = t.emulator.connectionString;
   process.env.ACTIVITY_FIRST_RETRY_INTERVAL_MS = "50";
   await ensureContainers(t.client);
-  // Loaded after the settings above: the orchestrations read their retry knobs when they load.
-  const p = await import("../../functions/provisioning.js");
-  const ctx = appContext();
-  durable = await startInProcessTaskHub({
-    container: ctx.containers.durable,
-    leaseContainer: ctx.containers.leases,
-    orchestrators: { provisioning: p.provisioningOrchestrator, deprovisioning: p.deprovisioningOrchestrator },
-    activities: {
-      validateResource: p.validateResource,
-      provisionResource: p.provisionResource,
-      finalizeResource: p.finalizeResource,
-      failResource: p.failResource,
-      deprovisionResource: p.deprovisionResource,
-    },
-  });
+  // After the settings above: the orchestrations read their retry knobs when they load.
+  durable = await startAppTaskHub();
 });
 afterAll(async () => {
   await durable?.stop();

@@ -82,6 +82,7 @@ describe("npm run package: the deployment zip", () => {
       ["reactToResources", "cosmosDBTrigger"],
       ["summarizeResources", "cosmosDBTrigger"],
       ["reportLag", "timerTrigger"],
+      ["reconcileOperations", "timerTrigger"],
       ["provisioning", "orchestrationTrigger"],
       ["deprovisioning", "orchestrationTrigger"],
       ["provisionResource", "activityTrigger"],

@@ -36,5 +36,6 @@ export {
   startOrchestrations,
   updateSummaries,
 } from "./reactions.js";
+export { type ReconcileOutcome, reconcileOperations } from "./reconcile.js";
 export { type ApiRequest, type ApiResponse, answer, type RequestLog } from "./request.js";
 export { decodeSkipToken, encodeSkipToken, MAX_SKIP_TOKEN_CHARS } from "./skipToken.js";

@@ -92,7 +92,7 @@ export interface StartOutcome {
 }
 
 /** DurableClient.getStatus rejects with "…replied with HTTP 404…" for an unknown instance. */
-function isNotFound(e: unknown): boolean {
+export function isNotFound(e: unknown): boolean {
   return /HTTP 404/.test(e instanceof Error ? e.message : String(e));
 }
 
