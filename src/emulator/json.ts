@@ -1,4 +1,7 @@
+import { jsonNestingDepth as nestingDepth } from "../shared/json.js";
 import { badRequest } from "./errors.js";
+
+export { nestingDepth };
 
 /**
  * The service's nesting limit for an item's objects and arrays
@@ -10,28 +13,6 @@ export const MAX_ITEM_NESTING = 128;
 export const ENVELOPE_NESTING = 3;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
-
-/**
- * The deepest nesting of objects and arrays in JSON text, found in one pass without recursion, so that
- * hostile input (10,000 levels) can be refused before anything recursive (stringify, query, RU count) sees it.
- */
-export function nestingDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (ch === 0x22) inString = false;
-    } else if (ch === 0x22) inString = true;
-    else if (ch === 0x7b || ch === 0x5b) {
-      if (++depth > max) max = depth;
-    } else if (ch === 0x7d || ch === 0x5d) depth--;
-  }
-  return max;
-}
 
 /** Decodes a request body as strict UTF-8 (the service refuses malformed bytes rather than replacing them). */
 export function decodeUtf8(body: Buffer): string {

@@ -2,7 +2,6 @@ import { HttpRequest, InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { putResource } from "../../functions/resources.js";
-import { ensureContainers } from "../../src/shared/containers.js";
 import {
   appContext,
   type OperationDocument,
@@ -10,9 +9,8 @@ import {
   reconcileOperations,
 } from "../../src/shared/resources/index.js";
 import { newOperation } from "../../src/shared/resources/operations.js";
-import { startAppTaskHub } from "../support/app-task-hub.js";
+import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
-import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { until } from "../support/until.js";
 
 // The reconcileOperations timer's work (src/shared/resources/reconcile.ts) against the emulator and a real durable
@@ -20,23 +18,15 @@ import { until } from "../support/until.js";
 // done. Every case is made by writing (or not running) what a lost trigger batch or a dead orchestration leaves;
 // `now` is passed in, so "stalled" is decided by the operation's own timestamps, not by waiting.
 
-let t: TestEmulator;
+let app: AppOnEmulator;
 let durable: InProcessTaskHub;
 const STALL_MS = 300_000;
 
 beforeAll(async () => {
-  t = await startTestEmulator();
-  process.env.COSMOS_CONNECTION = t.emulator.connectionString;
-  process.env.ACTIVITY_FIRST_RETRY_INTERVAL_MS = "50";
-  await ensureContainers(t.client);
-  durable = await startAppTaskHub();
+  app = await startAppOnEmulator();
+  ({ durable } = app);
 });
-afterAll(async () => {
-  await durable?.stop();
-  delete process.env.COSMOS_CONNECTION;
-  delete process.env.ACTIVITY_FIRST_RETRY_INTERVAL_MS;
-  await t?.close();
-});
+afterAll(() => app?.close());
 
 const client = () => df.getClient(durable.context());
 const resources = () => appContext().containers.resources;

@@ -4,7 +4,6 @@ import { getHealth, getLeases, getLocks, getSummary, reportLag } from "../../fun
 import { reactToResources, summarizeResources } from "../../functions/reactions.js";
 import { putResource } from "../../functions/resources.js";
 import { createChangeFeedProcessor } from "../../src/shared/changefeed/index.js";
-import { ensureContainers } from "../../src/shared/containers.js";
 import {
   appContext,
   type OperationDocument,
@@ -14,31 +13,21 @@ import {
   subscriptionLockName,
   updateSummaries,
 } from "../../src/shared/resources/index.js";
-import { startAppTaskHub } from "../support/app-task-hub.js";
+import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
-import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
 // the documents the change feed delivers, against the emulator. The reactions trigger's durable client is a real
 // one: a Cosmos DB task hub and the extension's HTTP API in this process run the app's own orchestrations.
 
-let t: TestEmulator;
+let app: AppOnEmulator;
 let durable: InProcessTaskHub;
 
 beforeAll(async () => {
-  t = await startTestEmulator();
-  process.env.COSMOS_CONNECTION = t.emulator.connectionString;
-  process.env.ACTIVITY_FIRST_RETRY_INTERVAL_MS = "50";
-  await ensureContainers(t.client);
-  // After the settings above: the orchestrations read their retry knobs when they load.
-  durable = await startAppTaskHub();
+  app = await startAppOnEmulator();
+  ({ durable } = app);
 });
-afterAll(async () => {
-  await durable?.stop();
-  delete process.env.COSMOS_CONNECTION;
-  delete process.env.ACTIVITY_FIRST_RETRY_INTERVAL_MS;
-  await t?.close();
-});
+afterAll(() => app?.close());
 
 async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
   const deadline = Date.now() + ms;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { jsonNestingDepth } from "../../src/shared/json.js";
 import {
   ApiError,
   applyMergePatch,
   decodeSkipToken,
   encodeSkipToken,
-  jsonNestingDepth,
   MAX_BODY_DEPTH,
   MAX_SKIP_TOKEN_CHARS,
   parseJsonObject,

@@ -1,4 +1,5 @@
 import { CosmosFeedError } from "../errors.js";
+import { jsonNestingDepth } from "../json.js";
 
 /** The resource type's name in ids and bodies (ARM style: `<namespace>/<type>`). */
 export const RESOURCE_TYPE = "CosmosFeed/resources";
@@ -135,28 +136,6 @@ export function parseOperationId(value: unknown): string {
  * the service's own 128-level item limit stay far away. A protocol bound, not a tuning knob: hence no setting.
  */
 export const MAX_BODY_DEPTH = 32;
-
-/**
- * The deepest nesting of objects and arrays in JSON text (brackets outside strings), in one linear pass without
- * recursion: it runs before JSON.parse, so a body nested 10,000 deep is refused before anything walks it.
- */
-export function jsonNestingDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 0x5c)
-        i++; // a backslash escapes the next character (\" does not end the string)
-      else if (ch === 0x22) inString = false;
-    } else if (ch === 0x22) inString = true;
-    else if (ch === 0x7b || ch === 0x5b) {
-      if (++depth > max) max = depth;
-    } else if (ch === 0x7d || ch === 0x5d) depth--;
-  }
-  return max;
-}
 
 /**
  * Parses a JSON body of at most `maxBytes`: empty, oversize, too deeply nested (MAX_BODY_DEPTH), malformed or
