@@ -1,5 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
@@ -30,6 +31,9 @@ let emu: TestEmulator;
 let host: AppChild;
 let resources: Container;
 
+/** Sockets the storm's client opens to the dev host at most (the rest of the requests in flight wait for one). */
+const STORM_SOCKETS = 128;
+
 /** The storm's requests start within this window (ms). */
 const STORM_SPREAD_MS = 3_000;
 
@@ -55,6 +59,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  stormAgent.destroy();
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
   await emu?.close();
   rmSync(scratch, { recursive: true, force: true });
@@ -71,6 +76,50 @@ interface Ack {
   body?: any;
 }
 
+/**
+ * The storm's client: keep-alive sockets, at most STORM_SOCKETS of them, so the 1,000 requests in flight queue on
+ * this side instead of in the listen backlog (1,000 simultaneous connects under load meet the client's connect
+ * timeout before the dev host accepts them all).
+ */
+const stormAgent = new Agent({ keepAlive: true, maxSockets: STORM_SOCKETS });
+
+/** One HTTP request on the storm's agent: status, headers and body text. */
+function request(
+  method: string,
+  path: string,
+  body?: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${host.baseUrl}${path}`,
+      {
+        method,
+        agent: stormAgent,
+        headers:
+          body === undefined
+            ? {}
+            : { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+        timeout: 120_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text: Buffer.concat(chunks).toString("utf8"),
+          }),
+        );
+        res.on("error", reject);
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`${method} ${path}: no answer in 120 s`)));
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
 /** One request of the storm; an acknowledged mutation (2xx naming an operation) is recorded. */
 async function send(
   sub: string,
@@ -80,17 +129,16 @@ async function send(
   acks: Ack[],
   tally: Map<string, number>,
 ) {
-  const res = await fetch(`${host.baseUrl}/api/subscriptions/${sub}/resources/${name}`, {
+  const res = await request(
     method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(120_000),
-  });
-  const text = await res.text();
+    `/api/subscriptions/${sub}/resources/${name}`,
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+  const text = res.text;
   const code = res.status >= 400 && text ? ` ${JSON.parse(text).error?.code}` : "";
-  if (res.status === 503) expect(res.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+  if (res.status === 503) expect(res.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
   tally.set(`${res.status}${code}`, (tally.get(`${res.status}${code}`) ?? 0) + 1);
-  const url = res.headers.get("azure-asyncoperation");
+  const url = res.headers["azure-asyncoperation"] as string | undefined;
   if (res.status >= 200 && res.status < 300 && url) {
     const operationId = url.split("/").pop() as string;
     expect(url).toBe(`${host.baseUrl}/api/subscriptions/${sub}/operations/${operationId}`);
