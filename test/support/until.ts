@@ -29,3 +29,16 @@ export async function waitUntil(
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** Resolves as `work` does; fails with `timed out: <what>` if it has not settled after WAIT_MS. */
+export async function settled<T>(what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), WAIT_MS);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
