@@ -16,6 +16,7 @@ import {
 } from "../../src/shared/resources/index.js";
 import { type InProcessTaskHub, startInProcessTaskHub } from "../support/durable-host.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { WAIT_MS } from "../support/until.js";
 
 // The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
 // the documents the change feed delivers, against the emulator. The reactions trigger's durable client is a real
@@ -52,7 +53,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
+async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = WAIT_MS): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await read();
@@ -235,7 +236,7 @@ describe("admin", () => {
     try {
       await put("lease-sub", "l1");
       await expect
-        .poll(async () => (await readSummary(ctx, "lease-sub"))?.total, { timeout: 10_000 })
+        .poll(async () => (await readSummary(ctx, "lease-sub"))?.total, { timeout: WAIT_MS })
         .toBe(1);
       const res = await getLeases(http("admin/leases"), new InvocationContext());
       const report = (
