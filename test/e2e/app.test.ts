@@ -145,7 +145,7 @@ beforeAll(async () => {
   resources = database.container("resources");
   operations = database.container("operations");
   host = await startHost();
-}, 60_000);
+});
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
