@@ -5,8 +5,9 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/browser/**/*.test.ts"],
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
+    // Only a hang may reach these (see vitest.config.ts); waits for the page use WAIT_MS.
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
     pool: "forks",
     maxWorkers: 1,
   },

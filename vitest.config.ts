@@ -5,9 +5,13 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.ts) runs them.
     exclude: [...configDefaults.exclude, "test/browser/**"],
-    // Integration tests start real servers on real sockets; give them room on a 2-core machine.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Integration tests start real servers, child processes and builds on real sockets. A timeout here only ends
+    // a test that hangs: it must be far above what the slowest test needs on a loaded 2-core machine, so that CI
+    // is never red by chance. With two `npm test` runs side by side (and other work) on 2 cores, the packaging
+    // test's setup (build, npm ci, unzip, load) took more than 120 s and the change feed chaos test 120 s.
+    // No test sets its own.
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
     pool: "forks",
     // Most test time is waiting on sockets, timers and child processes, not CPU: on a 2-core machine vitest's
     // default (cores − 1 = one file at a time) leaves the CPU two-thirds idle. Three files at a time keep the whole

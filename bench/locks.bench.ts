@@ -15,14 +15,18 @@
  *                  for `contentionSeconds`: rate, fairness, waits, 409s, RU, and a check that no two
  *                  validity windows overlap. Once with the library's acquire({waitMs}), once with
  *                  tryAcquire + a short jittered poll.
+ *   4. crash      — a holder process killed with SIGKILL: time until another client holds the lock, after the
+ *                  kill and after the lock lapsed (bench/locks/crash.ts).
  *
  * Knobs (environment): BENCH_ROUNDS (6), BENCH_LAT_OPS (1000), BENCH_CONCURRENCY (16), BENCH_TP_ROUNDS (10),
- * BENCH_SLICE_S (1.5), BENCH_CONTENDERS (50), BENCH_CONTENTION_S (10), BENCH_CS_MS (5). See docs/bench-locks.md.
+ * BENCH_SLICE_S (1.5), BENCH_CONTENDERS (50), BENCH_CONTENTION_S (10), BENCH_CS_MS (5), BENCH_CRASH_TRIALS (5),
+ * BENCH_LOCKS_ONLY=crash (runs scenario 4 alone and replaces only its part of the results, with its own machine
+ * facts). See docs/bench-locks.md.
  *
  * This file runs the scenarios and writes the JSON; the scenarios are in bench/locks/ (setup.ts: config, the
  * emulator child, request/RU/CPU windows; latency.ts, throughput.ts, contention.ts, probe.ts).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join, relative } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
@@ -30,6 +34,7 @@ import { LockDefaults } from "../src/shared/locks/index.js";
 import { EmulatorProcess as SharedEmulatorProcess } from "./lib/emulator-process.js";
 import { machineFacts } from "./lib/stats.js";
 import { contentionScenario } from "./locks/contention.js";
+import { crashScenario } from "./locks/crash.js";
 import { latencyScenario } from "./locks/latency.js";
 import { abortListenerProbe } from "./locks/probe.js";
 import { config, HERE, RESULTS_FILE, ROOT, round2, type ServerStats } from "./locks/setup.js";
@@ -44,6 +49,14 @@ async function main(): Promise<void> {
     `locks bench: ${machine.cpuCount} × ${machine.cpuModel}, node ${machine.node}, load ${machine.loadAverage1m}`,
   );
   const emu = await SharedEmulatorProcess.start<ServerStats>(join(HERE, "locks.server.ts"), [], ROOT);
+  if (process.env.BENCH_LOCKS_ONLY === "crash") {
+    try {
+      await crashOnly(emu, machine);
+    } finally {
+      await emu.close();
+    }
+    return;
+  }
   try {
     const client = new CosmosClient({ endpoint: emu.endpoint, key: emu.key });
     const { database } = await client.databases.createIfNotExists({ id: config.database });
@@ -81,6 +94,12 @@ async function main(): Promise<void> {
     console.log(
       `   abort-listener probe: ${probe.failedAttempts} failed attempts → ${probe.leftoverAbortListeners} listeners left on the caller's signal`,
     );
+    console.log(`4. crash takeover (${config.crashTrials} holders killed with SIGKILL)`);
+    const crash = await crashScenario(emu, locksC);
+    console.log(
+      `   acquired ${crash.acquiredAfterKillMs.min}..${crash.acquiredAfterKillMs.max} ms after the kill ` +
+        `(median ${crash.acquiredAfterKillMs.median}); ${crash.withinBound} of ${crash.trials.length} within ${crash.boundMs} ms`,
+    );
     const overlaps = contention.library.safety.overlappingWindows + contention.poll.safety.overlappingWindows;
     const inversions =
       contention.library.safety.fencingTokenInversions + contention.poll.safety.fencingTokenInversions;
@@ -110,6 +129,7 @@ async function main(): Promise<void> {
       throughput,
       contention,
       abortListenerProbe: probe,
+      crash,
       verdict: {
         latencyRatioP50: latency.ratioP50,
         latencyRatioP99: latency.ratioP99,
@@ -125,6 +145,8 @@ async function main(): Promise<void> {
         fairnessGoalMet:
           contention.library.firstAcquisitionMs.neverAcquired === 0 &&
           contention.library.perContender.jainFairness >= config.fairnessGoalJain,
+        crashTakeoverWithinBound: `${crash.withinBound} of ${crash.trials.length} within ${crash.boundMs} ms of the kill`,
+        crashTakeoverTokensLarger: crash.everyTokenLarger,
       },
     };
     mkdirSync(dirname(RESULTS_FILE), { recursive: true });
@@ -139,6 +161,34 @@ async function main(): Promise<void> {
   } finally {
     await emu.close();
   }
+}
+
+/** Scenario 4 alone: its figures replace the `crash` part of the stored results (with this run's machine facts). */
+async function crashOnly(emu: SharedEmulatorProcess<ServerStats>, machine: object): Promise<void> {
+  const client = new CosmosClient({ endpoint: emu.endpoint, key: emu.key });
+  const { database } = await client.databases.createIfNotExists({ id: config.database });
+  const { container: locksC } = await database.containers.createIfNotExists({
+    id: config.lockContainer,
+    partitionKey: { paths: ["/id"], version: 2 },
+    defaultTtl: -1,
+  });
+  console.log(`4. crash takeover (${config.crashTrials} holders killed with SIGKILL)`);
+  const crash = { machine, ...(await crashScenario(emu, locksC)) };
+  console.log(
+    `   ${JSON.stringify(crash.acquiredAfterKillMs)} ms after the kill; ${crash.withinBound} within bound`,
+  );
+  const stored = JSON.parse(readFileSync(RESULTS_FILE, "utf8")) as { verdict: Record<string, unknown> };
+  const result = {
+    ...stored,
+    crash,
+    verdict: {
+      ...stored.verdict,
+      crashTakeoverWithinBound: `${crash.withinBound} of ${crash.trials.length} within ${crash.boundMs} ms of the kill`,
+      crashTakeoverTokensLarger: crash.everyTokenLarger,
+    },
+  };
+  writeFileSync(RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`wrote ${relative(process.cwd(), RESULTS_FILE)} (crash part)`);
 }
 
 main().catch((e: unknown) => {

@@ -45,6 +45,11 @@ export const config = {
   goalRatio: 1.2,
   /** Scenario 3 goal (library variant): every contender acquires, and Jain's index is at least this. */
   fairnessGoalJain: 0.8,
+  /** Scenario 4 (crash takeover): trials, and the holder's lock TTL (s). */
+  crashTrials: Math.max(1, Math.round(envNumber("BENCH_CRASH_TRIALS", 5))),
+  crashTtlSeconds: 3,
+  /** The emulator child's TTL sweep interval (ms): startEmulator's default, which locks.server.ts keeps. */
+  crashSweepIntervalMs: 1_000,
   database: "bench-locks",
   lockContainer: "locks",
   dataContainer: "data",

@@ -1,3 +1,4 @@
+import type { Clock } from "../shared/changefeed/clock.js";
 import { formatTimeSpan, parseTimeSpan } from "./cosmos/retry.js";
 import { DevHostError } from "./errors.js";
 
@@ -42,24 +43,40 @@ export class FunctionTimeoutError extends DevHostError {
  * Races an invocation against the timeout. On expiry `onTimeout` runs (the host's "Initiating cancellation." line)
  * and the returned promise rejects with FunctionTimeoutError. The handler itself cannot be stopped — the v4 model
  * gives it no cancellation signal, and the host's answer (restarting the worker process) would kill every other
- * invocation of the dev host — so it may still be running; its late result is ignored.
+ * invocation of the dev host — so it may still be running; its late result is ignored. The timeout waits on
+ * `clock` when one is given (tests move a FakeClock); otherwise on a timer that does not keep the process alive.
  */
 export function withFunctionTimeout<T>(
   work: Promise<T>,
   functionName: string,
   timeoutMs: number | null,
   onTimeout: () => void,
+  clock?: Clock,
 ): Promise<T> {
   if (timeoutMs === null) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout();
-      reject(new FunctionTimeoutError(functionName, timeoutMs));
-    }, timeoutMs);
-    timer.unref?.();
+  const done = new AbortController();
+  const wait = clock ? clock.sleep(timeoutMs, done.signal) : unrefSleep(timeoutMs, done.signal);
+  const expired = wait.then((): never => {
+    // Settled first: the race is over, and this promise is never looked at again.
+    if (done.signal.aborted) return undefined as never;
+    onTimeout();
+    throw new FunctionTimeoutError(functionName, timeoutMs);
   });
   // A late rejection of the abandoned work must not become an unhandled rejection.
   work.catch(() => {});
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+  return Promise.race([work, expired]).finally(() => done.abort());
+}
+
+/** Resolves after `ms`, or at once when `signal` fires; the timer does not keep the process alive. */
+function unrefSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(finish, ms);
+    timer.unref?.();
+    signal.addEventListener("abort", finish, { once: true });
+    function finish() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", finish);
+      resolve();
+    }
+  });
 }

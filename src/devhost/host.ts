@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import type { Clock } from "../shared/changefeed/clock.js";
 import { readAppConfig } from "./appConfig.js";
 import type { BindingExtensions } from "./extensions.js";
 import { type CorsPolicy, parseCorsPolicy } from "./http/cors.js";
@@ -46,6 +47,8 @@ export interface DevHostOptions {
   builtinRoutes?: BuiltinRoutes[];
   /** Told the base URL once HTTP listens, before trigger runners start. */
   listening?: (baseUrl: string) => void;
+  /** The clock host.json's functionTimeout runs on; the system's by default (tests inject a FakeClock). */
+  clock?: Clock;
 }
 
 export interface RunningDevHost {
@@ -77,7 +80,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     categoryLevels: config.categoryLogLevels,
     sink: options.logSink,
   });
-  const app = await loadApp(appDir, { logger, env: options.env });
+  const app = await loadApp(appDir, { logger, env: options.env, clock: options.clock });
   await options.prepare?.(app, logger);
   for (const { name, message } of app.functionErrors)
     logger.error(`The '${name}' function is in error: ${message}`);

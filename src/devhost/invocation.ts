@@ -78,6 +78,7 @@ export async function invokeFunction(
           `Timeout value of ${formatTimeSpan(timeoutMs ?? 0)} exceeded by function 'Functions.${name}' (Id: '${invocationId}'). Initiating cancellation.`,
           { category: `Function.${name}`, invocationId },
         ),
+      app.clock,
     ));
   } catch (e) {
     error = e;

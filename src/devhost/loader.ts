@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { Clock } from "../shared/changefeed/clock.js";
 import { type AppConfig, applySettings, readAppConfig, resolveSettingExpressions } from "./appConfig.js";
 import { activateRegistry, currentProgrammingModel, installCoreApi } from "./coreApi.js";
 import type { BindingInfo, ProgrammingModel } from "./coreTypes.js";
@@ -30,11 +31,15 @@ export interface LoadedApp {
   durableHubName?: string;
   /** What the programming model answered to getCapabilities; `HttpUri` set = HTTP streaming through its proxy. */
   capabilities: Record<string, string>;
+  /** The clock host.json's functionTimeout runs on (the system's unless a test injects one). */
+  clock?: Clock;
 }
 
 export interface LoadAppOptions {
   logger: HostLogger;
   env?: NodeJS.ProcessEnv;
+  /** See LoadedApp.clock. */
+  clock?: Clock;
 }
 
 const importModule = (url: string): Promise<unknown> => import(/* @vite-ignore */ url);
@@ -168,5 +173,6 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
     entryPoints,
     appliedSettings,
     capabilities,
+    clock: options.clock,
   };
 }

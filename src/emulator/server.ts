@@ -60,6 +60,12 @@ export interface EmulatorOptions {
   tls?: { certFile: string; keyFile: string };
   /** Log each request to stderr. */
   log?: boolean;
+  /**
+   * The wall clock (ms since the epoch) of documents' `_ts` and their TTL expiry; `Date.now` by default. Tests pass
+   * a clock they move by hand, so that an expiry happens exactly when they say (request signatures are still
+   * checked against the real time).
+   */
+  now?: () => number;
 }
 
 /** Why the emulator could not start: `code` says which setting to change, the message how. */
@@ -109,7 +115,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       enforceThroughput: options.enforceThroughput ?? true,
       meter,
       persistence,
-      now: Date.now,
+      now: options.now ?? Date.now,
     });
   } catch (e) {
     persistence?.close();

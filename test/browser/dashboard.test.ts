@@ -12,6 +12,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
 import { startTwoHosts, type TwoHosts, until } from "../support/two-hosts.js";
+import { WAIT_MS } from "../support/until.js";
 
 const outputDir = fileURLToPath(new URL("../../test-output", import.meta.url));
 let hosts: TwoHosts;
@@ -62,6 +63,7 @@ describe("dashboard in Chromium", () => {
     expect(ownerA).not.toBe(ownerB);
 
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    page.setDefaultTimeout(WAIT_MS); // navigation and selectors: waits for outcomes, not judged durations
     const origin = new URL(a.baseUrl).origin;
     const outside: string[] = [];
     const consoleErrors: string[] = [];
@@ -86,24 +88,20 @@ describe("dashboard in Chromium", () => {
     );
     expect(mine).toEqual([ownerA]);
     // The RU panel reads the other process's emulator meter.
-    await page.waitForSelector('#ru tr[data-container="fixture/leases"]');
+    await page.waitForSelector('#ru tr[data-container="fixture/leases"]', { timeout: WAIT_MS });
 
     // Host B dies; its lease expires (3 s) and A takes it over.
     b.child.kill("SIGKILL");
     await b.exited;
-    const moved = await until(
-      "the lease container to show both leases owned by A",
-      async () => {
-        const now = await hosts.ownership();
-        return now.length === 2 && now.every((x) => x.endsWith(` ${ownerA}`)) ? now : undefined;
-      },
-      30_000,
-    );
+    const moved = await until("the lease container to show both leases owned by A", async () => {
+      const now = await hosts.ownership();
+      return now.length === 2 && now.every((x) => x.endsWith(` ${ownerA}`)) ? now : undefined;
+    });
     await until("the page to show both leases on A", async () =>
       (await shownOwnership(page)).join() === moved.join() ? true : undefined,
     );
     await page.waitForSelector(`#handoffs li[data-from="${ownerB}"][data-to="${ownerA}"]`, {
-      timeout: 10_000,
+      timeout: WAIT_MS,
     });
     const mineNow = await page.$$eval('#leases tr.this-host[data-function="onThing"]', (rows) => rows.length);
     expect(mineNow).toBe(2);

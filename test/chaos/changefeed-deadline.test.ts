@@ -13,11 +13,17 @@ import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
 import type { ProcessorChildConfig } from "../support/processor-child.js";
+import { WAIT_MS } from "../support/until.js";
 
+/**
+ * A's deadline falls leaseSafetyMargin before the lease expires for B: 1.5 s, so that A's abort comes first
+ * even when a loaded machine runs A's timer late (with expiration 2 s the default margin would be 200 ms).
+ */
 const INTERVALS = {
-  leaseRenewInterval: 300,
+  leaseRenewInterval: 1_000,
   leaseAcquireInterval: 300,
-  leaseExpirationInterval: 2_000,
+  leaseExpirationInterval: 4_000,
+  leaseSafetyMargin: 1_500,
   feedPollDelay: 100,
 };
 
@@ -74,8 +80,8 @@ async function spawnHost(config: Omit<ProcessorChildConfig, "endpoint" | "key" |
   return { proc, lines, timeOf };
 }
 
-async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+async function waitFor(cond: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + WAIT_MS;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
     await sleep(50);
@@ -102,14 +108,10 @@ describe("local lease deadline across processes", () => {
       cutLeaseWritesOnSigusr2: true,
     });
     await monitored.items.create({ id: "d0", pk: "k0", n: 0 });
-    await waitFor(
-      () => a.lines().some((l) => / holding 0$/.test(l)),
-      10_000,
-      "host-a holding a batch of lease 0",
-    );
+    await waitFor(() => a.lines().some((l) => / holding 0$/.test(l)), "host-a holding a batch of lease 0");
     const b = await spawnHost({ ...common, instanceName: "host-b" });
     a.proc.kill("SIGUSR2");
-    await waitFor(() => b.timeOf(/ acquired 0 at /) !== undefined, 15_000, "host-b acquiring lease 0");
+    await waitFor(() => b.timeOf(/ acquired 0 at /) !== undefined, "host-b acquiring lease 0");
     const cut = a.timeOf(/ lease writes cut at /);
     const aborted = a.timeOf(/ signal 0 aborted at /);
     const acquired = b.timeOf(/ acquired 0 at /) as bigint;

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../support/until.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const bin = join(root, "bin", "cosmos-feed.js");
@@ -48,7 +49,7 @@ function lineMatching(child: ChildProcess, pattern: RegExp): Promise<RegExpExecA
 
 async function portAnswers(port: number): Promise<boolean> {
   try {
-    await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) });
+    await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(WAIT_MS) });
     return true;
   } catch {
     return false;
@@ -123,8 +124,8 @@ describe("cosmos-feed command line", () => {
       npm.kill(signal);
       await exited;
       // The dev host and its emulator behind npm are gone too: nothing answers on their ports.
-      await expect.poll(() => portAnswers(Number(httpPort)), { timeout: 10_000 }).toBe(false);
-      await expect.poll(() => portAnswers(Number(emulatorPort)), { timeout: 10_000 }).toBe(false);
+      await expect.poll(() => portAnswers(Number(httpPort)), { timeout: WAIT_MS }).toBe(false);
+      await expect.poll(() => portAnswers(Number(emulatorPort)), { timeout: WAIT_MS }).toBe(false);
     }
   });
 });

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import type { BuiltinRequest } from "../../src/devhost/http/server.js";
 import { startDevHost } from "../../src/devhost/index.js";
+import { WAIT_MS } from "../support/until.js";
 
 // The host's own endpoints (Durable's /runtime/webhooks/durabletask/…) are served before function routes, over a
 // real socket: they see method, URL, lower-case headers and the whole body, and a signal aborted when the client
@@ -79,11 +80,13 @@ describe("built-in host routes", () => {
 
       const leaving = new AbortController();
       const waiting = fetch(`${base}/wait`, { signal: leaving.signal }).catch(() => "aborted");
-      await vi.waitFor(() => expect(seen.at(-1)?.url.pathname).toMatch(/\/wait$/));
+      await vi.waitFor(() => expect(seen.at(-1)?.url.pathname).toMatch(/\/wait$/), { timeout: WAIT_MS });
       expect(seen.at(-1)?.signal?.aborted).toBe(false);
       leaving.abort();
       expect(await waiting).toBe("aborted");
-      await vi.waitFor(() => expect(aborted).toEqual(["/runtime/webhooks/durabletask/wait"]));
+      await vi.waitFor(() => expect(aborted).toEqual(["/runtime/webhooks/durabletask/wait"]), {
+        timeout: WAIT_MS,
+      });
 
       const fn = await fetch(`${host.baseUrl}/api/anything`);
       expect(fn.status).toBe(200);

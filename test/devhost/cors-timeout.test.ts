@@ -5,6 +5,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { parseFunctionTimeout } from "../../src/devhost/functionTimeout.js";
 import { parseCorsPolicy } from "../../src/devhost/http/cors.js";
 import { DevHostError, type LogRecord, startDevHost } from "../../src/devhost/index.js";
+import { FakeClock } from "../../src/shared/changefeed/clock.js";
+import { waitUntil } from "../support/until.js";
 
 // CORS as Core Tools applies it (local.settings.json Host.CORS / CORSCredentials → ASP.NET Core's CORS middleware)
 // and host.json functionTimeout, over a real socket.
@@ -19,14 +21,8 @@ afterAll(() => {
 const APP = `
 const { app } = require("@azure/functions");
 app.http("echo", { methods: ["GET", "POST"], handler: async (req) => ({ body: "echo " + req.method }) });
-app.http("slow", {
-  methods: ["GET"],
-  handler: async (req, context) => {
-    await new Promise((r) => setTimeout(r, Number(req.query.get("ms") ?? 0)));
-    context.log("slow finished");
-    return { body: "slow done" };
-  },
-});
+// Never answers: only the function timeout can end its invocation.
+app.http("hang", { methods: ["GET"], handler: () => new Promise(() => {}) });
 `;
 
 function appDir(host: object, local?: object): string {
@@ -138,31 +134,46 @@ describe("dev host functionTimeout (host.json)", () => {
     }
   });
 
-  it("fails an HTTP invocation that outlives the timeout with the host's lines and an empty 500", async () => {
+  it("fails an HTTP invocation that outlives the timeout — not a moment before — with the host's lines and an empty 500", async () => {
     const dir = appDir({ functionTimeout: "00:00:01" });
-    await withHost(dir, async (base, logs) => {
-      const fast = await fetch(`${base}/api/slow?ms=10`);
-      expect(await fast.text()).toBe("slow done");
-      const started = Date.now();
-      const res = await fetch(`${base}/api/slow?ms=3000`);
-      const elapsed = Date.now() - started;
-      expect(res.status).toBe(500);
-      expect(await res.text()).toBe("");
-      expect(elapsed).toBeGreaterThanOrEqual(950);
-      expect(elapsed).toBeLessThan(2900);
-      const messages = logs.map((r) => r.message);
-      const id = logs.find((r) => r.message.startsWith("Timeout value of 00:00:01 exceeded"))?.invocationId;
-      expect(id).toBeDefined();
-      expect(messages).toContain(
-        `Timeout value of 00:00:01 exceeded by function 'Functions.slow' (Id: '${id}'). Initiating cancellation.`,
-      );
-      expect(messages.some((m) => m.startsWith(`Executed 'Functions.slow' (Failed, Id=${id}`))).toBe(true);
-      expect(
-        messages.some((m) =>
-          m.includes("Timeout value of 00:00:01 was exceeded by function: Functions.slow."),
-        ),
-      ).toBe(true);
-    });
+    // The timeout runs on a fake clock: time moves only when the test says, so "not before 1 s" is exact.
+    const clock = new FakeClock();
+    await withHost(
+      dir,
+      async (base, logs) => {
+        const fast = await fetch(`${base}/api/echo`);
+        expect(await fast.text()).toBe("echo GET"); // its timeout was cancelled, not left pending
+        expect(clock.pendingTimers).toBe(0);
+        let answered = false;
+        const request = fetch(`${base}/api/hang`).then((res) => {
+          answered = true;
+          return res;
+        });
+        await waitUntil("the invocation to start", () =>
+          logs.some((r) => r.message.startsWith("Executing 'Functions.hang'")),
+        );
+        await clock.advance(999);
+        expect(answered).toBe(false);
+        expect(logs.some((r) => r.message.startsWith("Timeout value"))).toBe(false);
+        await clock.advance(1);
+        const res = await request;
+        expect(res.status).toBe(500);
+        expect(await res.text()).toBe("");
+        const messages = logs.map((r) => r.message);
+        const id = logs.find((r) => r.message.startsWith("Timeout value of 00:00:01 exceeded"))?.invocationId;
+        expect(id).toBeDefined();
+        expect(messages).toContain(
+          `Timeout value of 00:00:01 exceeded by function 'Functions.hang' (Id: '${id}'). Initiating cancellation.`,
+        );
+        expect(messages.some((m) => m.startsWith(`Executed 'Functions.hang' (Failed, Id=${id}`))).toBe(true);
+        expect(
+          messages.some((m) =>
+            m.includes("Timeout value of 00:00:01 was exceeded by function: Functions.hang."),
+          ),
+        ).toBe(true);
+      },
+      { clock },
+    );
   });
 
   it("refuses to start on an invalid functionTimeout", async () => {

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { WAIT_MS } from "../support/until.js";
 
 // `cosmos-feed start` child processes on one emulator (4 ranges): kill -9 and a restart miss no change, and two
 // dev hosts share the trigger's leases. The fixture's trigger logs the ids of each batch.
@@ -58,7 +59,7 @@ async function write(prefix: string, n: number): Promise<string[]> {
   return ids;
 }
 
-async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+async function until(what: string, ok: () => boolean, ms = WAIT_MS): Promise<void> {
   const deadline = Date.now() + ms;
   while (!ok()) {
     if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
@@ -96,19 +97,16 @@ describe("cosmos-feed start with a Cosmos DB trigger: crash, restart, two hosts"
     const after = await write("after", 24);
     const union = () => new Set([...restarted.seen, ...second.seen]);
     // The restarted host may wait for the crashed owner's leases to expire (leaseExpirationInterval 3 s).
-    await until(
-      "every change after the crash",
-      () => [...during, ...after].every((id) => union().has(id)),
-      30_000,
-    );
+    await until("every change after the crash", () => [...during, ...after].every((id) => union().has(id)));
     // Balancing hands leases to the second host within a few acquire intervals (500 ms): keep changes coming.
     const more: string[] = [];
+    const deadline = Date.now() + WAIT_MS;
     for (let round = 0; !(restarted.seen.size > 0 && second.seen.size > 0); round++) {
-      if (round > 40) throw new Error("timed out: both hosts to own leases");
+      if (Date.now() > deadline) throw new Error("timed out: both hosts to own leases");
       more.push(...(await write(`more${round}`, 4)));
       await new Promise((r) => setTimeout(r, 500));
     }
-    await until("every later change", () => more.every((id) => union().has(id)), 30_000);
+    await until("every later change", () => more.every((id) => union().has(id)));
     restarted.child.kill("SIGTERM");
     second.child.kill("SIGTERM");
     expect(await restarted.exited).toBe(0);

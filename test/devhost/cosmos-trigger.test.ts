@@ -11,6 +11,7 @@ import {
   startCosmosTrigger,
 } from "../../src/devhost/cosmos/trigger.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { WAIT_MS } from "../support/until.js";
 
 interface Doc {
   id: string;
@@ -57,7 +58,7 @@ async function monitoredContainer(): Promise<Container> {
 async function waitFor(
   cond: () => boolean | Promise<boolean>,
   what: string,
-  timeoutMs = 10_000,
+  timeoutMs = WAIT_MS,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCosmosRuntime } from "../../src/devhost/builtinCosmos.js";
 import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { WAIT_MS } from "../support/until.js";
 
 const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
 let emu: TestEmulator;
@@ -20,7 +21,7 @@ const logs: LogRecord[] = [];
 async function until<T>(
   what: string,
   probe: () => T | undefined | Promise<T | undefined>,
-  ms = 10_000,
+  ms = WAIT_MS,
 ): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {

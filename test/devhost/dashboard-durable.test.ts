@@ -13,6 +13,7 @@ import type { DashboardState } from "../../src/devhost/dashboard/types.js";
 import type { StartedApp } from "../../src/devhost/index.js";
 import { type EmulatorChild, spawnEmulator } from "../support/child.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
+import { until } from "../support/until.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
 let started: StartedApp;
@@ -52,10 +53,9 @@ describe("dashboard: durable orchestrations", () => {
     });
     expect(res.status).toBe(202);
     const { id, statusQueryGetUri } = (await res.json()) as { id: string; statusQueryGetUri: string };
-    const deadline = Date.now() + 20_000;
-    while ((await fetch(statusQueryGetUri)).status === 202 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until("the orchestration to finish", async () =>
+      (await fetch(statusQueryGetUri)).status === 202 ? undefined : true,
+    );
     const s = await state();
     if (!s.durable.ok) throw new Error(s.durable.error);
     expect(s.durable.data.hubName).toBe("FixtureHub");

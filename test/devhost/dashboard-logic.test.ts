@@ -20,6 +20,8 @@ import { meteredContainer, RuTally } from "../../src/devhost/dashboard/tally.js"
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
 import { type BuiltinRequest, underPrefix } from "../../src/devhost/http/server.js";
 import type { LoadedApp } from "../../src/devhost/loader.js";
+import { FakeClock } from "../../src/shared/changefeed/clock.js";
+import { WAIT_MS, waitUntil } from "../support/until.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 
@@ -428,6 +430,8 @@ describe("a panel that gives up", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    // The panels' timeout runs on a fake clock: it fires when the test says, after the query was sent.
+    const clock = new FakeClock();
     const dashboard = new Dashboard({
       settings: { ...readDashboardSettings({}), sourceTimeoutMs: 300, minRefreshMs: 0 },
       env: {},
@@ -436,13 +440,18 @@ describe("a panel that gives up", () => {
       locks: { databaseName: "db", containerName: "locks" },
       durable: () => undefined,
       thisHostOwner: () => undefined,
+      clock,
     });
     try {
-      const s = await dashboard.state(true);
+      const state = dashboard.state(true);
+      await waitUntil("the lock panel's query to reach the account", () => sent.length > 0);
+      expect(closed).toEqual([]);
+      await clock.advance(300);
+      const s = await state;
       expect(s.locks).toEqual({ ok: false, error: "no answer within 300 ms" });
-      expect(sent.length).toBeGreaterThan(0);
-      // The SDK's own request timeout is a minute: only the panel's abort closes them this soon.
-      await vi.waitFor(() => expect(closed.sort()).toEqual(sent.sort()), { timeout: 3_000 });
+      // The SDK's own request timeout is a minute: only the panel's abort closes them before it. (A wait for an
+      // outcome, bounded at half that minute: far above the milliseconds the abort takes, far below the SDK's.)
+      await vi.waitFor(() => expect(closed.sort()).toEqual(sent.sort()), { timeout: WAIT_MS / 2 });
     } finally {
       await dashboard.close();
       server.closeAllConnections();

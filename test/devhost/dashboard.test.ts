@@ -88,22 +88,18 @@ const leaseDocs = async () =>
     await client
       .database("cosmos-feed-app")
       .container("leases")
-      .items.query<{ id: string; LeaseToken: string; Owner: string | null }>(
-        "SELECT c.id, c.LeaseToken, c.Owner FROM c WHERE STARTSWITH(c.id, 'dash-') AND IS_DEFINED(c.LeaseToken)",
+      .items.query<{ id: string; LeaseToken: string; Owner: string | null; timestamp: string }>(
+        "SELECT c.id, c.LeaseToken, c.Owner, c.timestamp FROM c WHERE STARTSWITH(c.id, 'dash-') AND IS_DEFINED(c.LeaseToken)",
       )
       .fetchAll()
   ).resources;
 
 describe("dev host dashboard: /_dev/api/state", () => {
   it("shows the trigger's leases as the lease container has them, owned by this host, with lag and expiry", async () => {
-    const owner = await until(
-      "the trigger to own its leases",
-      async () => {
-        const docs = await leaseDocs();
-        return docs.length > 0 && docs.every((d) => d.Owner) ? docs[0].Owner : undefined;
-      },
-      20_000,
-    );
+    const owner = await until("the trigger to own its leases", async () => {
+      const docs = await leaseDocs();
+      return docs.length > 0 && docs.every((d) => d.Owner) ? docs[0].Owner : undefined;
+    });
     expect(started.dashboard.get()).toBeDefined();
     const s = await state();
     if (!s.leases.ok) throw new Error(s.leases.error);
@@ -125,7 +121,9 @@ describe("dev host dashboard: /_dev/api/state", () => {
       expect(l.thisHost).toBe(true);
       expect(l.expired).toBe(false);
       expect(l.estimatedLag).toBe(0);
-      expect(Date.parse(l.expiresAt ?? "") - Date.parse(s.generatedAt)).toBeGreaterThan(3_500_000);
+      // The lease's last write + the trigger's expiration interval (an hour: nothing renews it during the test).
+      const written = docs.find((d) => d.id === l.id)?.timestamp ?? "";
+      expect(Date.parse(l.expiresAt ?? "")).toBe(Date.parse(written) + 3_600_000);
     }
     expect(t.owners).toEqual([{ owner, thisHost: true, leases: docs.length }]);
     // Lag follows the monitored container: two writes nobody handled yet would show as lag once read … the
@@ -142,10 +140,8 @@ describe("dev host dashboard: /_dev/api/state", () => {
   it("matches lease ids by the monitored account's host when the lease connection names the account otherwise", async () => {
     const emu = started.emulator;
     if (!emu) throw new Error("no embedded emulator");
-    await until(
-      "the trigger to own its leases",
-      async () => ((await leaseDocs()).length > 0 ? true : undefined),
-      20_000,
+    await until("the trigger to own its leases", async () =>
+      (await leaseDocs()).length > 0 ? true : undefined,
     );
     const docs = await leaseDocs();
     // The same emulator, its lease connection spelled `localhost`: the ids still carry the monitored 127.0.0.1.
@@ -228,8 +224,9 @@ describe("dev host dashboard: /_dev/api/state", () => {
       expect(s.locks.data.container).toBe("cosmos-feed-app/locks");
       const h = s.locks.data.holders.find((x) => x.name === "dash-lock");
       expect(h).toMatchObject({ owner: "test-owner", ttlSeconds: 30, expired: false, waiters: 0 });
-      expect(h?.remainingMs).toBeGreaterThan(25_000);
-      expect(h?.remainingMs).toBeLessThanOrEqual(30_000);
+      // What is left of the 30 s when the state was generated: the lock's _ts + ttl − generatedAt, exactly.
+      const doc = (await locks.container.item("dash-lock", "dash-lock").read<{ _ts: number }>()).resource;
+      expect(h?.remainingMs).toBe(((doc?._ts ?? 0) + 30) * 1000 - Date.parse(s.generatedAt));
     } finally {
       await handle.release();
     }

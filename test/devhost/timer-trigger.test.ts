@@ -13,6 +13,7 @@ import {
   type TimerInvocation,
 } from "../../src/devhost/timer/timer.js";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
+import { WAIT_MS } from "../support/until.js";
 
 const T0 = Date.parse("2026-11-23T10:00:00Z");
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -124,7 +125,7 @@ describe("startTimer on a fake clock", () => {
       const second = await start(later, { schedule: "0 0 * * * *", monitor, runOnStartup: true });
       await later.advance(0);
       // The status write after the run is real file I/O: wait for the timer to go back to sleep.
-      await vi.waitFor(() => expect(later.pendingTimers).toBe(1));
+      await vi.waitFor(() => expect(later.pendingTimers).toBe(1), { timeout: WAIT_MS });
       expect(second.calls.map((c) => [c.at, c.invocation.reason, c.timer.isPastDue])).toEqual([
         ["2026-11-23T14:30:00.000Z", "IsPastDue", true],
       ]);

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { timerTriggerRunner } from "../../src/devhost/builtinTimer.js";
 import { type LogRecord, startDevHost } from "../../src/devhost/index.js";
+import { waitUntil } from "../support/until.js";
 
 const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
 const created: string[] = [];
@@ -34,8 +35,7 @@ describe("timerTrigger wired into the dev host", () => {
       triggers: { timerTrigger: timerTriggerRunner() },
     });
     const ticks = () => logs.filter((r) => r.category === "Function.fast.User");
-    const deadline = Date.now() + 5000;
-    while (ticks().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil("the start-up run and one scheduled run", () => ticks().length >= 2);
     await host.close();
     const count = ticks().length;
     expect(count).toBeGreaterThanOrEqual(2);

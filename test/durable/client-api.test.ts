@@ -7,6 +7,7 @@ import {
   durableClientInputData,
   ensureWebsiteHostname,
 } from "../../src/devhost/durable/client-binding.js";
+import { WAIT_MS } from "../support/until.js";
 import { type SeenRequest, serveDurableApi } from "./client-test-server.js";
 import { FakeTaskHub } from "./fake-task-hub.js";
 
@@ -367,7 +368,7 @@ describe("durable HTTP API with the real DurableClient", () => {
     const polls = hub.callsOf("getStatus").length;
     leaving.abort();
     expect(await gone).toBe("aborted");
-    await vi.waitFor(() => expect(hub.callsOf("getStatus").length).toBe(polls + 1));
+    await vi.waitFor(() => expect(hub.callsOf("getStatus").length).toBe(polls + 1), { timeout: WAIT_MS });
     expect(hub.callsOf("waitForChange").filter(([id]) => id === "cw4")).toHaveLength(1);
   });
 

@@ -9,6 +9,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LogRecord, StartedApp } from "../../src/devhost/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
+import { WAIT_MS } from "../support/until.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
 let started: StartedApp;
@@ -28,7 +29,7 @@ afterAll(async () => {
   await host?.stop();
 });
 
-async function poll(url: string, ms = 15_000): Promise<{ status: number; body: Record<string, unknown> }> {
+async function poll(url: string, ms = WAIT_MS): Promise<{ status: number; body: Record<string, unknown> }> {
   const deadline = Date.now() + ms;
   for (;;) {
     const res = await fetch(url);

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppChild, startAppChild } from "../e2e/support/app-child.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { WAIT_MS } from "../support/until.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
 const children: ChildProcess[] = [];
@@ -51,7 +52,7 @@ async function status(host: AppChild, id: string): Promise<{ runtimeStatus?: str
   return res.status === 404 ? {} : ((await res.json()) as { runtimeStatus: string; output: unknown });
 }
 
-async function until<T>(what: string, read: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+async function until<T>(what: string, read: () => Promise<T | undefined>, ms = WAIT_MS): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await read().catch(() => undefined);

@@ -13,6 +13,7 @@ import { CosmosTaskHub, TaskHubError } from "../../src/devhost/durable/hub.js";
 import type { InstanceStatus } from "../../src/devhost/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
+import { WAIT_MS } from "../support/until.js";
 
 type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 
@@ -116,7 +117,11 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function until(id: string, done: (s: InstanceStatus) => boolean, ms = 10_000): Promise<InstanceStatus> {
+async function until(
+  id: string,
+  done: (s: InstanceStatus) => boolean,
+  ms = WAIT_MS,
+): Promise<InstanceStatus> {
   const deadline = Date.now() + ms;
   let last: InstanceStatus | undefined;
   while (Date.now() < deadline) {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { WAIT_MS } from "../support/until.js";
 import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "./support/app-child.js";
 
 // End to end: the app itself (functions/, compiled by tsconfig.build.json as `npm run build` does) run by
@@ -66,7 +67,7 @@ async function call(
     body,
     // A stream body (no Content-Length) needs half duplex.
     ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
-    signal: AbortSignal.timeout(15_000),
+    signal: AbortSignal.timeout(WAIT_MS),
   } as RequestInit);
   const text = await res.text();
   return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
@@ -76,7 +77,7 @@ const resourcePath = (sub: string, name: string) => `/api/subscriptions/${sub}/r
 const operationPath = (answer: Answer) =>
   new URL(answer.headers.get("azure-asyncoperation") as string).pathname;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = WAIT_MS): Promise<T> {
   const deadline = Date.now() + ms;
   let last: unknown;
   for (;;) {
@@ -132,7 +133,7 @@ beforeAll(async () => {
   const database = emu.client.database(DATABASE);
   resources = database.container("resources");
   host = await startHost();
-}, 60_000);
+});
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
@@ -573,19 +574,15 @@ describe("the app on a dev host child process, over HTTP", () => {
     expect(failures).toEqual([]);
 
     // No change missed: every acknowledged write's operation gets `observed`, with the ETag the client got.
-    await until(
-      "every acknowledged write to be observed",
-      async () => {
-        const { resources: seen } = await resources.items
-          .query<{ id: string; etag: string }>(
-            "SELECT c.operationId AS id, c.observed.resourceEtag AS etag FROM c WHERE c.docType = 'operation' AND IS_DEFINED(c.observed)",
-          )
-          .fetchAll();
-        const etags = new Map(seen.map((o) => [o.id, o.etag]));
-        return acked.every((w) => etags.get(w.opId) === w.etag) ? true : undefined;
-      },
-      30_000,
-    );
+    await until("every acknowledged write to be observed", async () => {
+      const { resources: seen } = await resources.items
+        .query<{ id: string; etag: string }>(
+          "SELECT c.operationId AS id, c.observed.resourceEtag AS etag FROM c WHERE c.docType = 'operation' AND IS_DEFINED(c.observed)",
+        )
+        .fetchAll();
+      const etags = new Map(seen.map((o) => [o.id, o.etag]));
+      return acked.every((w) => etags.get(w.opId) === w.etag) ? true : undefined;
+    });
     // The summaries count what is stored: the acknowledged writes, and any the kill cut off after it landed.
     for (const sub of [...steady, ...burst]) {
       const stored = (await resourceNamesOf(sub)).length;

@@ -1,13 +1,16 @@
 /**
  * Checkpoint coalescing through the public processor against the emulator (the real SDK over a socket): a
- * backlog drained with the default maxCheckpointDelay costs far fewer lease writes than pages, and every
- * document is checkpointed by the time the feed runs dry; maxCheckpointDelay 0 writes one checkpoint per page.
+ * backlog drained with the default maxCheckpointDelay costs one lease write, once the feed runs dry; with
+ * maxCheckpointDelay 0 each page's checkpoint is written at once. The processor's timers run on a fake clock that
+ * stands still, so how fast this machine drains the backlog cannot change the count of checkpoints.
  */
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { InvalidProcessorOptionsError } from "../../src/shared/changefeed/options.js";
 import { createChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { waitUntil } from "../support/until.js";
 
 interface Doc {
   id: string;
@@ -49,12 +52,18 @@ async function backlog(): Promise<{ monitored: Container; leases: Container }> {
   return { monitored, leases };
 }
 
-/** Drains the backlog; returns the pages handled and the checkpoints written (documents each covered). */
-async function drain(maxCheckpointDelay: number | undefined) {
+/**
+ * Drains the backlog; returns the pages handled and the checkpoints written (documents each covered). With
+ * `eachAfterLast`, the handler of a page returns only once the previous page's checkpoint was written, so no two
+ * checkpoints are ever in flight together.
+ */
+async function drain(maxCheckpointDelay: number | undefined, eachAfterLast = false) {
   const { monitored, leases } = await backlog();
   let handled = 0;
   let pages = 0;
   const checkpoints: number[] = [];
+  // Time stands still: no renewal, no maxCheckpointDelay timer and no poll delay ever runs out during the drain.
+  const clock = new FakeClock(Date.now());
   const p = createChangeFeedProcessor<Doc>(
     {
       monitoredContainer: monitored,
@@ -64,40 +73,42 @@ async function drain(maxCheckpointDelay: number | undefined) {
       maxItemsPerInvocation: PAGE,
       feedPollDelay: 50,
       handoffTimeout: 0,
+      clock,
       ...(maxCheckpointDelay === undefined ? {} : { maxCheckpointDelay }),
     },
     async (docs) => {
+      if (eachAfterLast)
+        await waitUntil("the previous page's checkpoint", () => checkpoints.length === pages);
       handled += docs.length;
       pages++;
     },
   );
   p.on("checkpointed", (_token, _etag, documents) => checkpoints.push(documents));
   await p.start();
-  const deadline = Date.now() + 30_000;
   // Done when every document was handled and checkpointed (the feed ran dry, so the held one is written).
-  while (checkpoints.reduce((a, b) => a + b, 0) < DOCS) {
-    if (Date.now() > deadline) throw new Error(`handled ${handled}, checkpointed ${checkpoints.join(",")}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitUntil(
+    `every document checkpointed (handled ${handled})`,
+    () => checkpoints.reduce((a, b) => a + b, 0) >= DOCS,
+  );
   await p.stop();
   return { handled, pages, checkpoints };
 }
 
 describe("checkpoint coalescing (emulator)", () => {
-  it("writes far fewer checkpoints than pages for a backlog, and covers every document once the feed is dry", async () => {
+  it("writes one checkpoint for a whole backlog drained within maxCheckpointDelay, once the feed is dry", async () => {
     const r = await drain(undefined);
     expect(r.handled).toBe(DOCS);
     expect(r.pages).toBe(DOCS / PAGE);
-    expect(r.checkpoints.reduce((a, b) => a + b, 0)).toBe(DOCS);
-    // 60 pages drained in well under maxCheckpointDelay per few pages: a handful of writes, not 60.
-    expect(r.checkpoints.length).toBeLessThanOrEqual(r.pages / 4);
+    // Each page's checkpoint replaced the one held before it; the empty read at the end wrote the last.
+    expect(r.checkpoints).toEqual([DOCS]);
   });
 
-  it("with maxCheckpointDelay 0 writes a checkpoint per page (only one in flight at a time merges them)", async () => {
-    const r = await drain(0);
+  it("with maxCheckpointDelay 0 writes each page's checkpoint at once", async () => {
+    const r = await drain(0, true);
     expect(r.handled).toBe(DOCS);
-    expect(r.checkpoints.reduce((a, b) => a + b, 0)).toBe(DOCS);
-    expect(r.checkpoints.length).toBeGreaterThan(r.pages / 2);
+    expect(r.pages).toBe(DOCS / PAGE);
+    // A page is handled only once the previous checkpoint was written: none is held, none merged into another.
+    expect(r.checkpoints).toEqual(Array.from({ length: DOCS / PAGE }, () => PAGE));
   });
 
   it("refuses a negative, NaN or infinite maxCheckpointDelay", () => {

@@ -9,6 +9,7 @@ import {
 } from "../../src/shared/changefeed/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
+import { settled, waitUntil } from "../support/until.js";
 
 interface Doc {
   id: string;
@@ -18,6 +19,8 @@ interface Doc {
 }
 
 const FAST = FAST_INTERVALS;
+/** A timeout or interval no test lives to see (ms): what is waited for can only end some other way. */
+const NEVER_MS = 3_600_000;
 
 let t: TestEmulator;
 let db: Database;
@@ -61,41 +64,24 @@ function host(
   return p;
 }
 
-async function waitFor(
-  cond: () => boolean | Promise<boolean>,
-  timeoutMs = 15_000,
-  what = "condition",
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** Writes a document every ~10 ms until stopped, recording when each was written. */
+/** Writes a document every ~10 ms until stopped; `written` lists the ids written. */
 function startWriter(c: Container, idPrefix: string, keys: number) {
-  const writtenAt = new Map<string, number>();
+  const written: string[] = [];
   let stopping = false;
   const running = (async () => {
     for (let i = 0; !stopping; i++) {
       await c.items.create<Doc>({ id: `${idPrefix}${i}`, pk: `k${i % keys}`, n: i });
-      writtenAt.set(`${idPrefix}${i}`, Date.now());
+      written.push(`${idPrefix}${i}`);
       await new Promise((r) => setTimeout(r, 10));
     }
   })();
   return {
-    writtenAt,
+    written,
     stop: async () => {
       stopping = true;
       await running;
     },
   };
-}
-
-/** The longest write → first-handled time over the written documents (all must have been handled). */
-function worstLatency(writtenAt: Map<string, number>, handledAt: Map<string, number>): number {
-  return Math.max(...[...writtenAt].map(([id, at]) => (handledAt.get(id) as number) - at));
 }
 
 async function writeDocs(c: Container, from: number, count: number, keys = 13): Promise<void> {
@@ -153,7 +139,7 @@ describe("lease documents", () => {
       for (const d of docs) seen.add(d.id);
     });
     await p.start();
-    await waitFor(() => seen.size === 20, 10_000, "20 documents");
+    await waitUntil("20 documents", () => seen.size === 20);
     await p.stop();
     const { resources } = await leases.items.query<Record<string, unknown>>("SELECT * FROM c").fetchAll();
     expect(resources.length).toBe(3); // two leases and .info
@@ -210,9 +196,9 @@ describe("processing", () => {
       seen.push(...docs.map((d) => d.id));
     });
     await p.start();
-    await waitFor(() => seen.length >= 120, 10_000, "120 documents");
+    await waitUntil("120 documents", () => seen.length >= 120);
     await writeDocs(monitored, 120, 30);
-    await waitFor(() => seen.length >= 150, 10_000, "150 documents");
+    await waitUntil("150 documents", () => seen.length >= 150);
     expect(new Set(seen).size).toBe(150);
     await p.stop();
     const { resources } = await leases.items
@@ -241,7 +227,7 @@ describe("processing", () => {
     });
     await p.start();
     await writeDocs(monitored, 0, 200, 5);
-    await waitFor(() => count >= 200, 10_000, "200 documents");
+    await waitUntil("200 documents", () => count >= 200);
     expect(violations).toBe(0);
   });
 
@@ -262,7 +248,7 @@ describe("processing", () => {
       { errorPolicy: { kind: "retry", initialDelay: 20, maxDelay: 50 } },
     );
     await p.start();
-    await waitFor(() => delivered.length >= 5, 10_000, "delivery after retries");
+    await waitUntil("delivery after retries", () => delivered.length >= 5);
     expect(attempts).toBe(3);
     expect(delivered.sort()).toEqual(["d0", "d1", "d2", "d3", "d4"]);
   });
@@ -285,9 +271,9 @@ describe("processing", () => {
     );
     p.on("deadLettered", (_token, n) => deadLettered.push(n));
     await p.start();
-    await waitFor(() => deadLettered.length > 0, 10_000, "dead-lettering");
+    await waitUntil("dead-lettering", () => deadLettered.length > 0);
     await monitored.items.create<Doc>({ id: "fine", pk: "a", n: 1 });
-    await waitFor(() => delivered.includes("fine"), 10_000, "the next document");
+    await waitUntil("the next document", () => delivered.includes("fine"));
     const { resources } = await dlq.items
       .query<{ sourceId: string; attempts: number; error: string }>("SELECT * FROM c")
       .fetchAll();
@@ -311,20 +297,16 @@ describe("balancing", () => {
     const { monitored, leases } = await containers(8);
     const a = host(monitored, leases, "a", async () => {});
     await a.start();
-    await waitFor(async () => a.ownedLeaseTokens().length === 8, 10_000, "a owns 8");
+    await waitUntil("a owns 8", async () => a.ownedLeaseTokens().length === 8);
     const b = host(monitored, leases, "b", async () => {});
     const c = host(monitored, leases, "c", async () => {});
     await Promise.all([b.start(), c.start()]);
-    await waitFor(
-      async () => {
-        const counts = [...(await owners(leases)).values()].sort();
-        return counts.join(",") === "2,3,3";
-      },
-      15_000,
-      "3/3/2",
-    );
+    await waitUntil("3/3/2", async () => {
+      const counts = [...(await owners(leases)).values()].sort();
+      return counts.join(",") === "2,3,3";
+    });
     await Promise.all([b.stop(), c.stop()]);
-    await waitFor(async () => (await owners(leases)).get("a") === 8, 10_000, "a owns 8 again");
+    await waitUntil("a owns 8 again", async () => (await owners(leases)).get("a") === 8);
     expect(a.ownedLeaseTokens().length).toBe(8);
   });
 
@@ -332,16 +314,25 @@ describe("balancing", () => {
     const { monitored, leases } = await containers(2);
     const a = host(monitored, leases, "crashy", async () => {});
     await a.start();
-    await waitFor(() => a.ownedLeaseTokens().length === 2, 10_000, "crashy owns 2");
+    await waitUntil("crashy owns 2", () => a.ownedLeaseTokens().length === 2);
     await a.abandon();
+    // The abandoned leases' last writes: nothing renews them from here on.
+    const { resources: abandoned } = await leases.items
+      .query<{ LeaseToken: string; Owner: string; timestamp: string }>(
+        "SELECT c.LeaseToken, c.Owner, c.timestamp FROM c WHERE IS_DEFINED(c.LeaseToken)",
+      )
+      .fetchAll();
+    expect(abandoned.map((l) => l.Owner)).toEqual(["crashy", "crashy"]);
     const b = host(monitored, leases, "survivor", async () => {});
-    const started = Date.now();
+    const acquiredAt = new Map<string, number>();
+    b.on("acquired", (token) => acquiredAt.set(token, Date.now()));
     await b.start();
-    await waitFor(() => b.ownedLeaseTokens().length === 2, 10_000, "survivor owns 2");
-    // Not before expiry: the abandoned leases were fresh.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(
-      FAST.leaseExpirationInterval - FAST.leaseRenewInterval * 3,
-    );
+    await waitUntil("survivor owns 2", () => b.ownedLeaseTokens().length === 2);
+    // Its fair share (one of two) it may steal at once; the other only once it expired: the clock of this machine
+    // (which wrote both timestamps) had passed the abandoned write + the expiration interval when b took it.
+    const [, last] = [...acquiredAt].sort((x, y) => x[1] - y[1]);
+    const lastWrite = Date.parse(abandoned.find((l) => l.LeaseToken === last[0])?.timestamp ?? "");
+    expect(last[1]).toBeGreaterThan(lastWrite + FAST.leaseExpirationInterval);
   });
 
   it("fires the victim's AbortSignal when a lease is stolen", async () => {
@@ -356,99 +347,106 @@ describe("balancing", () => {
     });
     await a.start();
     await writeDocs(monitored, 0, 40, 40);
-    await waitFor(() => signals.size === 2, 10_000, "both leases busy");
+    await waitUntil("both leases busy", () => signals.size === 2);
     const b = host(monitored, leases, "thief", async () => {});
     await b.start();
-    await waitFor(() => b.ownedLeaseTokens().length === 1, 10_000, "thief steals one");
+    await waitUntil("thief steals one", () => b.ownedLeaseTokens().length === 1);
     const stolen = b.ownedLeaseTokens()[0];
-    await waitFor(() => signals.get(stolen)?.aborted === true, 5_000, "victim's signal");
+    await waitUntil("victim's signal", () => signals.get(stolen)?.aborted === true);
     const kept = [...signals.keys()].find((k) => k !== stolen) as string;
     expect(signals.get(kept)?.aborted).toBe(false);
   });
 
-  it("hands off on graceful stop without pausing the feed", async () => {
+  it("hands off on graceful stop: stop() returns once the other host took every lease", async () => {
     const { monitored, leases } = await containers(4);
-    const handledAt = new Map<string, number>();
+    const handled = new Set<string>();
     const handler = async (docs: Doc[]) => {
-      for (const d of docs) if (!handledAt.has(d.id)) handledAt.set(d.id, Date.now());
+      for (const d of docs) handled.add(d.id);
     };
-    const a = host(monitored, leases, "leaving", handler, { handoffTimeout: 5_000 });
-    const b = host(monitored, leases, "staying", handler, { handoffTimeout: 5_000 });
+    // A handoff timeout no test outlives: stop() can only return because the other host took the leases.
+    const a = host(monitored, leases, "leaving", handler, { handoffTimeout: NEVER_MS });
+    const b = host(monitored, leases, "staying", handler, { handoffTimeout: NEVER_MS });
+    const released: string[] = [];
+    a.on("released", (token) => released.push(token));
     await a.start();
     await b.start();
-    await waitFor(
-      () => a.ownedLeaseTokens().length === 2 && b.ownedLeaseTokens().length === 2,
-      10_000,
-      "2/2",
-    );
+    await waitUntil("2/2", () => a.ownedLeaseTokens().length === 2 && b.ownedLeaseTokens().length === 2);
+    const leaving = a.ownedLeaseTokens();
     const writer = startWriter(monitored, "h", 31);
-    const { writtenAt } = writer;
-    await new Promise((r) => setTimeout(r, 300));
-    const stopAt = Date.now();
-    await a.stop();
-    const handoffMs = Date.now() - stopAt;
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntil("writes under way", () => writer.written.length >= 10);
+    await settled("a's stop (the hand-off to b)", a.stop());
     await writer.stop();
-    await waitFor(() => [...writtenAt.keys()].every((id) => handledAt.has(id)), 5_000, "all handled");
+    await waitUntil("all handled", () => writer.written.every((id) => handled.has(id)));
+    expect(released.sort()).toEqual([...leaving].sort());
     expect(b.ownedLeaseTokens().length).toBe(4);
-    expect(handoffMs).toBeLessThan(FAST.leaseAcquireInterval + 2_000);
-    expect(worstLatency(writtenAt, handledAt)).toBeLessThan(1_000);
+    // How long the stop and the hand-off took, and the worst write → handled latency across it, are measured by
+    // bench/changefeed.bench.ts (phase 4, results in bench/results/changefeed.json), not judged here.
   });
 });
 
 describe("hand-off through the lease container's change feed", () => {
-  it("has released leases taken by chosen successors in under 1 s, balanced, with no pause", async () => {
+  it("has released leases taken by the chosen successors through the watch alone, balanced, without a loss", async () => {
     const ranges = 6;
     const { monitored, leases } = await containers(ranges);
-    // 500 ms watch slots; balancing rounds 2 s apart (> 3 hosts × 500 ms), so a balancing round cannot explain
-    // a pickup under 1 s: only the watch can. (bench/ measures the default 1 s slot.)
-    const slow = {
+    // Bootstrap the leases, then give each host two of them (fresh timestamps), as a balanced app would have.
+    const boot = host(monitored, leases, "boot", async () => {});
+    await boot.start();
+    await boot.stop();
+    const { resources: docs } = await leases.items
+      .query<Record<string, unknown> & { id: string }>("SELECT * FROM c WHERE IS_DEFINED(c.LeaseToken)")
+      .fetchAll();
+    expect(docs).toHaveLength(ranges);
+    const names = ["h-a", "h-b", "h-c"];
+    for (const [i, d] of docs.entries())
+      await leases
+        .item(d.id, d.id)
+        .replace({ ...d, Owner: names[i % 3], timestamp: new Date().toISOString() });
+    // Balancing rounds (leaseAcquireInterval) never come during the test, and leases do not expire in it: a lease
+    // a survivor takes can only have come through the watch (the lease feed read in the host's slot), and stop()
+    // can only return because the successors took every lease (the handoff timeout is never reached).
+    const noRounds = {
       leaseWatchInterval: 500,
       leaseRenewInterval: 3_000,
-      leaseAcquireInterval: 2_000,
-      leaseExpirationInterval: 20_000,
+      leaseAcquireInterval: NEVER_MS,
+      leaseExpirationInterval: 60_000,
       feedPollDelay: 50,
-      handoffTimeout: 8_000,
+      handoffTimeout: NEVER_MS,
     };
-    const handledAt = new Map<string, number>();
+    const handled = new Set<string>();
     const handler = async (docs: Doc[]) => {
-      for (const d of docs) if (!handledAt.has(d.id)) handledAt.set(d.id, Date.now());
+      for (const d of docs) handled.add(d.id);
     };
-    const hosts = ["h-a", "h-b", "h-c"].map((n) => host(monitored, leases, n, handler, slow));
+    const hosts = names.map((n) => host(monitored, leases, n, handler, noRounds));
     const [a, b, c] = hosts;
-    const releasedAt = new Map<string, number>();
-    const acquiredAt = new Map<string, number>();
-    a.on("released", (token) => releasedAt.set(token, Date.now()));
-    for (const s of [b, c]) s.on("acquired", (token) => acquiredAt.set(token, Date.now()));
-    await a.start(); // bootstraps alone (the others would wait for its .lock), then b and c steal to 2/2/2
-    await Promise.all([b.start(), c.start()]);
-    await waitFor(() => hosts.every((h) => h.ownedLeaseTokens().length === 2), 40_000, "2/2/2");
+    const events: string[] = [];
+    for (const h of hosts) {
+      h.on("released", (token) => events.push(`${h.instanceName} released ${token}`));
+      h.on("acquired", (token) => events.push(`${h.instanceName} acquired ${token}`));
+      h.on("lost", (token, reason) => events.push(`${h.instanceName} lost ${token} (${reason})`));
+    }
+    // Each host takes the two leases that name it at start, in its one balancing round.
+    for (const h of hosts) await h.start();
+    expect(hosts.map((h) => h.ownedLeaseTokens().length)).toEqual([2, 2, 2]);
     const leaving = a.ownedLeaseTokens();
-    acquiredAt.clear();
+    events.length = 0;
 
     const writer = startWriter(monitored, "w", 29);
-    const { writtenAt } = writer;
-    await new Promise((r) => setTimeout(r, 500));
-    const stopAt = Date.now();
-    await a.stop();
-    const stopMs = Date.now() - stopAt;
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntil("writes under way", () => writer.written.length >= 10);
+    await settled("h-a's stop (the hand-off to h-b and h-c)", a.stop());
     await writer.stop();
-    await waitFor(() => [...writtenAt.keys()].every((id) => handledAt.has(id)), 10_000, "all handled");
+    await waitUntil("all handled", () => writer.written.every((id) => handled.has(id)));
 
-    // Each released lease was taken by a survivor less than a second after its release.
-    expect([...releasedAt.keys()].sort()).toEqual([...leaving].sort());
-    for (const token of leaving) {
-      const taken = acquiredAt.get(token);
-      expect(taken, `lease ${token} taken`).toBeDefined();
-      expect((taken as number) - (releasedAt.get(token) as number)).toBeLessThan(1_000);
-    }
-    // Chosen successors: the survivors end balanced without a steal, and the hint is gone from the documents.
+    // Each of a's leases was released once and acquired once, by b or c. The survivors lost nothing; a stops
+    // processing a lease it released when it sees the successor's write (lost as "stolen"), never by expiry.
+    const released = events.filter((e) => e.startsWith("h-a released")).map((e) => e.split(" ").pop());
+    expect(released.sort()).toEqual([...leaving].sort());
+    for (const token of leaving)
+      expect(events.filter((e) => /^h-[bc] acquired /.test(e) && e.endsWith(` ${token}`))).toHaveLength(1);
+    const lost = events.filter((e) => e.includes(" lost "));
+    expect(lost.filter((e) => !leaving.some((token) => e === `h-a lost ${token} (stolen)`))).toEqual([]);
+    // Chosen successors: the survivors end balanced, and the hint is gone from the documents.
     expect(b.ownedLeaseTokens().length).toBe(3);
     expect(c.ownedLeaseTokens().length).toBe(3);
-    // Released just before a successor's next slot: at most one round of the 3 slots, plus the pickup and the
-    // drain's check interval (far below the 8 s handoffTimeout it would otherwise wait).
-    expect(stopMs).toBeLessThan(3 * 500 + 2_000);
     const { resources } = await leases.items
       .query<{ Owner: string | null; properties: Record<string, string> }>(
         "SELECT c.Owner, c.properties FROM c WHERE IS_DEFINED(c.LeaseToken)",
@@ -456,28 +454,23 @@ describe("hand-off through the lease container's change feed", () => {
       .fetchAll();
     expect(resources.filter((r) => r.properties.handoffTo !== undefined)).toEqual([]);
     expect(new Set(resources.map((r) => r.Owner))).toEqual(new Set(["h-b", "h-c"]));
-    // The feed never paused: the stopping host processed its leases until the successors took them.
-    expect(worstLatency(writtenAt, handledAt)).toBeLessThan(1_000);
-  }, 90_000);
+    // Release → pickup times and the worst write → handled latency across the hand-off: bench/changefeed.bench.ts
+    // (phase 4, releaseToAcquireMs and worstLatencyAroundEventMs in bench/results/changefeed.json).
+  });
 });
 
 describe("whole-app shutdown", () => {
   it("does not wait for the handoff timeout when every host stops at once, and leaves every lease released", async () => {
     const { monitored, leases } = await containers(4);
-    const opts = { handoffTimeout: 20_000, leaseWatchInterval: 100 };
+    // A handoff timeout no test outlives: both stops return only because each saw the other leave.
+    const opts = { handoffTimeout: NEVER_MS, leaseWatchInterval: 100 };
     const a = host(monitored, leases, "down-a", async () => {}, opts);
     const b = host(monitored, leases, "down-b", async () => {}, opts);
     await a.start();
     await b.start();
-    await waitFor(
-      () => a.ownedLeaseTokens().length === 2 && b.ownedLeaseTokens().length === 2,
-      10_000,
-      "2/2",
-    );
-    const t0 = Date.now();
-    await Promise.all([a.stop(), b.stop()]);
+    await waitUntil("2/2", () => a.ownedLeaseTokens().length === 2 && b.ownedLeaseTokens().length === 2);
     // Each hands its leases to the other, sees the other release everything, and stops draining.
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    await settled("both stops", Promise.all([a.stop(), b.stop()]));
     const { resources } = await leases.items
       .query<{ Owner: string | null }>("SELECT c.Owner FROM c WHERE IS_DEFINED(c.LeaseToken)")
       .fetchAll();
@@ -500,10 +493,10 @@ describe("splits and .NET leases", () => {
     p.on("split", (parent, children) => splits.push([parent, ...children]));
     await p.start();
     await writeDocs(monitored, 0, 100);
-    await waitFor(() => seen.size >= 50, 10_000, "some documents");
+    await waitUntil("some documents", () => seen.size >= 50);
     t.emulator.splitRange(db.id, monitored.id, "0");
     await writeDocs(monitored, 100, 100);
-    await waitFor(() => seen.size >= 200, 15_000, "200 documents");
+    await waitUntil("200 documents", () => seen.size >= 200);
     expect(splits).toEqual([["0", "2", "3"]]);
     const { resources } = await leases.items
       .query<{ LeaseToken: string; FeedRange: unknown }>(
@@ -524,10 +517,10 @@ describe("splits and .NET leases", () => {
     await p.start();
     const ranges = (await monitored.readPartitionKeyRanges().fetchAll()).resources;
     await writeDocs(monitored, 0, 100);
-    await waitFor(() => deliveries.size >= 100, 10_000, "the first 100 documents");
+    await waitUntil("the first 100 documents", () => deliveries.size >= 100);
     const mergedId = t.emulator.mergeRanges(db.id, monitored.id, "0", "1");
     await writeDocs(monitored, 100, 100);
-    await waitFor(() => deliveries.size >= 200 && merges.length === 2, 15_000, "200 documents and 2 merges");
+    await waitUntil("200 documents and 2 merges", () => deliveries.size >= 200 && merges.length === 2);
     // Each document exactly once: the old lease's last checkpoint is where the new lease starts.
     expect([...deliveries.values()].every((n) => n === 1)).toBe(true);
     const epkToken = (r: { minInclusive: string; maxExclusive: string }) =>
@@ -592,7 +585,7 @@ describe("splits and .NET leases", () => {
       seen.push(...docs.map((d) => d.id));
     });
     await p.start();
-    await waitFor(() => seen.length >= 20, 10_000, "the 20 new documents");
+    await waitUntil("the 20 new documents", () => seen.length >= 20);
     await new Promise((r) => setTimeout(r, 300));
     expect(seen.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `d${60 + i}`).sort());
     const { resources } = await leases.items
@@ -617,7 +610,7 @@ describe("estimator", () => {
       handled += docs.length;
     });
     await p.start();
-    await waitFor(() => handled >= 30, 10_000, "30 documents");
+    await waitUntil("30 documents", () => handled >= 30);
     await p.stop();
     const idle = await estimateLag({ monitoredContainer: monitored, leaseContainer: leases });
     expect(idle.map((l) => l.estimatedLag)).toEqual([0, 0]);

@@ -1,10 +1,13 @@
 /**
  * The processor's safety defects of issue 9, against the emulator through the real SDK (real timers). Faults
- * the emulator cannot be asked for (a 503 on a lease write, a slow write, a refused continuation) are injected
- * into the SDK's request pipeline (test/support/faults.ts); everything else is real.
+ * the emulator cannot be asked for (a 503 on a lease write, a hanging write, a refused continuation) are injected
+ * into the SDK's request pipeline (test/support/faults.ts); everything else is real. When something happens is
+ * judged on a fake clock in test/unit/changefeed-lease-timing.test.ts and test/unit/changefeed-feed-errors.test.ts;
+ * here, what happens (events, counts, lease documents), never how long it took.
  */
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { LeaseContainerError } from "../../src/shared/changefeed/leases/open.js";
 import { MonitoredContainerGoneError } from "../../src/shared/changefeed/processing/feed-errors.js";
 import {
@@ -16,6 +19,7 @@ import { CosmosFeedError } from "../../src/shared/errors.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { type FaultRule, faultPlugins, serviceError } from "../support/faults.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
+import { settled, waitUntil } from "../support/until.js";
 
 interface Doc {
   id: string;
@@ -69,14 +73,6 @@ function host(
   return p;
 }
 
-async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function leaseDocs(
@@ -91,12 +87,11 @@ async function leaseDocs(
 }
 
 describe("local lease deadline", () => {
-  it("aborts ctx.signal and reports the lease lost (expired) before it expires for others when lease writes fail with 503", async () => {
+  it("aborts ctx.signal and reports the lease lost (expired) by its own deadline when lease writes fail with 503", async () => {
     const { monitored, leases } = await containers(1);
     let failWrites = false;
-    let lastGoodWrite = 0;
     const signals: AbortSignal[] = [];
-    const lost: [string, string, number][] = [];
+    const lost: [string, string][] = [];
     const p = host(
       monitored,
       leases,
@@ -110,29 +105,35 @@ describe("local lease deadline", () => {
         match: (ctx) => ctx.method === "PUT" && pathOf(ctx).includes(`/colls/${leases.id}/docs/`),
         run: async (_ctx, send) => {
           if (failWrites) throw serviceError(503);
-          const sentAt = Date.now();
-          const res = await send();
-          lastGoodWrite = sentAt;
-          return res;
+          return send();
         },
       },
     );
     p.on("error", () => {});
-    p.on("lost", (token, reason) => lost.push([token, reason, Date.now()]));
+    p.on("lost", (token, reason) => lost.push([token, reason]));
     await p.start();
     await monitored.items.create<Doc>({ id: "a", pk: "a" });
-    await waitFor(() => signals.length === 1, 5_000, "the handler holding a batch");
+    await waitUntil("the handler holding a batch", () => signals.length === 1);
     failWrites = true;
-    await waitFor(() => signals[0].aborted, 3_000, "ctx.signal after the renewals failed");
-    const abortedAt = Date.now();
-    expect(lost.map(([token, reason]) => [token, reason])).toEqual([["0", "expired"]]);
-    expect(abortedAt).toBeLessThan(lastGoodWrite + FAST.leaseExpirationInterval);
+    await waitUntil("ctx.signal after the renewals failed", () => signals[0].aborted);
+    // Lost by its own deadline ("expired"), with no other host around to take it. That the deadline falls a
+    // safety margin before the lease expires for others is judged on a fake clock (changefeed-lease-timing).
+    expect(lost).toEqual([["0", "expired"]]);
     expect(p.ownedLeaseTokens()).toEqual([]);
   });
 
-  it("renews leases in parallel: one slow lease write does not let the others expire", async () => {
+  it("renews leases in parallel: while one lease's write hangs, the others are renewed", async () => {
     const { monitored, leases } = await containers(4);
     let slowed = false;
+    let hanging = false;
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    /** Lease writes that completed while lease 0's write hung, by lease document id. */
+    const writtenWhileHung = new Map<string, number>();
+    const leaseWrite = (ctx: { method?: string; path?: string }) =>
+      ctx.method === "PUT" && pathOf(ctx).includes(`/colls/${leases.id}/docs/`);
     const p = host(
       monitored,
       leases,
@@ -140,25 +141,36 @@ describe("local lease deadline", () => {
       async () => {},
       {},
       {
-        match: (ctx) => slowed && ctx.method === "PUT" && pathOf(ctx).endsWith("..0"),
-        run: async (_ctx, send) => {
-          await delay(5_000);
-          return send();
+        match: leaseWrite,
+        run: async (ctx, send) => {
+          const id = pathOf(ctx).split("/").pop() as string;
+          if (slowed && !hanging && id.endsWith("..0")) {
+            hanging = true;
+            await gate; // hangs until the test ends
+            return send();
+          }
+          const res = await send();
+          if (hanging) writtenWhileHung.set(id, (writtenWhileHung.get(id) ?? 0) + 1);
+          return res;
         },
       },
     );
     p.on("error", () => {});
-    await p.start();
-    await waitFor(() => p.ownedLeaseTokens().length === 4, 5_000, "4 leases owned");
-    slowed = true;
-    // Lease 0's renewal is due within ~1.3 s; whenever it starts, its write hangs for 5 s.
-    await delay(4_000);
-    const now = Date.now();
-    const others = (await leaseDocs(leases)).filter((d) => !d.id.endsWith("..0"));
-    expect(others).toHaveLength(3);
-    for (const d of others) {
-      expect(d.Owner).toBe("parallel");
-      expect(now - Date.parse(d.timestamp)).toBeLessThan(FAST.leaseExpirationInterval);
+    try {
+      await p.start();
+      await waitUntil("4 leases owned", () => p.ownedLeaseTokens().length === 4);
+      const others = (await leaseDocs(leases)).map((d) => d.id).filter((id) => !id.endsWith("..0"));
+      expect(others).toHaveLength(3);
+      slowed = true;
+      // Renewals run one after another, these would wait behind the hanging write forever.
+      await waitUntil("lease 0's write to hang", () => hanging);
+      await waitUntil("two renewals of each other lease while lease 0's write hangs", () =>
+        others.every((id) => (writtenWhileHung.get(id) ?? 0) >= 2),
+      );
+      for (const d of (await leaseDocs(leases)).filter((d) => !d.id.endsWith("..0")))
+        expect(d.Owner).toBe("parallel");
+    } finally {
+      release();
     }
   });
 });
@@ -186,27 +198,29 @@ describe("feed-read errors", () => {
     p.on("error", (e) => errors.push(e));
     p.on("lost", (_token, reason) => lost.push(reason));
     await p.start();
-    await waitFor(() => reads > 0, 5_000, "the first feed read");
+    await waitUntil("the first feed read", () => reads > 0);
     await monitored.delete();
-    await waitFor(() => lost.length > 0, 5_000, "the lease closed");
+    await waitUntil("the lease closed", () => lost.length > 0);
     expect(lost).toEqual(["container-gone"]);
     const gone = errors.find((e) => e instanceof MonitoredContainerGoneError) as MonitoredContainerGoneError;
     expect(gone?.statusCode).toBe(404);
-    const readsThen = reads;
-    await delay(1_000);
-    expect(reads - readsThen).toBeLessThanOrEqual(1);
     expect(p.ownedLeaseTokens()).toEqual([]);
+    // That the worker reads no more after the 404 (one read, then it ends) is judged on a fake clock:
+    // test/unit/changefeed-feed-errors.test.ts, "ends the worker on 404 … after one read".
   });
 
-  it("backs off on a refused continuation (400) instead of retrying at the poll interval", async () => {
+  it("keeps a lease whose continuation is refused (400): errors reported, the lease neither lost nor given up", async () => {
     const { monitored, leases } = await containers(1);
     let refused = 0;
+    const errors: unknown[] = [];
+    const lost: string[] = [];
     const p = host(
       monitored,
       leases,
       "refused",
       async () => {},
-      {},
+      // Leases that cannot expire during the test however slow the machine: only the 400 could end this one.
+      { leaseRenewInterval: 10_000, leaseExpirationInterval: 60_000 },
       {
         match: (ctx) => ctx.method === "GET" && pathOf(ctx).endsWith(`/colls/${monitored.id}/docs`),
         run: async () => {
@@ -215,31 +229,36 @@ describe("feed-read errors", () => {
         },
       },
     );
-    p.on("error", () => {});
+    p.on("error", (e) => errors.push(e));
+    p.on("lost", (_token, reason) => lost.push(reason));
     await p.start();
-    await waitFor(() => refused > 0, 5_000, "the first refused read");
-    await delay(1_500);
-    // At the 50 ms poll interval this would be ~30 reads; the backoff starts at 0.5–1 s and doubles.
-    expect(refused).toBeLessThanOrEqual(4);
+    await waitUntil("two refused reads", () => refused >= 2);
+    expect(lost).toEqual([]);
+    expect(p.ownedLeaseTokens()).toEqual(["0"]);
+    expect(errors.length).toBeGreaterThan(0);
+    // That the retries back off (0.5–1 s, doubling) instead of coming at the 50 ms poll interval is judged on a
+    // fake clock: test/unit/changefeed-feed-errors.test.ts, "backs off exponentially … on 400".
   });
 });
 
 describe("lifecycle", () => {
   it("stop() during start() stops: no lease stays owned and nothing is taken afterwards", async () => {
     const { monitored, leases } = await containers(2);
-    const p = host(monitored, leases, "hasty", async () => {});
+    // The processor's timers run on a fake clock: once stopped, none may be left to run a later round.
+    const clock = new FakeClock(Date.now());
+    const p = host(monitored, leases, "hasty", async () => {}, { clock });
     const started = p.start();
     await delay(5);
     await p.stop();
     await started;
-    await delay(FAST.leaseAcquireInterval * 3);
+    expect(clock.pendingTimers).toBe(0);
     expect(p.ownedLeaseTokens()).toEqual([]);
     for (const d of await leaseDocs(leases)) expect(d.Owner).toBeNull();
   });
 
   it("stop() interrupts a start waiting for another host's bootstrap lock", async () => {
     const { monitored, leases } = await containers(1);
-    // Another host's bootstrap lock (whichever prefix: lock ids end in ".lock"), held for its 30 s TTL.
+    // Another host's bootstrap lock (whichever prefix: lock ids end in ".lock").
     const probe = host(monitored, leases, "probe", async () => {});
     await probe.start();
     await probe.abandon();
@@ -247,19 +266,17 @@ describe("lifecycle", () => {
     const info = ids.find((d) => d.id.endsWith(".info")) as { id: string };
     await leases.item(info.id, info.id).delete();
     const lockId = info.id.replace(/\.info$/, ".lock");
-    await leases.items.create({ id: lockId, ttl: 30 });
+    // A lock that never expires (the container's default TTL is -1): only stop() can end the start's wait.
+    await leases.items.create({ id: lockId });
     const p = host(monitored, leases, "waiting", async () => {});
-    let settled = false;
+    let isSettled = false;
     const started = p.start().finally(() => {
-      settled = true;
+      isSettled = true;
     });
     await delay(300);
-    expect(settled).toBe(false);
-    const stopAt = Date.now();
-    await p.stop();
-    await waitFor(() => settled, 2_000, "start() to settle after stop()");
-    await started;
-    expect(Date.now() - stopAt).toBeLessThan(2_000);
+    expect(isSettled).toBe(false);
+    await settled("stop()", p.stop());
+    await settled("start() to settle after stop()", started);
     expect(p.ownedLeaseTokens()).toEqual([]);
   });
 
@@ -271,22 +288,22 @@ describe("lifecycle", () => {
       leaseWatchInterval: 0,
     });
     await slow.start();
+    // A handoff timeout no test outlives: the stop can only end because its abortSignal fired.
     const leaving = host(monitored, leases, "leaving", async () => {}, {
-      handoffTimeout: 20_000,
+      handoffTimeout: 3_600_000,
       leaseWatchInterval: 0,
     });
     await leaving.start();
-    await waitFor(() => leaving.ownedLeaseTokens().length === 1, 5_000, "leaving steals one lease");
+    await waitUntil("leaving steals one lease", () => leaving.ownedLeaseTokens().length === 1);
     const abort = new AbortController();
-    const stopAt = Date.now();
-    setTimeout(() => abort.abort(), 200);
-    const stopped = leaving.stop({ abortSignal: abort.signal });
-    const outcome = await Promise.race([
-      stopped.then(() => "stopped"),
-      delay(4_000).then(() => "still waiting"),
-    ]);
-    expect(outcome).toBe("stopped");
-    expect(Date.now() - stopAt).toBeLessThan(2_000);
+    let stoppedYet = false;
+    const stopped = leaving.stop({ abortSignal: abort.signal }).finally(() => {
+      stoppedYet = true;
+    });
+    await delay(200);
+    expect(stoppedYet).toBe(false); // waiting for the hand-off nobody takes
+    abort.abort();
+    await settled("stop() after its abortSignal fired", stopped);
     expect((await leaseDocs(leases)).filter((d) => d.Owner === "leaving")).toEqual([]);
   });
 });
@@ -311,15 +328,15 @@ describe("events", () => {
         throw new Error("listener bug (error)");
       });
       await victim.start();
-      await waitFor(() => victim.ownedLeaseTokens().length === 2, 5_000, "victim owns 2");
+      await waitUntil("victim owns 2", () => victim.ownedLeaseTokens().length === 2);
       const writing = (async () => {
         for (let i = 0; i < 60; i++) await monitored.items.create<Doc>({ id: `w${i}`, pk: `k${i}` });
       })();
       const thief = host(monitored, leases, "thief", async () => {});
       await thief.start();
-      await waitFor(() => thief.ownedLeaseTokens().length === 1, 5_000, "thief steals one");
+      await waitUntil("thief steals one", () => thief.ownedLeaseTokens().length === 1);
       await writing;
-      await delay(FAST.leaseAcquireInterval * 3);
+      await waitUntil("the victim to see the steal", () => lost.length > 0);
       expect(lost).toEqual(thief.ownedLeaseTokens());
       expect(unhandled).toEqual([]);
     } finally {
@@ -357,7 +374,7 @@ describe("bootstrap", () => {
       deliveries += docs.length;
     });
     await p.start();
-    await waitFor(() => seen.size === 30, 5_000, "all 30 documents, both parts of the range");
+    await waitUntil("all 30 documents, both parts of the range", () => seen.size === 30);
     await delay(300);
     expect(deliveries).toBe(30);
     const tokens = (
@@ -398,6 +415,6 @@ describe("lease container checks", () => {
       { checkLeaseContainerTtl: false },
     );
     await lenient.start();
-    await waitFor(() => seen.includes("x"), 5_000, "the document, with the check turned off");
+    await waitUntil("the document, with the check turned off", () => seen.includes("x"));
   });
 });

@@ -14,6 +14,7 @@ import {
   createChangeFeedProcessor,
 } from "../../src/shared/changefeed/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { WAIT_MS } from "../support/until.js";
 
 /*
  * Interop with .NET, Java and the Functions trigger against the emulator, through the unmodified SDK (issue 9).
@@ -69,7 +70,7 @@ async function containers(): Promise<{ monitored: Container; leases: Container; 
 async function waitFor(
   cond: () => boolean | Promise<boolean>,
   what: string,
-  timeoutMs = 10_000,
+  timeoutMs = WAIT_MS,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {

@@ -15,6 +15,7 @@ import {
 } from "../../src/shared/resources/index.js";
 import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
+import { WAIT_MS } from "../support/until.js";
 
 // The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
 // the documents the change feed delivers, against the emulator. The reactions trigger's durable client is a real
@@ -29,7 +30,7 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
+async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = WAIT_MS): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await read();
@@ -212,7 +213,7 @@ describe("admin", () => {
     try {
       await put("lease-sub", "l1");
       await expect
-        .poll(async () => (await readSummary(ctx, "lease-sub"))?.total, { timeout: 10_000 })
+        .poll(async () => (await readSummary(ctx, "lease-sub"))?.total, { timeout: WAIT_MS })
         .toBe(1);
       const res = await getLeases(http("admin/leases"), new InvocationContext());
       const report = (

@@ -2,21 +2,27 @@ import { ChangeFeedMode, ChangeFeedStartFrom, type Database, StatusCodes } from 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RuModel } from "../../src/emulator/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { waitUntil } from "../support/until.js";
 
 let t: TestEmulator;
 let db: Database;
+/** The emulator's document clock (_ts, TTL expiry): it stands still until a test moves it. */
+let nowMs = Date.now();
+const advance = (ms: number) => {
+  nowMs += ms;
+};
 
 beforeAll(async () => {
   // A long sweep interval: these tests decide when purges happen.
-  t = await startTestEmulator({ ttlSweepIntervalMs: 3_600_000 });
+  t = await startTestEmulator({ ttlSweepIntervalMs: 3_600_000, now: () => nowMs });
   db = (await t.client.databases.createIfNotExists({ id: uniqueName("ttl") })).database;
 });
 afterAll(async () => {
   await t.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
+// Expiry is judged on the emulator's clock, moved by hand: a document with ttl 1 expires at (_ts + 1) s, which
+// on a real clock can be anywhere from 1 ms to 1 s after it was written.
 describe("TTL", () => {
   it("hides expired items at once from reads, queries and the latest-version feed, before any purge", async () => {
     const { container, resource } = await db.containers.create({
@@ -29,7 +35,7 @@ describe("TTL", () => {
     await container.items.create({ id: "forever", pk: "a", ttl: -1 });
     await container.items.create({ id: "long", pk: "a", ttl: 3600 });
     expect((await container.item("short", "a").read()).statusCode).toBe(200);
-    await sleep(2100);
+    advance(2_000);
     expect((await container.item("short", "a").read()).statusCode).toBe(StatusCodes.NotFound);
     const { resources } = await container.items.query<{ id: string }>("SELECT * FROM c").fetchAll();
     expect(resources.map((d) => d.id).sort()).toEqual(["forever", "long"]);
@@ -45,7 +51,7 @@ describe("TTL", () => {
   it("ignores item ttl when the container has no defaultTtl, and validates ttl values", async () => {
     const { container } = await db.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
     await container.items.create({ id: "x", pk: "a", ttl: 1 });
-    await sleep(2100);
+    advance(2_000);
     expect((await container.item("x", "a").read()).statusCode).toBe(200);
     await expect(container.items.create({ id: "bad", pk: "a", ttl: 0 })).rejects.toMatchObject({ code: 400 });
     await expect(
@@ -70,7 +76,7 @@ describe("TTL", () => {
     await it.readNext();
     await container.items.create({ id: "e", pk: "a", ttl: 1 });
     await container.items.create({ id: "kept", pk: "a" });
-    await sleep(2100);
+    advance(2_000);
     expect(t.emulator.purgeExpired()).toBe(1);
     const items = [];
     for (;;) {
@@ -87,15 +93,17 @@ describe("TTL", () => {
   });
 
   it("runs the background sweeper on its own", async () => {
-    const fast = await startTestEmulator({ ttlSweepIntervalMs: 100 });
+    let sweeperNow = Date.now();
+    const fast = await startTestEmulator({ ttlSweepIntervalMs: 100, now: () => sweeperNow });
     try {
       const d = (await fast.client.databases.create({ id: "sweep" })).database;
       const { container } = await d.containers.create({ id: "c", partitionKey: "/pk", defaultTtl: 1 });
       await container.items.create({ id: "e", pk: "a" });
       const c = fast.emulator.account.container("sweep", "c");
       expect(c.docs.size).toBe(1);
-      await sleep(2300);
-      expect(c.docs.size).toBe(0);
+      sweeperNow += 2_000;
+      // Nobody calls purgeExpired: the sweeper's own timer removes it.
+      await waitUntil("the sweeper to purge the expired document", () => c.docs.size === 0);
     } finally {
       await fast.close();
     }

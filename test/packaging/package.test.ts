@@ -56,7 +56,7 @@ beforeAll(async () => {
     },
   );
   loaded = JSON.parse(stdout.trim().split("\n").pop() as string);
-}, 120_000);
+});
 
 afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });

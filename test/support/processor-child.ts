@@ -36,6 +36,7 @@ export interface ProcessorChildConfig {
   leaseAcquireInterval: number;
   leaseExpirationInterval: number;
   feedPollDelay: number;
+  leaseSafetyMargin?: number;
   maxItemsPerInvocation?: number;
   handoffTimeout?: number;
   holdBatches?: boolean;
@@ -100,6 +101,7 @@ const processor = createChangeFeedProcessor<Doc>(
     leaseAcquireInterval: config.leaseAcquireInterval,
     leaseExpirationInterval: config.leaseExpirationInterval,
     feedPollDelay: config.feedPollDelay,
+    leaseSafetyMargin: config.leaseSafetyMargin,
     maxItemsPerInvocation: config.maxItemsPerInvocation,
     handoffTimeout: config.handoffTimeout,
   },

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import type { Container } from "@azure/cosmos";
 import { type AppChild, startAppChild } from "../e2e/support/app-child.js";
 import { startTestEmulator, type TestEmulator } from "./emulator.js";
-import { until } from "./until.js";
+import { until, WAIT_MS } from "./until.js";
 
 /**
  * Two dev hosts (`cosmos-feed start` child processes) running the unmodified fixture app test/fixtures/app-cjs on
@@ -54,7 +54,7 @@ export async function startTwoHosts(options: { env?: Record<string, string> } = 
         .fetchAll();
       return resources.map((l) => `${l.id} ${l.Owner}`).sort();
     };
-    const settled = (timeoutMs = 30_000) =>
+    const settled = (timeoutMs = WAIT_MS) =>
       until(
         "each host to own one lease, steadily",
         async () => {

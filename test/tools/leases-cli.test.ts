@@ -12,6 +12,7 @@ import { createChangeFeedProcessor } from "../../src/shared/changefeed/index.js"
 import { repoRoot } from "../e2e/support/app-child.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
+import { waitUntil } from "../support/until.js";
 
 const run = promisify(execFile);
 let t: TestEmulator;
@@ -43,10 +44,13 @@ beforeAll(async () => {
       handled += docs.length;
     },
   );
+  let checkpointed = 0;
+  processor.on("checkpointed", (_token, _continuation, documents) => {
+    checkpointed += documents;
+  });
   await processor.start();
   for (let i = 0; i < 10; i++) await monitored.items.create({ id: `a${i}`, pk: `k${i}` });
-  for (let i = 0; i < 200 && handled < 10; i++) await new Promise((r) => setTimeout(r, 50));
-  await new Promise((r) => setTimeout(r, 300)); // the checkpoints land
+  await waitUntil("the 10 changes handled and checkpointed", () => handled === 10 && checkpointed === 10);
   // A crash: the leases keep their owner, and are no longer renewed.
   await processor.abandon();
   // Five changes nobody processes: the lag.
@@ -79,7 +83,7 @@ beforeAll(async () => {
     version: 0,
   });
   expect(handled).toBe(10);
-}, 60_000);
+});
 
 afterAll(async () => {
   await t?.close();

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../e2e/support/app-child.js";
+import { WAIT_MS } from "../support/until.js";
 
 const ACCOUNT = "devstoreaccount1";
 // Azurite's published development key (the same in every Azurite; not a secret).
@@ -86,7 +87,7 @@ beforeAll(async () => {
     ],
     { cwd: repoRoot, stdio: "pipe" },
   );
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + WAIT_MS;
   for (;;) {
     try {
       await fetch(`http://127.0.0.1:${ports.table}/`);
@@ -98,7 +99,7 @@ beforeAll(async () => {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-}, 30_000);
+});
 
 afterAll(() => {
   azurite?.kill("SIGKILL");

@@ -1,4 +1,5 @@
 import type { CosmosClient } from "@azure/cosmos";
+import { type Clock, systemClock } from "../../shared/changefeed/clock.js";
 import { type CosmosConnection, resolveCosmosConnection } from "../connections.js";
 import { type CosmosTriggerOptions, resolveCosmosTriggerOptions } from "../cosmos/trigger.js";
 import {
@@ -48,6 +49,8 @@ export interface DashboardOptions {
   thisHostOwner: (functionName: string) => string | undefined;
   /** Wall clock (ms); injectable for tests. */
   now?: () => number;
+  /** What the panels' sourceTimeoutMs waits on; the system's by default (tests move a FakeClock). */
+  clock?: Clock;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -79,8 +82,17 @@ const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).s
  * A panel's read, given up after timeoutMs: the signal then aborts its SDK requests too, so an abandoned read does
  * not go on spending RU that would land in the next meter sample.
  */
-async function panel<T>(timeoutMs: number, read: (signal: AbortSignal) => Promise<T>): Promise<Panel<T>> {
-  const signal = AbortSignal.timeout(timeoutMs);
+async function panel<T>(
+  clock: Clock,
+  timeoutMs: number,
+  read: (signal: AbortSignal) => Promise<T>,
+): Promise<Panel<T>> {
+  const timeout = new AbortController();
+  const done = new AbortController();
+  void clock.sleep(timeoutMs, done.signal).then(() => {
+    if (!done.signal.aborted) timeout.abort();
+  });
+  const signal = timeout.signal;
   // Listening before the read starts: this rejection comes before the SDK's own abort error.
   const timedOut = new Promise<never>((_r, reject) =>
     signal.addEventListener("abort", () => reject(new Error(`no answer within ${timeoutMs} ms`)), {
@@ -92,6 +104,8 @@ async function panel<T>(timeoutMs: number, read: (signal: AbortSignal) => Promis
     return { ok: true, data: await Promise.race([read(signal), timedOut]) };
   } catch (e) {
     return { ok: false, error: errorText(e), ...(e instanceof NotConfigured ? { notConfigured: true } : {}) };
+  } finally {
+    done.abort();
   }
 }
 
@@ -124,6 +138,7 @@ export class Dashboard {
   readonly tally = new RuTally();
   readonly #o: DashboardOptions;
   readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #history: RuHistory;
   readonly #handoffs: HandoffTracker;
   readonly #clients = new Map<string, CosmosClient>();
@@ -141,6 +156,7 @@ export class Dashboard {
   constructor(options: DashboardOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.#history = new RuHistory({
       historyMs: options.settings.historyMs,
       windowMs: options.settings.rateWindowMs,
@@ -317,15 +333,15 @@ export class Dashboard {
     const now = this.#now();
     const locks = this.#o.locks;
     const [leasesPanel, locksPanel, durablePanel] = await Promise.all([
-      panel(s.sourceTimeoutMs, (signal) => this.#readLeases(now, signal)),
-      panel(s.sourceTimeoutMs, async (signal) => {
+      panel(this.#clock, s.sourceTimeoutMs, (signal) => this.#readLeases(now, signal)),
+      panel(this.#clock, s.sourceTimeoutMs, async (signal) => {
         if (!locks)
           throw new NotConfigured(
             "no lock container: the app's containers.json has no container with the role 'locks'",
           );
         return readLocks(this.#account(), locks, now, signal);
       }),
-      panel(s.sourceTimeoutMs, async (signal) => {
+      panel(this.#clock, s.sourceTimeoutMs, async (signal) => {
         const durable = this.#o.durable();
         if (!durable) throw new NotConfigured("the app has no durable functions (no task hub runs)");
         return readDurable(this.#account(), durable, s.latestInstances, signal);

@@ -3,6 +3,7 @@ import { copyFileSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { WAIT_MS } from "../../support/until.js";
 
 /** The repository root (the app: functions/, src/, package.json, host.json). */
 export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
@@ -101,7 +102,7 @@ export async function startAppChild(options: {
   const exited = new Promise<number | string | null>((resolve) =>
     child.once("exit", (code, signal) => resolve(code ?? signal)),
   );
-  const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
+  const deadline = Date.now() + (options.startTimeoutMs ?? WAIT_MS);
   for (;;) {
     if (text.includes("Host started")) break;
     if (child.exitCode !== null || child.signalCode !== null) {
