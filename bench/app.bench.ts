@@ -24,7 +24,6 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import {
   createServer,
   Agent as HttpAgent,
-  request as httpRequest,
   type IncomingMessage,
   type Server,
   type ServerResponse,
@@ -37,6 +36,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type * as Functions from "@azure/functions";
 import { startFromCommandLine } from "../src/devhost/index.js";
 import { startEmulator } from "../src/emulator/index.js";
+import { httpCall } from "../test/support/http-call.js";
 import { envNumber, machineFacts, median, percentile, round1, round2 } from "./lib/stats.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -57,36 +57,7 @@ const cfg = {
 
 const agent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
 /** One request on a keep-alive connection; resolves with status, headers, body text and the time it took. */
-function call(method: string, url: string, body?: unknown) {
-  const started = performance.now();
-  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  return new Promise<{ status: number; headers: Record<string, unknown>; text: string; ms: number }>(
-    (resolve, reject) => {
-      const req = httpRequest(
-        url,
-        {
-          method,
-          agent,
-          headers: payload ? { "content-type": "application/json", "content-length": payload.length } : {},
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("end", () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              headers: res.headers,
-              text: Buffer.concat(chunks).toString("utf8"),
-              ms: performance.now() - started,
-            }),
-          );
-        },
-      );
-      req.on("error", reject);
-      req.end(payload);
-    },
-  );
-}
+const call = (method: string, url: string, body?: unknown) => httpCall(agent, method, url, body);
 
 /** The bare baseline: node:http → the same exported handler, with the same @azure/functions request/response. */
 async function bareServer(

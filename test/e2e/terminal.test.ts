@@ -1,6 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
+import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OperationDocument, ResourceDocument } from "../../src/shared/resources/index.js";
 import { newOperation } from "../../src/shared/resources/operations.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { httpCall } from "../support/http-call.js";
 import { seededRandom } from "../support/prng.js";
 import { until } from "../support/until.js";
 import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "./support/app-child.js";
@@ -83,43 +84,6 @@ interface Ack {
  */
 const stormAgent = new Agent({ keepAlive: true, maxSockets: STORM_SOCKETS });
 
-/** One HTTP request on the storm's agent: status, headers and body text. */
-function request(
-  method: string,
-  path: string,
-  body?: string,
-): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      `${host.baseUrl}${path}`,
-      {
-        method,
-        agent: stormAgent,
-        headers:
-          body === undefined
-            ? {}
-            : { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-        timeout: 120_000,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            text: Buffer.concat(chunks).toString("utf8"),
-          }),
-        );
-        res.on("error", reject);
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error(`${method} ${path}: no answer in 120 s`)));
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
 /** One request of the storm; an acknowledged mutation (2xx naming an operation) is recorded. */
 async function send(
   sub: string,
@@ -129,10 +93,14 @@ async function send(
   acks: Ack[],
   tally: Map<string, number>,
 ) {
-  const res = await request(
+  const res = await httpCall(
+    stormAgent,
     method,
-    `/api/subscriptions/${sub}/resources/${name}`,
-    body === undefined ? undefined : JSON.stringify(body),
+    `${host.baseUrl}/api/subscriptions/${sub}/resources/${name}`,
+    body,
+    {
+      timeoutMs: 120_000,
+    },
   );
   const text = res.text;
   const code = res.status >= 400 && text ? ` ${JSON.parse(text).error?.code}` : "";
