@@ -215,15 +215,26 @@ describe("admin", () => {
       await expect
         .poll(async () => (await readSummary(ctx, "lease-sub"))?.total, { timeout: WAIT_MS })
         .toBe(1);
-      const res = await getLeases(http("admin/leases"), new InvocationContext());
-      const report = (
-        res.jsonBody as {
-          value: {
-            leaseContainerPrefix: string;
-            leases: { owner: string | null; continuation: string | null; estimatedLag: number | null }[];
-          }[];
-        }
-      ).value;
+      type Report = {
+        leaseContainerPrefix: string;
+        leases: { owner: string | null; continuation: string | null; estimatedLag: number | null }[];
+      }[];
+      const leaseReport = async () =>
+        ((await getLeases(http("admin/leases"), new InvocationContext())).jsonBody as { value: Report })
+          .value;
+      // The summary is written by the handler; the lease's checkpoint follows it (coalesced): wait for that too.
+      let report: Report = [];
+      await expect
+        .poll(
+          async () => {
+            report = await leaseReport();
+            return report
+              .find((p) => p.leaseContainerPrefix === RESOURCE_TRIGGERS.summaries.leaseContainerPrefix)
+              ?.leases.some((l) => l.continuation !== null);
+          },
+          { timeout: WAIT_MS },
+        )
+        .toBe(true);
       const summaries = report.find(
         (p) => p.leaseContainerPrefix === RESOURCE_TRIGGERS.summaries.leaseContainerPrefix,
       );
