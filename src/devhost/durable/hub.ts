@@ -42,6 +42,7 @@ export interface CosmosTaskHubOptions {
   feedPollDelayMs?: number;
   /** How often pending durable timers are looked for (ms): those of a crashed host or a checkpointed page. */
   timerScanIntervalMs?: number;
+  /** Activities this host runs at a time (DURABLE_MAX_CONCURRENT_ACTIVITIES). */
   maxConcurrentActivities?: number;
   /** Lease timing of the dispatch processor (ms). */
   leaseAcquireIntervalMs?: number;
@@ -55,7 +56,7 @@ export interface CosmosTaskHubOptions {
 export const TaskHubDefaults = {
   feedPollDelayMs: DURABLE_HUB_SETTINGS.feedPollDelayMs.default,
   timerScanIntervalMs: DURABLE_HUB_SETTINGS.timerScanIntervalMs.default,
-  maxConcurrentActivities: 10,
+  maxConcurrentActivities: DURABLE_HUB_SETTINGS.maxConcurrentActivities.default,
 } as const;
 
 /** A task hub operation refused (bad instance id, an instance that exists, …); `statusCode` is the HTTP answer. */
@@ -170,6 +171,11 @@ type AnyDoc = InstanceDoc | HistoryDoc | MessageDoc | ActivityDoc | TimerDoc | O
 /** Messages an episode consumes at most (keeps a commit within one transactional batch's 100 operations). */
 const MAX_MESSAGES_PER_EPISODE = 40;
 const BATCH_LIMIT = 100;
+/**
+ * Activities whose result this host recorded, remembered (newest) so that a change feed page still holding their
+ * work item does not run them again: a page is dispatched right after it is read, far fewer completions apart.
+ */
+const FINISHED_ACTIVITIES_REMEMBERED = 10_000;
 
 /** Our documents as the SDK's batch body type (they are plain JSON). */
 const asJson = (d: object) => d as unknown as JSONObject;
@@ -184,7 +190,10 @@ export class CosmosTaskHub implements TaskHubClient {
   private readonly apply: ApplyMessage;
   private processor: ChangeFeedProcessor<AnyDoc> | undefined;
   private readonly chains = new Map<string, Promise<void>>();
-  private readonly runningActivities = new Set<string>();
+  /** Activities running on this host (started by its own commit or by its feed), by `<pk>/<id>`. */
+  private readonly runningActivities = new Map<string, Promise<void>>();
+  /** Activities whose result this host recorded (insertion order: the oldest are forgotten first). */
+  private readonly finishedActivities = new Set<string>();
   private readonly armed = new Map<string, NodeJS.Timeout>();
   private readonly waiters = new Map<string, Set<() => void>>();
   private activitySlots: number;
@@ -254,6 +263,8 @@ export class CosmosTaskHub implements TaskHubClient {
     for (const t of this.armed.values()) clearTimeout(t);
     this.armed.clear();
     await this.processor?.stop({ abortSignal: AbortSignal.timeout(5_000) });
+    // Activities this host started on its own (not awaited by a feed page) record their results before it stops.
+    await Promise.allSettled([...this.runningActivities.values()]);
     await Promise.allSettled([...this.chains.values()]);
   }
 
@@ -277,7 +288,7 @@ export class CosmosTaskHub implements TaskHubClient {
     for (const d of docs) {
       if (d.hub !== this.hubName) continue;
       if (d.kind === "message") instances.add(d.instanceId);
-      else if (d.kind === "activity") work.push(this.runActivity(d));
+      else if (d.kind === "activity") work.push(this.activityFromFeed(d));
       else if (d.kind === "timer") this.arm(d);
       else if (d.kind === "outbox") work.push(this.deliver(d));
     }
@@ -361,8 +372,12 @@ export class CosmosTaskHub implements TaskHubClient {
       if (!committed) continue; // another host ran it: re-read
       this.notify(instanceId);
       this.wake();
-      // Work for this host now, without waiting for the change feed (the feed is the durable path).
-      for (const w of work) if (w.kind === "timer") this.arm(this.timerDoc(w));
+      // Work for this host now, without waiting for the change feed (the feed is the durable path): each hop
+      // through the feed costs a poll plus the slowest item of its page, several hops per orchestration.
+      for (const w of work) {
+        if (w.kind === "timer") this.arm(this.timerDoc(w));
+        else if (w.kind === "activity") this.startActivityHere(this.activityDoc(instanceId, w.item));
+      }
       if (
         messages.length <= consumed.length + (remaining.length > 0 ? remaining.length : 0) &&
         remaining.length > 0
@@ -382,6 +397,16 @@ export class CosmosTaskHub implements TaskHubClient {
       executionId: w.executionId,
       timerId: w.timerId,
       fireAt: w.fireAt,
+    };
+  }
+
+  private activityDoc(instanceId: string, item: ActivityWorkItem): ActivityDoc {
+    return {
+      id: `activity-${item.executionId}-${item.taskScheduledId}`,
+      pk: this.pk(instanceId),
+      kind: "activity",
+      hub: this.hubName,
+      item,
     };
   }
 
@@ -449,15 +474,8 @@ export class CosmosTaskHub implements TaskHubClient {
     }
     const existing = new Set(docs.map((d) => d.id));
     for (const w of work) {
-      if (w.kind === "activity") {
-        creates.push({
-          id: `activity-${w.item.executionId}-${w.item.taskScheduledId}`,
-          pk,
-          kind: "activity",
-          hub: this.hubName,
-          item: w.item,
-        });
-      } else if (w.kind === "timer") creates.push(this.timerDoc(w));
+      if (w.kind === "activity") creates.push(this.activityDoc(instanceId, w.item));
+      else if (w.kind === "timer") creates.push(this.timerDoc(w));
       else if (w.kind === "cancelTimer") {
         const id = `timer-${w.executionId}-${w.timerId}`;
         if (existing.has(id)) deletes.push(id);
@@ -529,10 +547,46 @@ export class CosmosTaskHub implements TaskHubClient {
     };
   }
 
-  private async runActivity(doc: ActivityDoc): Promise<void> {
+  /**
+   * An activity the change feed delivers: run it, unless this host already runs it (then its page waits for that
+   * run, so the page is checkpointed only once the result is stored; a failed run fails the page, which the
+   * processor retries) or already recorded its result (the page was read before the work item was deleted).
+   */
+  private activityFromFeed(doc: ActivityDoc): Promise<void> {
     const key = `${doc.pk}/${doc.id}`;
-    if (this.runningActivities.has(key)) return;
-    this.runningActivities.add(key);
+    const what = `Activity '${doc.item.name}' of '${doc.item.instanceId}' (${doc.id})`;
+    if (this.finishedActivities.has(key)) {
+      this.log("debug", `${what} was recorded here already: the change feed's copy is skipped.`);
+      return Promise.resolve();
+    }
+    const running = this.runningActivities.get(key);
+    if (!running) return this.runActivity(doc);
+    this.log("debug", `${what} runs here already: the change feed's page waits for it.`);
+    return running;
+  }
+
+  /**
+   * An activity the episode this host just committed scheduled: started now rather than one feed hop later. The
+   * feed stays the durable path: if this host dies first, the feed (here or on another host) runs the work item.
+   */
+  private startActivityHere(doc: ActivityDoc): void {
+    const key = `${doc.pk}/${doc.id}`;
+    if (this.stopped || this.finishedActivities.has(key) || this.runningActivities.has(key)) return;
+    this.runActivity(doc).catch((e: unknown) =>
+      this.log("warning", `Activity '${doc.item.name}' of '${doc.item.instanceId}': ${String(e)}`),
+    );
+  }
+
+  /** Runs an activity once per host at a time (registered before the first await), within the activity slots. */
+  private runActivity(doc: ActivityDoc): Promise<void> {
+    const key = `${doc.pk}/${doc.id}`;
+    const run = this.invokeAndRecord(doc).finally(() => this.runningActivities.delete(key));
+    this.runningActivities.set(key, run);
+    return run;
+  }
+
+  private async invokeAndRecord(doc: ActivityDoc): Promise<void> {
+    const key = `${doc.pk}/${doc.id}`;
     const release = await this.slot();
     try {
       const item = doc.item;
@@ -580,10 +634,20 @@ export class CosmosTaskHub implements TaskHubClient {
           .delete()
           .catch(() => undefined);
       }
+      this.finishedActivities.add(key);
+      if (this.finishedActivities.size > FINISHED_ACTIVITIES_REMEMBERED) {
+        this.finishedActivities.delete(this.finishedActivities.values().next().value as string);
+      }
       this.wake();
+      // The next episode now, not one feed hop later (processInstance is serialized per instance; the feed's
+      // later delivery of the result finds no message left and returns after one read).
+      if (!this.stopped) {
+        this.processInstance(item.instanceId).catch((e: unknown) =>
+          this.log("warning", `Instance '${item.instanceId}' after activity '${item.name}': ${String(e)}`),
+        );
+      }
     } finally {
       release();
-      this.runningActivities.delete(key);
     }
   }
 

@@ -49,6 +49,15 @@ export const DURABLE_HUB_SETTINGS = {
     max: 600_000,
     description: "How often a dev host renews its dispatch leases; below the expiration interval.",
   },
+  maxConcurrentActivities: {
+    setting: "DURABLE_MAX_CONCURRENT_ACTIVITIES",
+    unit: "activities",
+    default: 32,
+    min: 1,
+    max: 1_000,
+    description:
+      "Activities one dev host runs at a time (the others wait for a slot). Activities mostly wait on I/O (Cosmos DB calls), so more than the cores.",
+  },
 } as const;
 
 export type DurableHubSettings = { -readonly [K in keyof typeof DURABLE_HUB_SETTINGS]: number };

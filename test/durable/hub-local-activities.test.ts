@@ -1,0 +1,161 @@
+/**
+ * The task hub starts the activities of an episode it commits on its own host, without waiting for the change feed,
+ * and the feed stays the durable path: a feed page delivering an activity this host runs does not run it again (it
+ * waits for that run), and an activity started on a host that then dies is run by the feed on another host. Against
+ * the emulator over a real socket, with a real durable-functions orchestrator; counts, no clocks.
+ */
+import { createRequire } from "node:module";
+import type { Container, Database } from "@azure/cosmos";
+import { InvocationContext } from "@azure/functions";
+import type { OrchestrationContext } from "durable-functions";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
+import type { ActivityInvoker, InstanceStatus } from "../../src/devhost/durable/types.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
+import { WAIT_MS } from "../support/until.js";
+
+type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
+const require = createRequire(import.meta.url);
+const { createOrchestrator } = require("durable-functions/lib/src/util/testingUtils.js") as {
+  createOrchestrator: (f: Gen) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
+};
+
+/** Three activities one after another, as the provisioning orchestrations do. */
+const steps = createOrchestrator(function* (ctx) {
+  const a = (yield ctx.df.callActivity("double", ctx.df.getInput())) as number;
+  const b = (yield ctx.df.callActivity("double", a)) as number;
+  return yield ctx.df.callActivity("double", b);
+});
+
+let t: TestEmulator;
+let db: Database;
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  db = (await t.client.databases.create({ id: "durable-local" })).database;
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+function hubOn(
+  containers: { monitored: Container; leases: Container },
+  instanceName: string,
+  invokeActivity: ActivityInvoker,
+  log: string[] = [],
+): CosmosTaskHub {
+  return new CosmosTaskHub({
+    container: containers.monitored,
+    leaseContainer: containers.leases,
+    hubName: "LocalHub",
+    instanceName,
+    feedPollDelayMs: FAST_INTERVALS.feedPollDelay,
+    leaseAcquireIntervalMs: FAST_INTERVALS.leaseAcquireInterval,
+    leaseRenewIntervalMs: FAST_INTERVALS.leaseRenewInterval,
+    leaseExpirationIntervalMs: FAST_INTERVALS.leaseExpirationInterval,
+    timerScanIntervalMs: 200,
+    log: (_level, message) => log.push(message),
+    invokeOrchestrator: async (name, input) => {
+      if (name !== "steps") return { thrown: new Error(`no orchestrator ${name}`) };
+      const ctx = new InvocationContext({ functionName: name, invocationId: name });
+      try {
+        return { returned: JSON.parse(JSON.stringify(await steps(input, ctx))) };
+      } catch (e) {
+        return { thrown: e };
+      }
+    },
+    invokeActivity,
+  });
+}
+
+/** An activity's work item, as its document id names it. */
+const keyOf = (item: { executionId: string; taskScheduledId: number }) =>
+  `activity-${item.executionId}-${item.taskScheduledId}`;
+
+async function until<T>(what: string, read: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  while (Date.now() < deadline) {
+    const v = await read();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${what}: not within ${WAIT_MS} ms`);
+}
+
+const completed = (hub: CosmosTaskHub, id: string) =>
+  until(`instance ${id} completed`, async () => {
+    const s = await hub.getStatus(id);
+    return s && ["Completed", "Failed", "Terminated"].includes(s.runtimeStatus) ? s : undefined;
+  });
+
+describe("activities started by the host that committed the episode", () => {
+  it("a feed page delivering an activity this host runs waits for that run instead of running it again", async () => {
+    const containers = await processorContainers(db, 1);
+    const runs = new Map<string, number>();
+    const log: string[] = [];
+    let releaseFirst: (() => void) | undefined;
+    const firstHeld = new Promise<void>((r) => {
+      releaseFirst = r;
+    });
+    const hub = hubOn(
+      containers,
+      "only",
+      async (item) => {
+        const key = keyOf(item);
+        runs.set(key, (runs.get(key) ?? 0) + 1);
+        if (runs.size === 1) await firstHeld; // the first activity is held until the feed has delivered it
+        return { result: JSON.stringify((JSON.parse(item.input ?? "0") as number) * 2) };
+      },
+      log,
+    );
+    const { instanceId } = await hub.startNew("steps", { instanceId: "local-1", input: "3" });
+    // The processor is not started yet: the first episode runs here, and its activity can only start locally.
+    await hub.processInstance(instanceId);
+    expect([...runs.values()]).toEqual([1]);
+    await hub.start();
+    try {
+      // The feed (from the beginning) delivers the held activity's work item: it joins the running one.
+      await until("the feed's page meeting the running activity", () =>
+        log.some((l) => l.includes("runs here already")) ? true : undefined,
+      );
+      releaseFirst?.();
+      const s: InstanceStatus = await completed(hub, instanceId);
+      expect(s).toMatchObject({ runtimeStatus: "Completed", output: 24 });
+      // Three activities, each run exactly once on this one host.
+      expect([...runs.values()]).toEqual([1, 1, 1]);
+    } finally {
+      releaseFirst?.();
+      await hub.stop();
+    }
+  });
+
+  it("an activity started on a host that dies before recording it is run by the feed on another host", async () => {
+    const containers = await processorContainers(db, 1);
+    const startedOnFirst: string[] = [];
+    const first = hubOn(containers, "first", async (item) => {
+      startedOnFirst.push(keyOf(item));
+      return new Promise(() => undefined); // never answers: the host dies with it
+    });
+    const runsOnSecond = new Map<string, number>();
+    const second = hubOn(containers, "second", async (item) => {
+      const key = keyOf(item);
+      runsOnSecond.set(key, (runsOnSecond.get(key) ?? 0) + 1);
+      return { result: JSON.stringify((JSON.parse(item.input ?? "0") as number) * 2) };
+    });
+    const { instanceId } = await first.startNew("steps", { instanceId: "local-2", input: "5" });
+    await first.processInstance(instanceId); // commits the first episode, starts its activity here
+    expect(startedOnFirst).toHaveLength(1);
+    await first.abandon(); // a crash: nothing handed off, nothing recorded
+    await second.start();
+    try {
+      const s = await completed(second, instanceId);
+      expect(s).toMatchObject({ runtimeStatus: "Completed", output: 40 });
+      expect(runsOnSecond.get(startedOnFirst[0] as string)).toBe(1);
+      expect([...runsOnSecond.values()]).toEqual([1, 1, 1]);
+    } finally {
+      await second.stop();
+    }
+  });
+});
