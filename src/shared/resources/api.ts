@@ -311,7 +311,7 @@ export class ResourceApi {
         : { kind: "create", body: doc },
     ];
     if (superseded) {
-      const canceled = finished(superseded, "Canceled", now, supersededBy({ operationId, kind }));
+      const canceled = finished(superseded, "Canceled", now, supersededBy(operationId, kind));
       writes.push({ kind: "replace", id: superseded.id, body: canceled, etag: superseded._etag });
     }
     // The last look at the lock: past this point the batch either commits whole or not at all.

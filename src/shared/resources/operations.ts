@@ -60,14 +60,17 @@ export function finished(
   };
 }
 
-/** Why an operation was canceled by a newer one. */
-export function supersededBy(next: { operationId: string; kind: OperationKind }): {
+/** Why an operation was canceled by a newer one (`kind` when known). */
+export function supersededBy(
+  operationId: string,
+  kind?: OperationKind,
+): {
   code: string;
   message: string;
 } {
   return {
     code: "Superseded",
-    message: `Operation ${next.operationId} (${next.kind}) replaced this one before it finished.`,
+    message: `Operation ${operationId}${kind ? ` (${kind})` : ""} replaced this one before it finished.`,
   };
 }
 
@@ -107,4 +110,17 @@ export async function updateOperation(
     if (e instanceof NotFoundError) return false;
     throw e;
   }
+}
+
+/** Ends an unfinished operation with `status` (a finished or missing one is left as it is). */
+export async function endOperation(
+  ctx: AppContext,
+  sub: string,
+  operationId: string,
+  status: "Succeeded" | "Failed" | "Canceled",
+  error?: { code: string; message: string },
+): Promise<void> {
+  await updateOperation(ctx, sub, operationId, (op) =>
+    isTerminalOperation(op.status) ? undefined : finished(op, status, new Date().toISOString(), error),
+  );
 }

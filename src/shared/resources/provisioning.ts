@@ -12,7 +12,7 @@ import {
   parseSubscriptionId,
   type ResourceDocument,
 } from "./model.js";
-import { finished, readOperation, updateOperation } from "./operations.js";
+import { endOperation, finished, readOperation, supersededBy, updateOperation } from "./operations.js";
 import { refreshSummary } from "./reactions.js";
 
 /** The durable functions of the resource provider: two orchestrations and their activities. */
@@ -108,7 +108,10 @@ export async function validateStep(
     const reason = resource
       ? `operation ${resource.operationId} replaced this one`
       : "the resource no longer exists";
-    await finishOperation(ctx, input, "Canceled", { code: "Superseded", message: reason });
+    await endOperation(ctx, input.subscriptionId, input.operationId, "Canceled", {
+      code: "Superseded",
+      message: reason,
+    });
     return { proceed: false, reason };
   }
   await setStep(ctx, input, orchestration, "validate");
@@ -260,10 +263,7 @@ async function settle(
       const at = now();
       if (!resource || resource.operationId !== input.operationId) {
         const ending = resource
-          ? finished(op, "Canceled", at, {
-              code: "Superseded",
-              message: `Operation ${resource.operationId} replaced this one before it finished.`,
-            })
+          ? finished(op, "Canceled", at, supersededBy(resource.operationId))
           : finished(op, status, at, error);
         await commitBatch(resources, input.subscriptionId, [
           { kind: "replace", id: op.id, body: ending, etag: op._etag },
@@ -277,17 +277,5 @@ async function settle(
       return "settled";
     },
     { isRetryable: (e) => e instanceof PreconditionFailedError || e instanceof NotFoundError },
-  );
-}
-
-async function finishOperation(
-  ctx: AppContext,
-  input: ProvisioningInput,
-  status: "Succeeded" | "Failed" | "Canceled",
-  error?: { code: string; message: string },
-): Promise<void> {
-  // A missing operation (expired by TTL) has nothing left to record on.
-  await updateOperation(ctx, input.subscriptionId, input.operationId, (op) =>
-    isTerminalOperation(op.status) ? undefined : finished(op, status, now(), error),
   );
 }

@@ -92,7 +92,7 @@ export interface StartOutcome {
 }
 
 /** DurableClient.getStatus rejects with "…replied with HTTP 404…" for an unknown instance. */
-export function isNotFound(e: unknown): boolean {
+function isNotFound(e: unknown): boolean {
   return /HTTP 404/.test(e instanceof Error ? e.message : String(e));
 }
 
@@ -134,11 +134,19 @@ export async function startOrchestrations(
 }
 
 async function instanceExists(client: OrchestrationStarter, instanceId: string): Promise<boolean> {
+  return (await runtimeStatusOf(client, instanceId)) !== undefined;
+}
+
+/** The instance's durable runtime status (Running, Completed, …), or undefined when it does not exist. */
+export async function runtimeStatusOf(
+  client: OrchestrationStarter,
+  instanceId: string,
+): Promise<string | undefined> {
   try {
-    await client.getStatus(instanceId);
-    return true;
+    const s = (await client.getStatus(instanceId)) as { runtimeStatus?: unknown } | undefined;
+    return String(s?.runtimeStatus ?? "Unknown");
   } catch (e) {
-    if (isNotFound(e)) return false;
+    if (isNotFound(e)) return undefined;
     throw e;
   }
 }

@@ -2,9 +2,9 @@ import { forEachConcurrently } from "../concurrency.js";
 import { readItem } from "../cosmos/occ.js";
 import type { AppContext } from "./context.js";
 import type { OperationDocument, ResourceDocument } from "./model.js";
-import { finished, updateOperation } from "./operations.js";
+import { endOperation, supersededBy } from "./operations.js";
 import { failStep, orchestrationInstanceId, provisioningRequestFor } from "./provisioning.js";
-import { isNotFound, type OrchestrationStarter, REACTION_CONCURRENCY } from "./reactions.js";
+import { type OrchestrationStarter, REACTION_CONCURRENCY, runtimeStatusOf } from "./reactions.js";
 
 // The safety net under "every acknowledged operation ends" (docs/app.md): the reactions trigger starts an
 // operation's orchestration, and the orchestration ends the operation. Either can fail for good — the host gives up
@@ -56,23 +56,19 @@ export async function reconcileOperations(
     );
     if (!resource || resource.operationId !== op.operationId) {
       // Not the resource's operation (any more): nothing will drive it. A delete whose resource is gone did its work.
-      const ending =
-        !resource && op.kind === "Delete"
-          ? { status: "Succeeded" as const }
-          : {
-              status: "Canceled" as const,
-              error: {
-                code: "Superseded",
-                message: resource
-                  ? `Operation ${resource.operationId} replaced this one before it finished.`
-                  : "The resource no longer exists.",
-              },
-            };
-      await updateOperation(ctx, op.subscriptionId, op.operationId, (o) =>
-        o.status === "Accepted" || o.status === "Running"
-          ? finished(o, ending.status, new Date(options.now).toISOString(), ending.error)
-          : undefined,
-      );
+      if (!resource && op.kind === "Delete") {
+        await endOperation(ctx, op.subscriptionId, op.operationId, "Succeeded");
+      } else {
+        await endOperation(
+          ctx,
+          op.subscriptionId,
+          op.operationId,
+          "Canceled",
+          resource
+            ? supersededBy(resource.operationId)
+            : { code: "Superseded", message: "The resource no longer exists." },
+        );
+      }
       out.ended.push(op.operationId);
       return;
     }
@@ -101,18 +97,4 @@ export async function reconcileOperations(
     out.failed.push(op.operationId);
   });
   return out;
-}
-
-/** The instance's runtime status, or undefined when it does not exist. */
-async function runtimeStatusOf(
-  client: OrchestrationStarter,
-  instanceId: string,
-): Promise<string | undefined> {
-  try {
-    const s = (await client.getStatus(instanceId)) as { runtimeStatus?: unknown } | undefined;
-    return String(s?.runtimeStatus ?? "Unknown");
-  } catch (e) {
-    if (isNotFound(e)) return undefined;
-    throw e;
-  }
 }
