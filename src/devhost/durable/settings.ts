@@ -58,6 +58,51 @@ export const DURABLE_HUB_SETTINGS = {
     description:
       "Activities one dev host runs at a time (the others wait for a slot). Activities mostly wait on I/O (Cosmos DB calls), so more than the cores.",
   },
+  maxConcurrentOrchestrations: {
+    setting: "DURABLE_MAX_CONCURRENT_ORCHESTRATIONS",
+    unit: "work items",
+    default: 100,
+    min: 1,
+    max: 10_000,
+    description:
+      "Orchestration work items (one instance's pending messages, one replay) one dev host runs at a time; host.json extensions.durableTask.maxConcurrentOrchestratorFunctions overrides it.",
+  },
+  maxPayloadBytes: {
+    setting: "DURABLE_MAX_PAYLOAD_BYTES",
+    unit: "bytes",
+    default: 262_144,
+    min: 1_024,
+    max: 600_000,
+    description:
+      "Largest orchestration input, output, activity input or result, or event data (UTF-8 JSON). A client's larger payload is refused with 413; an orchestration's or activity's fails that orchestration or task with the reason. Bounded so that every commit fits one 2 MB document and batch.",
+  },
+  maxWorkItemAttempts: {
+    setting: "DURABLE_MAX_WORK_ITEM_ATTEMPTS",
+    unit: "attempts",
+    default: 5,
+    min: 1,
+    max: 100,
+    description:
+      "Times one work item (an orchestration episode, an activity's recording, a message delivery) is tried before it is poison: the instance fails with the reason and the hub moves on.",
+  },
+  activityLockMs: {
+    setting: "DURABLE_ACTIVITY_LOCK_MS",
+    unit: "ms",
+    default: 300_000,
+    min: 1_000,
+    max: 3_600_000,
+    description:
+      "How long an activity work item stays claimed by the dev host running it (renewed at half this while it runs); an activity whose host died is run again after it passes.",
+  },
+  waitPollMs: {
+    setting: "DURABLE_WAIT_POLL_MS",
+    unit: "ms",
+    default: 2_000,
+    min: 50,
+    max: 60_000,
+    description:
+      "Create-and-wait and waitForCompletion: how often a waiting request reads the instance to see another host's progress (this host's own commits and change feed wake it at once).",
+  },
 } as const;
 
 export type DurableHubSettings = { -readonly [K in keyof typeof DURABLE_HUB_SETTINGS]: number };
