@@ -1,7 +1,8 @@
 /**
  * The task hub starts the activities of an episode it commits on its own host, without waiting for the change feed,
- * and the feed stays the durable path: a feed page delivering an activity this host runs does not run it again (it
- * waits for that run), and an activity started on a host that then dies is run by the feed on another host. Against
+ * and the feed stays the durable path: a feed page delivering an activity this host runs does not run it again (the
+ * work item is claimed by that run), and an activity started on a host that then dies is run by another host once its
+ * claim expires. Against
  * the emulator over a real socket, with a real durable-functions orchestrator; counts, no clocks.
  */
 import { createRequire } from "node:module";
@@ -56,6 +57,8 @@ function hubOn(
     leaseRenewIntervalMs: FAST_INTERVALS.leaseRenewInterval,
     leaseExpirationIntervalMs: FAST_INTERVALS.leaseExpirationInterval,
     timerScanIntervalMs: 200,
+    // A dead host's claimed activity is run again once its claim expires.
+    activityLockMs: 1_500,
     log: (_level, message) => log.push(message),
     invokeOrchestrator: async (name, input) => {
       if (name !== "steps") return { thrown: new Error(`no orchestrator ${name}`) };
@@ -131,7 +134,7 @@ describe("activities started by the host that committed the episode", () => {
     }
   });
 
-  it("an activity started on a host that dies before recording it is run by the feed on another host", async () => {
+  it("an activity started on a host that dies before recording it is run by another host once its claim expires", async () => {
     const containers = await processorContainers(db, 1);
     const startedOnFirst: string[] = [];
     const first = hubOn(containers, "first", async (item) => {

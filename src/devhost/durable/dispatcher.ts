@@ -1,0 +1,567 @@
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../../shared/changefeed/clock.js";
+import { historyChunks } from "./commit-plan.js";
+import {
+  type ActivityDoc,
+  activityId,
+  historyId,
+  type InstanceDoc,
+  instanceDocOf,
+  type MessageDoc,
+  messageId,
+  type OutboxDoc,
+  outboxId,
+  type PartitionSnapshot,
+  partitionKeyOf,
+  stateOf,
+  type TimerDoc,
+  timerId,
+  type WorkDoc,
+} from "./documents.js";
+import { isTerminal } from "./engine.js";
+import type { HubStore } from "./store.js";
+import {
+  type ApplyMessages,
+  type FailureDetails,
+  type HistoryEvent,
+  HistoryEventType,
+  type InstanceMessage,
+  type OrchestrationState,
+  type OrchestratorInvoker,
+  type WorkItemResult,
+} from "./types.js";
+
+/**
+ * Orchestration work items (docs/durable-design.md, "Dispatch"): per instance, ALL its pending messages and the
+ * results this host holds for it become one work item — one replay (engine `applyMessages`), one commit. The
+ * instance's last snapshot is cached by ETag, so a host that committed an instance's last step neither reads nor
+ * queries it for the next; the commit's If-Match catches a stale cache (re-read, redo). Work items of one instance
+ * run one at a time; at most `maxConcurrent` run at once. A work item that throws `maxAttempts` times is poison:
+ * its instance fails with the reason and the hub moves on.
+ */
+
+/** An event this host produced for an instance (an activity's result, a timer's firing) and the document it ends. */
+export interface LocalEvent {
+  message: InstanceMessage;
+  /** The activity or timer document the commit deletes; the event is dropped when it is gone (recorded already). */
+  sourceId: string;
+  sourceKind: "activity" | "timer";
+}
+
+/** What a commit scheduled, for the host to start at once. */
+export interface CommittedWork {
+  instanceId: string;
+  instance: InstanceDoc | undefined;
+  activities: ActivityDoc[];
+  timers: TimerDoc[];
+  canceledTimers: string[];
+  outbox: OutboxDoc[];
+  settled: LocalEvent[];
+  terminal: boolean;
+}
+
+export interface DispatcherOptions {
+  store: HubStore;
+  hub: string;
+  clock: Clock;
+  /** This host's claim name for the activities its commits schedule. */
+  owner: string;
+  apply: ApplyMessages;
+  invoke: OrchestratorInvoker;
+  maxConcurrent: number;
+  maxAttempts: number;
+  maxPayloadBytes: number;
+  activityLockMs: number;
+  committed: (work: CommittedWork) => void;
+  log: (level: "debug" | "information" | "warning" | "error", message: string) => void;
+}
+
+interface Slot {
+  messages: Map<string, MessageDoc>;
+  local: Map<string, LocalEvent>;
+  signals: AbortSignal[];
+  done: { resolve: () => void; reject: (e: unknown) => void }[];
+  running: boolean;
+}
+
+/** Snapshots kept (LRU); ended instances are dropped at once. */
+const CACHED_INSTANCES = 5_000;
+/** Message ids consumed here lately: a feed page read before their deletion does not bring them back. */
+const CONSUMED_REMEMBERED = 20_000;
+/** Lost commit races one work item re-reads and redoes before it counts as a failed attempt. */
+const MAX_RACES = 20;
+
+export class OrchestrationDispatcher {
+  private readonly slots = new Map<string, Slot>();
+  private readonly cache = new Map<string, PartitionSnapshot>();
+  private readonly consumed = new Set<string>();
+  private active = 0;
+  private readonly gate: (() => void)[] = [];
+  private seq = 0;
+  private stopped = false;
+  /** Orchestrator invocations and commits made (bench and tests). */
+  readonly counters = { workItems: 0, replays: 0, commits: 0, racesLost: 0, poisoned: 0 };
+
+  constructor(private readonly o: DispatcherOptions) {}
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Seeds the cache with a snapshot this host just wrote (a start), so the first work item reads nothing. */
+  prime(instanceId: string, snapshot: PartitionSnapshot): void {
+    this.remember(instanceId, snapshot);
+  }
+
+  /** Forgets an instance's snapshot (another host changed it, it was purged). */
+  forget(instanceId: string, etag?: string): void {
+    const cached = this.cache.get(instanceId);
+    if (cached && (etag === undefined || cached.instance?._etag !== etag)) this.cache.delete(instanceId);
+  }
+
+  newMessageDoc(message: InstanceMessage): MessageDoc {
+    return {
+      id: messageId(message.key),
+      pk: partitionKeyOf(this.o.hub, message.instanceId),
+      kind: "message",
+      hub: this.o.hub,
+      instanceId: message.instanceId,
+      seq: this.o.clock.now() * 1000 + (this.seq++ % 1000),
+      message,
+    };
+  }
+
+  /**
+   * Runs a work item for the instance with these inputs (merged with any already waiting); resolves once a work
+   * item that included them has ended (committed, found nothing to do, or failed the instance as poison).
+   */
+  schedule(
+    instanceId: string,
+    input: { message?: MessageDoc; local?: LocalEvent; signal?: AbortSignal } = {},
+  ): Promise<void> {
+    let slot = this.slots.get(instanceId);
+    if (!slot) {
+      slot = { messages: new Map(), local: new Map(), signals: [], done: [], running: false };
+      this.slots.set(instanceId, slot);
+    }
+    if (input.message && !this.consumed.has(`${input.message.pk}/${input.message.id}`))
+      slot.messages.set(input.message.id, input.message);
+    if (input.local) slot.local.set(input.local.message.key, input.local);
+    if (input.signal) slot.signals.push(input.signal);
+    const s = slot;
+    const promise = new Promise<void>((resolve, reject) => s.done.push({ resolve, reject }));
+    if (!slot.running) void this.drive(instanceId, slot);
+    return promise;
+  }
+
+  private async drive(instanceId: string, slot: Slot): Promise<void> {
+    slot.running = true;
+    try {
+      while (slot.done.length > 0) {
+        const done = slot.done.splice(0);
+        const messages = [...slot.messages.values()];
+        const local = [...slot.local.values()];
+        const signals = slot.signals.splice(0);
+        slot.messages.clear();
+        slot.local.clear();
+        await this.acquire();
+        try {
+          if (this.stopped) throw new Error("The durable task hub is stopping.");
+          await this.workItem(instanceId, messages, local, signals);
+          for (const d of done) d.resolve();
+        } catch (e) {
+          for (const d of done) d.reject(e);
+        } finally {
+          this.release();
+        }
+      }
+    } finally {
+      slot.running = false;
+      if (slot.done.length === 0) this.slots.delete(instanceId);
+      else void this.drive(instanceId, slot);
+    }
+  }
+
+  private async acquire(): Promise<void> {
+    if (this.active < this.o.maxConcurrent) {
+      this.active++;
+      return;
+    }
+    await new Promise<void>((r) => this.gate.push(r));
+  }
+
+  private release(): void {
+    const next = this.gate.shift();
+    if (next) next();
+    else this.active--;
+  }
+
+  private remember(instanceId: string, snap: PartitionSnapshot) {
+    this.cache.delete(instanceId);
+    if (snap.instance && isTerminal(snap.instance.status) && snap.messages.length === 0) return;
+    this.cache.set(instanceId, snap);
+    if (this.cache.size > CACHED_INSTANCES) this.cache.delete(this.cache.keys().next().value as string);
+  }
+
+  private markConsumed(pk: string, ids: string[]) {
+    for (const id of ids) {
+      this.consumed.add(`${pk}/${id}`);
+      if (this.consumed.size > CONSUMED_REMEMBERED)
+        this.consumed.delete(this.consumed.values().next().value as string);
+    }
+  }
+
+  private async load(instanceId: string): Promise<PartitionSnapshot> {
+    let snap = await this.o.store.readPartition(instanceId);
+    if (snap.instance?.stage) {
+      await this.o.store.resumeStage(snap);
+      snap = await this.o.store.readPartition(instanceId);
+    }
+    if (snap.staleHistory.length > 0) this.cleanup(instanceId, snap.staleHistory);
+    return snap;
+  }
+
+  /** Deletes an old execution's history in bounded steps; safe to repeat (reads ignore it meanwhile). */
+  private cleanup(instanceId: string, ids: string[]) {
+    this.o.store.deleteIds(this.o.store.pk(instanceId), ids).catch((e: unknown) => {
+      this.o.log(
+        "warning",
+        `Instance '${instanceId}': deleting old history failed (retried later): ${String(e)}`,
+      );
+    });
+  }
+
+  private async workItem(
+    instanceId: string,
+    fed: MessageDoc[],
+    local: LocalEvent[],
+    signals: AbortSignal[],
+  ): Promise<void> {
+    this.counters.workItems++;
+    let failures = 0;
+    let races = 0;
+    let pendingLocal = local;
+    let pendingFed = fed;
+    for (;;) {
+      if (signals.length > 0 && signals.every((s) => s.aborted) && pendingLocal.length === 0) {
+        // Every page that asked for this lost its lease: the new owner runs it.
+        this.cache.delete(instanceId);
+        return;
+      }
+      try {
+        const outcome = await this.round(instanceId, pendingFed, pendingLocal, signals);
+        if (outcome === "idle") return;
+        if (outcome === "lost") {
+          this.counters.racesLost++;
+          if (++races > MAX_RACES) throw new Error(`lost ${races} commit races in a row`);
+          continue;
+        }
+        // Committed: the inputs are in; the next round looks at what is still pending (a new execution's start).
+        pendingFed = [];
+        pendingLocal = [];
+        races = 0;
+      } catch (e) {
+        this.cache.delete(instanceId);
+        failures++;
+        this.o.log(
+          "warning",
+          `Instance '${instanceId}': work item attempt ${failures} of ${this.o.maxAttempts} failed: ${e instanceof Error ? e.message : String(e)}`,
+        );
+        if (failures >= this.o.maxAttempts) {
+          await this.poison(instanceId, e, [...pendingLocal]);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** failures, 2_000)));
+      }
+    }
+  }
+
+  /** One replay and one commit; "idle" when nothing could apply. */
+  private async round(
+    instanceId: string,
+    fed: MessageDoc[],
+    local: LocalEvent[],
+    signals: AbortSignal[],
+  ): Promise<"idle" | "lost" | "committed"> {
+    const snap = this.cache.get(instanceId) ?? (await this.load(instanceId));
+    const pk = this.o.store.pk(instanceId);
+    for (const m of fed) {
+      if (!snap.ids.has(m.id) && !this.consumed.has(`${pk}/${m.id}`)) {
+        snap.messages.push(m);
+        snap.ids.add(m.id);
+      }
+    }
+    snap.messages.sort((a, b) => a.seq - b.seq || a.id.localeCompare(b.id));
+    const live = local.filter((l) => snap.ids.has(l.sourceId));
+    const settledEarly = local.filter((l) => !snap.ids.has(l.sourceId));
+    if (settledEarly.length > 0) this.o.committed(this.emptyWork(instanceId, snap, settledEarly));
+    const byKey = new Map<string, { doc?: MessageDoc; local?: LocalEvent }>();
+    for (const m of snap.messages) byKey.set(m.message.key, { doc: m });
+    for (const l of live) if (!byKey.has(l.message.key)) byKey.set(l.message.key, { local: l });
+    if (byKey.size === 0) return "idle";
+    const inst = snap.instance;
+    const state = inst ? stateOf(inst, snap.history) : undefined;
+    const messages = [...byKey.values()].map((v) =>
+      v.doc ? v.doc.message : (v.local as LocalEvent).message,
+    );
+    this.counters.replays++;
+    const result = await this.o.apply(state, messages, new Date(this.o.clock.now()), this.o.invoke, {
+      maxPayloadBytes: this.o.maxPayloadBytes,
+    });
+    if (result.consumed.length === 0) {
+      this.remember(instanceId, snap);
+      return "idle";
+    }
+    if (signals.length > 0 && signals.every((s) => s.aborted) && live.length === 0) {
+      this.cache.delete(instanceId);
+      return "idle";
+    }
+    const consumed = result.consumed.map((k) => byKey.get(k)).filter((v) => v !== undefined);
+    const deletes = [
+      ...consumed.flatMap((v) => (v.doc ? [v.doc.id] : [])),
+      ...consumed.flatMap((v) => (v.local ? [v.local.sourceId] : [])),
+    ];
+    return this.commitResult(
+      instanceId,
+      snap,
+      state,
+      result,
+      deletes,
+      consumed.flatMap((v) => (v.local ? [v.local] : [])),
+    );
+  }
+
+  private emptyWork(instanceId: string, snap: PartitionSnapshot, settled: LocalEvent[]): CommittedWork {
+    return {
+      instanceId,
+      instance: snap.instance,
+      activities: [],
+      timers: [],
+      canceledTimers: [],
+      outbox: [],
+      settled,
+      terminal: false,
+    };
+  }
+
+  private async commitResult(
+    instanceId: string,
+    snap: PartitionSnapshot,
+    before: OrchestrationState | undefined,
+    result: WorkItemResult,
+    deletes: string[],
+    settledLocal: LocalEvent[],
+  ): Promise<"lost" | "committed"> {
+    const hub = this.o.hub;
+    const pk = this.o.store.pk(instanceId);
+    const next = result.state;
+    const upserts: WorkDoc[] = [];
+    const created: {
+      activities: ActivityDoc[];
+      timers: TimerDoc[];
+      messages: MessageDoc[];
+      outbox: OutboxDoc[];
+    } = {
+      activities: [],
+      timers: [],
+      messages: [],
+      outbox: [],
+    };
+    let body: InstanceDoc | undefined;
+    let history = snap.history;
+    let stale: string[] = [];
+    if (next) {
+      const sameExecution = snap.instance !== undefined && snap.instance.executionId === next.executionId;
+      const first = sameExecution ? (snap.instance?.historyChunks ?? 0) : 0;
+      const events = sameExecution ? next.history.slice(snap.history.length) : next.history;
+      const chunks = historyChunks(hub, instanceId, next.executionId, first, events);
+      upserts.push(...chunks);
+      body = instanceDocOf(hub, next, first + chunks.length);
+      history = next.history;
+      if (!sameExecution && snap.instance) {
+        const old = snap.instance;
+        stale = Array.from({ length: old.historyChunks }, (_v, i) => historyId(old.executionId, i));
+      }
+    }
+    const canceledTimers: string[] = [];
+    const lockedUntil = this.o.clock.now() + this.o.activityLockMs;
+    for (const w of result.work) {
+      if (w.kind === "activity") {
+        created.activities.push({
+          id: activityId(w.item.executionId, w.item.taskScheduledId),
+          pk,
+          kind: "activity",
+          hub,
+          item: w.item,
+          lockedBy: this.o.owner,
+          lockedUntil,
+        });
+      } else if (w.kind === "timer") {
+        created.timers.push({
+          id: timerId(w.executionId, w.timerId),
+          pk,
+          kind: "timer",
+          hub,
+          instanceId,
+          executionId: w.executionId,
+          timerId: w.timerId,
+          fireAt: w.fireAt,
+          fireAtMs: Date.parse(w.fireAt),
+        });
+      } else if (w.kind === "cancelTimer") {
+        const id = timerId(w.executionId, w.timerId);
+        canceledTimers.push(id);
+        if (snap.ids.has(id) && !deletes.includes(id)) deletes.push(id);
+      } else if (w.message.instanceId === instanceId) {
+        created.messages.push(this.newMessageDoc(w.message));
+      } else {
+        created.outbox.push({ id: outboxId(w.message.key), pk, kind: "outbox", hub, message: w.message });
+      }
+    }
+    upserts.push(...created.activities, ...created.timers, ...created.messages, ...created.outbox);
+    const terminal = next !== undefined && isTerminal(next.status);
+    if (terminal) {
+      // A finished orchestration's pending timers and activities are moot.
+      for (const d of [...snap.timers, ...snap.activities]) if (!deletes.includes(d.id)) deletes.push(d.id);
+    }
+    this.counters.commits++;
+    const outcome = await this.o.store.commit({
+      hub,
+      instanceId,
+      ...(body
+        ? { instance: { body, ...(snap.instance ? { ifMatch: snap.instance._etag ?? "" } : {}) } }
+        : {}),
+      upserts,
+      deletes,
+      token: randomUUID().replaceAll("-", ""),
+    });
+    if (!outcome.committed) {
+      this.cache.delete(instanceId);
+      this.o.log("debug", `Instance '${instanceId}': commit lost a race (${outcome.status}); re-reading.`);
+      return "lost";
+    }
+    this.markConsumed(pk, deletes);
+    // The cache now holds what the store holds.
+    const gone = new Set(deletes);
+    const instance = body ? { ...body, _etag: outcome.etag } : snap.instance;
+    const nextSnap: PartitionSnapshot = {
+      ...(instance ? { instance } : {}),
+      history,
+      messages: [...snap.messages.filter((m) => !gone.has(m.id)), ...created.messages],
+      activities: [...snap.activities.filter((d) => !gone.has(d.id)), ...created.activities],
+      timers: [...snap.timers.filter((d) => !gone.has(d.id)), ...created.timers],
+      outbox: [],
+      stages: [],
+      staleHistory: [],
+      ids: new Set(),
+    };
+    for (const d of [...nextSnap.messages, ...nextSnap.activities, ...nextSnap.timers])
+      nextSnap.ids.add(d.id);
+    this.remember(instanceId, nextSnap);
+    if (stale.length > 0) this.cleanup(instanceId, stale);
+    this.o.committed({
+      instanceId,
+      instance,
+      activities: created.activities,
+      timers: created.timers,
+      canceledTimers,
+      outbox: created.outbox,
+      settled: settledLocal,
+      terminal,
+    });
+    void before;
+    return "committed";
+  }
+
+  /**
+   * A work item that failed `maxAttempts` times: its instance ends — Failed with the reason (FailureDetails as
+   * the extension reports them), or Terminated when a terminate was waiting — and everything pending of it is
+   * deleted, in one commit (staged when large). Never throws: the hub moves on either way.
+   */
+  private async poison(instanceId: string, error: unknown, local: LocalEvent[]): Promise<void> {
+    this.counters.poisoned++;
+    const message = error instanceof Error ? error.message : String(error);
+    const reason = `The durable task hub gave up on instance '${instanceId}' after ${this.o.maxAttempts} failed attempts: ${message}`;
+    this.o.log("error", reason);
+    try {
+      const snap = await this.load(instanceId);
+      const pk = this.o.store.pk(instanceId);
+      const pending = [...snap.messages, ...snap.activities, ...snap.timers].map((d) => d.id);
+      const inst = snap.instance;
+      if (!inst || isTerminal(inst.status)) {
+        await this.o.store.deleteIds(pk, pending);
+        this.cache.delete(instanceId);
+        this.o.committed({ ...this.emptyWork(instanceId, snap, local), terminal: true });
+        return;
+      }
+      const now = new Date(this.o.clock.now()).toISOString();
+      const terminate = snap.messages.find(
+        (m) => m.message.event.EventType === HistoryEventType.ExecutionTerminated,
+      );
+      const details: FailureDetails = {
+        ErrorType: error instanceof Error ? error.name : "Error",
+        ErrorMessage: reason,
+        IsNonRetriable: true,
+      };
+      const state = stateOf(inst, snap.history);
+      const ended: OrchestrationState = terminate
+        ? { ...state, status: "Terminated", output: (terminate.message.event.Input as string | null) ?? null }
+        : { ...state, status: "Failed", output: JSON.stringify(reason) };
+      ended.lastUpdatedTime = now;
+      const event: HistoryEvent = terminate
+        ? {
+            EventType: HistoryEventType.ExecutionTerminated,
+            EventId: -1,
+            IsPlayed: false,
+            Timestamp: now,
+            Input: ended.output,
+          }
+        : {
+            EventType: HistoryEventType.ExecutionCompleted,
+            EventId: -1,
+            IsPlayed: false,
+            Timestamp: now,
+            OrchestrationStatus: "Failed",
+            Result: ended.output,
+            Reason: reason,
+            Details: "",
+            FailureDetails: details,
+          };
+      ended.history = [...snap.history, event];
+      const work: WorkItemResult["work"] = [];
+      if (inst.parent) {
+        const p = inst.parent;
+        work.push({
+          kind: "message",
+          message: {
+            key: `sub-${p.executionId}-${p.taskScheduledId}`,
+            instanceId: p.instanceId,
+            executionId: p.executionId,
+            event: {
+              EventType: HistoryEventType.SubOrchestrationInstanceFailed,
+              EventId: -1,
+              IsPlayed: false,
+              Timestamp: now,
+              TaskScheduledId: p.taskScheduledId,
+              Reason: reason,
+              Details: "",
+              FailureDetails: details,
+            },
+          },
+        });
+      }
+      const outcome = await this.commitResult(
+        instanceId,
+        snap,
+        state,
+        { state: ended, newEvents: [event], work, consumed: [], dropped: [], invocations: 0 },
+        pending,
+        local,
+      );
+      if (outcome === "lost")
+        this.o.log("error", `Instance '${instanceId}': ending it as poison lost a race.`);
+    } catch (e) {
+      this.o.log("error", `Instance '${instanceId}': ending it as poison failed: ${String(e)}`);
+    }
+  }
+}

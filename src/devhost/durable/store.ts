@@ -1,0 +1,217 @@
+import { BulkOperationType, type Container, type OperationInput } from "@azure/cosmos";
+import { type CommitInput, planCommit } from "./commit-plan.js";
+import {
+  type ActivityDoc,
+  type AnyDoc,
+  asJson,
+  INSTANCE_ID,
+  type InstanceDoc,
+  type PartitionSnapshot,
+  partitionKeyOf,
+  type StageDoc,
+  snapshotOf,
+  type TimerDoc,
+  type WorkDoc,
+} from "./documents.js";
+import { DURABLE_LIMITS } from "./limits.js";
+
+/**
+ * The task hub's storage (docs/durable-design.md): the only module that talks to Cosmos DB for the hub's
+ * documents, as durabletask-go's backend.Backend is for its engine. Every write stays within the service's limits
+ * by construction (commit-plan.ts; deletes and cleanups in steps of at most 100 operations).
+ */
+
+export const statusOf = (e: unknown): number | undefined =>
+  (e as { code?: number; statusCode?: number })?.code ?? (e as { statusCode?: number })?.statusCode;
+
+/** The outcome of a commit: stored, or another writer changed the instance first (re-read and redo). */
+export type CommitOutcome = { committed: true; etag: string } | { committed: false; status: number };
+
+/** Pending work a host looks for periodically (a crashed host's, or what a checkpointed feed page held). */
+export interface PendingWork {
+  timers: TimerDoc[];
+  activities: ActivityDoc[];
+  outbox: WorkDoc[];
+  staged: InstanceDoc[];
+}
+
+export class HubStore {
+  constructor(
+    readonly container: Container,
+    readonly hub: string,
+  ) {}
+
+  pk(instanceId: string): string {
+    return partitionKeyOf(this.hub, instanceId);
+  }
+
+  /** Everything of one instance: one single-partition query. */
+  async readPartition(instanceId: string): Promise<PartitionSnapshot> {
+    const pk = this.pk(instanceId);
+    const { resources } = await this.container.items
+      .query<AnyDoc>(
+        { query: "SELECT * FROM c WHERE c.pk = @pk", parameters: [{ name: "@pk", value: pk }] },
+        { partitionKey: pk },
+      )
+      .fetchAll();
+    return snapshotOf(resources);
+  }
+
+  async readInstance(instanceId: string): Promise<InstanceDoc | undefined> {
+    const res = await this.container.item(INSTANCE_ID, this.pk(instanceId)).read<InstanceDoc>();
+    return res.statusCode === 404 ? undefined : res.resource;
+  }
+
+  /** One transactional batch; the failed operation's status (not 424), or the new etag of operation `etagOf`. */
+  async batch(
+    pk: string,
+    ops: OperationInput[],
+    etagOf = 0,
+  ): Promise<{ ok: true; etag: string } | { ok: false; status: number }> {
+    const res = await this.container.items.batch(ops, pk);
+    const results = res.result ?? [];
+    const failed = results.find((r) => r.statusCode >= 400 && r.statusCode !== 424);
+    if (failed) return { ok: false, status: failed.statusCode };
+    return { ok: true, etag: results[etagOf]?.eTag ?? "" };
+  }
+
+  /**
+   * Commits an instance's work (commit-plan.ts). A lost race (412, 409, 404 in the deciding batch) is an outcome,
+   * not an error; anything else throws.
+   */
+  async commit(input: CommitInput): Promise<CommitOutcome> {
+    const plan = planCommit(input);
+    const pk = this.pk(input.instanceId);
+    if (plan.kind === "unguarded") {
+      await this.applyIdempotently(pk, plan.upserts, plan.deletes);
+      return { committed: true, etag: "" };
+    }
+    if (plan.kind === "single") {
+      const r = await this.batch(pk, plan.ops);
+      if (r.ok) return { committed: true, etag: r.etag };
+      return this.lostOrThrow(r.status, input.instanceId);
+    }
+    for (const s of plan.stages) await this.container.items.upsert(s);
+    const decided = await this.batch(pk, plan.deciding);
+    if (!decided.ok) {
+      await this.deleteIds(
+        pk,
+        plan.stages.map((s) => s.id),
+      ).catch(() => undefined);
+      return this.lostOrThrow(decided.status, input.instanceId);
+    }
+    const etag = await this.applyStage(plan.final, decided.etag, plan.stages);
+    return { committed: true, etag };
+  }
+
+  private lostOrThrow(status: number, instanceId: string): CommitOutcome {
+    if (status === 412 || status === 409 || status === 404) return { committed: false, status };
+    throw new Error(`Durable task hub: a commit of instance '${instanceId}' failed with ${status}.`);
+  }
+
+  /**
+   * Applies a decided stage's parts (each idempotent: a re-run after a crash writes the same documents) and clears
+   * the instance's mark; returns the instance's new etag.
+   */
+  async applyStage(final: InstanceDoc, etag: string, stages: StageDoc[]): Promise<string> {
+    const pk = final.pk;
+    for (const s of [...stages].sort((a, b) => a.part - b.part)) {
+      await this.applyIdempotently(pk, s.upserts, s.deletes);
+      await this.deleteIds(pk, [s.id]);
+    }
+    const r = await this.batch(pk, [
+      {
+        operationType: BulkOperationType.Replace,
+        id: INSTANCE_ID,
+        resourceBody: asJson(final),
+        ifMatch: etag,
+      },
+    ]);
+    if (!r.ok) throw new Error(`Durable task hub: finishing a staged commit failed with ${r.status}.`);
+    return r.etag;
+  }
+
+  /** Finishes an interrupted stage found in a snapshot (the instance carries the mark). */
+  async resumeStage(snapshot: PartitionSnapshot): Promise<void> {
+    const inst = snapshot.instance;
+    if (!inst?.stage) return;
+    const stages = snapshot.stages.filter((s) => s.token === inst.stage?.token);
+    const final = { ...inst };
+    delete final.stage;
+    delete final._etag;
+    delete final._ts;
+    await this.applyStage(final, inst._etag ?? "", stages);
+  }
+
+  /** Upserts and deletes (404 tolerated), at most 100 operations per request; not atomic, safe to repeat. */
+  async applyIdempotently(pk: string, upserts: WorkDoc[], deletes: string[]): Promise<void> {
+    for (let i = 0; i < upserts.length; i += DURABLE_LIMITS.batchOperations) {
+      const ops = upserts.slice(i, i + DURABLE_LIMITS.batchOperations).map(
+        (d) =>
+          ({
+            operationType: BulkOperationType.Upsert,
+            resourceBody: asJson(d),
+            partitionKey: pk,
+          }) as OperationInput,
+      );
+      const results = await this.container.items.bulk(ops);
+      const failed = results.find((r) => r.statusCode >= 400);
+      if (failed) throw new Error(`Durable task hub: writing documents failed with ${failed.statusCode}.`);
+    }
+    await this.deleteIds(pk, deletes);
+  }
+
+  /** Deletes documents (a missing one is fine), in bulk requests of at most 100. */
+  async deleteIds(pk: string, ids: string[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += DURABLE_LIMITS.batchOperations) {
+      const ops = ids
+        .slice(i, i + DURABLE_LIMITS.batchOperations)
+        .map((id) => ({ operationType: BulkOperationType.Delete, id, partitionKey: pk }) as OperationInput);
+      const results = await this.container.items.bulk(ops);
+      const failed = results.find((r) => r.statusCode >= 400 && r.statusCode !== 404);
+      if (failed) throw new Error(`Durable task hub: deleting documents failed with ${failed.statusCode}.`);
+    }
+  }
+
+  /** Claims an activity work item for `host` until `until` (If-Match); false when someone else changed it. */
+  async claimActivity(doc: ActivityDoc, host: string, until: number): Promise<ActivityDoc | undefined> {
+    const body: ActivityDoc = { ...doc, lockedBy: host, lockedUntil: until };
+    delete body._etag;
+    delete body._ts;
+    try {
+      const res = await this.container
+        .item(doc.id, doc.pk)
+        .replace(body, { accessCondition: { type: "IfMatch", condition: doc._etag ?? "" } });
+      return res.resource ? { ...body, _etag: res.etag } : undefined;
+    } catch (e) {
+      const s = statusOf(e);
+      if (s === 412 || s === 404) return undefined;
+      throw e;
+    }
+  }
+
+  /** Work another host may have left: due timers, unclaimed or expired activities, outbox and stages. */
+  async scanPending(now: number, horizon: number): Promise<PendingWork> {
+    const { resources } = await this.container.items
+      .query<AnyDoc>({
+        query:
+          "SELECT * FROM c WHERE c.hub = @hub AND ((c.kind = 'timer' AND c.fireAtMs <= @horizon) OR " +
+          "(c.kind = 'activity' AND (NOT IS_DEFINED(c.lockedUntil) OR c.lockedUntil < @now)) OR " +
+          "c.kind = 'outbox' OR (c.kind = 'instance' AND IS_DEFINED(c.stage)))",
+        parameters: [
+          { name: "@hub", value: this.hub },
+          { name: "@horizon", value: horizon },
+          { name: "@now", value: now },
+        ],
+      })
+      .fetchAll();
+    const out: PendingWork = { timers: [], activities: [], outbox: [], staged: [] };
+    for (const d of resources) {
+      if (d.kind === "timer") out.timers.push(d);
+      else if (d.kind === "activity") out.activities.push(d);
+      else if (d.kind === "outbox") out.outbox.push(d);
+      else if (d.kind === "instance") out.staged.push(d);
+    }
+    return out;
+  }
+}
