@@ -100,7 +100,10 @@ export class ActivityWorker {
     }
     const now = this.o.clock.now();
     if (doc.lockedUntil !== undefined && doc.lockedUntil >= now) {
-      this.o.log("debug", `${what} is claimed by ${doc.lockedBy} until ${new Date(doc.lockedUntil).toISOString()}.`);
+      this.o.log(
+        "debug",
+        `${what} is claimed by ${doc.lockedBy} until ${new Date(doc.lockedUntil).toISOString()}.`,
+      );
       return;
     }
     this.held.add(key);
