@@ -1,12 +1,18 @@
+import { getEventListeners } from "node:events";
+import { ErrorResponse } from "@azure/cosmos";
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createDurableApiHandler } from "../../src/devhost/durable/client-api.js";
+import { MAX_CONTINUATION_TOKEN_CHARS } from "../../src/devhost/durable/client-api-input.js";
 import {
   type DurableClientInputData,
   durableClientInputData,
   ensureWebsiteHostname,
 } from "../../src/devhost/durable/client-binding.js";
+import { TaskHubError } from "../../src/devhost/durable/errors.js";
+import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
+import { DURABLE_HUB_SETTINGS } from "../../src/devhost/durable/settings.js";
 import { WAIT_MS } from "../support/until.js";
 import { type SeenRequest, serveDurableApi } from "./client-test-server.js";
 import { FakeTaskHub } from "./fake-task-hub.js";
@@ -414,7 +420,7 @@ describe("durable HTTP API: bad requests get 400 with the reason", () => {
     ["instance id too long", `instances/${"x".repeat(101)}`, undefined, /1–100 characters/],
     ["bad percent-encoding", "instances/%E0%A4%A", undefined, /percent-encoding/],
     ["unknown runtimeStatus", "instances?runtimeStatus=Runing", undefined, /"Runing" is not one of/],
-    ["top 0", "instances?top=0", undefined, /'top' must be a positive whole number/],
+    ["top 0", "instances?top=0", undefined, /'top' must be a whole number from 1 to 1000/],
     ["bad date", "instances?createdTimeFrom=yesterday", undefined, /ISO 8601/],
     ["bad boolean", "instances/x1?showHistory=maybe", undefined, /'showHistory' must be true or false/],
     ["bad timeout", "orchestrators/hello?timeout=soon", { method: "POST" }, /'timeout' must be a number/],
@@ -454,7 +460,7 @@ describe("durable HTTP API: bad requests get 400 with the reason", () => {
     expect(handler({ ...req, path: "/runtime/webhooks/durabletaskx" })).toBeUndefined();
   });
 
-  it("a task hub failure is a 500 with the reason, reported to onError", async () => {
+  it("a task hub failure is a 500 with a generic body; onError gets the reason, the route and the instance", async () => {
     const errors: string[] = [];
     const broken = new FakeTaskHub(HUB);
     broken.getStatus = async () => {
@@ -473,9 +479,457 @@ describe("durable HTTP API: bad requests get 400 with the reason", () => {
       body: new Uint8Array(),
     });
     expect(out?.status).toBe(500);
-    expect(JSON.parse(out?.body ?? "{}").Message).toBe(
-      "The durable task hub failed: Cosmos DB is unreachable",
+    expect(JSON.parse(out?.body ?? "{}")).toEqual({
+      Message:
+        "The durable task hub failed on GET instances/{id} (instance 'abc'); the dev host log has the details.",
+      code: "TaskHubFailure",
+    });
+    expect(errors).toEqual([
+      "The durable task hub failed on GET instances/{id} (instance 'abc'): Cosmos DB is unreachable",
+    ]);
+  });
+});
+
+/** One request straight to a handler (no socket): status, headers and the parsed body. */
+async function direct(
+  handler: ReturnType<typeof createDurableApiHandler>,
+  method: string,
+  pathAndQuery: string,
+  init: { body?: string | Uint8Array; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<{ status: number; headers: Record<string, string>; body: { Message?: string; code?: string } }> {
+  const [path = "", query = ""] = pathAndQuery.split("?");
+  const body = typeof init.body === "string" ? Buffer.from(init.body) : (init.body ?? new Uint8Array());
+  const out = await handler({
+    method,
+    path: `/runtime/webhooks/durabletask/${path}`,
+    query: new URLSearchParams(query),
+    headers: init.headers ?? {},
+    body,
+    ...(init.signal ? { signal: init.signal } : {}),
+  });
+  if (!out) throw new Error(`not a durable path: ${path}`);
+  return { status: out.status, headers: out.headers, body: out.body === "" ? {} : JSON.parse(out.body) };
+}
+
+/** A Cosmos DB error as the SDK throws it (ErrorResponse, numeric `code`, retryAfterInMs on 429). */
+function cosmosError(code: number | undefined, message: string, retryAfterInMs?: number): ErrorResponse {
+  const e = new ErrorResponse(`${message}\r\nActivityId: 0f6e7707-4bbd-48cc-9e0b-a48ed0117424`);
+  if (code !== undefined) e.code = code;
+  if (retryAfterInMs !== undefined) e.retryAfterInMs = retryAfterInMs;
+  return e;
+}
+
+describe("durable HTTP API: one mapping from errors to answers", () => {
+  const errors: string[] = [];
+  /** A handler over a hub whose getStatus, list and startNew throw `error`. */
+  function throwing(error: unknown) {
+    errors.length = 0;
+    const broken = new FakeTaskHub(HUB);
+    const fail = async () => {
+      throw error;
+    };
+    broken.getStatus = fail;
+    broken.list = fail;
+    broken.startNew = fail;
+    return createDurableApiHandler({
+      hub: broken,
+      baseUrl: "http://127.0.0.1:1",
+      onError: (m) => errors.push(m),
+    });
+  }
+
+  const cases: [string, unknown, number, string, RegExp, boolean][] = [
+    [
+      "TaskHubError",
+      new TaskHubError("An instance exists.", 409, "InstanceExists"),
+      409,
+      "InstanceExists",
+      /^An instance exists\.$/,
+      false,
+    ],
+    [
+      "Cosmos 400",
+      cosmosError(400, "One of the specified inputs is invalid"),
+      400,
+      "BadRequest",
+      /^Cosmos DB refused the request: One of the specified inputs is invalid$/,
+      false,
+    ],
+    ["Cosmos 404", cosmosError(404, "Resource Not Found"), 404, "NotFound", /Resource Not Found$/, false],
+    [
+      "Cosmos 409",
+      cosmosError(409, "Entity with the specified id already exists"),
+      409,
+      "Conflict",
+      /already exists$/,
+      false,
+    ],
+    [
+      "Cosmos 412",
+      cosmosError(412, "Precondition Failed"),
+      409,
+      "ConcurrentChange",
+      /^The orchestration instance 'i1' changed concurrently; retry\.$/,
+      false,
+    ],
+    [
+      "Cosmos 413",
+      cosmosError(413, "Request size is too large"),
+      413,
+      "PayloadTooLarge",
+      /too large$/,
+      false,
+    ],
+    [
+      "Cosmos 500",
+      cosmosError(500, "Internal Server Error"),
+      500,
+      "TaskHubFailure",
+      /^The durable task hub failed on GET instances\/\{id\} \(instance 'i1'\); the dev host log has the details\.$/,
+      true,
+    ],
+    [
+      "Cosmos 408 (SDK timeout)",
+      cosmosError(408, "Request timed out"),
+      500,
+      "TaskHubFailure",
+      /dev host log/,
+      true,
+    ],
+    ["a plain Error", new Error("secret internals"), 500, "TaskHubFailure", /^(?!.*secret)/, true],
+    ["a thrown string", "boom", 500, "TaskHubFailure", /dev host log/, true],
+    [
+      "a refusal with a 4xx statusCode",
+      Object.assign(new Error("No task hub runs."), { statusCode: 404 }),
+      404,
+      "NotFound",
+      /^No task hub runs\.$/,
+      false,
+    ],
+    [
+      "a refusal with a 410 and its own code",
+      Object.assign(new Error("Gone."), { statusCode: 410, code: "Gone" }),
+      410,
+      "Gone",
+      /^Gone\.$/,
+      false,
+    ],
+  ];
+  for (const [what, error, status, code, message, logged] of cases) {
+    it(`${what} → ${status} ${code}${logged ? ", logged" : ""}`, async () => {
+      const res = await direct(throwing(error), "GET", "instances/i1");
+      expect(res.status).toBe(status);
+      expect(res.body.code).toBe(code);
+      expect(res.body.Message).toMatch(message);
+      expect(Object.keys(res.body).sort()).toEqual(["Message", "code"]);
+      expect(errors).toHaveLength(logged ? 1 : 0);
+      if (logged)
+        expect(errors[0]).toMatch(
+          /^The durable task hub failed on GET instances\/\{id\} \(instance 'i1'\): /,
+        );
+    });
+  }
+
+  it("429 and 503 → 503 with Retry-After from retryAfterInMs, rounded up, at least 1 s; logged", async () => {
+    for (const [error, seconds] of [
+      [cosmosError(429, "Request rate is large", 1_500), "2"],
+      [cosmosError(429, "Request rate is large", 10), "1"],
+      [cosmosError(429, "Request rate is large"), "1"],
+      [cosmosError(503, "Service Unavailable", 4_000), "4"],
+    ] as const) {
+      const res = await direct(throwing(error), "POST", "orchestrators/hello/b1");
+      expect(res.status).toBe(503);
+      expect(res.headers["retry-after"]).toBe(seconds);
+      expect(res.body).toMatchObject({
+        code: "ServiceBusy",
+        Message: expect.stringContaining(`retry after ${seconds} s`),
+      });
+      expect(errors).toEqual([
+        expect.stringMatching(
+          /^The durable task hub is busy on POST orchestrators\/\{name\}\/\{instanceId\} \(instance 'b1'\)/,
+        ),
+      ]);
+    }
+  });
+
+  it("a continuation token the store refuses → 400 InvalidContinuationToken with the reason", async () => {
+    const token = { "x-ms-continuation-token": '{"rid":"x"}' };
+    for (const error of [
+      cosmosError(400, "Invalid Continuation Token: it is not a continuation token this emulator issued."),
+      // The SDK's own refusals of a token it cannot parse (cross-partition queries on an account).
+      cosmosError(
+        undefined,
+        "Invalid continuation token format. Expected token with rangeMappings property.",
+      ),
+      new Error("Failed to parse continuation token: Unexpected token"),
+    ]) {
+      const res = await direct(throwing(error), "GET", "instances", { headers: token });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe("InvalidContinuationToken");
+      expect(res.body.Message).toMatch(/x-ms-continuation-token .*continuation token/i);
+      expect(errors).toEqual([]);
+    }
+    // Without a token, the same SDK error is no client's mistake.
+    expect(
+      (await direct(throwing(new Error("Failed to parse continuation token: x")), "GET", "instances")).status,
+    ).toBe(500);
+  });
+
+  it("a token no header could carry is refused at the door: non-ASCII, control characters, over 16 KiB", async () => {
+    for (const token of ["tök", "a\u0000b", "x".repeat(MAX_CONTINUATION_TOKEN_CHARS + 1)]) {
+      const res = await direct(
+        createDurableApiHandler({ hub, baseUrl: server.baseUrl }),
+        "GET",
+        "instances",
+        {
+          headers: { "x-ms-continuation-token": token },
+        },
+      );
+      expect(res).toMatchObject({ status: 400, body: { code: "InvalidContinuationToken" } });
+    }
+    expect(hub.callsOf("list")).toEqual([]);
+    const longest = "x".repeat(MAX_CONTINUATION_TOKEN_CHARS);
+    const res = await direct(createDurableApiHandler({ hub, baseUrl: server.baseUrl }), "GET", "instances", {
+      headers: { "x-ms-continuation-token": longest },
+    });
+    expect(res.body.Message).toMatch(/Malformed continuation token/); // reached the (fake) store
+  });
+
+  it("top: 1 … 1000 is a page size; 0, 1001 and a huge number are 400", async () => {
+    const handler = createDurableApiHandler({ hub, baseUrl: server.baseUrl });
+    for (const top of ["1", "1000"])
+      expect((await direct(handler, "GET", `instances?top=${top}`)).status).toBe(200);
+    expect(hub.callsOf("list").map(([f]) => (f as { top: number }).top)).toEqual([1, 1000]);
+    for (const top of ["0", "1001", "99999999999", "999999999999999999999", "1e3", "-1"]) {
+      const res = await direct(handler, "GET", `instances?top=${top}`);
+      expect(res).toMatchObject({ status: 400, body: { code: "InvalidParameter" } });
+    }
+  });
+});
+
+describe("durable HTTP API: payload limits at the door", () => {
+  const MAX = 2_048;
+  const DEPTH = DURABLE_LIMITS.payloadDepth;
+  let limited: ReturnType<typeof createDurableApiHandler>;
+  beforeEach(() => {
+    limited = createDurableApiHandler({
+      hub,
+      baseUrl: server.baseUrl,
+      isOrchestrator: (n) => ORCHESTRATORS.has(n),
+      maxPayloadBytes: MAX,
+    });
+  });
+  /** A JSON string of exactly `bytes` UTF-8 bytes: `ch` (1–4 bytes) repeated, padded with 'x'. */
+  const jsonOfBytes = (bytes: number, ch = "x") => {
+    const room = bytes - 2;
+    const unit = Buffer.byteLength(ch);
+    return `"${ch.repeat(Math.floor(room / unit))}${"x".repeat(room % unit)}"`;
+  };
+  const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+  const tooLarge = (what: string, bytes: number) => ({
+    code: "PayloadTooLarge",
+    Message: `${what} is ${bytes} bytes; the task hub stores at most ${MAX} (DURABLE_MAX_PAYLOAD_BYTES).`,
+  });
+  const tooDeep = (what: string, depth: number) => ({
+    code: "PayloadTooDeep",
+    Message: `${what} nests objects and arrays ${depth} deep; the task hub allows at most ${DEPTH}.`,
+  });
+
+  it("start: exactly the limit passes, one byte more is 413 naming the limit and the setting", async () => {
+    for (const [label, ch] of [
+      ["one", "x"],
+      ["two", "é"],
+      ["four", "😀"],
+    ] as const) {
+      const body = jsonOfBytes(MAX, ch);
+      expect(Buffer.byteLength(body)).toBe(MAX);
+      expect((await direct(limited, "POST", `orchestrators/hello/at-${label}`, { body })).status).toBe(202);
+      const over = await direct(limited, "POST", `orchestrators/hello/over-${label}`, {
+        body: jsonOfBytes(MAX + 1, ch),
+      });
+      expect(over).toMatchObject({ status: 413, body: tooLarge("The orchestration input", MAX + 1) });
+    }
+    // Nothing over the limit reached the hub.
+    expect(hub.callsOf("startNew").map(([, o]) => (o as { instanceId: string }).instanceId)).toEqual([
+      "at-one",
+      "at-two",
+      "at-four",
+    ]);
+  });
+
+  it("start: nested exactly the limit passes, one level deeper is 400, 5,000 deep too (counted on the text)", async () => {
+    expect(
+      (await direct(limited, "POST", "orchestrators/hello/deep-ok", { body: nested(DEPTH) })).status,
+    ).toBe(202);
+    // 5,000 deep is 10,000 bytes: under the default limit, so the depth answers.
+    const byDefault = createDurableApiHandler({ hub, baseUrl: server.baseUrl });
+    for (const [handler, depth] of [
+      [limited, DEPTH + 1],
+      [byDefault, 5_000],
+    ] as const) {
+      const res = await direct(handler, "POST", `orchestrators/hello/deep-${depth}`, { body: nested(depth) });
+      expect(res).toMatchObject({ status: 400, body: tooDeep("The orchestration input", depth) });
+    }
+    // Brackets inside strings are text, not nesting.
+    const inString = JSON.stringify("[".repeat(DEPTH + 10));
+    expect((await direct(limited, "POST", "orchestrators/hello/deep-str", { body: inString })).status).toBe(
+      202,
     );
-    expect(errors).toEqual(["The durable task hub failed: Cosmos DB is unreachable"]);
+    expect(hub.callsOf("startNew")).toHaveLength(2);
+  });
+
+  it("start: the size is judged before the depth, the depth before the JSON; bad UTF-8 is 400", async () => {
+    // Over the size and broken JSON: 413, not 400 — the body was not decoded or parsed.
+    const huge = `${"[".repeat(MAX)}oops`;
+    expect((await direct(limited, "POST", "orchestrators/hello/o1", { body: huge })).body.code).toBe(
+      "PayloadTooLarge",
+    );
+    // Too deep and broken JSON: the depth answers (PayloadTooDeep), as the text is never parsed.
+    const deepBroken = `${"[".repeat(DEPTH + 1)}oops`;
+    expect((await direct(limited, "POST", "orchestrators/hello/o2", { body: deepBroken })).body.code).toBe(
+      "PayloadTooDeep",
+    );
+    const notUtf8 = new Uint8Array([0x22, 0xff, 0xfe, 0x22]);
+    expect((await direct(limited, "POST", "orchestrators/hello/o3", { body: notUtf8 })).body).toMatchObject({
+      code: "InvalidJson",
+      Message: "The orchestration input is not UTF-8 text.",
+    });
+    expect(hub.callsOf("startNew")).toEqual([]);
+  });
+
+  it("raise event: data at the limit passes; one byte more is 413, one level deeper 400", async () => {
+    await started("hello", "ev");
+    const json = { "content-type": "application/json" };
+    const at = await direct(limited, "POST", "instances/ev/raiseEvent/Go", {
+      body: jsonOfBytes(MAX),
+      headers: json,
+    });
+    expect(at.status).toBe(202);
+    const over = await direct(limited, "POST", "instances/ev/raiseEvent/Go", {
+      body: jsonOfBytes(MAX + 1),
+      headers: json,
+    });
+    expect(over).toMatchObject({ status: 413, body: tooLarge("The data of event 'Go'", MAX + 1) });
+    const deep = await direct(limited, "POST", "instances/ev/raiseEvent/Go", {
+      body: nested(DEPTH + 1),
+      headers: json,
+    });
+    expect(deep).toMatchObject({ status: 400, body: tooDeep("The data of event 'Go'", DEPTH + 1) });
+    expect(hub.callsOf("raiseEvent")).toHaveLength(1);
+  });
+
+  it("terminate / suspend / resume: a reason whose JSON is at the limit passes, one byte more is 413", async () => {
+    for (const operation of ["suspend", "resume", "terminate"] as const) {
+      await started("hello", `r-${operation}`);
+      if (operation === "resume") hub.setStatus(`r-${operation}`, "Suspended");
+      // The reason is stored as JSON text: its quotes count.
+      const over = await direct(
+        limited,
+        "POST",
+        `instances/r-${operation}/${operation}?reason=${"x".repeat(MAX - 1)}`,
+      );
+      expect(over).toMatchObject({ status: 413, body: tooLarge(`The ${operation} reason`, MAX + 1) });
+      expect(hub.callsOf(operation)).toEqual([]);
+      const at = await direct(
+        limited,
+        "POST",
+        `instances/r-${operation}/${operation}?reason=${"x".repeat(MAX - 2)}`,
+      );
+      expect(at.status).toBe(202);
+      expect(hub.callsOf(operation)).toEqual([[`r-${operation}`, "x".repeat(MAX - 2)]]);
+    }
+  });
+
+  it("restart: an input over the (since lowered) limit is 413; at the limit it starts again", async () => {
+    await started("hello", "big", "y".repeat(MAX - 2 + 1)); // stored as MAX + 1 bytes of JSON
+    await started("hello", "fits", "y".repeat(MAX - 2));
+    hub.complete("big", 1);
+    hub.complete("fits", 1);
+    const over = await direct(limited, "POST", "instances/big/restart");
+    expect(over).toMatchObject({ status: 413, body: tooLarge("The restarted instance's input", MAX + 1) });
+    expect((await direct(limited, "POST", "instances/fits/restart")).status).toBe(202);
+    expect(hub.callsOf("startNew")).toHaveLength(3);
+  });
+
+  it("without maxPayloadBytes the hub's default applies (DURABLE_MAX_PAYLOAD_BYTES), and a getter is read per request", async () => {
+    const fallback = DURABLE_HUB_SETTINGS.maxPayloadBytes.default;
+    const handler = createDurableApiHandler({ hub, baseUrl: server.baseUrl });
+    expect(
+      (await direct(handler, "POST", "orchestrators/hello/d1", { body: jsonOfBytes(fallback) })).status,
+    ).toBe(202);
+    expect(
+      (await direct(handler, "POST", "orchestrators/hello/d2", { body: jsonOfBytes(fallback + 1) })).status,
+    ).toBe(413);
+    let current = 100_000;
+    const live = createDurableApiHandler({ hub, baseUrl: server.baseUrl, maxPayloadBytes: () => current });
+    expect((await direct(live, "POST", "orchestrators/hello/g1", { body: jsonOfBytes(50_000) })).status).toBe(
+      202,
+    );
+    current = 10_000;
+    expect((await direct(live, "POST", "orchestrators/hello/g2", { body: jsonOfBytes(50_000) })).status).toBe(
+      413,
+    );
+  });
+});
+
+describe("durable HTTP API: create-and-wait waits on the hub and leaves nothing behind", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("no timer of its own, one read per wake-up; 1,000 waits ended by timeout or abort leave 0 waiters and listeners", async () => {
+    vi.useFakeTimers();
+    const handler = createDurableApiHandler({
+      hub,
+      baseUrl: "http://127.0.0.1:1",
+      isOrchestrator: (n) => ORCHESTRATORS.has(n),
+      now: () => hub.now(),
+    });
+    // Requests that time out share one signal that is never aborted: a listener left per request would pile up.
+    const shared = new AbortController();
+    for (let i = 0; i < 1_000; i++) {
+      const id = `w${i}`;
+      const byAbort = i % 2 === 1;
+      const own = new AbortController();
+      const pending = direct(handler, "POST", `orchestrators/hello/${id}?timeout=30`, {
+        signal: byAbort ? own.signal : shared.signal,
+      });
+      await hub.nextWait(id);
+      // Waiting: the hub holds the wait; the API has no timer (a poll would show here).
+      expect(vi.getTimerCount()).toBe(0);
+      expect(hub.live.waiters).toBe(1);
+      if (byAbort) own.abort();
+      else hub.elapse(30_000);
+      expect((await pending).status).toBe(202);
+      expect(getEventListeners(own.signal, "abort")).toHaveLength(0);
+    }
+    expect(hub.live).toEqual({ waiters: 0, abortListeners: 0 });
+    expect(getEventListeners(shared.signal, "abort")).toHaveLength(0);
+    expect(vi.getTimerCount()).toBe(0);
+    // Each wait: one read before it, one after it ended; one waitForChange for the whole 30 s.
+    expect(hub.callsOf("waitForChange")).toHaveLength(1_000);
+    expect(hub.callsOf("getStatus")).toHaveLength(2_000);
+  });
+
+  it("a change wakes the wait at once; a change that does not finish it waits again for the time left", async () => {
+    const handler = createDurableApiHandler({
+      hub,
+      baseUrl: "http://127.0.0.1:1",
+      isOrchestrator: (n) => ORCHESTRATORS.has(n),
+      now: () => hub.now(),
+    });
+    const pending = direct(handler, "POST", "orchestrators/hello/ch1?timeout=60");
+    await hub.nextWait("ch1");
+    hub.elapse(10_000);
+    hub.setStatus("ch1", "Running"); // a change, not the end: read once, wait for the rest
+    await vi.waitFor(() => expect(hub.callsOf("waitForChange")).toHaveLength(2));
+    hub.complete("ch1", "done");
+    const res = await pending;
+    expect(res).toMatchObject({ status: 200, body: "done" });
+    const [[, first], [, second]] = hub.callsOf("waitForChange") as [string, number][];
+    expect(first).toBe(60_000);
+    expect(second).toBe(60_000 - 10_000 - 1); // setStatus moves the fake clock by 1 ms
+    expect(hub.callsOf("getStatus")).toHaveLength(3);
+    expect(hub.live).toEqual({ waiters: 0, abortListeners: 0 });
   });
 });

@@ -52,6 +52,7 @@ export class FakeTaskHub implements TaskHubClient {
   /** Called on each getStatus (tests move an instance after the n-th poll). */
   onGetStatus?: (instanceId: string, count: number) => void;
   private readonly waiters = new Set<Waiter>();
+  private abortListeners = 0;
   private readonly waitListeners: ((instanceId: string) => void)[] = [];
   private nextId = 0;
   private getStatusCount = 0;
@@ -66,10 +67,7 @@ export class FakeTaskHub implements TaskHubClient {
   elapse(ms: number): void {
     this.clock += ms;
     for (const w of [...this.waiters]) {
-      if (w.deadline <= this.clock) {
-        this.waiters.delete(w);
-        w.resolve();
-      }
+      if (w.deadline <= this.clock) w.resolve();
     }
   }
 
@@ -88,10 +86,7 @@ export class FakeTaskHub implements TaskHubClient {
 
   private changed(instanceId: string): void {
     for (const w of [...this.waiters]) {
-      if (w.instanceId === instanceId) {
-        this.waiters.delete(w);
-        w.resolve();
-      }
+      if (w.instanceId === instanceId) w.resolve();
     }
   }
 
@@ -269,14 +264,26 @@ export class FakeTaskHub implements TaskHubClient {
   waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     this.calls.push({ method: "waitForChange", args: [instanceId, timeoutMs] });
     return new Promise((resolve) => {
-      const waiter: Waiter = { instanceId, deadline: this.clock + timeoutMs, resolve };
-      this.waiters.add(waiter);
-      signal?.addEventListener("abort", () => {
-        this.waiters.delete(waiter);
+      // However the wait ends (change, time, abort), it leaves nothing behind: the waiter and its abort listener go.
+      const end = () => {
+        if (this.waiters.delete(waiter)) this.abortListeners -= signal ? 1 : 0;
+        signal?.removeEventListener("abort", end);
         resolve();
-      });
+      };
+      const waiter: Waiter = { instanceId, deadline: this.clock + timeoutMs, resolve: end };
+      if (signal?.aborted) return resolve();
+      this.waiters.add(waiter);
+      if (signal) {
+        signal.addEventListener("abort", end);
+        this.abortListeners++;
+      }
       for (const listener of [...this.waitListeners]) listener(instanceId);
     });
+  }
+
+  /** Waits not yet ended, and the abort listeners they hold (what a request left behind when both stay above 0). */
+  get live(): { waiters: number; abortListeners: number } {
+    return { waiters: this.waiters.size, abortListeners: this.abortListeners };
   }
 
   /** Calls of one method (for asserting what the handler asked the hub). */

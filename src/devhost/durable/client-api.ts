@@ -1,4 +1,5 @@
 import type { BuiltinRequest, BuiltinResponse, BuiltinRoutes } from "../http/server.js";
+import { boolParam, checkText, filterOf, jsonPayload, secondsParam, single } from "./client-api-input.js";
 import {
   DEFAULT_CONNECTION_NAME,
   DURABLE_WEBHOOK_PATH,
@@ -6,15 +7,27 @@ import {
   instanceManagementUrls,
   reachableOrigin,
 } from "./client-binding.js";
-import { validateInstanceId } from "./hub.js";
-import type { InstanceFilter, InstanceStatus, RuntimeStatus, TaskHubClient } from "./types.js";
+import { validateInstanceId } from "./errors.js";
+import {
+  type DurableApiResponse,
+  type DurableErrorContext,
+  durableErrorResponse,
+  json,
+  problem,
+} from "./http-errors.js";
+import { DURABLE_HUB_SETTINGS } from "./settings.js";
+import type { InstanceStatus, RuntimeStatus, TaskHubClient } from "./types.js";
+
+export { MAX_LIST_PAGE_SIZE, MAX_WAIT_SECONDS } from "./client-api-input.js";
+export type { DurableApiResponse } from "./http-errors.js";
 
 /**
  * The Durable Functions extension's HTTP API (HttpApiHandler.cs; learn.microsoft.com "HTTP API reference"),
  * served by the dev host under `/runtime/webhooks/durabletask/` — the webhook links and, as the binding's
  * `rpcBaseUrl`, every call of the JS DurableClient. Status codes, bodies and headers follow the extension; where
  * it answers a malformed request with a silent default or a 500, this answers 400 with the reason. Entities and
- * rewind are refused with 501 (not supported by this task hub).
+ * rewind are refused with 501 (not supported by this task hub). Requests are checked at the door
+ * (client-api-input.ts); every error becomes its answer in one place (http-errors.ts).
  */
 
 export interface DurableApiRequest {
@@ -27,12 +40,6 @@ export interface DurableApiRequest {
   body: Uint8Array;
   /** Aborts a create-and-wait when the client goes away. */
   signal?: AbortSignal;
-}
-
-export interface DurableApiResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
 }
 
 /** undefined = not a durable path (the caller routes it elsewhere). */
@@ -51,157 +58,28 @@ export interface DurableApiOptions {
   isOrchestrator?: (name: string) => boolean;
   /** Appended to links as the extension appends its system key ("" locally). */
   requiredQueryStringParameters?: string;
-  /** Told about task hub failures that become a 500 (not the client's fault). */
+  /**
+   * Told about failures of the task hub (a 500, or a 503 when Cosmos DB stayed busy): the message names the route
+   * and the instance id. The dev host logs it.
+   */
   onError?: (message: string, error: unknown) => void;
+  /**
+   * The largest payload a client may send (start input, event data, a reason, a restart's input), in bytes: larger
+   * is a 413 at the door. The hub's DURABLE_MAX_PAYLOAD_BYTES; a getter when the settings are read later (the dev
+   * host reads them when the task hub starts). Default DURABLE_HUB_SETTINGS.maxPayloadBytes.default.
+   */
+  maxPayloadBytes?: number | (() => number);
   /** Clock for create-and-wait deadlines (tests inject a fake). */
   now?: () => number;
 }
 
 const PREFIX = `${DURABLE_WEBHOOK_PATH}/`;
-const RUNTIME_STATUSES: readonly RuntimeStatus[] = [
-  "Pending",
-  "Running",
-  "Completed",
-  "ContinuedAsNew",
-  "Failed",
-  "Terminated",
-  "Suspended",
-];
 /** Statuses in which an instance is done (the extension's IsCompletedStatus; Canceled is never produced). */
 const TERMINAL: ReadonlySet<RuntimeStatus> = new Set(["Completed", "Failed", "Terminated"]);
-/** The longest create-and-wait a request may ask for (s); the extension has none, but a request must end. */
-export const MAX_WAIT_SECONDS = 3600;
-
-class BadRequest extends Error {}
-
-function json(status: number, body: unknown, headers: Record<string, string> = {}): DurableApiResponse {
-  return {
-    status,
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
-    body: JSON.stringify(body),
-  };
-}
-/** An error as ASP.NET's HttpError serializes it (`{"Message": …}`), as the extension's CreateErrorResponse. */
-const problem = (status: number, message: string, headers: Record<string, string> = {}) =>
-  json(status, { Message: message }, headers);
 
 function header(req: DurableApiRequest, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
-}
-
-/** A query parameter's single value (the extension reads the first). */
-function single(query: URLSearchParams, name: string): string | undefined {
-  // Case-insensitive names, as the NameValueCollection the extension reads.
-  for (const [k, v] of query) if (k.toLowerCase() === name.toLowerCase()) return v;
-  return undefined;
-}
-function all(query: URLSearchParams, name: string): string[] {
-  const out: string[] = [];
-  for (const [k, v] of query) if (k.toLowerCase() === name.toLowerCase()) out.push(v);
-  return out;
-}
-
-/** bool.TryParse: true/false, any case, surrounding spaces allowed; anything else → 400. */
-function boolParam(query: URLSearchParams, name: string, fallback: boolean): boolean {
-  const v = single(query, name);
-  if (v === undefined || v === "") return fallback;
-  const t = v.trim().toLowerCase();
-  if (t === "true") return true;
-  if (t === "false") return false;
-  throw new BadRequest(`Query parameter '${name}' must be true or false; got ${JSON.stringify(v)}.`);
-}
-
-function dateParam(query: URLSearchParams, name: string): string | undefined {
-  const v = single(query, name);
-  if (v === undefined || v === "") return undefined;
-  const ms = Date.parse(v.trim());
-  if (Number.isNaN(ms)) {
-    throw new BadRequest(
-      `Query parameter '${name}' must be an ISO 8601 date-time; got ${JSON.stringify(v)}.`,
-    );
-  }
-  return new Date(ms).toISOString();
-}
-
-/** Seconds (TimeSpan.FromSeconds(double)), 0 … MAX_WAIT_SECONDS. */
-function secondsParam(query: URLSearchParams, name: string): number | undefined {
-  const v = single(query, name);
-  if (v === undefined || v === "") return undefined;
-  const n = Number(v.trim());
-  if (v.trim() === "" || !Number.isFinite(n) || n < 0 || n > MAX_WAIT_SECONDS) {
-    throw new BadRequest(
-      `Query parameter '${name}' must be a number of seconds from 0 to ${MAX_WAIT_SECONDS}; got ${JSON.stringify(v)}.`,
-    );
-  }
-  return n;
-}
-
-/**
- * runtimeStatus=A,B (also repeated): names of OrchestrationRuntimeStatus, any case. "Canceled" is a valid
- * name that no instance has. Returns undefined when absent, [] when only Canceled was asked for.
- */
-function statusesParam(query: URLSearchParams): RuntimeStatus[] | undefined {
-  const names = all(query, "runtimeStatus")
-    .flatMap((v) => v.split(","))
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
-  if (names.length === 0) return undefined;
-  const out = new Set<RuntimeStatus>();
-  for (const name of names) {
-    if (name.toLowerCase() === "canceled") continue;
-    const found = RUNTIME_STATUSES.find((s) => s.toLowerCase() === name.toLowerCase());
-    if (!found) {
-      throw new BadRequest(
-        `runtimeStatus ${JSON.stringify(name)} is not one of ${[...RUNTIME_STATUSES, "Canceled"].join(", ")}.`,
-      );
-    }
-    out.add(found);
-  }
-  return [...out];
-}
-
-function filterOf(req: DurableApiRequest, forPurge: boolean): { filter: InstanceFilter; none: boolean } {
-  const filter: InstanceFilter = {};
-  const from = dateParam(req.query, "createdTimeFrom");
-  const to = dateParam(req.query, "createdTimeTo");
-  if (from !== undefined) filter.createdTimeFrom = from;
-  if (to !== undefined) filter.createdTimeTo = to;
-  const statuses = statusesParam(req.query);
-  if (statuses !== undefined && statuses.length > 0) filter.runtimeStatus = statuses;
-  if (forPurge) {
-    // The extension refuses a purge without a lower bound and bounds it above by now.
-    if (from === undefined) throw new BadRequest("Please provide value for 'createdTimeFrom' parameter.");
-    filter.createdTimeTo ??= new Date().toISOString();
-  } else {
-    const prefix = single(req.query, "instanceIdPrefix");
-    if (prefix !== undefined && prefix !== "") filter.instanceIdPrefix = prefix;
-    const top = single(req.query, "top");
-    if (top !== undefined && top !== "") {
-      if (!/^\s*\d{1,9}\s*$/.test(top) || Number(top) < 1) {
-        throw new BadRequest(
-          `Query parameter 'top' must be a positive whole number; got ${JSON.stringify(top)}.`,
-        );
-      }
-      filter.top = Number(top);
-    }
-    filter.showInput = boolParam(req.query, "showInput", true);
-    const token = header(req, "x-ms-continuation-token");
-    if (token !== undefined && token !== "") filter.continuationToken = token;
-  }
-  return { filter, none: statuses !== undefined && statuses.length === 0 };
-}
-
-/** The request body as JSON text; null when empty. */
-function jsonBody(req: DurableApiRequest): string | null {
-  const text = Buffer.from(req.body).toString("utf8");
-  if (text.trim() === "") return null;
-  try {
-    JSON.parse(text);
-  } catch (e) {
-    throw new BadRequest(`Invalid JSON content: ${(e as Error).message}`);
-  }
-  return text;
 }
 
 /** DateTime.ToString("s") + "Z": the extension's status times have whole seconds. */
@@ -225,15 +103,6 @@ function statusPayload(s: InstanceStatus, showInput: boolean, showHistory: boole
   };
 }
 
-/** A client-caused refusal the task hub signals with a 4xx `statusCode` (bad id, instance exists, bad token …). */
-function clientErrorOf(e: unknown): { status: number; message: string } | undefined {
-  const status = (e as { statusCode?: unknown })?.statusCode;
-  if (typeof status === "number" && status >= 400 && status < 500) {
-    return { status, message: e instanceof Error ? e.message : String(e) };
-  }
-  return undefined;
-}
-
 interface Ctx {
   req: DurableApiRequest;
   hub: TaskHubClient;
@@ -241,7 +110,12 @@ interface Ctx {
   origin: string;
   connection: string;
   taskHubParam: string | undefined;
+  /** What an error answer and the log name: the route, the instance (filled in as the request is understood). */
+  where: DurableErrorContext;
 }
+
+const notFound = (instanceId: string) =>
+  problem(404, "InstanceNotFound", `No orchestration instance with the id '${instanceId}' was found.`);
 
 export function createDurableApiHandler(options: DurableApiOptions): DurableApiHandler {
   const hubOf = typeof options.hub === "function" ? options.hub : () => options.hub as TaskHubClient;
@@ -251,6 +125,8 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     return name === undefined || name.toLowerCase() === hub.hubName.toLowerCase() ? hub : undefined;
   };
   const baseUrl = typeof options.baseUrl === "function" ? options.baseUrl : () => options.baseUrl as string;
+  const limit = options.maxPayloadBytes ?? DURABLE_HUB_SETTINGS.maxPayloadBytes.default;
+  const maxPayloadBytes = typeof limit === "function" ? limit : () => limit;
   const now = options.now ?? Date.now;
   const requiredQuery = options.requiredQueryStringParameters ?? "";
 
@@ -295,7 +171,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     const showInput = boolParam(c.req.query, "showInput", true);
     const failAs500 = boolParam(c.req.query, "returnInternalServerErrorOnFailure", false);
     const s = await c.hub.getStatus(instanceId, { showHistory, showHistoryOutput, showInput });
-    if (!s) return problem(404, `No orchestration instance with the id '${instanceId}' was found.`);
+    if (!s) return notFound(instanceId);
     const body = statusPayload(s, showInput, showHistory);
     if (s.runtimeStatus === "Failed") return json(failAs500 ? 500 : 200, body);
     if (TERMINAL.has(s.runtimeStatus)) return json(200, body);
@@ -304,10 +180,15 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     return json(202, body, { location: self, "retry-after": "5" });
   };
 
-  /** After a start: wait for completion when asked (timeout=), else the check-status response. */
+  /**
+   * After a start: wait for completion when asked (timeout=), else the check-status response. The wait is the
+   * hub's (waitForChange: woken by its commits, its feed, and its own slow poll); this adds no timer or listener
+   * of its own — one read per change, and the request's signal ends it when the client goes away.
+   */
   const startedResponse = async (c: Ctx, instanceId: string): Promise<DurableApiResponse> => {
+    c.where.instanceId = instanceId;
     const timeout = secondsParam(c.req.query, "timeout");
-    secondsParam(c.req.query, "pollingInterval"); // validated; unused: waits are poll-free (waitForChange)
+    secondsParam(c.req.query, "pollingInterval"); // validated; unused: the wait is the hub's, not a poll
     if (timeout === undefined) return checkStatusResponse(c, instanceId);
     const deadline = now() + timeout * 1000;
     for (;;) {
@@ -321,10 +202,11 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
   };
 
   const start = async (c: Ctx, name: string, instanceId: string | undefined): Promise<DurableApiResponse> => {
-    const input = jsonBody(c.req);
+    const input = jsonPayload(c.req.body, "The orchestration input", maxPayloadBytes());
     if (options.isOrchestrator && !options.isOrchestrator(name)) {
       return problem(
         400,
+        "OrchestratorNotFound",
         `The function '${name}' doesn't exist, is disabled, or is not an orchestrator function.`,
       );
     }
@@ -338,8 +220,16 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
   const restart = async (c: Ctx, instanceId: string): Promise<DurableApiResponse> => {
     const newId = boolParam(c.req.query, "restartWithNewInstanceId", true);
     const s = await c.hub.getStatus(instanceId, { showInput: true });
-    if (!s) return problem(400, `InstanceId '${instanceId}' does not match a valid orchestration instance.`);
+    if (!s) {
+      return problem(
+        400,
+        "InstanceNotFound",
+        `InstanceId '${instanceId}' does not match a valid orchestration instance.`,
+      );
+    }
     const input = s.input === undefined || s.input === null ? null : JSON.stringify(s.input);
+    // The stored input passed the limits when it was started; the limit may have been lowered since.
+    checkText(input, "The restarted instance's input", maxPayloadBytes());
     const started = await c.hub.startNew(s.name, { ...(newId ? {} : { instanceId }), input });
     return startedResponse(c, started.instanceId);
   };
@@ -349,9 +239,10 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     r === "ok"
       ? { status: 202, headers: {}, body: "" }
       : r === "notFound"
-        ? problem(404, `No orchestration instance with the id '${instanceId}' was found.`)
+        ? notFound(instanceId)
         : problem(
             410,
+            "InstanceCompleted",
             `The orchestration instance '${instanceId}' has already completed, failed or been terminated.`,
           );
 
@@ -359,19 +250,30 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     const type = header(c.req, "content-type")?.split(";")[0]?.trim().toLowerCase();
     // The extension takes only application/json content (an empty body, no event data, has none to check here),
     // and answers 404/410 for an unknown or finished instance before it looks at the content type.
-    if (Buffer.from(c.req.body).toString("utf8").trim() !== "" && type !== "application/json") {
+    if (!isBlank(c.req.body) && type !== "application/json") {
       const s = await c.hub.getStatus(instanceId);
       if (!s) return answer(instanceId, "notFound");
       if (TERMINAL.has(s.runtimeStatus)) return answer(instanceId, "notRunning");
-      return problem(400, "Only application/json request content is supported");
+      return problem(400, "UnsupportedMediaType", "Only application/json request content is supported");
     }
-    const body = jsonBody(c.req);
+    const body = jsonPayload(c.req.body, `The data of event '${eventName}'`, maxPayloadBytes());
     return answer(instanceId, await c.hub.raiseEvent(instanceId, eventName, body));
+  };
+
+  /** terminate / suspend / resume with the `reason` query parameter (stored, so bounded as a payload). */
+  const signal = async (
+    c: Ctx,
+    operation: "terminate" | "suspend" | "resume",
+    instanceId: string,
+  ): Promise<DurableApiResponse> => {
+    const reason = single(c.req.query, "reason") ?? null;
+    checkText(reason === null ? null : JSON.stringify(reason), `The ${operation} reason`, maxPayloadBytes());
+    return answer(instanceId, await c.hub[operation](instanceId, reason));
   };
 
   const purgeOne = async (c: Ctx, instanceId: string): Promise<DurableApiResponse> => {
     const s = await c.hub.getStatus(instanceId);
-    if (!s) return problem(404, `No orchestration instance with the id '${instanceId}' was found.`);
+    if (!s) return notFound(instanceId);
     if (!TERMINAL.has(s.runtimeStatus)) {
       // The extension answers this 412 with a JSON string body.
       return json(
@@ -380,7 +282,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
       );
     }
     const n = await c.hub.purge(instanceId);
-    if (n === 0) return problem(404, `No orchestration instance with the id '${instanceId}' was found.`);
+    if (n === 0) return notFound(instanceId);
     return json(200, { instancesDeleted: n });
   };
 
@@ -397,7 +299,34 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     return json(501, "Rewind is not supported by the dev host's task hub (Cosmos DB).");
   };
 
-  const route = async (req: DurableApiRequest, rest: string): Promise<DurableApiResponse> => {
+  const instances = async (c: Ctx, method: string): Promise<DurableApiResponse> => {
+    const isRead = method === "GET" || method === "HEAD";
+    if (isRead) {
+      const token = header(c.req, "x-ms-continuation-token");
+      if (token !== undefined && token !== "") c.where.continuationToken = token;
+      const { filter, none } = filterOf(c.req.query, token, false);
+      if (none) return json(200, []);
+      const page = await c.hub.list(filter);
+      const showInput = filter.showInput !== false;
+      return json(
+        200,
+        page.instances.map((s) => statusPayload(s, showInput, false)),
+        page.continuationToken ? { "x-ms-continuation-token": page.continuationToken } : {},
+      );
+    }
+    if (method === "DELETE") {
+      const { filter, none } = filterOf(c.req.query, undefined, true);
+      const n = none ? 0 : await c.hub.purgeMany(filter);
+      return n === 0
+        ? problem(404, "NoInstancesMatched", "No instances matched the filter.")
+        : json(200, { instancesDeleted: n });
+    }
+    return problem(405, "MethodNotAllowed", "Use GET to list instances or DELETE to purge them.", {
+      allow: "GET, DELETE",
+    });
+  };
+
+  const route = async (req: DurableApiRequest, rest: string, where: DurableErrorContext) => {
     let parts: string[];
     try {
       parts = rest
@@ -405,7 +334,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
         .filter((p) => p !== "")
         .map((p) => decodeURIComponent(p));
     } catch {
-      return problem(400, "The request path is not valid percent-encoding.");
+      return problem(400, "InvalidPath", "The request path is not valid percent-encoding.");
     }
     const method = req.method.toUpperCase();
     const [head = "", ...tail] = parts;
@@ -414,13 +343,15 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     if (controller === "entities") {
       return problem(
         501,
+        "NotSupported",
         "Durable entities are not supported by the dev host: entity functions, signalEntity and readEntityState need the Azure Functions host.",
       );
     }
     if (controller !== "orchestrators" && controller !== "instances") {
       return problem(
         404,
-        `No durable endpoint at ${DURABLE_WEBHOOK_PATH}/${rest}: the dev host serves orchestrators/{name}[/{instanceId}] and instances[/{instanceId}[/{operation}]].`,
+        "NoSuchEndpoint",
+        `No durable endpoint at ${DURABLE_WEBHOOK_PATH}/${rest.slice(0, 200)}: the dev host serves orchestrators/{name}[/{instanceId}] and instances[/{instanceId}[/{operation}]].`,
       );
     }
 
@@ -428,7 +359,11 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     const hubName = taskHubParam === undefined || taskHubParam.trim() === "" ? undefined : taskHubParam;
     const hub = resolveHub(hubName);
     if (!hub) {
-      return problem(400, `The dev host does not serve the task hub '${hubName}' (query parameter taskHub).`);
+      return problem(
+        400,
+        "UnknownTaskHub",
+        `The dev host does not serve the task hub '${hubName?.slice(0, 100)}' (query parameter taskHub).`,
+      );
     }
     const connectionParam = single(req.query, "connection");
     const c: Ctx = {
@@ -438,68 +373,64 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
       connection:
         connectionParam && connectionParam.trim() !== "" ? connectionParam : DEFAULT_CONNECTION_NAME,
       taskHubParam: hubName,
+      where,
     };
 
     if (controller === "orchestrators") {
       const [name, instanceId, extra] = tail;
+      where.route = `${method} orchestrators/{name}${instanceId === undefined ? "" : "/{instanceId}"}`;
       if (name === undefined || extra !== undefined) {
-        return problem(404, "Start an orchestration with POST orchestrators/{functionName}[/{instanceId}].");
+        return problem(
+          404,
+          "NoSuchEndpoint",
+          "Start an orchestration with POST orchestrators/{functionName}[/{instanceId}].",
+        );
       }
-      if (method !== "POST") return problem(405, "Use POST to start an orchestration.", { allow: "POST" });
-      return start(c, name, instanceId === undefined ? undefined : validateInstanceId(instanceId));
+      if (method !== "POST") {
+        return problem(405, "MethodNotAllowed", "Use POST to start an orchestration.", { allow: "POST" });
+      }
+      if (instanceId !== undefined) where.instanceId = validateInstanceId(instanceId);
+      return start(c, name, where.instanceId);
     }
 
     // instances[/{id}[/{operation}]] and instances/{id}/raiseEvent/{eventName}
     const [rawId, rawOperation, eventName, extra] = tail;
-    const isRead = method === "GET" || method === "HEAD";
     if (rawId === undefined) {
-      if (isRead) {
-        const { filter, none } = filterOf(req, false);
-        if (none) return json(200, []);
-        const page = await hub.list(filter);
-        const showInput = filter.showInput !== false;
-        return json(
-          200,
-          page.instances.map((s) => statusPayload(s, showInput, false)),
-          page.continuationToken ? { "x-ms-continuation-token": page.continuationToken } : {},
-        );
-      }
-      if (method === "DELETE") {
-        const { filter, none } = filterOf(req, true);
-        const n = none ? 0 : await hub.purgeMany(filter);
-        return n === 0
-          ? problem(404, "No instances matched the filter.")
-          : json(200, { instancesDeleted: n });
-      }
-      return problem(405, "Use GET to list instances or DELETE to purge them.", { allow: "GET, DELETE" });
+      where.route = `${method} instances`;
+      return instances(c, method);
     }
+    where.route = `${method} instances/{id}${rawOperation === undefined ? "" : `/${rawOperation.slice(0, 40)}`}`;
     const instanceId = validateInstanceId(rawId);
+    where.instanceId = instanceId;
     if (rawOperation === undefined) {
-      if (isRead) return statusResponse(c, instanceId);
+      if (method === "GET" || method === "HEAD") return statusResponse(c, instanceId);
       if (method === "DELETE") return purgeOne(c, instanceId);
-      return problem(405, "Use GET for an instance's status or DELETE to purge its history.", {
-        allow: "GET, DELETE",
-      });
+      return problem(
+        405,
+        "MethodNotAllowed",
+        "Use GET for an instance's status or DELETE to purge its history.",
+        { allow: "GET, DELETE" },
+      );
     }
     const operation = rawOperation.toLowerCase();
     const known = ["raiseevent", "terminate", "suspend", "resume", "rewind", "restart"];
     if (!known.includes(operation) || (operation === "raiseevent") !== (eventName !== undefined) || extra) {
       return problem(
         404,
+        "NoSuchEndpoint",
         "Instance operations: POST instances/{id}/raiseEvent/{eventName}, terminate, suspend, resume, restart, rewind.",
       );
     }
-    if (method !== "POST") return problem(405, `Use POST for ${rawOperation}.`, { allow: "POST" });
-    const reason = single(req.query, "reason") ?? null;
+    if (method !== "POST") {
+      return problem(405, "MethodNotAllowed", `Use POST for ${operation}.`, { allow: "POST" });
+    }
     switch (operation) {
       case "raiseevent":
         return raiseEvent(c, instanceId, eventName as string);
       case "terminate":
-        return answer(instanceId, await hub.terminate(instanceId, reason));
       case "suspend":
-        return answer(instanceId, await hub.suspend(instanceId, reason));
       case "resume":
-        return answer(instanceId, await hub.resume(instanceId, reason));
+        return signal(c, operation, instanceId);
       case "restart":
         return restart(c, instanceId);
       default:
@@ -510,15 +441,17 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
   return (req) => {
     if (req.path !== DURABLE_WEBHOOK_PATH && !req.path.startsWith(PREFIX)) return undefined;
     const rest = req.path.slice(PREFIX.length);
-    return route(req, rest).catch((e: unknown) => {
-      if (e instanceof BadRequest) return problem(400, e.message);
-      const refused = clientErrorOf(e);
-      if (refused) return problem(refused.status, refused.message);
-      const message = `The durable task hub failed: ${e instanceof Error ? e.message : String(e)}`;
-      options.onError?.(message, e);
-      return problem(500, message);
-    });
+    const where: DurableErrorContext = { route: `${req.method.toUpperCase()} ${rest.slice(0, 80)}` };
+    // Anything thrown below — a refusal at the door, the hub's TaskHubError, a Cosmos DB error, a bug — is
+    // answered by durableErrorResponse alone.
+    return route(req, rest, where).catch((e: unknown) => durableErrorResponse(e, where, options.onError));
   };
+}
+
+/** An empty or whitespace-only body (no event data). */
+function isBlank(body: Uint8Array): boolean {
+  for (const b of body) if (b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) return false;
+  return true;
 }
 
 /** The handler as one of the dev host server's built-in routes (src/devhost/http/server.ts). */

@@ -161,6 +161,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
         hub: requireHub,
         baseUrl: () => baseUrl,
         isOrchestrator: (name) => find(name, "orchestrationTrigger") !== undefined,
+        maxPayloadBytes: () => readDurableHubSettings(env).maxPayloadBytes,
         onError: (message, error) =>
           logger?.error(`${message}${error instanceof Error && error.stack ? `\n${error.stack}` : ""}`),
       }),
