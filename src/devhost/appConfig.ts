@@ -15,6 +15,11 @@ export interface AppConfig {
   durableHubName?: string;
   /** host.json `extensions.durableTask.storageProvider.type` (Azure's; the dev host logs and ignores it). */
   durableStorageProvider?: string;
+  /**
+   * host.json `extensions.durableTask.maxConcurrentActivityFunctions` / `maxConcurrentOrchestratorFunctions`
+   * (positive whole numbers; anything else is ignored, as the dev host's own defaults then apply).
+   */
+  durableConcurrency: { activities?: number; orchestrations?: number };
   /** host.json `logging.logLevel.default`, lower-cased to the worker's level names. */
   logLevel: LogLevel;
   /** The other `logging.logLevel` entries by category prefix ("Function", "Function.hello.User", "Host.Results" …). */
@@ -78,6 +83,9 @@ export function readAppConfig(appDir: string): AppConfig {
   const durableTask = objectAt(host, "extensions", "durableTask");
   const hub = durableTask.hubName;
   const storageProvider = objectAt(durableTask, "storageProvider").type;
+  const positive = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : undefined);
+  const activities = positive(durableTask.maxConcurrentActivityFunctions);
+  const orchestrations = positive(durableTask.maxConcurrentOrchestratorFunctions);
   const levels = objectAt(host, "logging", "logLevel");
   const level = levels.default;
   const categoryLogLevels: Record<string, LogLevel> = {};
@@ -102,6 +110,10 @@ export function readAppConfig(appDir: string): AppConfig {
     routePrefix: prefix.replace(/^\/+|\/+$/g, ""),
     durableHubName: typeof hub === "string" ? hub : undefined,
     durableStorageProvider: typeof storageProvider === "string" ? storageProvider : undefined,
+    durableConcurrency: {
+      ...(activities ? { activities } : {}),
+      ...(orchestrations ? { orchestrations } : {}),
+    },
     logLevel: (typeof level === "string" && LEVELS[level.toLowerCase()]) || "information",
     categoryLogLevels,
     settings,

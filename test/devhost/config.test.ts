@@ -42,6 +42,21 @@ describe("app folder configuration", () => {
     expect(readAppConfig(empty).routePrefix).toBe("");
   });
 
+  it("reads the durable concurrency limits of host.json and ignores ones that are not positive whole numbers", () => {
+    const limits = (durableTask: object) =>
+      readAppConfig(
+        app({ "package.json": "{}", "host.json": JSON.stringify({ extensions: { durableTask } }) }),
+      ).durableConcurrency;
+    expect(limits({ maxConcurrentActivityFunctions: 3, maxConcurrentOrchestratorFunctions: 7 })).toEqual({
+      activities: 3,
+      orchestrations: 7,
+    });
+    expect(limits({ maxConcurrentActivityFunctions: 0, maxConcurrentOrchestratorFunctions: "7" })).toEqual(
+      {},
+    );
+    expect(limits({ maxConcurrentActivityFunctions: 2.5 })).toEqual({});
+  });
+
   it("says which file is broken", () => {
     expect(() => readAppConfig(app({ "package.json": "{}", "host.json": "{oops" }))).toThrow(
       /host.json .* is not valid/,

@@ -386,6 +386,7 @@ export class CosmosTaskHub implements TaskHubClient {
       { operationType: BulkOperationType.Create, resourceBody: asJson(pending) },
       startOp,
     ]);
+    const created = r.ok;
     if (!r.ok && r.status === 409) {
       // It exists: a finished instance is restarted (its old history is garbage, deleted by the next work item).
       const current = await this.readInstance(instanceId);
@@ -416,7 +417,20 @@ export class CosmosTaskHub implements TaskHubClient {
       );
     }
     if (!this.stopped) {
-      this.dispatcher.forget(instanceId);
+      if (created) {
+        // What this host just wrote is the instance: its first work item reads nothing.
+        this.dispatcher.prime(instanceId, {
+          instance: { ...pending, _etag: r.etag },
+          history: [],
+          messages: [start],
+          activities: [],
+          timers: [],
+          outbox: [],
+          stages: [],
+          staleHistory: [],
+          ids: new Set([start.id]),
+        });
+      } else this.dispatcher.forget(instanceId);
       this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId, { message: start }));
     }
     this.notify(instanceId);

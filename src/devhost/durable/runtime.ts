@@ -180,6 +180,12 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
         );
       }
       const knobs = readDurableHubSettings(env);
+      // host.json's concurrency limits, as the extension honours them; an explicit DURABLE_* setting wins.
+      const { activities, orchestrations } = loaded.config.durableConcurrency ?? {};
+      if (activities && env.DURABLE_MAX_CONCURRENT_ACTIVITIES === undefined)
+        knobs.maxConcurrentActivities = activities;
+      if (orchestrations && env.DURABLE_MAX_CONCURRENT_ORCHESTRATIONS === undefined)
+        knobs.maxConcurrentOrchestrations = orchestrations;
       const where = await options.location(loaded);
       const { container, leases } = await openContainers(where);
       const hubOptions: CosmosTaskHubOptions = {

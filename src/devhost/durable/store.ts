@@ -195,7 +195,7 @@ export class HubStore {
     const { resources } = await this.container.items
       .query<AnyDoc>({
         query:
-          "SELECT * FROM c WHERE c.hub = @hub AND ((c.kind = 'timer' AND c.fireAtMs <= @horizon) OR " +
+          "SELECT * FROM c WHERE c.hub = @hub AND ((c.kind = 'timer' AND (NOT IS_DEFINED(c.fireAtMs) OR c.fireAtMs <= @horizon)) OR " +
           "(c.kind = 'activity' AND (NOT IS_DEFINED(c.lockedUntil) OR c.lockedUntil < @now)) OR " +
           "c.kind = 'outbox' OR (c.kind = 'instance' AND IS_DEFINED(c.stage)))",
         parameters: [

@@ -25,8 +25,12 @@ export class TimerService {
   }
 
   /** Holds a timer if it is due within the horizon (idempotent); false when left for a later scan. */
-  offer(doc: TimerDoc): boolean {
+  offer(stored: TimerDoc): boolean {
     if (this.stopped) return false;
+    // Timer documents of a task hub written before `fireAtMs` existed carry only `fireAt`.
+    const doc = Number.isFinite(stored.fireAtMs)
+      ? stored
+      : { ...stored, fireAtMs: Date.parse(stored.fireAt) };
     if (doc.fireAtMs > this.clock.now() + this.horizonMs) return false;
     const key = this.key(doc);
     if (this.due.has(key)) return true;
