@@ -1,0 +1,150 @@
+/**
+ * The task hub's commit planner keeps every write within Cosmos DB's limits by construction: one transactional batch
+ * of at most 100 operations and DURABLE_LIMITS.batchBytes, or a staged commit whose deciding batch holds the instance
+ * document alone and whose parts each fit a document and a bulk request. Pure; a fast-check property (fixed seed)
+ * over random commits, and the edges one past each limit.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { historyChunks, planCommit } from "../../src/devhost/durable/commit-plan.js";
+import {
+  docBytes,
+  type InstanceDoc,
+  type MessageDoc,
+  type WorkDoc,
+} from "../../src/devhost/durable/documents.js";
+import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
+import { type HistoryEvent, HistoryEventType } from "../../src/devhost/durable/types.js";
+
+const instance: InstanceDoc = {
+  id: "instance",
+  pk: "hub|i",
+  kind: "instance",
+  hub: "hub",
+  instanceId: "i",
+  executionId: "e",
+  name: "o",
+  input: null,
+  status: "Running",
+  output: null,
+  customStatus: null,
+  createdTime: "2026-01-01T00:00:00.000Z",
+  lastUpdatedTime: "2026-01-01T00:00:00.000Z",
+  engine: {},
+  historyChunks: 0,
+};
+
+const message = (n: number, payload = 0): MessageDoc => ({
+  id: `msg-${n}`,
+  pk: "hub|i",
+  kind: "message",
+  hub: "hub",
+  instanceId: "i",
+  seq: n,
+  message: {
+    key: String(n),
+    instanceId: "i",
+    event: {
+      EventType: HistoryEventType.EventRaised,
+      EventId: -1,
+      IsPlayed: false,
+      Timestamp: "t",
+      Input: "x".repeat(payload),
+    },
+  },
+});
+
+function plan(upserts: WorkDoc[], deletes: string[]) {
+  return planCommit({
+    hub: "hub",
+    instanceId: "i",
+    instance: { body: instance, ifMatch: "e1" },
+    upserts,
+    deletes,
+    token: "t",
+  });
+}
+
+describe("commit plans", () => {
+  it("writes a commit of exactly 100 operations in one batch, and stages one of 101", () => {
+    const ninetyNine = Array.from({ length: 99 }, (_v, i) => message(i));
+    const single = plan(ninetyNine, []);
+    expect(single.kind).toBe("single");
+    if (single.kind === "single") expect(single.ops).toHaveLength(100);
+    const staged = plan(ninetyNine, ["one-more"]);
+    expect(staged.kind).toBe("staged");
+    if (staged.kind === "staged") {
+      expect(staged.deciding).toHaveLength(1);
+      expect(staged.deciding[0]).toMatchObject({ ifMatch: "e1" });
+      expect(staged.final.stage).toBeUndefined();
+      expect(staged.stages.flatMap((s) => s.upserts)).toHaveLength(99);
+      expect(staged.stages.flatMap((s) => s.deletes)).toEqual(["one-more"]);
+    }
+  });
+
+  it("stages a commit whose bytes pass the batch limit even with few operations", () => {
+    const big = [message(1, 700_000), message(2, 700_000), message(3, 700_000)];
+    const p = plan(big, []);
+    expect(p.kind).toBe("staged");
+    if (p.kind === "staged")
+      for (const s of p.stages) expect(docBytes(s)).toBeLessThanOrEqual(DURABLE_LIMITS.batchBytes);
+  });
+
+  it("keeps every part of any commit within the limits, each write exactly once", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 400_000 }), { maxLength: 400 }),
+        fc.integer({ min: 0, max: 400 }),
+        (sizes, deleteCount) => {
+          const upserts = sizes.map((s, i) => message(i, s));
+          const deletes = Array.from({ length: deleteCount }, (_v, i) => `gone-${i}`);
+          const p = plan(upserts, deletes);
+          if (p.kind === "single") {
+            expect(p.ops.length).toBeLessThanOrEqual(DURABLE_LIMITS.batchOperations);
+            expect(p.ops).toHaveLength(1 + upserts.length + deletes.length);
+            return;
+          }
+          expect(p.kind).toBe("staged");
+          if (p.kind !== "staged") return;
+          for (const s of p.stages) {
+            expect(s.upserts.length + s.deletes.length).toBeLessThanOrEqual(DURABLE_LIMITS.batchOperations);
+            expect(docBytes(s)).toBeLessThanOrEqual(DURABLE_LIMITS.batchBytes);
+          }
+          expect(p.stages.flatMap((s) => s.upserts.map((u) => u.id))).toEqual(upserts.map((u) => u.id));
+          expect(p.stages.flatMap((s) => s.deletes)).toEqual(deletes);
+          expect(p.stages.map((s) => s.part)).toEqual(p.stages.map((_s, i) => i));
+        },
+      ),
+      { seed: 20_261_126, numRuns: 60 },
+    );
+  });
+
+  it("cuts history into chunks of at most chunkEvents events and chunkBytes bytes", () => {
+    const event = (n: number, size: number): HistoryEvent => ({
+      EventType: HistoryEventType.TaskScheduled,
+      EventId: n,
+      IsPlayed: false,
+      Timestamp: "t",
+      Input: "y".repeat(size),
+    });
+    const many = historyChunks(
+      "hub",
+      "i",
+      "e",
+      3,
+      Array.from({ length: DURABLE_LIMITS.chunkEvents + 1 }, (_v, i) => event(i, 10)),
+    );
+    expect(many.map((c) => [c.chunk, c.events.length])).toEqual([
+      [3, DURABLE_LIMITS.chunkEvents],
+      [4, 1],
+    ]);
+    expect(many[0]?.id).toBe("history-e-000003");
+    const heavy = historyChunks("hub", "i", "e", 0, [
+      event(0, 500_000),
+      event(1, 500_000),
+      event(2, 500_000),
+    ]);
+    for (const c of heavy) expect(docBytes(c.events)).toBeLessThanOrEqual(DURABLE_LIMITS.chunkBytes);
+    expect(heavy.flatMap((c) => c.events.map((e) => e.EventId))).toEqual([0, 1, 2]);
+  });
+});
