@@ -73,6 +73,8 @@ export class ActivityWorker {
   private active = 0;
   private stopped = false;
   private readonly running = new Set<Promise<void>>();
+  private readonly rechecks = new Set<string>();
+  private readonly stopping = new AbortController();
 
   constructor(private readonly o: ActivityWorkerOptions) {}
 
@@ -104,6 +106,7 @@ export class ActivityWorker {
         "debug",
         `${what} is claimed by ${doc.lockedBy} until ${new Date(doc.lockedUntil).toISOString()}.`,
       );
+      this.recheckWhenExpired(doc, doc.lockedUntil - now);
       return;
     }
     this.held.add(key);
@@ -121,6 +124,23 @@ export class ActivityWorker {
     }
   }
 
+  /**
+   * A claim seen valid is looked at again when it expires: a live holder has renewed it by then (the claim then
+   * fails on its etag, and the renewed document comes by the feed), a dead one has not, and its work runs here.
+   */
+  private recheckWhenExpired(doc: ActivityDoc, inMs: number): void {
+    const key = this.key(doc);
+    if (this.rechecks.has(key)) return;
+    this.rechecks.add(key);
+    void this.o.clock.sleep(inMs + 1, this.stopping.signal).then(async () => {
+      this.rechecks.delete(key);
+      if (this.stopped) return;
+      await this.offerStored({ ...doc, lockedUntil: undefined }).catch((e: unknown) =>
+        this.o.log("warning", `Activity '${doc.item.name}': claiming it after its claim expired: ${String(e)}`),
+      );
+    });
+  }
+
   /** The result's commit is done (stored, found recorded already, or given up): the key may be offered again. */
   settled(pk: string, id: string): void {
     this.held.delete(`${pk}/${id}`);
@@ -133,6 +153,7 @@ export class ActivityWorker {
   /** Stops taking work; waits for running activities to hand their results on. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     this.queue.length = 0;
     await Promise.allSettled([...this.running]);
   }

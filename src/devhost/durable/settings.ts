@@ -88,11 +88,11 @@ export const DURABLE_HUB_SETTINGS = {
   activityLockMs: {
     setting: "DURABLE_ACTIVITY_LOCK_MS",
     unit: "ms",
-    default: 300_000,
+    default: 15_000,
     min: 1_000,
     max: 3_600_000,
     description:
-      "How long an activity work item stays claimed by the dev host running it (renewed at half this while it runs); an activity whose host died is run again after it passes.",
+      "How long an activity work item stays claimed by the dev host running it (renewed at half this while it runs); an activity whose host died is run again once it passes.",
   },
   waitPollMs: {
     setting: "DURABLE_WAIT_POLL_MS",
