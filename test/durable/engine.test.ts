@@ -621,7 +621,10 @@ describe("applyMessages: one replay per work item", () => {
     state = must(retried.state);
     const lastFail = await applyMessages(state, [failed(state, 4, "boom 2")], at, invoke, limits);
     state = must(lastFail.state);
+    expect(Object.keys(state.engine.retries as object)).toEqual(["0"]);
     const done = await applyMessages(state, [fired(state, 5)], at, invoke, limits);
+    // The retried task has ended: its bookkeeping is gone.
+    expect(done.state?.engine.retries).toEqual({});
     expect(done.state?.status).toBe("Completed");
     expect(JSON.parse(String(done.state?.output))).toEqual([10, 200, "slow failed"]);
   });

@@ -102,9 +102,14 @@ export function takesRetryId(book: Bookkeeping, incoming: HistoryEvent, now: Dat
   return t !== undefined && (t.failed || t.again);
 }
 
+/** A retryable task that ended (its attempt succeeded, or no attempt is left) is forgotten: `book` stays small. */
+function forget(book: Bookkeeping, track: RetryTrack): void {
+  for (const [key, t] of Object.entries(book.retries)) if (t === track) delete book.retries[key];
+}
+
 /**
  * The retry consequence of one incoming event, in the SDK's order (before the orchestrator resumes); updates
- * `book` (ids taken, attempt counted). Undefined when the event is not about a retryable task's attempt.
+ * `book` (ids taken, attempt counted, ended tasks forgotten). Undefined when it schedules nothing.
  */
 export function retryStep(
   book: Bookkeeping,
@@ -112,6 +117,15 @@ export function retryStep(
   at: string,
 ): RetryConsequence | undefined {
   const now = new Date(at);
+  if (
+    incoming.EventType === HistoryEventType.TaskCompleted ||
+    incoming.EventType === HistoryEventType.SubOrchestrationInstanceCompleted
+  ) {
+    const id = Number(incoming.TaskScheduledId);
+    const done = Object.values(book.retries).find((r) => r.taskId === id);
+    if (done) forget(book, done);
+    return undefined;
+  }
   const t = trackOf(book, incoming, now);
   if (!t) return undefined;
   const { track } = t;
@@ -124,7 +138,10 @@ export function retryStep(
     return { kind: "timer", timerId, fireAt: new Date(now.getTime() + delay).toISOString() };
   }
   track.timerId = undefined;
-  if (!t.again) return undefined;
+  if (!t.again) {
+    forget(book, track);
+    return undefined;
+  }
   track.attempt++;
   track.taskId = book.next++;
   return { kind: "attempt", track };
