@@ -10,10 +10,16 @@ import type { OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyMessage } from "../../src/devhost/durable/engine.js";
+import { applyMessage, applyMessages } from "../../src/devhost/durable/engine.js";
 import { runOrchestration } from "../../src/devhost/durable/testing.js";
-import type { OrchestratorInvoker } from "../../src/devhost/durable/types.js";
+import type {
+  InstanceMessage,
+  OrchestrationState,
+  OrchestratorInvoker,
+  OutboundWork,
+} from "../../src/devhost/durable/types.js";
 import { HistoryEventType } from "../../src/devhost/durable/types.js";
+import { eventMessage, type Gen, invokerFor, START, startMessage } from "./work-item-driver.js";
 
 describe("replay engine with the real SDK", () => {
   it("runs activities in sequence and returns the output", async () => {
@@ -290,5 +296,336 @@ describe("replay engine with the real SDK", () => {
     // A message for another execution (e.g. before a continueAsNew) is dropped too.
     const stale = await applyMessage(first.state, { ...completion, executionId: "old" }, now, invoke);
     expect(stale.dropped).toContain("not the current");
+  });
+});
+
+/** Messages for an instance as a task hub delivers them (keys as docs/durable-design.md names them). */
+const at = new Date(START);
+const limits = { maxPayloadBytes: 262_144 };
+const base = { EventId: -1, IsPlayed: false, Timestamp: at.toISOString() };
+const completed = (s: OrchestrationState, id: number, result: unknown): InstanceMessage => ({
+  key: `task-${s.executionId}-${id}`,
+  instanceId: s.instanceId,
+  executionId: s.executionId,
+  event: {
+    ...base,
+    EventType: HistoryEventType.TaskCompleted,
+    TaskScheduledId: id,
+    Result: JSON.stringify(result),
+  },
+});
+const failed = (s: OrchestrationState, id: number, message: string): InstanceMessage => ({
+  key: `task-${s.executionId}-${id}`,
+  instanceId: s.instanceId,
+  executionId: s.executionId,
+  event: {
+    ...base,
+    EventType: HistoryEventType.TaskFailed,
+    TaskScheduledId: id,
+    Reason: message,
+    Details: "",
+    FailureDetails: { ErrorType: "Error", ErrorMessage: message, IsNonRetriable: false },
+  },
+});
+const fired = (s: OrchestrationState, id: number): InstanceMessage => ({
+  key: `timer-${s.executionId}-${id}`,
+  instanceId: s.instanceId,
+  executionId: s.executionId,
+  event: { ...base, EventType: HistoryEventType.TimerFired, TimerId: id, FireAt: at.toISOString() },
+});
+const control = (
+  instanceId: string,
+  type: typeof HistoryEventType.ExecutionTerminated | typeof HistoryEventType.ExecutionSuspended,
+  key: string,
+): InstanceMessage => ({
+  key,
+  instanceId,
+  event: { ...base, EventType: type, Input: '"stop"', Reason: "r" },
+});
+const resumeMessage = (instanceId: string): InstanceMessage => ({
+  key: "resume-1",
+  instanceId,
+  event: { ...base, EventType: HistoryEventType.ExecutionResumed, Reason: "go" },
+});
+const scheduled = (w: OutboundWork[]) =>
+  w.flatMap((x) => (x.kind === "activity" ? [`${x.item.name}#${x.item.taskScheduledId}`] : []));
+const must = (s: OrchestrationState | undefined): OrchestrationState => {
+  if (!s) throw new Error("no state");
+  return s;
+};
+
+describe("applyMessages: one replay per work item", () => {
+  const orchestrators: Record<string, Gen> = {
+    sequence: function* (ctx) {
+      const a = (yield ctx.df.callActivity("double", 1)) as number;
+      const b = (yield ctx.df.callActivity("double", a)) as number;
+      const c = (yield ctx.df.callActivity("double", b)) as number;
+      return c;
+    },
+    fanOut: function* (ctx) {
+      return yield ctx.df.Task.all([1, 2, 3].map((n) => ctx.df.callActivity("double", n)));
+    },
+    /** Waits for "add" events; each one continues as new with the sum, until the sum reaches 3. */
+    counter: function* (ctx) {
+      const sum = ctx.df.getInput() as number;
+      const add = (yield ctx.df.waitForExternalEvent("add")) as number;
+      if (sum + add < 3) {
+        ctx.df.continueAsNew(sum + add);
+        return undefined;
+      }
+      return sum + add;
+    },
+    /** A retried task that keeps failing, raced against an activity that wins; then more work. */
+    race: function* (ctx) {
+      const slow = ctx.df.callActivityWithRetry("broken", new df.RetryOptions(1000, 2), null);
+      const fast = ctx.df.callActivity("double", 5);
+      yield ctx.df.Task.any([slow, fast]);
+      const next = (yield ctx.df.callActivity("double", 100)) as number;
+      try {
+        yield slow;
+        return "unexpected";
+      } catch {
+        return [fast.result, next, "slow failed"];
+      }
+    },
+  };
+  const start = (name: string, input?: unknown) => startMessage("i", name, input);
+
+  it("a 3-activity sequence: four work items, four replays, and the output", async () => {
+    const invoke = invokerFor(orchestrators);
+    const r1 = await applyMessages(undefined, [start("sequence")], at, invoke, limits);
+    expect([r1.invocations, r1.consumed, scheduled(r1.work)]).toEqual([1, ["start-i"], ["double#0"]]);
+    let state = must(r1.state);
+    for (const [id, result] of [
+      [0, 2],
+      [1, 4],
+    ]) {
+      const r = await applyMessages(state, [completed(state, id, result)], at, invoke, limits);
+      expect([r.invocations, scheduled(r.work)]).toEqual([1, [`double#${id + 1}`]]);
+      state = must(r.state);
+    }
+    const last = await applyMessages(state, [completed(state, 2, 8)], at, invoke, limits);
+    expect(last.invocations).toBe(1);
+    expect(last.state?.status).toBe("Completed");
+    expect(last.state?.output).toBe("8");
+    expect(invoke.calls).toBe(4);
+  });
+
+  it("a fan-out's completions in one work item: one replay (one per message before)", async () => {
+    const invoke = invokerFor(orchestrators);
+    const started = must((await applyMessages(undefined, [start("fanOut")], at, invoke, limits)).state);
+    const messages = [completed(started, 2, 6), completed(started, 0, 2), completed(started, 1, 4)];
+    const r = await applyMessages(started, messages, at, invoke, limits);
+    expect(r.invocations).toBe(1);
+    expect(r.consumed).toEqual(messages.map((m) => m.key));
+    expect(r.state?.status).toBe("Completed");
+    expect(JSON.parse(String(r.state?.output))).toEqual([2, 4, 6]);
+    expect(r.newEvents.map((e) => e.EventType)).toEqual([
+      HistoryEventType.OrchestratorStarted,
+      HistoryEventType.TaskCompleted,
+      HistoryEventType.TaskCompleted,
+      HistoryEventType.TaskCompleted,
+      HistoryEventType.OrchestratorCompleted,
+      HistoryEventType.ExecutionCompleted,
+    ]);
+    expect(r.state?.history).toEqual([...started.history, ...r.newEvents]);
+    // The same completions one per call: a replay each.
+    const one = invokerFor(orchestrators);
+    let s = started;
+    for (const m of messages) s = must((await applyMessages(s, [m], at, one, limits)).state);
+    expect(one.calls).toBe(3);
+    expect(s.output).toBe(r.state?.output);
+  });
+
+  it("a second completion of a task in the same work item is dropped as a duplicate", async () => {
+    const invoke = invokerFor(orchestrators);
+    const started = must((await applyMessages(undefined, [start("fanOut")], at, invoke, limits)).state);
+    const again = { ...completed(started, 0, 2), key: "task-again" };
+    const r = await applyMessages(started, [completed(started, 0, 2), again], at, invoke, limits);
+    expect(r.invocations).toBe(1);
+    expect(r.consumed).toEqual([`task-${started.executionId}-0`, "task-again"]);
+    expect(r.dropped).toEqual([{ key: "task-again", reason: expect.stringContaining("duplicate") }]);
+  });
+
+  it("terminate: the replay gathered before it runs first, then it applies; what follows is dropped", async () => {
+    const invoke = invokerFor(orchestrators);
+    const started = must((await applyMessages(undefined, [start("fanOut")], at, invoke, limits)).state);
+    const messages = [
+      completed(started, 0, 2),
+      control("i", HistoryEventType.ExecutionTerminated, "terminate-1"),
+      completed(started, 1, 4),
+    ];
+    const r = await applyMessages(started, messages, at, invoke, limits);
+    expect(r.invocations).toBe(1);
+    expect(r.state?.status).toBe("Terminated");
+    expect(r.consumed).toEqual(messages.map((m) => m.key));
+    expect(r.dropped).toEqual([{ key: messages[2].key, reason: "the instance is Terminated" }]);
+    expect(r.newEvents.map((e) => e.EventType)).toEqual([
+      HistoryEventType.OrchestratorStarted,
+      HistoryEventType.TaskCompleted,
+      HistoryEventType.OrchestratorCompleted,
+      HistoryEventType.ExecutionTerminated,
+    ]);
+  });
+
+  it("a message that would need a second replay ends the work item; it and those after it stay", async () => {
+    const invoke = invokerFor(orchestrators);
+    const started = must((await applyMessages(undefined, [start("fanOut")], at, invoke, limits)).state);
+    const suspend = control("i", HistoryEventType.ExecutionSuspended, "suspend-1");
+    const messages = [completed(started, 0, 2), suspend, resumeMessage("i"), completed(started, 1, 4)];
+    const r = await applyMessages(started, messages, at, invoke, limits);
+    expect(r.invocations).toBe(1);
+    expect(r.consumed).toEqual(["task-e-i-0", "suspend-1", "resume-1"]);
+    expect(r.state?.status).toBe("Running");
+    const next = await applyMessages(r.state, [messages[3], completed(started, 2, 6)], at, invoke, limits);
+    expect(next.invocations).toBe(1);
+    expect(JSON.parse(String(next.state?.output))).toEqual([2, 4, 6]);
+  });
+
+  it("while Suspended events wait; a resume lets the events after it replay", async () => {
+    const invoke = invokerFor(orchestrators);
+    const started = must((await applyMessages(undefined, [start("fanOut")], at, invoke, limits)).state);
+    const suspended = must(
+      (
+        await applyMessages(
+          started,
+          [control("i", HistoryEventType.ExecutionSuspended, "s")],
+          at,
+          invoke,
+          limits,
+        )
+      ).state,
+    );
+    expect(suspended.status).toBe("Suspended");
+    const messages = [completed(started, 0, 2), resumeMessage("i"), completed(started, 1, 4)];
+    const r = await applyMessages(suspended, messages, at, invoke, limits);
+    expect(r.consumed).toEqual(["resume-1", "task-e-i-1"]);
+    expect(r.invocations).toBe(1);
+    const rest = await applyMessages(r.state, [messages[0], completed(started, 2, 6)], at, invoke, limits);
+    expect(JSON.parse(String(rest.state?.output))).toEqual([2, 4, 6]);
+  });
+
+  it("a raised event joins only a replay with no event before it: events after a continue-as-new stay for the next execution", async () => {
+    const invoke = invokerFor(orchestrators);
+    let state = must((await applyMessages(undefined, [start("counter", 0)], at, invoke, limits)).state);
+    const add = (n: number) => eventMessage("i", `event-${n}`, "add", 1);
+    let pending: InstanceMessage[] = [add(1), add(2), add(3)];
+    let calls = 0;
+    // A dispatcher: all pending messages each time, while a call consumes something.
+    while (pending.length > 0 && calls < 20) {
+      calls++;
+      const r = await applyMessages(state, pending, at, invoke, limits);
+      expect(r.invocations).toBeLessThanOrEqual(1);
+      if (r.consumed.length === 0) break;
+      state = must(r.state);
+      pending = [
+        ...pending.filter((m) => !r.consumed.includes(m.key)),
+        ...r.work.flatMap((w) => (w.kind === "message" ? [w.message] : [])),
+      ];
+    }
+    expect(state.status).toBe("Completed");
+    expect(state.output).toBe("3");
+  });
+
+  it("the first event of a work item is a raised event, completions may follow it", async () => {
+    const invoke = invokerFor(orchestrators);
+    const started = must((await applyMessages(undefined, [start("fanOut")], at, invoke, limits)).state);
+    const ev = eventMessage("i", "event-x", "unused", 1);
+    const r = await applyMessages(
+      started,
+      [ev, completed(started, 0, 2), completed(started, 1, 4)],
+      at,
+      invoke,
+      limits,
+    );
+    expect(r.consumed).toHaveLength(3);
+    const r2 = await applyMessages(started, [completed(started, 0, 2), ev], at, invoke, limits);
+    expect(r2.consumed).toEqual(["task-e-i-0"]);
+  });
+
+  it("terminate of a Pending instance sticks: its start (the same execution) is dropped", async () => {
+    const invoke = invokerFor(orchestrators);
+    const pending: OrchestrationState = {
+      instanceId: "i",
+      executionId: "e-i",
+      name: "sequence",
+      input: null,
+      status: "Pending",
+      output: null,
+      customStatus: null,
+      createdTime: at.toISOString(),
+      lastUpdatedTime: at.toISOString(),
+      history: [],
+      engine: {},
+    };
+    const r = await applyMessages(
+      pending,
+      [control("i", HistoryEventType.ExecutionTerminated, "terminate-1"), start("sequence")],
+      at,
+      invoke,
+      limits,
+    );
+    expect(r.state?.status).toBe("Terminated");
+    expect(r.dropped).toEqual([{ key: "start-i", reason: "this execution has already started" }]);
+    expect(r.invocations).toBe(0);
+    // Events for a Pending instance wait for its start.
+    const ev = await applyMessages(pending, [eventMessage("i", "event-1", "x", 1)], at, invoke, limits);
+    expect(ev.consumed).toEqual([]);
+  });
+
+  it("terminate of a ContinuedAsNew instance waits for the new execution's start, then applies", async () => {
+    const invoke = invokerFor(orchestrators);
+    const first = must((await applyMessages(undefined, [start("counter", 0)], at, invoke, limits)).state);
+    const can = await applyMessages(first, [eventMessage("i", "event-1", "add", 1)], at, invoke, limits);
+    expect(can.state?.status).toBe("ContinuedAsNew");
+    const next = can.work.flatMap((w) => (w.kind === "message" ? [w.message] : []));
+    const terminate = control("i", HistoryEventType.ExecutionTerminated, "terminate-1");
+    const r = await applyMessages(can.state, [terminate, ...next], at, invoke, limits);
+    expect(r.consumed).toEqual([next[0].key]);
+    expect(r.state?.status).toBe("Running");
+    const t = await applyMessages(r.state, [terminate], at, invoke, limits);
+    expect(t.state?.status).toBe("Terminated");
+    expect(t.state?.executionId).toBe(next[0].start?.executionId);
+  });
+
+  it("retry ids: a retried task's failure beside a completion that resumes the orchestrator (ids as the SDK counts them)", async () => {
+    const invoke = invokerFor(orchestrators);
+    const started = must((await applyMessages(undefined, [start("race")], at, invoke, limits)).state);
+    // Arrival order: the winner's completion, then the retried task's failure.
+    const r = await applyMessages(
+      started,
+      [completed(started, 1, 10), failed(started, 0, "boom 1")],
+      at,
+      invoke,
+      limits,
+    );
+    expect(r.invocations).toBe(1);
+    const ids = (s: OrchestrationState | undefined) =>
+      must(s)
+        .history.filter(
+          (e) =>
+            e.EventType === HistoryEventType.TaskScheduled || e.EventType === HistoryEventType.TimerCreated,
+        )
+        .map((e) => `${e.EventType === HistoryEventType.TimerCreated ? "timer" : e.Name}#${e.EventId}`);
+    // The SDK counts the failure's retry timer (it resumes nothing) before the action the completion leads to.
+    expect(ids(r.state)).toEqual(["broken#0", "double#1", "timer#2", "double#3"]);
+    let state = must(r.state);
+    const retried = await applyMessages(
+      state,
+      [fired(state, 2), completed(state, 3, 200)],
+      at,
+      invoke,
+      limits,
+    );
+    expect(ids(retried.state).slice(4)).toEqual(["broken#4"]);
+    state = must(retried.state);
+    const lastFail = await applyMessages(state, [failed(state, 4, "boom 2")], at, invoke, limits);
+    state = must(lastFail.state);
+    expect(Object.keys(state.engine.retries as object)).toEqual(["0"]);
+    const done = await applyMessages(state, [fired(state, 5)], at, invoke, limits);
+    // The retried task has ended: its bookkeeping is gone.
+    expect(done.state?.engine.retries).toEqual({});
+    expect(done.state?.status).toBe("Completed");
+    expect(JSON.parse(String(done.state?.output))).toEqual([10, 200, "slow failed"]);
   });
 });

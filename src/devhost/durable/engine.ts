@@ -1,165 +1,66 @@
-import { createHash } from "node:crypto";
+import {
+  boundedFailureDetails,
+  boundedText,
+  customStatusFailure,
+  type LimitFailure,
+  payloadFailure,
+} from "./engine-limits.js";
+import {
+  completionId,
+  decodeProcessedInput,
+  derivedId,
+  describeAction,
+  failureFields,
+  flattenActions,
+  historyEvent,
+  leafName,
+  parseJsonText,
+  readOrchestratorOutcome,
+  resolvedIds,
+  toJsonText,
+  triggerInput,
+} from "./protocol.js";
+import { bookkeeping, type LeafRecord, type RetryTrack, retryStep, takesRetryId } from "./retries.js";
+import { DURABLE_HUB_SETTINGS } from "./settings.js";
 import {
   ActionType,
-  type ActionTypeNumber,
   type ApplyMessage,
-  type EpisodeResult,
+  type ApplyMessages,
   type FailureDetails,
   type HistoryEvent,
   HistoryEventType,
+  type InstanceMessage,
   type OrchestrationState,
-  type OrchestrationTriggerInput,
   type OrchestratorAction,
-  type OrchestratorReply,
+  type OrchestratorInvoker,
   type OutboundWork,
-  type RetryOptionsWire,
+  type WorkItemResult,
 } from "./types.js";
 
 /**
- * The replay engine (docs/durable-design.md): applies one message to one orchestration instance. Each episode hands
- * the orchestrator its stored history + OrchestratorStarted(now) + exactly one new event, reads back all actions
- * since the start, checks the known prefix (non-determinism), numbers the new ones as the SDK's
- * TaskOrchestrationExecutor counts (retry timers and re-attempts included, as DTFx's RetryInterceptor schedules
- * them), and turns them into history events and outbound work. Pure except for the injected orchestrator call.
+ * The replay engine (docs/durable-design.md): applies one work item — all pending messages of one orchestration
+ * instance — with at most one replay, as DTFx and durabletask-go do. The replay hands the orchestrator its stored
+ * history + OrchestratorStarted(now) + all the new events (the SDK's TaskOrchestrationExecutor resumes the
+ * generator after each), reads back all actions since the start, checks the known prefix (non-determinism),
+ * numbers the new ones as the SDK counts them (retry timers and re-attempts included, as DTFx's RetryInterceptor
+ * schedules them), enforces the payload limits (engine-limits.ts), and turns them into history events and outbound
+ * work. Control messages (start, terminate, suspend, resume) and drops need no replay. Pure except for the injected
+ * orchestrator call.
  */
 
-/** The out-of-proc schema the extension announces (V3: flat action list with compound WhenAll/WhenAny). */
-export const UPPER_SCHEMA_VERSION = 2;
-export const UPPER_SCHEMA_VERSION_NEW = 3;
-
-/** One leaf action seen in an earlier episode (for the determinism check and timer cancellation). */
-interface LeafRecord {
-  t: ActionTypeNumber;
-  n?: string;
-  /** Its sequence id (none for WaitForExternalEvent and ContinueAsNew). */
-  id?: number;
-  canceled?: boolean;
-}
-
-/** A retryable task (activity or sub-orchestration with RetryOptions), keyed by its first attempt's id. */
-interface RetryTrack {
-  kind: "activity" | "sub";
-  name: string;
-  /** JSON text of the input. */
-  input: string | null;
-  options: RetryOptionsWire;
-  attempt: number;
-  firstScheduledAt: string;
-  /** The id of the attempt now running. */
-  taskId: number;
-  /** The retry timer now pending, if any. */
-  timerId?: number;
-  subInstanceBase?: string;
-}
-
-interface Bookkeeping {
-  next: number;
-  leaves: LeafRecord[];
-  retries: Record<string, RetryTrack>;
-}
-
-function bookkeeping(state: OrchestrationState): Bookkeeping {
-  // A copy: the episode may be re-run on the stored state (a lost commit race), so it never mutates its input.
-  const e = structuredClone(state.engine) as Partial<Bookkeeping>;
-  return { next: e.next ?? 0, leaves: e.leaves ?? [], retries: e.retries ?? {} };
-}
-
-/** Deterministic UUID-shaped ids (sub-orchestration and continue-as-new executions): a re-run gives the same. */
-export function derivedId(...parts: (string | number)[]): string {
-  const h = createHash("sha1").update(parts.join("|")).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
-}
-
-function event(type: HistoryEvent["EventType"], now: string, fields: Record<string, unknown> = {}, id = -1) {
-  return { EventType: type, EventId: id, IsPlayed: false, Timestamp: now, ...fields } as HistoryEvent;
-}
-
-/** JSON text of a value; undefined → null (no payload). */
-export function toJsonText(value: unknown): string | null {
-  return value === undefined ? null : JSON.stringify(value);
-}
-
-function parseJsonText(text: string | null | undefined): unknown {
-  if (text === null || text === undefined || text === "") return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-/** The orchestrator's reply, from what the handler returned or threw (`false\n\n$OutOfProcData$:{state}`). */
-export function readOrchestratorOutcome(
-  outcome: { returned: unknown } | { thrown: unknown },
-): { reply: OrchestratorReply } | { failure: string; reply?: OrchestratorReply } {
-  if ("returned" in outcome) {
-    const r = outcome.returned as OrchestratorReply | undefined;
-    if (!r || typeof r !== "object" || !Array.isArray(r.actions)) {
-      return {
-        failure: `The orchestrator returned no orchestration state (got ${JSON.stringify(r)}): is it registered with df.app.orchestration?`,
-      };
-    }
-    return { reply: r };
-  }
-  const e = outcome.thrown;
-  const message = e instanceof Error ? e.message : String(e);
-  const marker = "$OutOfProcData$:";
-  const at = message.indexOf(marker);
-  if (at >= 0) {
-    try {
-      const reply = JSON.parse(message.slice(at + marker.length)) as OrchestratorReply;
-      return { failure: reply.error ?? message.slice(0, at).trim(), reply };
-    } catch {
-      // fall through: the message itself is the reason
-    }
-  }
-  return { failure: message };
-}
-
-/** Leaf actions in the SDK's numbering order (compound children in order). */
-export function flattenActions(actions: OrchestratorReply["actions"]): OrchestratorAction[] {
-  const top = (Array.isArray(actions[0]) ? (actions as OrchestratorAction[][]).flat() : actions) as
-    | OrchestratorAction[]
-    | undefined;
-  const out: OrchestratorAction[] = [];
-  const walk = (a: OrchestratorAction) => {
-    if (a.actionType === ActionType.WhenAll || a.actionType === ActionType.WhenAny) {
-      for (const c of a.compoundActions ?? []) walk(c);
-    } else out.push(a);
-  };
-  for (const a of top ?? []) if (a) walk(a);
-  return out;
-}
-
-function leafName(a: OrchestratorAction): string | undefined {
-  if (a.functionName !== undefined) return a.functionName;
-  if (a.externalEventName !== undefined) return a.externalEventName;
-  return undefined;
-}
-
-function describe(a: { t: number; n?: string }): string {
-  const type = Object.entries(ActionType).find(([, v]) => v === a.t)?.[0] ?? `action type ${a.t}`;
-  return a.n === undefined ? type : `${type}('${a.n}')`;
-}
-
-/** The delay before attempt `attempt + 1` after `attempt` failed (DTFx RetryInterceptor.ComputeNextDelay). */
-export function retryDelayMs(options: RetryOptionsWire, attempt: number): number {
-  const coefficient = options.backoffCoefficient ?? 1;
-  let delay = options.firstRetryIntervalInMilliseconds * coefficient ** (attempt - 1);
-  const max = options.maxRetryIntervalInMilliseconds;
-  if (max !== undefined && max > 0 && delay > max) delay = max;
-  return Math.max(0, Math.round(delay));
-}
-
-/** Whether another attempt may start (attempts left, and within retryTimeout of the first attempt). */
-export function mayRetry(options: RetryOptionsWire, attempt: number, firstAt: string, now: Date): boolean {
-  if (attempt >= options.maxNumberOfAttempts) return false;
-  const timeout = options.retryTimeoutInMilliseconds;
-  if (timeout !== undefined && timeout > 0 && timeout < Number.MAX_SAFE_INTEGER) {
-    return now.getTime() - Date.parse(firstAt) < timeout;
-  }
-  return true;
-}
+export { activityResultEvent } from "./engine-limits.js";
+export {
+  decodeProcessedInput,
+  derivedId,
+  failureFields,
+  flattenActions,
+  readOrchestratorOutcome,
+  toJsonText,
+  triggerInput,
+  UPPER_SCHEMA_VERSION,
+  UPPER_SCHEMA_VERSION_NEW,
+} from "./protocol.js";
+export { mayRetry, retryDelayMs } from "./retries.js";
 
 const TERMINAL = new Set(["Completed", "Failed", "Terminated"]);
 
@@ -167,203 +68,260 @@ export function isTerminal(status: OrchestrationState["status"]): boolean {
   return TERMINAL.has(status);
 }
 
-/** Ids that already have their outcome in the history (a second completion of one is dropped). */
-function resolvedIds(history: HistoryEvent[]) {
-  const scheduled = new Set<number>();
-  const resolved = new Set<number>();
-  for (const e of history) {
-    switch (e.EventType) {
-      case HistoryEventType.TaskScheduled:
-      case HistoryEventType.SubOrchestrationInstanceCreated:
-      case HistoryEventType.TimerCreated:
-        scheduled.add(e.EventId);
-        break;
-      case HistoryEventType.TaskCompleted:
-      case HistoryEventType.TaskFailed:
-      case HistoryEventType.SubOrchestrationInstanceCompleted:
-      case HistoryEventType.SubOrchestrationInstanceFailed:
-        resolved.add(Number(e.TaskScheduledId));
-        break;
-      case HistoryEventType.TimerFired:
-        resolved.add(Number(e.TimerId));
-        break;
-    }
-  }
-  return { scheduled, resolved };
+/** The events one work item replays, on the state before the replay (always Running). */
+interface Batch {
+  base: OrchestrationState;
+  incoming: HistoryEvent[];
+  /** Ids the batch's completions resolve (a second completion of one in the same work item is a duplicate). */
+  resolved: Set<number>;
 }
 
-/** The id an incoming completion resolves (undefined for events without one). */
-function completionId(e: HistoryEvent): number | undefined {
-  switch (e.EventType) {
-    case HistoryEventType.TaskCompleted:
-    case HistoryEventType.TaskFailed:
-    case HistoryEventType.SubOrchestrationInstanceCompleted:
-    case HistoryEventType.SubOrchestrationInstanceFailed:
-      return Number(e.TaskScheduledId);
-    case HistoryEventType.TimerFired:
-      return Number(e.TimerId);
-    default:
-      return undefined;
-  }
-}
+const CONTROL = new Set<number>([
+  HistoryEventType.ExecutionTerminated,
+  HistoryEventType.ExecutionSuspended,
+  HistoryEventType.ExecutionResumed,
+]);
 
-/** The orchestrator trigger's data for one episode. */
-export function triggerInput(state: OrchestrationState, history: HistoryEvent[]): OrchestrationTriggerInput {
-  return {
-    history,
-    input: parseJsonText(state.input),
-    instanceId: state.instanceId,
-    isReplaying: false,
-    parentInstanceId: state.parent?.instanceId ?? null,
-    upperSchemaVersion: UPPER_SCHEMA_VERSION,
-    upperSchemaVersionNew: UPPER_SCHEMA_VERSION_NEW,
-    longRunningTimerIntervalDuration: "3.00:00:00",
-    maximumShortTimerDuration: "6.00:00:00",
-    defaultHttpAsyncRequestSleepTimeMillseconds: 30_000,
-  };
-}
+/** Limits applyMessage uses (applyMessages takes them from the caller). */
+const DEFAULT_LIMITS = { maxPayloadBytes: DURABLE_HUB_SETTINGS.maxPayloadBytes.default };
 
-/** A TaskFailed / SubOrchestrationInstanceFailed / ExecutionFailed payload from a reason. */
-export function failureFields(message: string, details?: FailureDetails) {
-  return {
-    Reason: message,
-    Details: details?.StackTrace ?? "",
-    FailureDetails: details ?? { ErrorType: "Error", ErrorMessage: message, IsNonRetriable: false },
-  };
-}
-
-export const applyMessage: ApplyMessage = async (current, message, now, invoke) => {
+/**
+ * One work item: the messages in arrival order, each handled by its kind's rule, with at most one replay.
+ * - ExecutionStarted creates or restarts the instance; its replay may take the events after it.
+ * - Completions and raised events join the work item's replay. They wait (stay unconsumed) while the instance is
+ *   Pending, Suspended or ContinuedAsNew; a stale execution's, an unscheduled task's or a second completion of
+ *   a task is dropped; anything for a Completed, Failed or Terminated instance is dropped.
+ * - Terminate, suspend and resume need no replay: the replay gathered so far runs first (its outcome decides
+ *   whether they apply), then they apply. Terminate and suspend of a ContinuedAsNew instance, and suspend of a
+ *   Pending one, wait for the new execution's start (written with it), so that start cannot undo them.
+ * - A message that would need a second replay ends the work item: it and all after it stay pending, in order
+ *   (the caller calls again while a call consumes something). A raised event joins only a replay with no event
+ *   before it: if the orchestrator continues as new on an earlier event, the events after it were never seen and
+ *   must stay pending for the new execution, as with one replay per message.
+ */
+export const applyMessages: ApplyMessages = async (current, messages, now, invoke, limits) => {
   const at = now.toISOString();
-  const e = message.event;
-  const work: OutboundWork[] = [];
-  const drop = (reason: string): EpisodeResult => ({
-    state: current as OrchestrationState,
+  const out: WorkItemResult = {
+    state: current,
     newEvents: [],
     work: [],
-    consumed: true,
-    dropped: reason,
-  });
+    consumed: [],
+    dropped: [],
+    invocations: 0,
+  };
+  let batch: Batch | undefined;
+  let known: { history: HistoryEvent[]; ids: ReturnType<typeof resolvedIds> } | undefined;
+  const idsOf = (history: HistoryEvent[]) => {
+    if (known?.history !== history) known = { history, ids: resolvedIds(history) };
+    return known.ids;
+  };
+  const drop = (m: InstanceMessage, reason: string) => {
+    out.consumed.push(m.key);
+    out.dropped.push({ key: m.key, reason });
+  };
+  const flush = async () => {
+    if (!batch) return;
+    const { base, incoming } = batch;
+    batch = undefined;
+    out.invocations++;
+    const r = await replay(base, incoming, at, invoke, limits);
+    out.state = r.state;
+    out.newEvents.push(...r.newEvents);
+    out.work.push(...r.work);
+  };
 
-  if (e.EventType === HistoryEventType.ExecutionStarted) {
-    const start = message.start;
-    if (!start) return drop("an ExecutionStarted message without its start data");
-    if (
-      current &&
-      !isTerminal(current.status) &&
-      current.status !== "ContinuedAsNew" &&
-      // The client writes a Pending instance with the start message; the start makes it Running.
-      !(current.status === "Pending" && current.executionId === start.executionId)
-    ) {
-      if (current.executionId === start.executionId) return drop("this execution has already started");
+  for (const m of messages) {
+    const e = m.event;
+    if (e.EventType === HistoryEventType.ExecutionStarted) {
+      await flush(); // the replay's outcome decides whether this start restarts the instance
+      const d = startOf(out.state, m, at);
+      if ("dropped" in d) {
+        if (d.work) out.work.push(d.work);
+        drop(m, d.dropped);
+        continue;
+      }
+      if (out.invocations > 0) break;
+      out.state = d.state;
+      out.newEvents = [];
+      batch = { base: d.state, incoming: [d.started], resolved: new Set() };
+      out.consumed.push(m.key);
+      continue;
+    }
+    if (!out.state) {
+      drop(m, "the instance does not exist");
+      continue;
+    }
+    if (m.executionId !== undefined && m.executionId !== out.state.executionId) {
+      drop(m, `the message is for execution ${m.executionId}, not the current ${out.state.executionId}`);
+      continue;
+    }
+    if (CONTROL.has(e.EventType)) await flush();
+    const state = out.state;
+    if (isTerminal(state.status)) {
+      drop(m, `the instance is ${state.status}`);
+      continue;
+    }
+    if (CONTROL.has(e.EventType)) {
+      const c = control(state, e, at);
+      if (c === "wait") continue;
+      if ("dropped" in c) {
+        drop(m, c.dropped);
+        continue;
+      }
+      out.state = { ...c.state, history: [...state.history, ...c.newEvents] };
+      out.newEvents.push(...c.newEvents);
+      out.work.push(...c.work);
+      out.consumed.push(m.key);
+      continue;
+    }
+    // An event for the orchestrator. Pending: before its start; continued as new: for the new execution.
+    if (state.status === "Suspended" || state.status === "ContinuedAsNew" || state.status === "Pending") {
+      continue;
+    }
+    const id = completionId(e);
+    if (id !== undefined) {
+      const { scheduled, resolved } = idsOf(state.history);
+      if (!scheduled.has(id)) {
+        drop(m, `no task or timer ${id} was scheduled`);
+        continue;
+      }
+      if (resolved.has(id) || batch?.resolved.has(id)) {
+        drop(m, `task or timer ${id} has already completed (a duplicate delivery)`);
+        continue;
+      }
+    }
+    if (out.invocations > 0) break;
+    if (e.EventType === HistoryEventType.EventRaised && batch && batch.incoming.length > 0) break;
+    batch ??= { base: state, incoming: [], resolved: new Set() };
+    batch.incoming.push({ ...e, Timestamp: e.Timestamp || at, IsPlayed: false });
+    if (id !== undefined) batch.resolved.add(id);
+    out.consumed.push(m.key);
+  }
+  await flush();
+  return out;
+};
+
+/** applyMessages with one message, as an episode result (the dev host's test helper, testing.ts, uses it). */
+export const applyMessage: ApplyMessage = async (current, message, now, invoke) => {
+  const r = await applyMessages(current, [message], now, invoke, DEFAULT_LIMITS);
+  return {
+    state: r.state as OrchestrationState,
+    newEvents: r.newEvents,
+    work: r.work,
+    consumed: r.consumed.includes(message.key),
+    ...(r.dropped.length > 0 ? { dropped: r.dropped[0].reason } : {}),
+  };
+};
+
+/** What an ExecutionStarted does: a new (or restarted) execution to replay, or a drop (and a parent to tell). */
+function startOf(
+  current: OrchestrationState | undefined,
+  message: InstanceMessage,
+  at: string,
+): { state: OrchestrationState; started: HistoryEvent } | { dropped: string; work?: OutboundWork } {
+  const start = message.start;
+  if (!start) return { dropped: "an ExecutionStarted message without its start data" };
+  if (current) {
+    // The client writes a Pending instance with the start message; the start makes it Running.
+    const pendingStart = current.status === "Pending" && current.executionId === start.executionId;
+    // Its own execution again (a redelivery; or terminated while Pending): nothing to start.
+    if (!pendingStart && current.executionId === start.executionId) {
+      return { dropped: "this execution has already started" };
+    }
+    if (!pendingStart && !isTerminal(current.status) && current.status !== "ContinuedAsNew") {
       // A second start of a running instance: the extension refuses it; a sub-orchestration's parent hears why.
       if (start.parent) {
-        work.push(
-          notifyParent(start.parent, at, {
+        return {
+          dropped: "instance already running",
+          work: notifyParent(start.parent, at, {
             failed: `An orchestration with instance id '${message.instanceId}' already exists and is ${current.status}.`,
           }),
-        );
-        return { state: current, newEvents: [], work, consumed: true, dropped: "instance already running" };
+        };
       }
-      return drop(`instance already exists and is ${current.status}`);
+      return { dropped: `instance already exists and is ${current.status}` };
     }
-    const state: OrchestrationState = {
-      instanceId: message.instanceId,
-      executionId: start.executionId,
-      name: start.name,
-      input: start.input,
-      status: "Running",
-      output: null,
-      customStatus: null,
-      createdTime: current?.status === "Pending" ? current.createdTime : at,
-      lastUpdatedTime: at,
-      ...(start.parent ? { parent: start.parent } : {}),
-      history: [],
-      engine: { next: 0, leaves: [], retries: {} },
-    };
-    const started = event(HistoryEventType.ExecutionStarted, at, {
-      Name: start.name,
-      Version: "",
-      Input: start.input,
-      OrchestrationInstance: { InstanceId: message.instanceId, ExecutionId: start.executionId },
-      ...(start.parent
-        ? {
-            ParentInstance: {
-              Name: start.parent.name,
-              TaskScheduleId: start.parent.taskScheduledId,
-              OrchestrationInstance: {
-                InstanceId: start.parent.instanceId,
-                ExecutionId: start.parent.executionId,
-              },
+  }
+  const state: OrchestrationState = {
+    instanceId: message.instanceId,
+    executionId: start.executionId,
+    name: start.name,
+    input: start.input,
+    status: "Running",
+    output: null,
+    customStatus: null,
+    createdTime: current?.status === "Pending" ? current.createdTime : at,
+    lastUpdatedTime: at,
+    ...(start.parent ? { parent: start.parent } : {}),
+    history: [],
+    engine: { next: 0, leaves: [], retries: {} },
+  };
+  const started = historyEvent(HistoryEventType.ExecutionStarted, at, {
+    Name: start.name,
+    Version: "",
+    Input: start.input,
+    OrchestrationInstance: { InstanceId: message.instanceId, ExecutionId: start.executionId },
+    ...(start.parent
+      ? {
+          ParentInstance: {
+            Name: start.parent.name,
+            TaskScheduleId: start.parent.taskScheduledId,
+            OrchestrationInstance: {
+              InstanceId: start.parent.instanceId,
+              ExecutionId: start.parent.executionId,
             },
-          }
-        : {}),
-    });
-    return episode(state, started, at, invoke);
-  }
+          },
+        }
+      : {}),
+  });
+  return { state, started };
+}
 
-  if (!current) return drop("the instance does not exist");
-  if (message.executionId !== undefined && message.executionId !== current.executionId) {
-    return drop(
-      `the message is for execution ${message.executionId}, not the current ${current.executionId}`,
-    );
-  }
-  if (isTerminal(current.status)) return drop(`the instance is ${current.status}`);
-
+/** Terminate, suspend or resume of a non-terminal instance: the new state and events, a drop, or "wait". */
+function control(
+  current: OrchestrationState,
+  e: HistoryEvent,
+  at: string,
+):
+  | { state: OrchestrationState; newEvents: HistoryEvent[]; work: OutboundWork[] }
+  | { dropped: string }
+  | "wait" {
   switch (e.EventType) {
     case HistoryEventType.ExecutionTerminated: {
-      const state = finish(
-        current,
-        "Terminated",
-        toJsonText(parseJsonText(e.Input as string) ?? "") ?? null,
-        at,
-      );
-      const newEvents = [event(HistoryEventType.ExecutionTerminated, at, { Input: e.Input ?? null })];
-      state.history = [...current.history, ...newEvents];
-      if (current.parent) {
-        work.push(
-          notifyParent(current.parent, at, {
-            failed: `Sub-orchestration '${current.instanceId}' was terminated: ${String(parseJsonText(e.Input as string) ?? "")}`,
-          }),
-        );
-      }
-      return { state, newEvents, work, consumed: true };
+      if (current.status === "ContinuedAsNew") return "wait";
+      const reason = parseJsonText(e.Input as string) ?? "";
+      const state = finish(current, "Terminated", toJsonText(reason), at);
+      const work = current.parent
+        ? [
+            notifyParent(current.parent, at, {
+              failed: `Sub-orchestration '${current.instanceId}' was terminated: ${String(reason)}`,
+            }),
+          ]
+        : [];
+      return {
+        state,
+        newEvents: [historyEvent(HistoryEventType.ExecutionTerminated, at, { Input: e.Input ?? null })],
+        work,
+      };
     }
     case HistoryEventType.ExecutionSuspended: {
-      if (current.status === "Suspended") return drop("already suspended");
-      const newEvents = [event(HistoryEventType.ExecutionSuspended, at, { Reason: e.Reason ?? null })];
-      const state = {
-        ...current,
-        status: "Suspended" as const,
-        lastUpdatedTime: at,
-        history: [...current.history, ...newEvents],
+      if (current.status === "ContinuedAsNew" || current.status === "Pending") return "wait";
+      if (current.status === "Suspended") return { dropped: "already suspended" };
+      return {
+        state: { ...current, status: "Suspended", lastUpdatedTime: at },
+        newEvents: [historyEvent(HistoryEventType.ExecutionSuspended, at, { Reason: e.Reason ?? null })],
+        work: [],
       };
-      return { state, newEvents, work, consumed: true };
     }
-    case HistoryEventType.ExecutionResumed: {
-      if (current.status !== "Suspended") return drop("not suspended");
-      const newEvents = [event(HistoryEventType.ExecutionResumed, at, { Reason: e.Reason ?? null })];
-      const state = {
-        ...current,
-        status: "Running" as const,
-        lastUpdatedTime: at,
-        history: [...current.history, ...newEvents],
+    default: {
+      if (current.status !== "Suspended") return { dropped: "not suspended" };
+      return {
+        state: { ...current, status: "Running", lastUpdatedTime: at },
+        newEvents: [historyEvent(HistoryEventType.ExecutionResumed, at, { Reason: e.Reason ?? null })],
+        work: [],
       };
-      return { state, newEvents, work, consumed: true };
     }
   }
-  // Suspended: only terminate/resume apply. Continued as new: events wait for the new execution's start.
-  if (current.status === "Suspended" || current.status === "ContinuedAsNew") {
-    return { state: current, newEvents: [], work: [], consumed: false };
-  }
-  const id = completionId(e);
-  if (id !== undefined) {
-    const { scheduled, resolved } = resolvedIds(current.history);
-    if (!scheduled.has(id)) return drop(`no task or timer ${id} was scheduled`);
-    if (resolved.has(id)) return drop(`task or timer ${id} has already completed (a duplicate delivery)`);
-  }
-  const incoming = { ...e, Timestamp: e.Timestamp || at, IsPlayed: false };
-  return episode(current, incoming, at, invoke);
-};
+}
 
 function notifyParent(
   parent: NonNullable<OrchestrationState["parent"]>,
@@ -372,11 +330,11 @@ function notifyParent(
 ): OutboundWork {
   const ev =
     "failed" in outcome
-      ? event(HistoryEventType.SubOrchestrationInstanceFailed, at, {
+      ? historyEvent(HistoryEventType.SubOrchestrationInstanceFailed, at, {
           TaskScheduledId: parent.taskScheduledId,
           ...failureFields(outcome.failed, outcome.details),
         })
-      : event(HistoryEventType.SubOrchestrationInstanceCompleted, at, {
+      : historyEvent(HistoryEventType.SubOrchestrationInstanceCompleted, at, {
           TaskScheduledId: parent.taskScheduledId,
           Result: outcome.result ?? "null",
         });
@@ -400,70 +358,71 @@ function finish(
   return { ...state, status, output, lastUpdatedTime: at };
 }
 
-/** Runs one episode: history + OrchestratorStarted + the new event → the orchestrator → decisions. */
-async function episode(
+interface ReplayResult {
+  state: OrchestrationState;
+  newEvents: HistoryEvent[];
+  work: OutboundWork[];
+}
+
+/** The one replay of a work item: history + OrchestratorStarted + the new events → the orchestrator → decisions. */
+async function replay(
   state: OrchestrationState,
-  incoming: HistoryEvent,
+  incoming: HistoryEvent[],
   at: string,
-  invoke: Parameters<ApplyMessage>[3],
-): Promise<EpisodeResult> {
+  invoke: OrchestratorInvoker,
+  limits: { maxPayloadBytes: number },
+): Promise<ReplayResult> {
   const book = bookkeeping(state);
   const work: OutboundWork[] = [];
-  const newEvents: HistoryEvent[] = [event(HistoryEventType.OrchestratorStarted, at), incoming];
+  const newEvents: HistoryEvent[] = [historyEvent(HistoryEventType.OrchestratorStarted, at)];
   const schedule = (ev: HistoryEvent) => newEvents.push(ev);
 
-  // 1. The new event's own consequences, in the SDK's order (before the generator resumes): a retryable task's
-  //    failed attempt takes an id for its retry timer; that timer firing with attempts left takes one for the next.
-  const failedId =
-    incoming.EventType === HistoryEventType.TaskFailed ||
-    incoming.EventType === HistoryEventType.SubOrchestrationInstanceFailed
-      ? Number(incoming.TaskScheduledId)
-      : undefined;
-  const firedId = incoming.EventType === HistoryEventType.TimerFired ? Number(incoming.TimerId) : undefined;
-  for (const track of Object.values(book.retries)) {
-    if (failedId !== undefined && track.taskId === failedId && track.timerId === undefined) {
-      const timerId = book.next++;
-      const delay = mayRetry(track.options, track.attempt, track.firstScheduledAt, new Date(at))
-        ? retryDelayMs(track.options, track.attempt)
-        : 0;
-      const fireAt = new Date(Date.parse(at) + delay).toISOString();
-      track.timerId = timerId;
-      schedule(event(HistoryEventType.TimerCreated, at, { FireAt: fireAt }, timerId));
+  // 1. Each new event's own consequences, in the SDK's order (before the generator resumes): a retryable task's
+  //    failed attempt takes an id for its retry timer; that timer firing with attempts left takes one for the
+  //    next attempt. Those events go first (retries.ts, takesRetryId), so the SDK, which resumes the generator
+  //    after each event, counts their ids before any id of a new action, as the engine does below.
+  const now = new Date(at);
+  const retrying = incoming.filter((e) => takesRetryId(book, e, now));
+  const ordered =
+    retrying.length === 0 ? incoming : [...retrying, ...incoming.filter((e) => !retrying.includes(e))];
+  for (const ev of ordered) {
+    newEvents.push(ev);
+    const c = retryStep(book, ev, at);
+    if (c?.kind === "timer") {
+      schedule(historyEvent(HistoryEventType.TimerCreated, at, { FireAt: c.fireAt }, c.timerId));
       work.push({
         kind: "timer",
         instanceId: state.instanceId,
         executionId: state.executionId,
-        timerId,
-        fireAt,
+        timerId: c.timerId,
+        fireAt: c.fireAt,
       });
-    } else if (firedId !== undefined && track.timerId === firedId) {
-      track.timerId = undefined;
-      if (mayRetry(track.options, track.attempt, track.firstScheduledAt, new Date(at))) {
-        track.attempt++;
-        track.taskId = book.next++;
-        scheduleTask(state, track.kind, track.name, track.input, track.taskId, at, schedule, work, track);
-      }
+    } else if (c?.kind === "attempt") {
+      const t = c.track;
+      scheduleTask(state, t.kind, t.name, t.input, t.taskId, at, schedule, work, t);
     }
   }
 
-  // 2. The orchestrator, on stored history + this episode's events so far.
+  // 2. The orchestrator, on stored history + this work item's events so far.
   const history = [...state.history, ...newEvents];
   const outcome = readOrchestratorOutcome(await invoke(state.name, triggerInput(state, history)));
   const reply = "reply" in outcome ? outcome.reply : undefined;
-  const customStatus =
-    reply?.customStatus === undefined ? state.customStatus : toJsonText(reply.customStatus);
+  const statusText = reply?.customStatus === undefined ? undefined : toJsonText(reply.customStatus);
+  const statusProblem = customStatusFailure(statusText);
   let next: OrchestrationState = {
     ...state,
-    customStatus,
+    customStatus: statusText === undefined || statusProblem ? state.customStatus : statusText,
     lastUpdatedTime: at,
     engine: book as unknown as Record<string, unknown>,
   };
 
-  const fail = (reason: string, details?: FailureDetails): EpisodeResult => {
+  const fail = (why: string, given?: FailureDetails): ReplayResult => {
+    const reason = boundedText(why);
+    const details = given ? boundedFailureDetails(given) : undefined;
     const output = JSON.stringify(`Orchestrator function '${state.name}' failed: ${reason}`);
-    newEvents.push(event(HistoryEventType.OrchestratorCompleted, at));
+    newEvents.push(historyEvent(HistoryEventType.OrchestratorCompleted, at));
     newEvents.push(
-      event(HistoryEventType.ExecutionCompleted, at, {
+      historyEvent(HistoryEventType.ExecutionCompleted, at, {
         OrchestrationStatus: "Failed",
         Result: output,
         ...failureFields(reason, details),
@@ -471,13 +430,15 @@ async function episode(
     );
     next = finish(next, "Failed", output, at);
     next.history = [...state.history, ...newEvents];
-    // Work already decided for this episode (retry timers) is moot once the instance failed.
+    // Work already decided for this replay (retry timers, earlier actions) is moot once the instance failed.
     const parentWork = state.parent
       ? [notifyParent(state.parent, at, { failed: reason, ...(details ? { details } : {}) })]
       : [];
-    return { state: next, newEvents, work: parentWork, consumed: true };
+    return { state: next, newEvents, work: parentWork };
   };
+  const failOver = (p: LimitFailure) => fail(p.reason, p.details);
 
+  if (statusProblem) return failOver(statusProblem);
   if ("failure" in outcome) return fail(outcome.failure, reply?.failureDetails);
 
   // 3. The actions: the known prefix must match; the rest are new and get ids in list order.
@@ -490,15 +451,15 @@ async function episode(
   }
   for (let i = 0; i < known.length; i++) {
     const was = known[i];
-    const now = { t: leaves[i].actionType, n: leafName(leaves[i]) };
+    const is = { t: leaves[i].actionType, n: leafName(leaves[i]) };
     const same =
-      was.t === now.t ||
+      was.t === is.t ||
       // A retryable call and its plain form are the same task to DTFx's history (same name, same id).
-      (was.t === ActionType.CallActivityWithRetry && now.t === ActionType.CallActivity) ||
-      (was.t === ActionType.CallActivity && now.t === ActionType.CallActivityWithRetry);
-    if (!same || was.n !== now.n) {
+      (was.t === ActionType.CallActivityWithRetry && is.t === ActionType.CallActivity) ||
+      (was.t === ActionType.CallActivity && is.t === ActionType.CallActivityWithRetry);
+    if (!same || was.n !== is.n) {
       return fail(
-        `Non-deterministic workflow detected: action #${i} was ${describe(was)} in the history and is ${describe(now)} now. Orchestrator code must be deterministic (see "Orchestrator function code constraints").`,
+        `Non-deterministic workflow detected: action #${i} was ${describeAction(was)} in the history and is ${describeAction(is)} now. Orchestrator code must be deterministic (see "Orchestrator function code constraints").`,
       );
     }
     // A timer canceled since (Task.any winner elsewhere): its pending fire is dropped.
@@ -530,6 +491,9 @@ async function episode(
             ? "activity"
             : "sub";
         const input = toJsonText(a.input);
+        const what = `The input of ${kind === "activity" ? "activity" : "sub-orchestration"} '${String(a.functionName)}'`;
+        const tooBig = payloadFailure(input, what, limits.maxPayloadBytes);
+        if (tooBig) return failOver(tooBig);
         const track: RetryTrack | undefined = a.retryOptions
           ? {
               kind,
@@ -550,7 +514,7 @@ async function episode(
         const id = book.next++;
         record.id = id;
         const fireAt = new Date(String(a.fireAt)).toISOString();
-        schedule(event(HistoryEventType.TimerCreated, at, { FireAt: fireAt }, id));
+        schedule(historyEvent(HistoryEventType.TimerCreated, at, { FireAt: fireAt }, id));
         if (a.isCanceled) record.canceled = true;
         else {
           work.push({
@@ -585,12 +549,23 @@ async function episode(
     known.push(record);
   }
 
-  newEvents.push(event(HistoryEventType.OrchestratorCompleted, at));
+  // 4. The end of this execution, if it ends: its output (or the next execution's input) within the limits.
+  const newInput = continueAsNew ? decodeProcessedInput(toJsonText(continueAsNew.input)) : null;
+  const output = !continueAsNew && reply?.isDone ? toJsonText(reply.output) : null;
+  const tooBig = continueAsNew
+    ? payloadFailure(
+        newInput,
+        `The continue-as-new input of orchestration '${state.name}'`,
+        limits.maxPayloadBytes,
+      )
+    : payloadFailure(output, `The output of orchestration '${state.name}'`, limits.maxPayloadBytes);
+  if (tooBig) return failOver(tooBig);
+  newEvents.push(historyEvent(HistoryEventType.OrchestratorCompleted, at));
   if (continueAsNew) {
     // A new execution with the new input; events not yet processed stay pending (they carry no executionId).
-    const input = decodeProcessedInput(toJsonText(continueAsNew.input));
+    const input = newInput;
     newEvents.push(
-      event(HistoryEventType.ExecutionCompleted, at, {
+      historyEvent(HistoryEventType.ExecutionCompleted, at, {
         OrchestrationStatus: "ContinuedAsNew",
         Result: input,
       }),
@@ -603,7 +578,7 @@ async function episode(
       message: {
         key: `start-${executionId}`,
         instanceId: state.instanceId,
-        event: event(HistoryEventType.ExecutionStarted, at),
+        event: historyEvent(HistoryEventType.ExecutionStarted, at),
         start: {
           name: state.name,
           input,
@@ -612,37 +587,23 @@ async function episode(
         },
       },
     });
-    return { state: next, newEvents, work, consumed: true };
+    return { state: next, newEvents, work };
   }
   if (reply?.isDone) {
-    const output = toJsonText(reply.output);
     newEvents.push(
-      event(HistoryEventType.ExecutionCompleted, at, { OrchestrationStatus: "Completed", Result: output }),
+      historyEvent(HistoryEventType.ExecutionCompleted, at, {
+        OrchestrationStatus: "Completed",
+        Result: output,
+      }),
     );
     next = finish(next, "Completed", output, at);
     next.history = [...state.history, ...newEvents];
     // Pending timers and retries of a finished orchestration are moot.
     const done: OutboundWork[] = state.parent ? [notifyParent(state.parent, at, { result: output })] : [];
-    return { state: next, newEvents, work: done, consumed: true };
+    return { state: next, newEvents, work: done };
   }
   next.history = [...state.history, ...newEvents];
-  return { state: next, newEvents, work, consumed: true };
-}
-
-/**
- * durable-functions JSON-encodes string inputs of activities and continueAsNew once more (Utils.processInput); the
- * extension decodes that layer before the function sees it. Applied to what reaches the activity and the new execution.
- */
-export function decodeProcessedInput(jsonText: string | null): string | null {
-  if (jsonText === null) return null;
-  const value = parseJsonText(jsonText);
-  if (typeof value !== "string") return jsonText;
-  try {
-    JSON.parse(value);
-    return value;
-  } catch {
-    return jsonText;
-  }
+  return { state: next, newEvents, work };
 }
 
 function scheduleTask(
@@ -658,7 +619,7 @@ function scheduleTask(
   explicitInstanceId?: string,
 ): void {
   if (kind === "activity") {
-    schedule(event(HistoryEventType.TaskScheduled, at, { Name: name, Version: "", Input: input }, id));
+    schedule(historyEvent(HistoryEventType.TaskScheduled, at, { Name: name, Version: "", Input: input }, id));
     work.push({
       kind: "activity",
       item: {
@@ -676,7 +637,7 @@ function scheduleTask(
   const instanceId = base ?? `${state.instanceId}:${id}`;
   const executionId = derivedId(state.executionId, "sub", id);
   schedule(
-    event(
+    historyEvent(
       HistoryEventType.SubOrchestrationInstanceCreated,
       at,
       { Name: name, Version: "", Input: input, InstanceId: instanceId },
@@ -688,7 +649,7 @@ function scheduleTask(
     message: {
       key: `start-${executionId}`,
       instanceId,
-      event: event(HistoryEventType.ExecutionStarted, at),
+      event: historyEvent(HistoryEventType.ExecutionStarted, at),
       start: {
         name,
         input,

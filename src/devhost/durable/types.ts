@@ -253,7 +253,7 @@ export interface InstanceStatus {
 }
 
 /**
- * The replay engine's entry point (episode.ts `applyMessage`): applies one message to an instance. `state` is
+ * One message applied to an instance (engine.ts `applyMessage`, applyMessages with one message). `state` is
  * undefined when the instance does not exist (only ExecutionStarted creates one). Pure except for `invoke`.
  */
 export type ApplyMessage = (
@@ -262,6 +262,34 @@ export type ApplyMessage = (
   now: Date,
   invoke: OrchestratorInvoker,
 ) => Promise<EpisodeResult>;
+
+/**
+ * The replay engine's entry point (engine.ts `applyMessages`): one work item — the instance's pending messages in
+ * arrival order — applied with at most one orchestrator replay. Pure except for `invoke`. Messages it leaves
+ * unconsumed stay pending: they cannot apply yet (an event while Suspended) or need a replay of their own (call
+ * again while a call consumes something).
+ */
+export type ApplyMessages = (
+  state: OrchestrationState | undefined,
+  messages: InstanceMessage[],
+  now: Date,
+  invoke: OrchestratorInvoker,
+  limits: { maxPayloadBytes: number },
+) => Promise<WorkItemResult>;
+
+export interface WorkItemResult {
+  /** Undefined only when no message created the instance. */
+  state: OrchestrationState | undefined;
+  /** Events appended to state.history by this work item (all of it when the work item started a new execution). */
+  newEvents: HistoryEvent[];
+  work: OutboundWork[];
+  /** Keys of the messages consumed (applied or dropped). */
+  consumed: string[];
+  /** The consumed messages that were dropped, and why (stale execution, duplicate completion …), for the log. */
+  dropped: { key: string; reason: string }[];
+  /** Orchestrator invocations made: 0 or 1. */
+  invocations: number;
+}
 
 /** Runs an activity function once: its return value as JSON text, or the failure. Never throws. */
 export type ActivityInvoker = (

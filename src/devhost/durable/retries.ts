@@ -1,0 +1,148 @@
+import type { ActionTypeNumber, HistoryEvent, OrchestrationState, RetryOptionsWire } from "./types.js";
+import { HistoryEventType } from "./types.js";
+
+/**
+ * The replay engine's bookkeeping (kept in `state.engine`, saved verbatim by the store): the leaf actions seen so
+ * far, the next sequence id, and the retryable tasks in flight. Retries are the extension's job in the
+ * out-of-process protocol (DTFx RetryInterceptor): the SDK's RetryableTask only counts ids for them, so the engine
+ * schedules the retry timers and re-attempts itself and must take the same ids at the same points.
+ */
+
+/** One leaf action seen in an earlier replay (for the determinism check and timer cancellation). */
+export interface LeafRecord {
+  t: ActionTypeNumber;
+  n?: string;
+  /** Its sequence id (none for WaitForExternalEvent and ContinueAsNew). */
+  id?: number;
+  canceled?: boolean;
+}
+
+/** A retryable task (activity or sub-orchestration with RetryOptions), keyed by its first attempt's id. */
+export interface RetryTrack {
+  kind: "activity" | "sub";
+  name: string;
+  /** JSON text of the input. */
+  input: string | null;
+  options: RetryOptionsWire;
+  attempt: number;
+  firstScheduledAt: string;
+  /** The id of the attempt now running. */
+  taskId: number;
+  /** The retry timer now pending, if any. */
+  timerId?: number;
+  subInstanceBase?: string;
+}
+
+export interface Bookkeeping {
+  next: number;
+  leaves: LeafRecord[];
+  retries: Record<string, RetryTrack>;
+}
+
+export function bookkeeping(state: OrchestrationState): Bookkeeping {
+  // A copy: a work item may be re-run on the stored state (a lost commit race), so it never mutates its input.
+  const e = structuredClone(state.engine) as Partial<Bookkeeping>;
+  return { next: e.next ?? 0, leaves: e.leaves ?? [], retries: e.retries ?? {} };
+}
+
+/** The delay before attempt `attempt + 1` after `attempt` failed (DTFx RetryInterceptor.ComputeNextDelay). */
+export function retryDelayMs(options: RetryOptionsWire, attempt: number): number {
+  const coefficient = options.backoffCoefficient ?? 1;
+  let delay = options.firstRetryIntervalInMilliseconds * coefficient ** (attempt - 1);
+  const max = options.maxRetryIntervalInMilliseconds;
+  if (max !== undefined && max > 0 && delay > max) delay = max;
+  return Math.max(0, Math.round(delay));
+}
+
+/** Whether another attempt may start (attempts left, and within retryTimeout of the first attempt). */
+export function mayRetry(options: RetryOptionsWire, attempt: number, firstAt: string, now: Date): boolean {
+  if (attempt >= options.maxNumberOfAttempts) return false;
+  const timeout = options.retryTimeoutInMilliseconds;
+  if (timeout !== undefined && timeout > 0 && timeout < Number.MAX_SAFE_INTEGER) {
+    return now.getTime() - Date.parse(firstAt) < timeout;
+  }
+  return true;
+}
+
+/** What one incoming event means for a retryable task: a retry timer to create, or the next attempt to schedule. */
+export type RetryConsequence =
+  | { kind: "timer"; timerId: number; fireAt: string }
+  | { kind: "attempt"; track: RetryTrack };
+
+function trackOf(book: Bookkeeping, incoming: HistoryEvent, now: Date) {
+  if (
+    incoming.EventType === HistoryEventType.TaskFailed ||
+    incoming.EventType === HistoryEventType.SubOrchestrationInstanceFailed
+  ) {
+    const id = Number(incoming.TaskScheduledId);
+    const track = Object.values(book.retries).find((t) => t.taskId === id && t.timerId === undefined);
+    return track ? { track, failed: true as const } : undefined;
+  }
+  if (incoming.EventType === HistoryEventType.TimerFired) {
+    const id = Number(incoming.TimerId);
+    const track = Object.values(book.retries).find((t) => t.timerId === id);
+    if (!track) return undefined;
+    return {
+      track,
+      failed: false as const,
+      again: mayRetry(track.options, track.attempt, track.firstScheduledAt, now),
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Whether an incoming event takes a sequence id before the orchestrator resumes: a retryable task's failed attempt
+ * (its retry timer — even after the last attempt, as DTFx), or that timer firing with attempts left (the next
+ * attempt). Such an event never resumes the orchestrator (its task is still running), so a work item replays these
+ * first: the SDK then counts their ids before those of the actions the other events lead to, as the engine does.
+ */
+export function takesRetryId(book: Bookkeeping, incoming: HistoryEvent, now: Date): boolean {
+  const t = trackOf(book, incoming, now);
+  return t !== undefined && (t.failed || t.again);
+}
+
+/** A retryable task that ended (its attempt succeeded, or no attempt is left) is forgotten: `book` stays small. */
+function forget(book: Bookkeeping, track: RetryTrack): void {
+  for (const [key, t] of Object.entries(book.retries)) if (t === track) delete book.retries[key];
+}
+
+/**
+ * The retry consequence of one incoming event, in the SDK's order (before the orchestrator resumes); updates
+ * `book` (ids taken, attempt counted, ended tasks forgotten). Undefined when it schedules nothing.
+ */
+export function retryStep(
+  book: Bookkeeping,
+  incoming: HistoryEvent,
+  at: string,
+): RetryConsequence | undefined {
+  const now = new Date(at);
+  if (
+    incoming.EventType === HistoryEventType.TaskCompleted ||
+    incoming.EventType === HistoryEventType.SubOrchestrationInstanceCompleted
+  ) {
+    const id = Number(incoming.TaskScheduledId);
+    const done = Object.values(book.retries).find((r) => r.taskId === id);
+    if (done) forget(book, done);
+    return undefined;
+  }
+  const t = trackOf(book, incoming, now);
+  if (!t) return undefined;
+  const { track } = t;
+  if (t.failed) {
+    const timerId = book.next++;
+    const delay = mayRetry(track.options, track.attempt, track.firstScheduledAt, now)
+      ? retryDelayMs(track.options, track.attempt)
+      : 0;
+    track.timerId = timerId;
+    return { kind: "timer", timerId, fireAt: new Date(now.getTime() + delay).toISOString() };
+  }
+  track.timerId = undefined;
+  if (!t.again) {
+    forget(book, track);
+    return undefined;
+  }
+  track.attempt++;
+  track.taskId = book.next++;
+  return { kind: "attempt", track };
+}
