@@ -1,14 +1,8 @@
 import type { Clock } from "../../shared/changefeed/clock.js";
 import type { ActivityDoc } from "./documents.js";
-import { payloadProblem } from "./limits.js";
+import { activityResultEvent } from "./engine.js";
 import type { HubStore } from "./store.js";
-import {
-  type ActivityInvoker,
-  type ActivityWorkItem,
-  type FailureDetails,
-  type HistoryEvent,
-  HistoryEventType,
-} from "./types.js";
+import type { ActivityInvoker, FailureDetails, HistoryEvent } from "./types.js";
 
 /**
  * The activity worker of one host (docs/durable-design.md, "Activities"): its own queue and concurrency limit,
@@ -30,40 +24,6 @@ export interface ActivityWorkerOptions {
   /** Hands the result on; the dispatcher calls `settled` once its commit stored it (or gave it up). */
   completed: (doc: ActivityDoc, event: HistoryEvent) => void;
   log: (level: "debug" | "warning" | "error", message: string) => void;
-}
-
-/** The history event an activity's outcome becomes; a result over the payload limit fails the task instead. */
-export function activityResultEvent(
-  item: ActivityWorkItem,
-  outcome: { result: string | null } | { failure: FailureDetails },
-  now: Date,
-  maxPayloadBytes: number,
-): HistoryEvent {
-  const base = {
-    EventId: -1,
-    IsPlayed: false,
-    Timestamp: now.toISOString(),
-    TaskScheduledId: item.taskScheduledId,
-  };
-  let failure = "failure" in outcome ? outcome.failure : undefined;
-  if (!failure && "result" in outcome) {
-    const p = payloadProblem(outcome.result, `The result of activity '${item.name}'`, maxPayloadBytes);
-    if (p) failure = { ErrorType: p.code, ErrorMessage: p.message, IsNonRetriable: true };
-  }
-  if (failure) {
-    return {
-      ...base,
-      EventType: HistoryEventType.TaskFailed,
-      Reason: failure.ErrorMessage,
-      Details: failure.StackTrace ?? "",
-      FailureDetails: failure,
-    };
-  }
-  return {
-    ...base,
-    EventType: HistoryEventType.TaskCompleted,
-    Result: ("result" in outcome ? outcome.result : null) ?? "null",
-  };
 }
 
 export class ActivityWorker {
@@ -136,7 +96,10 @@ export class ActivityWorker {
       this.rechecks.delete(key);
       if (this.stopped) return;
       await this.offerStored({ ...doc, lockedUntil: undefined }).catch((e: unknown) =>
-        this.o.log("warning", `Activity '${doc.item.name}': claiming it after its claim expired: ${String(e)}`),
+        this.o.log(
+          "warning",
+          `Activity '${doc.item.name}': claiming it after its claim expired: ${String(e)}`,
+        ),
       );
     });
   }

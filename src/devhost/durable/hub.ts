@@ -16,8 +16,7 @@ import {
   type OutboxDoc,
   type TimerDoc,
 } from "./documents.js";
-import { isTerminal } from "./engine.js";
-import { applyMessagesOneByOne } from "./engine-shim.js";
+import { applyMessages, isTerminal } from "./engine.js";
 import { TaskHubError, validateInstanceId } from "./errors.js";
 import { checkPayload } from "./limits.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
@@ -123,7 +122,7 @@ export class CosmosTaskHub implements TaskHubClient {
       hub: this.hubName,
       clock: this.clock,
       owner: this.owner,
-      apply: options.applyMessages ?? applyMessagesOneByOne,
+      apply: options.applyMessages ?? applyMessages,
       invoke: options.invokeOrchestrator,
       maxConcurrent: v("maxConcurrentOrchestrations"),
       maxAttempts: v("maxWorkItemAttempts"),

@@ -295,28 +295,3 @@ export interface WorkItemResult {
 export type ActivityInvoker = (
   item: ActivityWorkItem,
 ) => Promise<{ result: string | null } | { failure: FailureDetails }>;
-
-/**
- * The replay engine's work-item entry point (engine.ts `applyMessages`): applies all pending messages of an
- * instance with at most one orchestrator replay. Pure except for `invoke`.
- */
-export type ApplyMessages = (
-  state: OrchestrationState | undefined,
-  messages: InstanceMessage[],
-  now: Date,
-  invoke: OrchestratorInvoker,
-  limits: { maxPayloadBytes: number },
-) => Promise<WorkItemResult>;
-
-export interface WorkItemResult {
-  /** undefined only if no message created the instance. */
-  state: OrchestrationState | undefined;
-  /** Appended to state.history (for the current execution). */
-  newEvents: HistoryEvent[];
-  work: OutboundWork[];
-  /** Message keys consumed (applied or dropped). */
-  consumed: string[];
-  dropped: { key: string; reason: string }[];
-  /** Orchestrator calls made. */
-  invocations: number;
-}
