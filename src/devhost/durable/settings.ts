@@ -14,7 +14,7 @@ export const DURABLE_HUB_SETTINGS = {
     min: 10,
     max: 60_000,
     description:
-      "Wait after a read of the task hub's change feed found nothing. A host's own writes wake it at once, so this only bounds how soon another host's work is seen.",
+      "Wait after a read of the task hub's change feed found nothing. A host runs the work it writes at once, so this only bounds how soon another host's writes are seen.",
   },
   timerScanIntervalMs: {
     setting: "DURABLE_TIMER_SCAN_INTERVAL_MS",
@@ -23,7 +23,7 @@ export const DURABLE_HUB_SETTINGS = {
     min: 100,
     max: 600_000,
     description:
-      "How often durable timers not armed on this host (a crashed host's, whose feed page was checkpointed) are looked for; also at start. The change feed arms the others at once. Each scan is one cross-partition query.",
+      "How often work a crashed host left behind a checkpointed feed page is looked for (timers coming due, activities whose claim expired, messages for other instances, interrupted staged commits); also at start. Timers due within two of these intervals are held in memory. Each scan is one cross-partition query.",
   },
   leaseAcquireIntervalMs: {
     setting: "DURABLE_LEASE_ACQUIRE_INTERVAL_MS",
