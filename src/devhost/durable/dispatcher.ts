@@ -88,6 +88,8 @@ interface Slot {
 const CACHED_INSTANCES = 5_000;
 /** Message ids consumed here lately: a feed page read before their deletion does not bring them back. */
 const CONSUMED_REMEMBERED = 20_000;
+/** Etags of its own commits a host recognises per instance. */
+const WRITTEN_REMEMBERED = 8;
 /** Lost commit races one work item re-reads and redoes before it counts as a failed attempt. */
 const MAX_RACES = 20;
 
@@ -95,6 +97,8 @@ export class OrchestrationDispatcher {
   private readonly slots = new Map<string, Slot>();
   private readonly cache = new Map<string, PartitionSnapshot>();
   private readonly consumed = new Set<string>();
+  /** The last etags this host wrote per cached instance (the feed echoes them back). */
+  private readonly written = new Map<string, string[]>();
   private active = 0;
   private readonly gate: (() => void)[] = [];
   private seq = 0;
@@ -116,7 +120,11 @@ export class OrchestrationDispatcher {
   /** Forgets an instance's snapshot (another host changed it, it was purged). */
   forget(instanceId: string, etag?: string): void {
     const cached = this.cache.get(instanceId);
-    if (cached && (etag === undefined || cached.instance?._etag !== etag)) this.cache.delete(instanceId);
+    if (!cached) return;
+    // The feed brings this host's own commits too, often an older one than the cache holds: not a change.
+    if (etag !== undefined && (cached.instance?._etag === etag || this.written.get(instanceId)?.includes(etag)))
+      return;
+    this.cache.delete(instanceId);
   }
 
   newMessageDoc(message: InstanceMessage): MessageDoc {
@@ -198,9 +206,24 @@ export class OrchestrationDispatcher {
 
   private remember(instanceId: string, snap: PartitionSnapshot) {
     this.cache.delete(instanceId);
-    if (snap.instance && isTerminal(snap.instance.status) && snap.messages.length === 0) return;
+    if (snap.instance && isTerminal(snap.instance.status) && snap.messages.length === 0) {
+      // An ended instance needs nothing more from this host: nothing of it is kept.
+      this.written.delete(instanceId);
+      return;
+    }
+    const etag = snap.instance?._etag;
+    if (etag) {
+      const list = this.written.get(instanceId) ?? [];
+      list.push(etag);
+      if (list.length > WRITTEN_REMEMBERED) list.shift();
+      this.written.set(instanceId, list);
+    }
     this.cache.set(instanceId, snap);
-    if (this.cache.size > CACHED_INSTANCES) this.cache.delete(this.cache.keys().next().value as string);
+    if (this.cache.size > CACHED_INSTANCES) {
+      const oldest = this.cache.keys().next().value as string;
+      this.cache.delete(oldest);
+      this.written.delete(oldest);
+    }
   }
 
   private markConsumed(pk: string, ids: string[]) {
