@@ -22,11 +22,14 @@ export interface FlowSummary {
   flowsPerSecondMax: number;
   /** Median over storms of N ÷ (last endTime − first observed.at): without the first feed poll's wait. */
   flowsPerSecondAfterTrigger: number;
-  /** Pooled over every operation of this size: accepted → Succeeded, trigger's start → Succeeded, feed wait. */
+  /**
+   * Pooled over every operation of this size: accepted → Succeeded, accepted → the trigger's record (feed poll and
+   * the trigger's queue), the trigger's record → Succeeded (the orchestration).
+   */
   acceptedToSucceededP50Ms: number;
   acceptedToSucceededP95Ms: number;
+  acceptedToTriggerP50Ms: number;
   orchestrationP50Ms: number;
-  triggerWaitP50Ms: number;
   /** The same storm's PUT answers per second: on the app, and on the ceiling host (PUTs alone). */
   putAnswersPerSecond: number;
   ceilingPutAnswersPerSecond: number;
@@ -36,8 +39,14 @@ export interface FlowSummary {
   statusReads: number;
   statusReadsPerFlow: number;
   statusReadsPerSecond: number;
-  /** Median host CPU ms per wall ms during the storm (1 = one core busy the whole time). */
+  /**
+   * Medians over storms, first PUT → last endTime: host and emulator CPU ms per wall ms (1 = one core busy the
+   * whole time), host CPU ms per flow, and what one busy core of the host allows at that cost (1000 ÷ it).
+   */
   hostCores: number | null;
+  emulatorCores: number;
+  hostCpuMsPerFlow: number | null;
+  oneHostCoreFlowsPerSecond: number | null;
   /** Median per flow: Cosmos DB requests on all containers, and on the task hub container. */
   cosmosRequestsPerFlow: number;
   taskHubRequestsPerFlow: number;
@@ -52,7 +61,8 @@ function summarize(size: number, flows: StormRun[], ceiling: StormResult[]): Flo
   const fps = r.map((x) => x.flowsPerSecond ?? 0);
   const flowsPerSecond = round1(median(fps));
   const ceilingPut = round1(median(ceiling.map((x) => x.putAnswersPerSecond)));
-  const cores = r.filter((x) => x.cpuMs.host !== null).map((x) => (x.cpuMs.host ?? 0) / x.wallMs);
+  const withHost = r.filter((x) => x.cpu.host !== null);
+  const hostMsPerFlow = withHost.length ? median(withHost.map((x) => x.cpu.hostMsPerFlow ?? 0)) : null;
   const taskHub = (x: StormResult) =>
     Object.entries(x.cosmosPerFlow).find(([k]) => k.endsWith("durable-tasks"))?.[1] ?? { requests: 0, ru: 0 };
   return {
@@ -67,14 +77,17 @@ function summarize(size: number, flows: StormRun[], ceiling: StormResult[]): Flo
     acceptedToSucceededP50Ms: percentile(pooled("acceptedToSucceededMs"), 50),
     acceptedToSucceededP95Ms: percentile(pooled("acceptedToSucceededMs"), 95),
     orchestrationP50Ms: percentile(pooled("orchestrationMs"), 50),
-    triggerWaitP50Ms: percentile(pooled("triggerWaitMs"), 50),
+    acceptedToTriggerP50Ms: percentile(pooled("acceptedToTriggerMs"), 50),
     putAnswersPerSecond: round1(median(r.map((x) => x.putAnswersPerSecond))),
     ceilingPutAnswersPerSecond: ceilingPut,
     flowsOverCeiling: round2(flowsPerSecond / Math.max(0.1, ceilingPut)),
     statusReads: reads,
     statusReadsPerFlow: round2(reads / Math.max(1, accepted)),
     statusReadsPerSecond: round1(median(r.map((x) => x.statusReadsPerSecond))),
-    hostCores: cores.length ? round2(median(cores)) : null,
+    hostCores: withHost.length ? round2(median(withHost.map((x) => x.cpu.hostCores ?? 0))) : null,
+    emulatorCores: round2(median(r.map((x) => x.cpu.emulatorCores))),
+    hostCpuMsPerFlow: hostMsPerFlow === null ? null : round1(hostMsPerFlow),
+    oneHostCoreFlowsPerSecond: hostMsPerFlow ? round1(1000 / hostMsPerFlow) : null,
     cosmosRequestsPerFlow: round1(
       median(r.map((x) => Object.values(x.cosmosPerFlow).reduce((a, c) => a + c.requests, 0))),
     ),

@@ -8,7 +8,8 @@ import { Agent as HttpAgent } from "node:http";
 import { meterDelta } from "../../src/emulator/ru/meter.js";
 import { type HttpAnswer, httpCall } from "../../test/support/http-call.js";
 import { percentile, round1, round2 } from "../lib/stats.js";
-import { config, type HostStack, ownCpuMs, processCpuMs, RESOURCE_BODY } from "./setup.js";
+import { CpuSampler, type CpuWindow } from "./cpu.js";
+import { config, type HostStack, RESOURCE_BODY } from "./setup.js";
 
 /** What the operation URL answers (the fields the bench reads). */
 interface OperationView {
@@ -53,8 +54,11 @@ export interface StormResult {
   acceptedToSucceededMaxMs: number | null;
   /** Per operation: endTime − observed.at (the reactions trigger started the orchestration → Succeeded), ms. */
   orchestrationP50Ms: number | null;
-  /** Per operation: observed.at − startTime (the change feed poll before the trigger saw the write), ms. */
-  triggerWaitP50Ms: number | null;
+  /**
+   * Per operation: observed.at − startTime, accepted → the reactions trigger recorded it (the change feed poll,
+   * then the trigger working through the batch, one orchestration start after another), ms.
+   */
+  acceptedToTriggerP50Ms: number | null;
   /** GET /operations/{id} the bench made to learn the outcomes, and their rate over the storm. */
   statusReads: number;
   statusReadsPerFlow: number;
@@ -63,8 +67,12 @@ export interface StormResult {
   learnedAfterLastEndMs: number | null;
   /** Wall time of the storm, first PUT sent → last outcome learned (ms). */
   wallMs: number;
-  /** CPU used during the storm (first PUT sent → last outcome learned) by each process, ms. */
-  cpuMs: { host: number | null; emulator: number; bench: number };
+  /**
+   * CPU used by each process (ms) from just before the first PUT to the first sample after the last endTime (the
+   * flows' work, with the bench's reads until then; the ceiling: to the last PUT answer); its cores (CPU ÷ wall)
+   * and per accepted PUT.
+   */
+  cpu: CpuWindow & { hostCores: number | null; emulatorCores: number; hostMsPerFlow: number | null };
   /** Cosmos DB requests and RU the storm cost, per accepted PUT, by container (emulator meter). */
   cosmosPerFlow: Record<string, { requests: number; ru: number }>;
 }
@@ -143,9 +151,9 @@ export async function storm(
   tag: string,
   policy: PollPolicy,
 ): Promise<StormRun> {
-  const before = await stack.emulator.stats();
-  const meterBefore = before.meter;
-  const cpu0 = { host: processCpuMs(stack.host.child.pid), emulator: before.cpuMs, bench: ownCpuMs() };
+  const meterBefore = (await stack.emulator.stats()).meter;
+  const sampler = new CpuSampler(stack);
+  await sampler.start();
   // Sockets of its own: N fresh connections, as N clients would open, and none left idle by an earlier storm (the
   // host closes idle keep-alive sockets after 5 s; a request racing that close would fail).
   const agent = new HttpAgent({ keepAlive: true, maxSockets: Math.max(size, 16) });
@@ -183,12 +191,17 @@ export async function storm(
   // the storm's own reads.
   const reads = await learnOutcomes(call, ops, policy, deadline).finally(() => agent.destroy());
   const learnedAt = Date.now();
+  await sampler.stop();
   const stats = await stack.emulator.stats();
-  const host1 = processCpuMs(stack.host.child.pid);
-  const cpuMs = {
-    host: cpu0.host === undefined || host1 === undefined ? null : Math.round(host1 - cpu0.host),
-    emulator: Math.round(stats.cpuMs - cpu0.emulator),
-    bench: Math.round(ownCpuMs() - cpu0.bench),
+  const ended = ops.map((o) => o.ended).filter((v): v is OperationView => v !== undefined);
+  const endOf = (v: OperationView) => Date.parse(v.endTime ?? v.startTime);
+  const lastEnd = ended.length ? Math.max(...ended.map(endOf)) : lastAnswer;
+  const window = sampler.window(lastEnd);
+  const cpu = {
+    ...window,
+    hostCores: window.host === null ? null : round2(window.host / Math.max(1, window.windowMs)),
+    emulatorCores: round2(window.emulator / Math.max(1, window.windowMs)),
+    hostMsPerFlow: window.host === null ? null : round1(window.host / Math.max(1, ops.length)),
   };
   const cosmosPerFlow: StormResult["cosmosPerFlow"] = {};
   for (const container of Object.keys(stats.meter)) {
@@ -213,7 +226,7 @@ export async function storm(
     statusReadsPerFlow: round2(reads / Math.max(1, ops.length)),
     wallMs: learnedAt - firstSent,
     statusReadsPerSecond: round1(reads / Math.max(0.001, (learnedAt - firstSent) / 1000)),
-    cpuMs,
+    cpu,
     cosmosPerFlow,
   };
   if (policy.kind === "none")
@@ -227,19 +240,16 @@ export async function storm(
         acceptedToSucceededP95Ms: null,
         acceptedToSucceededMaxMs: null,
         orchestrationP50Ms: null,
-        triggerWaitP50Ms: null,
+        acceptedToTriggerP50Ms: null,
         learnedAfterLastEndMs: null,
       },
-      samples: { acceptedToSucceededMs: [], orchestrationMs: [], triggerWaitMs: [] },
+      samples: { acceptedToSucceededMs: [], orchestrationMs: [], acceptedToTriggerMs: [] },
     };
-  const ended = ops.map((o) => o.ended as OperationView);
-  const endOf = (v: OperationView) => Date.parse(v.endTime ?? v.startTime);
-  const lastEnd = Math.max(...ended.map(endOf));
   const total = ended.map((v) => endOf(v) - Date.parse(v.startTime));
   const orchestration = ended
     .filter((v) => v.observed)
     .map((v) => endOf(v) - Date.parse(v.observed?.at ?? ""));
-  const triggerWait = ended
+  const toTrigger = ended
     .filter((v) => v.observed)
     .map((v) => Date.parse(v.observed?.at ?? "") - Date.parse(v.startTime));
   const firstObserved = Math.min(...ended.map((v) => Date.parse(v.observed?.at ?? v.startTime)));
@@ -253,17 +263,17 @@ export async function storm(
       acceptedToSucceededP95Ms: percentile(total, 95),
       acceptedToSucceededMaxMs: Math.max(...total),
       orchestrationP50Ms: percentile(orchestration, 50),
-      triggerWaitP50Ms: percentile(triggerWait, 50),
+      acceptedToTriggerP50Ms: percentile(toTrigger, 50),
       learnedAfterLastEndMs: learnedAt - lastEnd,
     },
-    samples: { acceptedToSucceededMs: total, orchestrationMs: orchestration, triggerWaitMs: triggerWait },
+    samples: { acceptedToSucceededMs: total, orchestrationMs: orchestration, acceptedToTriggerMs: toTrigger },
   };
 }
 
 /** A storm's figures, and its per-operation samples (ms) for percentiles pooled over storms (not written out). */
 export interface StormRun {
   result: StormResult;
-  samples: { acceptedToSucceededMs: number[]; orchestrationMs: number[]; triggerWaitMs: number[] };
+  samples: { acceptedToSucceededMs: number[]; orchestrationMs: number[]; acceptedToTriggerMs: number[] };
 }
 
 /** The measurement's poll: config.statusReadsPerSecond in all, each operation at most every statusReadMinIntervalMs. */

@@ -1,6 +1,6 @@
 /** App bench: the method text written into the results, and the notes — each computed from the run's numbers. */
 import { execSync } from "node:child_process";
-import { round1 } from "../lib/stats.js";
+import { round1, round2 } from "../lib/stats.js";
 import type { FlowPhase } from "./flow-runs.js";
 import type { HttpResult } from "./http.js";
 import type { PutRun, TriggerRun } from "./put-trigger.js";
@@ -63,21 +63,31 @@ export function notesFor(
   for (const s of flows.summaries) {
     notes.push(
       `${s.size} at once: ${s.flowsPerSecond} flows/s (${s.flowsPerSecondAfterTrigger}/s from the trigger's first ` +
-        `sighting), accepted → Succeeded p50 ${s.acceptedToSucceededP50Ms} ms, p95 ${s.acceptedToSucceededP95Ms} ms ` +
-        `(of which the feed wait p50 ${s.triggerWaitP50Ms} ms, the orchestration p50 ${s.orchestrationP50Ms} ms); ` +
-        `${s.succeeded}/${s.accepted} Succeeded; the bench read ${s.statusReads} operation URLs ` +
-        `(${s.statusReadsPerFlow} per flow, ${s.statusReadsPerSecond}/s) against ${s.cosmosRequestsPerFlow} Cosmos ` +
-        `requests per flow by the app (${s.taskHubRequestsPerFlow} on the task hub, ${s.taskHubRuPerFlow} RU); ` +
-        `host CPU ${s.hostCores ?? "?"} cores.`,
+        `record), accepted → Succeeded p50 ${s.acceptedToSucceededP50Ms} ms, p95 ${s.acceptedToSucceededP95Ms} ms ` +
+        `(accepted → the trigger's record p50 ${s.acceptedToTriggerP50Ms} ms, its record → Succeeded p50 ` +
+        `${s.orchestrationP50Ms} ms); ${s.succeeded}/${s.accepted} Succeeded; the bench read ${s.statusReads} ` +
+        `operation URLs (${s.statusReadsPerFlow} per flow, ${s.statusReadsPerSecond}/s) against ` +
+        `${s.cosmosRequestsPerFlow} Cosmos requests per flow by the app (${s.taskHubRequestsPerFlow} on the task hub, ` +
+        `${s.taskHubRuPerFlow} RU there).`,
+    );
+  }
+  const g = goal;
+  if (g && g.hostCpuMsPerFlow !== null) {
+    notes.push(
+      `Where the time goes at ${g.size} at once: the dev host used ${g.hostCores} cores and the emulator ` +
+        `${g.emulatorCores} from the first PUT to the last Succeeded; the host spent ${g.hostCpuMsPerFlow} ms of CPU ` +
+        `per flow (its reads by the bench included), so its one event loop allows at most ` +
+        `${g.oneHostCoreFlowsPerSecond} flows/s at that cost; ${config.goalFlowsPerSecond} flows/s needs ≤ ` +
+        `${round1(1000 / config.goalFlowsPerSecond)} ms.`,
     );
   }
   const { every20ms: old, paced, size } = flows.oldPolling;
   notes.push(
     `The old bench's poll (every operation every 20 ms), from outside, ${size} at once: ${old.flowsPerSecond} flows/s ` +
       `with ${old.statusReads} reads (${old.statusReadsPerFlow} per flow, ${old.statusReadsPerSecond}/s), against ` +
-      `${paced.flowsPerSecond} flows/s with ${paced.statusReads} paced reads in the same run: the poll alone ` +
-      `${(old.flowsPerSecond ?? 0) < (paced.flowsPerSecond ?? 0) ? "slowed" : "did not slow"} the flows ` +
-      `${round1((paced.flowsPerSecond ?? 0) / Math.max(0.1, old.flowsPerSecond ?? 0))}×.`,
+      `${paced.flowsPerSecond} flows/s with ${paced.statusReads} paced reads in the same run (host CPU per flow ` +
+      `${old.cpu.hostMsPerFlow ?? "?"} ms against ${paced.cpu.hostMsPerFlow ?? "?"} ms): the 20 ms poll ran the flows at ` +
+      `${round2((old.flowsPerSecond ?? 0) / Math.max(0.1, paced.flowsPerSecond ?? 0))}× the paced rate.`,
   );
   notes.push(
     `HTTP GET through the dev host: p50 ${http.devhostP50Ms} ms vs ${http.bareP50Ms} ms for the same handler on ` +

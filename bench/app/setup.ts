@@ -63,6 +63,8 @@ export const config = {
   stormTimeoutMs: envNumber("BENCH_STORM_TIMEOUT_MS", 180_000),
   /** Quiet time after a storm before the next one, so the summary trigger's tail does not overlap it (ms). */
   settleMs: quick ? 500 : 2_000,
+  /** CPU of the host, emulator and bench processes is sampled this often during a storm (ms). */
+  cpuSampleMs: 250,
   /** How long a host child gets to start and its reactions listener to come up (ms). */
   hostStartTimeoutMs: 60_000,
 };
@@ -176,29 +178,4 @@ async function reactionsListening(host: AppChild): Promise<boolean> {
 /** Kills every host child still running (the bench's last resort on an error). */
 export function killChildren(): void {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-}
-
-const CLOCK_TICKS_PER_SECOND = 100;
-
-/**
- * CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat (Linux; USER_HZ is 100 there);
- * undefined elsewhere.
- */
-export function processCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name (which may hold spaces, so split after its closing parenthesis): utime is
-    // field 14 and stime 15 of the whole line, i.e. the 12th and 13th after it.
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return undefined;
-  }
-}
-
-/** This process's CPU time so far (ms). */
-export function ownCpuMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
 }
