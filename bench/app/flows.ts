@@ -94,7 +94,13 @@ async function learnOutcomes(
     reads++;
     inFlight++;
     try {
-      const res = await call("GET", op.url);
+      // A GET is safe to repeat: once, when the connection was reset (a keep-alive socket the host closed for
+      // idleness just as the read went out on it, which a host stalled by the storm makes likelier). Counted.
+      const res = await call("GET", op.url).catch((e: unknown) => {
+        if (!/ECONNRESET|socket hang up/.test((e as Error).message)) throw e;
+        reads++;
+        return call("GET", op.url);
+      });
       if (res.status !== 200) throw new Error(`GET ${op.url}: ${res.status} ${res.text}`);
       const view = JSON.parse(res.text) as OperationView;
       if (ENDED.has(view.status)) op.ended = view;
