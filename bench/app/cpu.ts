@@ -1,0 +1,90 @@
+/**
+ * CPU time of the processes a storm runs on, sampled while it runs, so the time to the last operation's end can be
+ * told apart from the bench's tail of reads after it.
+ */
+import { readFileSync } from "node:fs";
+import { config, type HostStack } from "./setup.js";
+
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat (Linux; USER_HZ is 100 there);
+ * undefined elsewhere.
+ */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces, so split after its closing parenthesis): utime is
+    // field 14 and stime 15 of the whole line, i.e. the 12th and 13th after it.
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** This process's CPU time so far (ms). */
+export function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+interface CpuSample {
+  at: number;
+  host: number | undefined;
+  emulator: number;
+  bench: number;
+}
+
+/** CPU used by each process over a window (ms; host null where /proc is not there). */
+export interface CpuWindow {
+  windowMs: number;
+  host: number | null;
+  emulator: number;
+  bench: number;
+}
+
+/** Samples every config.cpuSampleMs from start() to stop(). */
+export class CpuSampler {
+  private readonly samples: CpuSample[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private pending: Promise<void> = Promise.resolve();
+
+  constructor(private readonly stack: HostStack) {}
+
+  private async sample(): Promise<void> {
+    const emulator = (await this.stack.emulator.stats()).cpuMs;
+    this.samples.push({
+      at: Date.now(),
+      host: processCpuMs(this.stack.host.child.pid),
+      emulator,
+      bench: ownCpuMs(),
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.sample();
+    this.timer = setInterval(() => {
+      this.pending = this.pending.then(() => this.sample());
+    }, config.cpuSampleMs);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.pending;
+    await this.sample();
+  }
+
+  /** From the first sample to the first one taken at or after `until` (the last sample when none is). */
+  window(until = Number.POSITIVE_INFINITY): CpuWindow {
+    const a = this.samples[0];
+    const b = this.samples.find((s) => s.at >= until) ?? this.samples[this.samples.length - 1];
+    return {
+      windowMs: b.at - a.at,
+      host: a.host === undefined || b.host === undefined ? null : Math.round(b.host - a.host),
+      emulator: Math.round(b.emulator - a.emulator),
+      bench: Math.round(b.bench - a.bench),
+    };
+  }
+}

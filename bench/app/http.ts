@@ -1,0 +1,127 @@
+/**
+ * Phase 1: GET one resource (a real read on the emulator) through the dev host vs the SAME exported handler
+ * (functions/resources.ts getResource) on a bare node:http server that builds the same @azure/functions
+ * HttpRequest. Both servers run in this process (the comparison is of the two servers, not of processes), on an
+ * emulator child; sequential keep-alive requests, interleaved rounds, medians of per-round p50/p99.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type * as Functions from "@azure/functions";
+import { startFromCommandLine } from "../../src/devhost/index.js";
+import { median, percentile, round2 } from "../lib/stats.js";
+import { call, config, HOST_SETTINGS, RESOURCE_BODY, ROOT, startEmulatorChild } from "./setup.js";
+
+// @azure/functions is a CommonJS bundle whose named exports ESM cannot see: the same instance the app loads.
+const { HttpRequest, HttpResponse, InvocationContext } = createRequire(import.meta.url)(
+  "@azure/functions",
+) as typeof Functions;
+type HttpRequest = Functions.HttpRequest;
+type InvocationContext = Functions.InvocationContext;
+type Handler = (req: HttpRequest, ctx: InvocationContext) => Promise<unknown>;
+
+/** The bare baseline: node:http → the same exported handler, with the same @azure/functions request/response. */
+async function bareServer(handler: Handler, route: RegExp): Promise<{ url: string; server: Server }> {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const url = `http://${req.headers.host}${req.url}`;
+      const m = route.exec(new URL(url).pathname);
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
+      const request = new HttpRequest({
+        method: req.method ?? "GET",
+        url,
+        headers,
+        params: { ...(m?.groups ?? {}) },
+        ...(chunks.length ? { body: { bytes: Buffer.concat(chunks) } } : {}),
+      });
+      const out = new HttpResponse((await handler(request, new InvocationContext())) as object);
+      const body = Buffer.from(await out.arrayBuffer());
+      res.writeHead(out.status, Object.fromEntries(out.headers.entries()));
+      res.end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+export interface HttpResult {
+  devhostP50Ms: number;
+  devhostP99Ms: number;
+  bareP50Ms: number;
+  bareP99Ms: number;
+  ratioP50: number;
+  ratioP99: number;
+  goalRatio: number;
+}
+
+export async function httpPhase(scratch: string): Promise<HttpResult> {
+  const { emulator, connectionString } = await startEmulatorChild();
+  Object.assign(process.env, HOST_SETTINGS);
+  const started = await startFromCommandLine({
+    appDir: ROOT,
+    port: 0,
+    cosmos: connectionString,
+    dataDir: join(scratch, "unused"),
+    logSink: () => undefined,
+  });
+  const host = started.host.baseUrl;
+  try {
+    const { getResource } = (await import(
+      pathToFileURL(join(ROOT, "dist", "functions", "resources.js")).href
+    )) as {
+      getResource: Handler;
+    };
+    const bare = await bareServer(
+      getResource,
+      /\/api\/subscriptions\/(?<subscriptionId>[^/]+)\/resources\/(?<resourceName>[^/]+)$/,
+    );
+    try {
+      const path = "/api/subscriptions/bench/resources/r1";
+      const put = await call("PUT", `${host}${path}`, RESOURCE_BODY);
+      if (put.status !== 201) throw new Error(`PUT failed: ${put.status} ${put.text}`);
+      for (let i = 0; i < 50; i++) {
+        await call("GET", `${host}${path}`);
+        await call("GET", `${bare.url}${path}`);
+      }
+      const sample = async (base: string) => {
+        const ms: number[] = [];
+        for (let i = 0; i < config.httpOps; i++) {
+          const res = await call("GET", `${base}${path}`);
+          if (res.status !== 200) throw new Error(`GET ${base}: ${res.status}`);
+          ms.push(res.ms);
+        }
+        return { p50: percentile(ms, 50), p99: percentile(ms, 99) };
+      };
+      const rounds: { devhost: { p50: number; p99: number }; bare: { p50: number; p99: number } }[] = [];
+      for (let r = 0; r < config.httpRounds; r++) {
+        // Alternate which goes first, so drift (GC, load) hits both alike.
+        if (r % 2 === 0) {
+          const devhost = await sample(host);
+          rounds.push({ devhost, bare: await sample(bare.url) });
+        } else {
+          const b = await sample(bare.url);
+          rounds.push({ devhost: await sample(host), bare: b });
+        }
+      }
+      return {
+        devhostP50Ms: round2(median(rounds.map((x) => x.devhost.p50))),
+        devhostP99Ms: round2(median(rounds.map((x) => x.devhost.p99))),
+        bareP50Ms: round2(median(rounds.map((x) => x.bare.p50))),
+        bareP99Ms: round2(median(rounds.map((x) => x.bare.p99))),
+        ratioP50: round2(median(rounds.map((x) => x.devhost.p50 / x.bare.p50))),
+        ratioP99: round2(median(rounds.map((x) => x.devhost.p99 / x.bare.p99))),
+        goalRatio: 1.2,
+      };
+    } finally {
+      bare.server.close();
+    }
+  } finally {
+    await started.stop();
+    await emulator.close();
+  }
+}

@@ -1,0 +1,105 @@
+/** App bench: the method text written into the results, and the notes — each computed from the run's numbers. */
+import { execSync } from "node:child_process";
+import { round1, round2 } from "../lib/stats.js";
+import type { FlowPhase } from "./flow-runs.js";
+import type { HttpResult } from "./http.js";
+import type { PutRun, TriggerRun } from "./put-trigger.js";
+import { config, ROOT } from "./setup.js";
+
+/** `git <args>` in the repository, or "" when git is not there. */
+export function git(args: string): string {
+  try {
+    return execSync(`git ${args}`, {
+      cwd: ROOT,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    return "";
+  }
+}
+
+export const METHOD = {
+  processes:
+    "Every emulator runs in a child process (bench/changefeed.child.ts emulator: in memory, no throughput " +
+    "enforced, the app's containers created beforehand without throughput, as the dev host makes them). Phases " +
+    "2–4 drive dev host children (`cosmos-feed start <app> --no-build --port 0 --cosmos <connection string>`, " +
+    "the compiled app, each with its own emulator child) over HTTP from this process; phase 1 compares two " +
+    "servers in this process.",
+  flows:
+    "Per round and size N (1, 100, 200): N PUTs sent at once (keep-alive sockets ≥ N; each to its own " +
+    "subscription, so the lock refuses none) to a ceiling host whose reactions trigger is disabled " +
+    "(AzureWebJobs.reactToResources.Disabled: the PUTs alone) and to the app, in alternating order. Once every " +
+    "PUT answered, the bench reads the operation URLs they returned at most statusReadsPerSecond in all, " +
+    "round-robin (least recently read first), each at most every statusReadMinIntervalMs, until every operation " +
+    "ended. flows/s = N ÷ (latest operation endTime − first PUT sent); accepted → Succeeded = endTime − startTime " +
+    "per operation (both stamped by the host, same machine clock), so the reading rate changes when the bench " +
+    "learns the outcome, not the figures. N = 1 is sent singleFlowsPerRound times per round. Rates are medians " +
+    "over storms, latencies percentiles pooled over all operations of a size. CPU: /proc/<pid>/stat of the host " +
+    "child, the emulator child's process.cpuUsage, this process's. Cosmos requests and RU: the emulator's meter.",
+  oldPolling:
+    "Diagnostic: the same storm with every operation read in a loop with 20 ms pauses (the old bench's " +
+    "settle()), against the paced reads at the same N, in the same run.",
+};
+
+const metText = (ok: boolean) => (ok ? "met" : "not met");
+
+export function notesFor(
+  http: HttpResult,
+  put: { spreadOver100: PutRun; oneHot: PutRun },
+  trigger: TriggerRun[],
+  flows: FlowPhase,
+): string[] {
+  const notes: string[] = [];
+  const goal = flows.summaries.find((s) => s.size === config.goalAtSize);
+  if (goal) {
+    notes.push(
+      `${goal.size} PUTs at once → every operation Succeeded: ${goal.flowsPerSecond} flows/s (median of ${goal.storms}; ` +
+        `${goal.flowsPerSecondMin}–${goal.flowsPerSecondMax}), goal ≥ ${config.goalFlowsPerSecond}: ` +
+        `${metText(goal.flowsPerSecond >= config.goalFlowsPerSecond)}; the same PUTs alone were answered at ` +
+        `${goal.ceilingPutAnswersPerSecond}/s, so the flows ran at ${goal.flowsOverCeiling}× the HTTP ceiling.`,
+    );
+  }
+  for (const s of flows.summaries) {
+    notes.push(
+      `${s.size} at once: ${s.flowsPerSecond} flows/s (${s.flowsPerSecondAfterTrigger}/s from the trigger's first ` +
+        `record), accepted → Succeeded p50 ${s.acceptedToSucceededP50Ms} ms, p95 ${s.acceptedToSucceededP95Ms} ms ` +
+        `(accepted → the trigger's record p50 ${s.acceptedToTriggerP50Ms} ms, its record → Succeeded p50 ` +
+        `${s.orchestrationP50Ms} ms); ${s.succeeded}/${s.accepted} Succeeded; the bench read ${s.statusReads} ` +
+        `operation URLs (${s.statusReadsPerFlow} per flow, ${s.statusReadsPerSecond}/s) against ` +
+        `${s.cosmosRequestsPerFlow} Cosmos requests per flow by the app (${s.taskHubRequestsPerFlow} on the task hub, ` +
+        `${s.taskHubRuPerFlow} RU there).`,
+    );
+  }
+  const g = goal;
+  if (g && g.hostCpuMsPerFlow !== null) {
+    notes.push(
+      `Where the time goes at ${g.size} at once: the dev host used ${g.hostCores} cores and the emulator ` +
+        `${g.emulatorCores} from the first PUT to the last Succeeded; the host spent ${g.hostCpuMsPerFlow} ms of CPU ` +
+        `per flow (its reads by the bench included), so its one event loop allows at most ` +
+        `${g.oneHostCoreFlowsPerSecond} flows/s at that cost; ${config.goalFlowsPerSecond} flows/s needs ≤ ` +
+        `${round1(1000 / config.goalFlowsPerSecond)} ms.`,
+    );
+  }
+  const { every20ms: old, paced, size } = flows.oldPolling;
+  notes.push(
+    `The old bench's poll (every operation every 20 ms), from outside, ${size} at once: ${old.flowsPerSecond} flows/s ` +
+      `with ${old.statusReads} reads (${old.statusReadsPerFlow} per flow, ${old.statusReadsPerSecond}/s), against ` +
+      `${paced.flowsPerSecond} flows/s with ${paced.statusReads} paced reads in the same run (host CPU per flow ` +
+      `${old.cpu.hostMsPerFlow ?? "?"} ms against ${paced.cpu.hostMsPerFlow ?? "?"} ms): the 20 ms poll ran the flows at ` +
+      `${round2((old.flowsPerSecond ?? 0) / Math.max(0.1, paced.flowsPerSecond ?? 0))}× the paced rate.`,
+  );
+  notes.push(
+    `HTTP GET through the dev host: p50 ${http.devhostP50Ms} ms vs ${http.bareP50Ms} ms for the same handler on ` +
+      `bare node:http (${http.ratioP50}×, goal ≤ ${http.goalRatio}×: ${metText(http.ratioP50 <= http.goalRatio)}); ` +
+      `p99 ${http.ratioP99}×.`,
+    `PUT throughput with ${config.concurrency} clients: ${put.spreadOver100.acceptedPerSecond}/s over 100 ` +
+      `subscriptions vs ${put.oneHot.acceptedPerSecond}/s on one (the lock serializes it: ` +
+      `${Math.round(put.oneHot.contendedShare * 100)} % answered 409).`,
+    ...trigger.map(
+      (t) =>
+        `Write → trigger at feedPollDelay ${t.feedPollDelayMs} ms: p50 ${t.p50Ms} ms (goal ≤ ${t.goalP50Ms} ms: ${metText(t.met)}).`,
+    ),
+  );
+  return notes;
+}
