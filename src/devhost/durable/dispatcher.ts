@@ -104,7 +104,7 @@ export class OrchestrationDispatcher {
   private seq = 0;
   private stopped = false;
   /** Orchestrator invocations and commits made (bench and tests). */
-  readonly counters = { workItems: 0, replays: 0, commits: 0, racesLost: 0, poisoned: 0 };
+  readonly counters = { workItems: 0, loads: 0, replays: 0, commits: 0, racesLost: 0, poisoned: 0 };
 
   constructor(private readonly o: DispatcherOptions) {}
 
@@ -235,6 +235,8 @@ export class OrchestrationDispatcher {
   }
 
   private async load(instanceId: string): Promise<PartitionSnapshot> {
+    this.counters.loads++;
+    if (process.env.DEBUG_LOADS) console.log("LOAD", instanceId, this.cache.has(instanceId), new Error().stack?.split("\n").slice(2, 5).join(" / "));
     let snap = await this.o.store.readPartition(instanceId);
     if (snap.instance?.stage) {
       await this.o.store.resumeStage(snap);
