@@ -153,7 +153,10 @@ export function notesOf(
       `Idle, the hub makes ${s.idle.hubContainer.requestsPerSec} requests/s on its container and ${s.idle.leaseContainer.requestsPerSec}/s on the leases ` +
       `(${s.idle.backgroundPerOrchestration.hubRequests} and ${s.idle.backgroundPerOrchestration.leaseRequests} per orchestration at this pace). ` +
       `In the burst: ${r.burst.cost.hubContainer.ru} RU and ${r.burst.cost.hubContainer.requests} requests per orchestration, ${r.burst.cost.leaseContainer.requests} lease requests. ` +
-      `The observer spent ${s.cost.observerOnHubContainer.requests} requests (${s.cost.observerOnHubContainer.ru} RU) per orchestration, not counted above.`,
+      `The observer spent ${s.cost.observerOnHubContainer.requests} requests (${s.cost.observerOnHubContainer.ru} RU) per orchestration, not counted above` +
+      ("exact" in s.tallyCheck
+        ? `; its tally ${s.tallyCheck.exact ? "matched" : "did NOT match"} the meter in the check with the hub stopped (${s.tallyCheck.tallyRequests} vs ${s.tallyCheck.meterRequests} requests).`
+        : `; the tally check failed: ${s.tallyCheck.error}.`),
   );
   out.push(
     `2. ${r.burst.orchestrations} at once through the HTTP API: the starts were answered at ${r.burst.starts.answeredPerSec}/s (last after ${r.burst.starts.lastAnsweredMs} ms; ${r.burst.starts.accepted} answered 202), ` +
@@ -196,7 +199,7 @@ export const METHOD = {
     "Start → completed: from just before startNew to the return of the status read that saw Completed. Each wait issues waitForChange (≤ 1 s) and a status read together, and awaits the wait only when the read shows the instance still running. commitLatency is to the instance's own lastUpdatedTime instead (the engine's clock at its final episode).",
   bursts:
     "Bursts (2, 6) learn that all are done by listing the instances (id prefix, terminal statuses) every 200 ms; each instance's end is its lastUpdatedTime, so the list's pace does not blur rates. completed/s = N ÷ (last lastUpdatedTime − the moment the burst began). The HTTP starts go through createDurableApiHandler on a node:http server in the bench process, all N on the wire at once (keep-alive, no socket cap); answered/s = N ÷ time of the last 202.",
-  cost: "The emulator's own RU meter (per container and operation kind, every data-plane request) between two snapshots, minus the bench's observation requests, which run in an AsyncLocalStorage context a request plugin on the client tallies (count and x-ms-request-charge). The lease container is never touched by the observer. Idle rates: the hub left alone for idleWindowMs before scenario 1.",
+  cost: "The emulator's own RU meter (per container and operation kind, every data-plane request) between two snapshots, minus the bench's observation requests, which run in an AsyncLocalStorage context a request plugin on the client tallies (count and x-ms-request-charge). The lease container is never touched by the observer. Idle rates: scenario 1's hub left alone for idleWindowMs after its warm-up runs.",
   peer: "src/devhost/durable/testing.ts runOrchestration (the dev host's replay engine in memory, no storage, activities in process), the same generators and activities, one at a time / N at once (Promise.all) / the fan-out / the slow neighbour, in the same process after the hub scenarios.",
   memory:
     "A fresh hub; batches of 100 started at once with startNew, each awaited (list) before the next; process.memoryUsage() after two global.gc() calls after the first `first` orchestrations and every `first` after that; never purged.",

@@ -8,6 +8,7 @@ import { serveClientApi } from "./http-api.js";
 import { type Bench, costReport, costSpan, deadlineIn, latency } from "./measure.js";
 import { awaitAll, awaitInstance, endedAfterMs, type Observation, sumObservations } from "./observe.js";
 import { type BenchHub, config, openHub } from "./setup.js";
+import { asObserver } from "./tally.js";
 import { expectedOutput } from "./workload.js";
 
 const SEQ_INPUT = 1;
@@ -45,16 +46,20 @@ const defined = (xs: (number | undefined)[]) => xs.filter((x): x is number => x 
 /** 1 (and 5): 3-activity orchestrations one at a time; latency, and the cost per orchestration. */
 export async function sequenceScenario(b: Bench) {
   const h = await openHub(b.db, "seq");
+  let stopped = false;
   try {
-    // The hub's background requests (change feed polls, lease renewals) while nothing runs.
+    for (let i = 0; i < config.sequence.warmup; i++) await runOne(h, "seq3", `warm-${i}`, SEQ_INPUT);
+    // The hub's background requests (change feed polls, lease renewals) while nothing runs, once started and warm.
     const idleEnd = await costSpan(b, h);
     await sleep(config.idleWindowMs);
     const idle = await idleEnd();
-    for (let i = 0; i < config.sequence.warmup; i++) await runOne(h, "seq3", `warm-${i}`, SEQ_INPUT);
     const end = await costSpan(b, h);
     const runs = [];
     for (let i = 0; i < config.sequence.runs; i++) runs.push(await runOne(h, "seq3", `seq-${i}`, SEQ_INPUT));
     const span = await end();
+    stopped = true;
+    await h.hub.stop();
+    const check = await tallyCheck(b, h);
     const n = runs.length;
     const perSec = (requests: number, ru: number) => ({
       requestsPerSec: round2(requests / idle.seconds),
@@ -83,9 +88,39 @@ export async function sequenceScenario(b: Bench) {
       },
       problemsLogged: h.counters.problems,
       firstProblems: h.counters.firstProblems,
+      tallyCheck: check,
     };
   } finally {
-    await h.hub.stop();
+    if (!stopped) await h.hub.stop();
+  }
+}
+
+const TALLY_CHECK_READS = 20;
+/** Lets a wait the last observation abandoned finish its last read before the check counts. */
+const TALLY_CHECK_SETTLE_MS = 300;
+
+/**
+ * The observer tally against the emulator's meter with nothing else on the container (the hub is stopped): status
+ * reads and one list as the observer. `exact` says the two agree request for request and RU for RU, which is what
+ * lets the engine's cost be the meter minus the tally.
+ */
+async function tallyCheck(b: Bench, h: BenchHub) {
+  try {
+    await sleep(TALLY_CHECK_SETTLE_MS);
+    const end = await costSpan(b, h);
+    await asObserver(async () => {
+      for (let i = 0; i < TALLY_CHECK_READS; i++) await h.hub.getStatus("seq-0");
+      await h.hub.list({ instanceIdPrefix: "seq-", top: 10 });
+    });
+    const span = await end();
+    // The span's `hub` is the meter minus the tally: zero when they agree.
+    return {
+      meterRequests: span.hub.requests + span.observer.requests,
+      tallyRequests: span.observer.requests,
+      exact: span.hub.requests === 0 && Math.abs(span.hub.ru) < 0.01,
+    };
+  } catch (e) {
+    return { error: String(e) };
   }
 }
 

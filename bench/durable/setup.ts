@@ -52,7 +52,7 @@ export const config = {
     /** The phase stops after this many seconds even short of `total` (the JSON says how far it got). */
     budgetSeconds: n("BENCH_DURABLE_MEMORY_BUDGET_S", 150, 30),
   },
-  /** The hub is left idle this long before scenario 1 to measure its background requests per second. */
+  /** Scenario 1's hub is left idle this long after its warm-up, to measure its background requests per second. */
   idleWindowMs: n("BENCH_DURABLE_IDLE_MS", 5_000, 2_000),
   observe: {
     /** One waitForChange call waits at most this long before the status is read again. */
