@@ -2,10 +2,13 @@
  * Scenario 6: the bench process's memory (the hub, its SDK client, the orchestrators) after `first` and after
  * `total` three-activity orchestrations, run in batches of `batch` started at once, one batch after the other, on a
  * fresh hub. Instances are not purged: a hub whose memory follows the number of instances it has run grows here.
- * Both readings are taken after two full collections (global.gc, when node runs with --expose-gc) so garbage not
- * yet collected does not count.
+ * Each reading waits `settleMs` after the batch (the hub's feed pages and checkpoints of the last commits finish),
+ * then takes `samples` samples `sampleGapMs` apart, each after two full collections (global.gc, when node runs with
+ * --expose-gc), and keeps the median: RSS moves by tens of MB between two such samples on a busy machine (pages
+ * the allocator has not returned yet), which one sample would pass off as growth or as its absence.
  */
-import { round1, round2 } from "../lib/stats.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { median, round1, round2 } from "../lib/stats.js";
 import { type Bench, deadlineIn } from "./measure.js";
 import { awaitAll } from "./observe.js";
 import { config, openHub } from "./setup.js";
@@ -13,16 +16,25 @@ import { config, openHub } from "./setup.js";
 const gc = (globalThis as { gc?: () => void }).gc;
 const MB = 2 ** 20;
 
-function reading(orchestrations: number, seconds: number) {
-  gc?.();
-  gc?.();
-  const m = process.memoryUsage();
+async function reading(orchestrations: number, seconds: number) {
+  const { settleMs, samples, sampleGapMs } = config.memory.reading;
+  await sleep(settleMs);
+  const rss: number[] = [];
+  const heap: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    if (i > 0) await sleep(sampleGapMs);
+    gc?.();
+    gc?.();
+    const m = process.memoryUsage();
+    rss.push(m.rss / MB);
+    heap.push(m.heapUsed / MB);
+  }
   return {
     orchestrations,
     seconds: round1(seconds),
-    rssMb: round1(m.rss / MB),
-    heapUsedMb: round1(m.heapUsed / MB),
-    externalMb: round1(m.external / MB),
+    rssMb: round1(median(rss)),
+    rssSamplesMb: rss.map(round1),
+    heapUsedMb: round1(median(heap)),
   };
 }
 
@@ -31,13 +43,18 @@ export async function memoryScenario(b: Bench) {
   const h = await openHub(b.db, "memory");
   const t0 = performance.now();
   const budgetEnds = t0 + budgetSeconds * 1000;
-  const readings: ReturnType<typeof reading>[] = [];
+  const readings: Awaited<ReturnType<typeof reading>>[] = [];
   let done = 0;
   let notEnded = 0;
   let failed = 0;
-  let elapsedSeconds = 0;
+  /** Time spent running orchestrations (readings excluded). */
+  let runSeconds = 0;
+  const take = async () => {
+    readings.push(await reading(done, (performance.now() - t0) / 1000));
+  };
   try {
     for (let b0 = 0; done < total && performance.now() < budgetEnds; b0++) {
+      const batchStarted = performance.now();
       const size = Math.min(batch, total - done);
       const prefix = `m${b0}-`;
       await Promise.all(
@@ -49,13 +66,12 @@ export async function memoryScenario(b: Bench) {
       notEnded += size - seen.ended.length;
       failed += seen.ended.filter((s) => s.runtimeStatus !== "Completed").length;
       done += size;
+      runSeconds += (performance.now() - batchStarted) / 1000;
       // A reading after `first`, and one every `first` after that (the curve); the last after the final batch.
-      if (done % first === 0 || done >= total) readings.push(reading(done, (performance.now() - t0) / 1000));
+      if (done % first === 0 || done >= total) await take();
       if (notEnded > 0) break; // a stuck hub: more batches would only measure the backlog
     }
-    if (readings.at(-1)?.orchestrations !== done)
-      readings.push(reading(done, (performance.now() - t0) / 1000));
-    elapsedSeconds = (performance.now() - t0) / 1000;
+    if (readings.at(-1)?.orchestrations !== done) await take();
   } finally {
     await h.hub.stop();
   }
@@ -71,7 +87,8 @@ export async function memoryScenario(b: Bench) {
     reachedTotal: done >= total,
     notEnded,
     notCompleted: failed,
-    orchestrationsPerSec: round1(done / elapsedSeconds),
+    /** Batches only: from each batch's starts to its last end seen, readings left out. */
+    orchestrationsPerSec: round1(done / runSeconds),
     atFirst: atFirst ?? null,
     atEnd: last ?? null,
     /** RSS at the end / RSS after the first `first` orchestrations. */

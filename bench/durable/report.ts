@@ -202,5 +202,5 @@ export const METHOD = {
   cost: "The emulator's own RU meter (per container and operation kind, every data-plane request) between two snapshots, minus the bench's observation requests, which run in an AsyncLocalStorage context a request plugin on the client tallies (count and x-ms-request-charge). The lease container is never touched by the observer. Idle rates: scenario 1's hub left alone for idleWindowMs after its warm-up runs.",
   peer: "src/devhost/durable/testing.ts runOrchestration (the dev host's replay engine in memory, no storage, activities in process), the same generators and activities, one at a time / N at once (Promise.all) / the fan-out / the slow neighbour, in the same process after the hub scenarios.",
   memory:
-    "A fresh hub; batches of 100 started at once with startNew, each awaited (list) before the next; process.memoryUsage() after two global.gc() calls after the first `first` orchestrations and every `first` after that; never purged.",
+    "A fresh hub; batches of 100 started at once with startNew, each awaited (list) before the next; never purged. A reading (after the first `first` orchestrations and every `first` after that): 500 ms of quiet, then the median of 3 samples 200 ms apart of process.memoryUsage(), each after two global.gc() calls. The phase stops at `total` or when `budgetSeconds` have passed.",
 };

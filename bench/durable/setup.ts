@@ -50,7 +50,9 @@ export const config = {
     /** Orchestrations started at once, one batch after the other. */
     batch: 100,
     /** The phase stops after this many seconds even short of `total` (the JSON says how far it got). */
-    budgetSeconds: n("BENCH_DURABLE_MEMORY_BUDGET_S", 150, 30),
+    budgetSeconds: n("BENCH_DURABLE_MEMORY_BUDGET_S", 220, 30),
+    /** A reading: after `settleMs` of quiet, the median of `samples` samples `sampleGapMs` apart (memory.ts). */
+    reading: { settleMs: 500, samples: 3, sampleGapMs: 200 },
   },
   /** Scenario 1's hub is left idle this long after its warm-up, to measure its background requests per second. */
   idleWindowMs: n("BENCH_DURABLE_IDLE_MS", 5_000, 2_000),
