@@ -6,6 +6,8 @@ import type { peerScenarios } from "./peer.js";
 import type { burstScenario, fanOutScenario, sequenceScenario, slowNeighbourScenario } from "./scenarios.js";
 import { config, ROOT } from "./setup.js";
 
+const fmt = (n: number) => n.toLocaleString("en-US");
+
 export interface Results {
   sequence: Awaited<ReturnType<typeof sequenceScenario>>;
   burst: Awaited<ReturnType<typeof burstScenario>>;
@@ -67,7 +69,7 @@ export function goalsOf(r: Results): Record<string, Goal> {
         r.burst.completedPerSec >= GOALS.burstCompletedPerSec,
     },
     fanOut: {
-      goal: `fan-out of ${r.fanOut.activities} activities ≤ ${GOALS.fanOutSeconds} s`,
+      goal: `fan-out of ${fmt(r.fanOut.activities)} activities ≤ ${GOALS.fanOutSeconds} s`,
       measured: r.fanOut.seconds,
       met: r.fanOut.correctOutput && le(r.fanOut.seconds, GOALS.fanOutSeconds),
       ...(r.fanOut.completed ? {} : { note: `not completed within ${r.fanOut.timeoutSeconds} s` }),
@@ -88,7 +90,7 @@ export function goalsOf(r: Results): Record<string, Goal> {
       met: le(s.cost.hubContainer.requests, GOALS.requestsPerOrchestration),
     },
     memoryFlat: {
-      goal: `RSS after ${mem.total.toLocaleString("en-US")} orchestrations within ${GOALS.rssGrowthPct} % of RSS after ${mem.first.toLocaleString("en-US")}`,
+      goal: `RSS after ${fmt(mem.total)} orchestrations within ${GOALS.rssGrowthPct} % of RSS after ${fmt(mem.first)}`,
       measured: growthPct,
       // Short of the total (time budget, or a stuck hub), growth already over the limit fails; within it, undecided.
       met:
@@ -96,7 +98,7 @@ export function goalsOf(r: Results): Record<string, Goal> {
       ...(mem.reachedTotal
         ? {}
         : {
-            note: `reached ${mem.reached.toLocaleString("en-US")} of ${mem.total.toLocaleString("en-US")} within the ${mem.budgetSeconds} s budget${mem.notEnded ? ` (${mem.notEnded} did not end)` : ""}`,
+            note: `reached ${fmt(mem.reached)} of ${fmt(mem.total)} within the ${mem.budgetSeconds} s budget${mem.notEnded ? ` (${mem.notEnded} did not end)` : ""}`,
           }),
     },
   };
@@ -165,8 +167,8 @@ export function notesOf(
   );
   out.push(
     r.fanOut.completed
-      ? `3. fan-out of ${r.fanOut.activities}: ${r.fanOut.seconds} s start → completed (${r.fanOut.cost.hubContainer.requests} requests, ${r.fanOut.cost.hubContainer.ru} RU, ${r.fanOut.cost.orchestratorInvocationsPerOrchestration} replays); in memory ${p.fanOut.seconds} s (${p.fanOut.episodes} episodes) → ×${d.fanOut}.`
-      : `3. fan-out of ${r.fanOut.activities}: NOT completed within ${r.fanOut.timeoutSeconds} s (last status ${r.fanOut.lastStatus}; ${r.fanOut.problemsLogged} warnings logged); in memory ${p.fanOut.seconds} s.`,
+      ? `3. fan-out of ${fmt(r.fanOut.activities)}: ${r.fanOut.seconds} s start → completed (${fmt(r.fanOut.cost.hubContainer.requests)} requests, ${fmt(r.fanOut.cost.hubContainer.ru)} RU, ${r.fanOut.cost.orchestratorInvocationsPerOrchestration} replays); in memory ${p.fanOut.seconds} s (${p.fanOut.episodes} episodes) → ×${d.fanOut}.`
+      : `3. fan-out of ${fmt(r.fanOut.activities)}: NOT completed within ${r.fanOut.timeoutSeconds} s (last status ${r.fanOut.lastStatus}; ${r.fanOut.problemsLogged} warnings logged); in memory ${p.fanOut.seconds} s.`,
   );
   const sn = r.slowNeighbour;
   out.push(
@@ -175,11 +177,9 @@ export function notesOf(
   );
   const m = r.memory;
   out.push(
-    `6. memory: RSS ${m.atFirst?.rssMb ?? "n/a"} MB after ${m.atFirst?.orchestrations ?? "n/a"} orchestrations, ${m.atEnd?.rssMb ?? "n/a"} MB after ${m.reached} ` +
+    `6. memory: RSS ${m.atFirst?.rssMb ?? "n/a"} MB after ${m.atFirst ? fmt(m.atFirst.orchestrations) : "n/a"} orchestrations, ${m.atEnd?.rssMb ?? "n/a"} MB after ${fmt(m.reached)} ` +
       `(×${m.rssRatio ?? "n/a"}; heap ${m.atFirst?.heapUsedMb ?? "n/a"} → ${m.atEnd?.heapUsedMb ?? "n/a"} MB, ×${m.heapRatio ?? "n/a"}) at ${m.orchestrationsPerSec} orchestrations/s` +
-      (m.reachedTotal
-        ? "."
-        : `; the ${m.budgetSeconds} s budget ended the phase short of ${m.total.toLocaleString("en-US")}.`) +
+      (m.reachedTotal ? "." : `; the ${m.budgetSeconds} s budget ended the phase short of ${fmt(m.total)}.`) +
       (m.gcExposed ? "" : " global.gc was not exposed: readings include uncollected garbage."),
   );
   out.push(
