@@ -15,6 +15,9 @@
  *                 the emulator's own meter minus the bench's observation requests (measured in 1, and over 2)
  *   6. memory   — RSS after 1,000 and after 10,000 orchestrations (batches of 100), after global.gc
  *
+ * Exits 1 when an orchestration did not complete or returned a wrong output, or the observer tally disagreed with
+ * the meter (`functionalProblems`): speed is judged in `goals`, never by the exit code.
+ *
  * Knobs (environment): BENCH_DURABLE_SEQ_RUNS, BENCH_DURABLE_WARMUP, BENCH_DURABLE_BURST, BENCH_DURABLE_FANOUT,
  * BENCH_DURABLE_SLOW_ROUNDS, BENCH_DURABLE_MEMORY_FIRST, BENCH_DURABLE_MEMORY_TOTAL, BENCH_DURABLE_MEMORY_BUDGET_S,
  * BENCH_DURABLE_IDLE_MS, BENCH_DURABLE_TIMEOUT_S, BENCH_DURABLE_LABEL (recorded: what build this run measures);
@@ -27,7 +30,16 @@ import os from "node:os";
 import { readDurableHubSettings } from "../src/devhost/durable/settings.js";
 import { memoryScenario } from "./durable/memory.js";
 import { peerScenarios } from "./durable/peer.js";
-import { durabilityCost, GOALS, git, goalsOf, METHOD, notesOf, type Results } from "./durable/report.js";
+import {
+  durabilityCost,
+  functionalProblems,
+  GOALS,
+  git,
+  goalsOf,
+  METHOD,
+  notesOf,
+  type Results,
+} from "./durable/report.js";
 import {
   burstScenario,
   fanOutScenario,
@@ -113,6 +125,8 @@ async function main(): Promise<void> {
         durationSeconds: Math.round((performance.now() - began) / 1000),
         method: METHOD,
       },
+      /** Orchestrations that did not complete or were wrong, a tally that disagreed: the bench exits 1. */
+      functionalProblems: functionalProblems(results),
       goals,
       goalLimits: GOALS,
       durabilityCost: durabilityCost(results),
@@ -130,6 +144,10 @@ async function main(): Promise<void> {
     } else {
       writeFileSync(RESULTS_FILE, `${JSON.stringify(output, null, 2)}\n`);
       console.log(`\nwrote ${RESULTS_FILE} in ${output.config.durationSeconds} s`);
+    }
+    if (output.functionalProblems.length > 0) {
+      console.error(`FUNCTIONAL PROBLEMS:\n${output.functionalProblems.map((p) => `  ${p}`).join("\n")}`);
+      process.exitCode = 1;
     }
   } finally {
     client.dispose();

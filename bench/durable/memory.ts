@@ -47,6 +47,7 @@ export async function memoryScenario(b: Bench) {
   let done = 0;
   let notEnded = 0;
   let failed = 0;
+  let nextReading = first;
   /** Time spent running orchestrations (readings excluded). */
   let runSeconds = 0;
   const take = async () => {
@@ -68,7 +69,10 @@ export async function memoryScenario(b: Bench) {
       done += size;
       runSeconds += (performance.now() - batchStarted) / 1000;
       // A reading after `first`, and one every `first` after that (the curve); the last after the final batch.
-      if (done % first === 0 || done >= total) await take();
+      if (done >= nextReading || done >= total) {
+        await take();
+        nextReading += first;
+      }
       if (notEnded > 0) break; // a stuck hub: more batches would only measure the backlog
     }
     if (readings.at(-1)?.orchestrations !== done) await take();

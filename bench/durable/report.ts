@@ -104,6 +104,30 @@ export function goalsOf(r: Results): Record<string, Goal> {
   };
 }
 
+/**
+ * What went wrong functionally (not a speed): orchestrations that did not complete or returned a wrong output, a
+ * tally that disagreed with the meter. The bench exits 1 when there is any, so a CI smoke run (--quick) catches a
+ * broken hub without judging this machine's speed.
+ */
+export function functionalProblems(r: Results): string[] {
+  const out: string[] = [];
+  const check = (what: string, n: number) => {
+    if (n > 0) out.push(`${what}: ${n}`);
+  };
+  check("scenario 1: not completed", r.sequence.notCompleted);
+  check("scenario 1: wrong outputs", r.sequence.wrongOutputs);
+  check("scenario 2: not completed correctly", r.burst.orchestrations - r.burst.completedCorrectly);
+  check("scenario 3: fan-out not completed correctly", r.fanOut.correctOutput ? 0 : 1);
+  check("scenario 4: not completed", r.slowNeighbour.notCompleted);
+  check("scenario 4: wrong outputs", r.slowNeighbour.wrongOutputs);
+  check("scenario 6: not ended", r.memory.notEnded);
+  check("scenario 6: not Completed", r.memory.notCompleted);
+  check("peer: wrong outputs", r.peer.wrongOutputs);
+  if (!("exact" in r.sequence.tallyCheck) || !r.sequence.tallyCheck.exact)
+    out.push(`observer tally vs meter: ${JSON.stringify(r.sequence.tallyCheck)}`);
+  return out;
+}
+
 /** hub ÷ peer (or peer ÷ hub for rates): what durability costs, per scenario. */
 export function durabilityCost(r: Results) {
   return {
