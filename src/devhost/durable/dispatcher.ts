@@ -122,7 +122,10 @@ export class OrchestrationDispatcher {
     const cached = this.cache.get(instanceId);
     if (!cached) return;
     // The feed brings this host's own commits too, often an older one than the cache holds: not a change.
-    if (etag !== undefined && (cached.instance?._etag === etag || this.written.get(instanceId)?.includes(etag)))
+    if (
+      etag !== undefined &&
+      (cached.instance?._etag === etag || this.written.get(instanceId)?.includes(etag))
+    )
       return;
     this.cache.delete(instanceId);
   }
@@ -147,13 +150,16 @@ export class OrchestrationDispatcher {
     instanceId: string,
     input: { message?: MessageDoc; local?: LocalEvent; signal?: AbortSignal } = {},
   ): Promise<void> {
+    if (input.message && !input.local && this.consumed.has(`${input.message.pk}/${input.message.id}`)) {
+      // The feed's copy of a message this host already consumed (read before its deletion): nothing to do.
+      return Promise.resolve();
+    }
     let slot = this.slots.get(instanceId);
     if (!slot) {
       slot = { messages: new Map(), local: new Map(), signals: [], done: [], running: false };
       this.slots.set(instanceId, slot);
     }
-    if (input.message && !this.consumed.has(`${input.message.pk}/${input.message.id}`))
-      slot.messages.set(input.message.id, input.message);
+    if (input.message) slot.messages.set(input.message.id, input.message);
     if (input.local) slot.local.set(input.local.message.key, input.local);
     if (input.signal) slot.signals.push(input.signal);
     const s = slot;
@@ -236,7 +242,6 @@ export class OrchestrationDispatcher {
 
   private async load(instanceId: string): Promise<PartitionSnapshot> {
     this.counters.loads++;
-    if (process.env.DEBUG_LOADS) console.log("LOAD", instanceId, this.cache.has(instanceId), new Error().stack?.split("\n").slice(2, 5).join(" / "));
     let snap = await this.o.store.readPartition(instanceId);
     if (snap.instance?.stage) {
       await this.o.store.resumeStage(snap);
@@ -275,7 +280,7 @@ export class OrchestrationDispatcher {
       }
       try {
         const outcome = await this.round(instanceId, pendingFed, pendingLocal, signals);
-        if (outcome === "idle") return;
+        if (outcome === "idle" || outcome === "done") return;
         if (outcome === "lost") {
           this.counters.racesLost++;
           if (++races > MAX_RACES) throw new Error(`lost ${races} commit races in a row`);
@@ -307,7 +312,7 @@ export class OrchestrationDispatcher {
     fed: MessageDoc[],
     local: LocalEvent[],
     signals: AbortSignal[],
-  ): Promise<"idle" | "lost" | "committed"> {
+  ): Promise<"idle" | "lost" | "committed" | "done"> {
     const snap = this.cache.get(instanceId) ?? (await this.load(instanceId));
     const pk = this.o.store.pk(instanceId);
     for (const m of fed) {
@@ -376,7 +381,7 @@ export class OrchestrationDispatcher {
     result: WorkItemResult,
     deletes: string[],
     settledLocal: LocalEvent[],
-  ): Promise<"lost" | "committed"> {
+  ): Promise<"lost" | "committed" | "done"> {
     const hub = this.o.hub;
     const pk = this.o.store.pk(instanceId);
     const next = result.state;
@@ -495,7 +500,8 @@ export class OrchestrationDispatcher {
       terminal,
     });
     void before;
-    return "committed";
+    // Nothing left pending (the usual case): no second round, and for an ended instance no read of what it left.
+    return nextSnap.messages.length > 0 ? "committed" : "done";
   }
 
   /**
