@@ -6,7 +6,7 @@
  */
 import { createRequire } from "node:module";
 import type { Container, Database } from "@azure/cosmos";
-import { InvocationContext } from "@azure/functions";
+import type * as AzureFunctions from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../src/devhost/durable/hub.js";
 import type {
@@ -15,14 +15,20 @@ import type {
   OrchestrationTriggerInput,
 } from "../../src/devhost/durable/types.js";
 import type { Clock } from "../../src/shared/changefeed/clock.js";
+import { uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
 import { WAIT_MS } from "../support/until.js";
 
 export type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 
+// By require: @azure/functions is CommonJS whose exports plain Node ESM cannot name (the kill test's child runs
+// this file outside vitest).
 const require = createRequire(import.meta.url);
+const { InvocationContext } = require("@azure/functions") as typeof AzureFunctions;
 const { createOrchestrator } = require("durable-functions/lib/src/util/testingUtils.js") as {
-  createOrchestrator: (f: Gen) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
+  createOrchestrator: (
+    f: Gen,
+  ) => (trigger: unknown, ctx: AzureFunctions.InvocationContext) => Promise<unknown>;
 };
 
 /**
@@ -105,6 +111,25 @@ export async function hubContainers(
 ): Promise<{ container: Container; leaseContainer: Container }> {
   const { monitored, leases } = await processorContainers(db, ranges);
   return { container: monitored, leaseContainer: leases };
+}
+
+/**
+ * A task hub container without provisioned throughput (one range; the emulator never throttles it, as the dev
+ * host's own containers) and its lease container: for tests about crashes, not request rates.
+ */
+export async function unthrottledHubContainers(
+  db: Database,
+): Promise<{ container: Container; leaseContainer: Container }> {
+  const { container } = await db.containers.create({
+    id: uniqueName("hub"),
+    partitionKey: { paths: ["/pk"], version: 2 },
+  });
+  const { container: leaseContainer } = await db.containers.create({
+    id: uniqueName("hub-leases"),
+    partitionKey: { paths: ["/id"] },
+    defaultTtl: -1,
+  });
+  return { container, leaseContainer };
 }
 
 export const isFinished = (s: InstanceStatus) =>
