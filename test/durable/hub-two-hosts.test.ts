@@ -236,7 +236,9 @@ describe("task hub: two hosts", () => {
       // All 100 first steps run on A (it owns both leases) …
       await until("A to run the first step of all 100 orchestrations", async () =>
         firstSteps.entered >= ids.length ? true : undefined,
-      );
+      ).catch((e: Error) => {
+        throw new Error(`${e.message} (${firstSteps.entered} started)`);
+      });
       // … when B joins: one of A's two leases moves to B while they are in flight.
       await b.start();
       await until("each host to own one lease", async () =>
