@@ -1,0 +1,232 @@
+/**
+ * Issue 20, kill -9: a task hub host in a child process (hub-child.ts) is killed with SIGKILL in the middle of a
+ * 1,000-activity fan-out and of a 30-generation continue-as-new chain — with results of both recorded, activities
+ * of both running, episodes in flight — and a restarted host completes both with the right outputs: the fan-out's
+ * sum with every task completed once in its history, the chain's generation count and sum. The emulator runs in
+ * this process; the test reads and starts instances through a hub it never starts (client operations only).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Database } from "@azure/cosmos";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { until, WAIT_MS } from "../support/until.js";
+import type { ChainInput, HubChildConfig } from "./hub-child.js";
+import {
+  countOf,
+  createHub,
+  duplicateCompletions,
+  historyOf,
+  isFinished,
+  type ShownEvent,
+  unthrottledHubContainers,
+  waitForStatus,
+} from "./hub-harness.js";
+
+const FAN = 1_000;
+const GENERATIONS = 30;
+/** Where the first host is held (and killed): after this many fan-out activities started, at this generation. */
+const HOLD_FAN_AFTER = 400;
+const HOLD_CHAIN_AT = 12;
+
+const script = fileURLToPath(new URL("./hub-child.ts", import.meta.url));
+const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
+
+let t: TestEmulator;
+let db: Database;
+let dir: string;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  db = (await t.client.databases.create({ id: uniqueName("durable-kill") })).database;
+  dir = mkdtempSync(join(tmpdir(), "hub-kill-"));
+});
+
+afterAll(async () => {
+  for (const c of children) c.kill("SIGKILL");
+  await t?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Child {
+  proc: ChildProcess;
+  exited: Promise<void>;
+  stderr(): string;
+}
+
+async function startChild(config: HubChildConfig): Promise<Child> {
+  const proc = spawn(process.execPath, ["--import", "tsx", script, JSON.stringify(config)], {
+    cwd: projectRoot,
+    stdio: ["ignore", "ignore", "pipe", "ipc"],
+  });
+  children.push(proc);
+  let err = "";
+  proc.stderr?.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`hub child not ready after ${WAIT_MS} ms:\n${err}`)),
+      WAIT_MS,
+    );
+    proc.once("message", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`hub child exited (${code}) before it was ready:\n${err}`));
+    });
+  });
+  return { proc, exited, stderr: () => err };
+}
+
+/** The activity lines the children wrote so far. */
+function activityLog(file: string): { a: string; i?: number; g?: number }[] {
+  let text = "";
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return [];
+  }
+  return text
+    .split("\n")
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l) as { a: string; i?: number; g?: number });
+}
+
+describe("task hub: kill -9", () => {
+  it("a host killed in the middle of a 1,000-activity fan-out and a continue-as-new chain; a restarted host completes both", async () => {
+    const { container, leaseContainer } = await unthrottledHubContainers(db);
+    const logFile = join(dir, "activities.jsonl");
+    const base: HubChildConfig = {
+      endpoint: t.emulator.endpoint,
+      key: t.emulator.key,
+      databaseId: db.id,
+      containerId: container.id,
+      leaseId: leaseContainer.id,
+      hubName: "KillHub",
+      instanceName: "first",
+      logFile,
+    };
+    // Client operations from this process (a hub that is never started dispatches nothing).
+    const client = createHub({
+      container,
+      leaseContainer,
+      hubName: "KillHub",
+      orchestrators: {},
+      activities: {},
+    });
+
+    // A slot for every activity: the 600 held fan-out activities must not keep the chain from its next step.
+    const first = await startChild({
+      ...base,
+      holdFanAfter: HOLD_FAN_AFTER,
+      holdChainAt: HOLD_CHAIN_AT,
+      maxConcurrentActivities: FAN,
+    });
+    const chainStart: ChainInput = { generation: 1, last: GENERATIONS, total: 0 };
+    await client.startNew("chain", { instanceId: "chain-1", input: JSON.stringify(chainStart) });
+    await client.startNew("fanOut", { instanceId: "fan-1", input: String(FAN) });
+    // Both run until their hold point: then the host has results of both recorded and activities of both running.
+    const progress = () => {
+      const lines = activityLog(logFile);
+      const steps = lines.flatMap((l) => (l.a === "step" ? [l.g] : []));
+      return `chain steps run: ${steps.join(",")}; fan-out activities started: ${lines.filter((l) => l.a === "double").length}; host stderr (tail): ${first.stderr().slice(-1500)}`;
+    };
+    await until(`the chain to reach generation ${HOLD_CHAIN_AT}`, async () =>
+      activityLog(logFile).some((l) => l.a === "step" && l.g === HOLD_CHAIN_AT) ? true : undefined,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message} (${progress()})`);
+    });
+    await until(`${HOLD_FAN_AFTER} fan-out activities to start`, async () =>
+      activityLog(logFile).filter((l) => l.a === "double").length > HOLD_FAN_AFTER ? true : undefined,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message} (${progress()})`);
+    });
+    first.proc.kill("SIGKILL");
+    await first.exited;
+    // Both were in the middle: neither finished.
+    expect((await client.getStatus("chain-1"))?.runtimeStatus).toBe("Running");
+    expect((await client.getStatus("fan-1"))?.runtimeStatus).toBe("Running");
+
+    const second = await startChild({ ...base, instanceName: "second" });
+    const fan = await waitForStatus(client, "fan-1", isFinished);
+    expect(fan, second.stderr()).toMatchObject({ runtimeStatus: "Completed", output: (FAN - 1) * FAN });
+    const chain = await waitForStatus(client, "chain-1", isFinished);
+    expect(chain, second.stderr()).toMatchObject({
+      runtimeStatus: "Completed",
+      output: { generations: GENERATIONS, total: (GENERATIONS * (GENERATIONS + 1)) / 2 },
+    });
+
+    // One execution's worth of history each: every fan-out task scheduled and completed once.
+    const fanHistory = await historyOf(client, "fan-1");
+    expect(countOf(fanHistory, "TaskScheduled")).toBe(FAN);
+    expect(countOf(fanHistory, "TaskCompleted")).toBe(FAN);
+    expect(duplicateCompletions(fanHistory)).toEqual([]);
+    const chainHistory = await historyOf(client, "chain-1");
+    expect(countOf(chainHistory, "TaskScheduled")).toBe(1);
+    expect(countOf(chainHistory, "TaskCompleted")).toBe(1);
+    // Every generation's step ran (at least once: a step in flight at the kill runs again).
+    const steps = new Set(activityLog(logFile).flatMap((l) => (l.a === "step" ? [l.g] : [])));
+    expect(steps.size).toBe(GENERATIONS);
+    second.proc.kill("SIGTERM");
+    await second.exited;
+  });
+
+  it("a host killed in the middle of committing a 1,000-activity fan-out leaves nothing undecided visible; a restarted host completes it", async () => {
+    const { container, leaseContainer } = await unthrottledHubContainers(db);
+    const logFile = join(dir, "commit.jsonl");
+    const base: HubChildConfig = {
+      endpoint: t.emulator.endpoint,
+      key: t.emulator.key,
+      databaseId: db.id,
+      containerId: container.id,
+      leaseId: leaseContainer.id,
+      hubName: "KillHub",
+      instanceName: "first",
+      logFile,
+    };
+    const client = createHub({
+      container,
+      leaseContainer,
+      hubName: "KillHub",
+      orchestrators: {},
+      activities: {},
+    });
+    const first = await startChild({ ...base, holdBatchesOf: "fan-2" });
+    await client.startNew("fanOut", { instanceId: "fan-2", input: String(FAN) });
+    // The episode scheduling 1,000 activities is too large for one batch: its first batch is written, the rest held.
+    await until("the host to be held in the middle of the commit", async () =>
+      activityLog(logFile).some((l) => l.a === "held-batch") ? true : undefined,
+    );
+    first.proc.kill("SIGKILL");
+    await first.exited;
+    // An episode not decided yet is not visible: while the instance has not started running, no task is scheduled.
+    const between = await client.getStatus("fan-2", { showHistory: true });
+    if (between?.runtimeStatus === "Pending") {
+      expect(countOf((between.historyEvents ?? []) as ShownEvent[], "TaskScheduled")).toBe(0);
+    }
+
+    const second = await startChild({ ...base, instanceName: "second" });
+    const fan = await waitForStatus(client, "fan-2", isFinished);
+    expect(fan, second.stderr()).toMatchObject({ runtimeStatus: "Completed", output: (FAN - 1) * FAN });
+    const history = await historyOf(client, "fan-2");
+    expect(countOf(history, "TaskScheduled")).toBe(FAN);
+    expect(countOf(history, "TaskCompleted")).toBe(FAN);
+    expect(duplicateCompletions(history)).toEqual([]);
+    // Nothing ran on the killed host (its commit was not decided); the restarted one ran each activity once.
+    const runs = new Map<number, number>();
+    for (const l of activityLog(logFile))
+      if (l.a === "double") runs.set(l.i ?? -1, (runs.get(l.i ?? -1) ?? 0) + 1);
+    expect(runs.size).toBe(FAN);
+    expect([...runs].filter(([, n]) => n !== 1)).toEqual([]);
+    second.proc.kill("SIGTERM");
+    await second.exited;
+  });
+});
