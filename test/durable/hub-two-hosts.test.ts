@@ -213,15 +213,17 @@ describe("task hub: two hosts", () => {
         },
       };
     };
-    const log: string[] = [];
+    const logOf: Record<string, string[]> = {};
     const host = (name: string) => {
+      const own: string[] = [];
+      logOf[name] = own;
       const hub = createHub({
         ...through(t.newClient(), containers),
         hubName,
         instanceName: name,
         orchestrators,
         activities: activitiesOn(name),
-        log,
+        log: own,
         options: { maxConcurrentActivities: 100 },
       });
       hubs.push(hub);
@@ -244,12 +246,18 @@ describe("task hub: two hosts", () => {
       await until("each host to own one lease", async () =>
         (await owners(containers.leaseContainer, hubName)).join() === "A,B" ? true : undefined,
       );
+      // A learns at its next renewal that the lease moved; from then on it hands that range's results to B.
+      await until("A to notice the lease it lost", async () =>
+        logOf.A?.some((l) => l.includes(" lost (")) ? true : undefined,
+      );
     } finally {
       firstSteps.open();
     }
 
     for (const [i, id] of ids.entries()) {
-      expect(await waitForStatus(i % 2 ? a : b, id, isFinished, log)).toMatchObject({
+      expect(
+        await waitForStatus(i % 2 ? a : b, id, isFinished, [...(logOf.A ?? []), ...(logOf.B ?? [])]),
+      ).toMatchObject({
         runtimeStatus: "Completed",
         output: i * 8,
       });

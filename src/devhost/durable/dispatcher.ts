@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
+import { BulkOperationType } from "@azure/cosmos";
 import type { Clock } from "../../shared/changefeed/clock.js";
 import { historyChunks } from "./commit-plan.js";
 import {
   type ActivityDoc,
   activityId,
+  asJson,
   historyId,
   type InstanceDoc,
   instanceDocOf,
@@ -79,7 +81,6 @@ export interface DispatcherOptions {
 interface Slot {
   messages: Map<string, MessageDoc>;
   local: Map<string, LocalEvent>;
-  signals: AbortSignal[];
   done: { resolve: () => void; reject: (e: unknown) => void }[];
   running: boolean;
 }
@@ -88,6 +89,8 @@ interface Slot {
 const CACHED_INSTANCES = 5_000;
 /** Message ids consumed here lately: a feed page read before their deletion does not bring them back. */
 const CONSUMED_REMEMBERED = 20_000;
+/** Instances whose lease signal a host keeps. */
+const OWNERS_REMEMBERED = 50_000;
 /** Etags of its own commits a host recognises per instance. */
 const WRITTEN_REMEMBERED = 8;
 /** Lost commit races one work item re-reads and redoes before it counts as a failed attempt. */
@@ -97,6 +100,8 @@ export class OrchestrationDispatcher {
   private readonly slots = new Map<string, Slot>();
   private readonly cache = new Map<string, PartitionSnapshot>();
   private readonly consumed = new Set<string>();
+  /** The lease signal under which the feed last brought each instance here (see own). */
+  private readonly owners = new Map<string, AbortSignal>();
   /** The last etags this host wrote per cached instance (the feed echoes them back). */
   private readonly written = new Map<string, string[]>();
   private active = 0;
@@ -115,6 +120,23 @@ export class OrchestrationDispatcher {
   /** Seeds the cache with a snapshot this host just wrote (a start), so the first work item reads nothing. */
   prime(instanceId: string, snapshot: PartitionSnapshot): void {
     this.remember(instanceId, snapshot);
+  }
+
+  /**
+   * The change feed delivered documents of this instance under a lease whose signal this is: while it holds, this
+   * host may commit the instance's work; once it fires (the lease moved, expired or the processor stopped), this
+   * host stops committing for the instance and hands the results it holds to the store as messages, for the
+   * lease's new owner. An instance the feed has not brought here yet (just started on this host) is not gated:
+   * its commits' If-Match decides.
+   */
+  own(instanceId: string, signal: AbortSignal): void {
+    this.owners.delete(instanceId);
+    this.owners.set(instanceId, signal);
+    if (this.owners.size > OWNERS_REMEMBERED) this.owners.delete(this.owners.keys().next().value as string);
+  }
+
+  private leaseLost(instanceId: string): boolean {
+    return this.owners.get(instanceId)?.aborted === true;
   }
 
   /** Forgets an instance's snapshot (another host changed it, it was purged). */
@@ -150,18 +172,18 @@ export class OrchestrationDispatcher {
     instanceId: string,
     input: { message?: MessageDoc; local?: LocalEvent; signal?: AbortSignal } = {},
   ): Promise<void> {
+    if (input.signal) this.own(instanceId, input.signal);
     if (input.message && !input.local && this.consumed.has(`${input.message.pk}/${input.message.id}`)) {
       // The feed's copy of a message this host already consumed (read before its deletion): nothing to do.
       return Promise.resolve();
     }
     let slot = this.slots.get(instanceId);
     if (!slot) {
-      slot = { messages: new Map(), local: new Map(), signals: [], done: [], running: false };
+      slot = { messages: new Map(), local: new Map(), done: [], running: false };
       this.slots.set(instanceId, slot);
     }
     if (input.message) slot.messages.set(input.message.id, input.message);
     if (input.local) slot.local.set(input.local.message.key, input.local);
-    if (input.signal) slot.signals.push(input.signal);
     const s = slot;
     const promise = new Promise<void>((resolve, reject) => s.done.push({ resolve, reject }));
     if (!slot.running) void this.drive(instanceId, slot);
@@ -175,13 +197,12 @@ export class OrchestrationDispatcher {
         const done = slot.done.splice(0);
         const messages = [...slot.messages.values()];
         const local = [...slot.local.values()];
-        const signals = slot.signals.splice(0);
         slot.messages.clear();
         slot.local.clear();
         await this.acquire();
         try {
           if (this.stopped) throw new Error("The durable task hub is stopping.");
-          await this.workItem(instanceId, messages, local, signals);
+          await this.workItem(instanceId, messages, local);
           for (const d of done) d.resolve();
         } catch (e) {
           for (const d of done) d.reject(e);
@@ -215,6 +236,7 @@ export class OrchestrationDispatcher {
     if (snap.instance && isTerminal(snap.instance.status) && snap.messages.length === 0) {
       // An ended instance needs nothing more from this host: nothing of it is kept.
       this.written.delete(instanceId);
+      this.owners.delete(instanceId);
       return;
     }
     const etag = snap.instance?._etag;
@@ -261,25 +283,20 @@ export class OrchestrationDispatcher {
     });
   }
 
-  private async workItem(
-    instanceId: string,
-    fed: MessageDoc[],
-    local: LocalEvent[],
-    signals: AbortSignal[],
-  ): Promise<void> {
+  private async workItem(instanceId: string, fed: MessageDoc[], local: LocalEvent[]): Promise<void> {
     this.counters.workItems++;
     let failures = 0;
     let races = 0;
     let pendingLocal = local;
     let pendingFed = fed;
     for (;;) {
-      if (signals.length > 0 && signals.every((s) => s.aborted) && pendingLocal.length === 0) {
-        // Every page that asked for this lost its lease: the new owner runs it.
+      if (this.leaseLost(instanceId) && pendingLocal.length === 0) {
+        // The lease moved: the new owner runs it.
         this.cache.delete(instanceId);
         return;
       }
       try {
-        const outcome = await this.round(instanceId, pendingFed, pendingLocal, signals);
+        const outcome = await this.round(instanceId, pendingFed, pendingLocal);
         if (outcome === "idle" || outcome === "done") return;
         if (outcome === "lost") {
           this.counters.racesLost++;
@@ -311,7 +328,6 @@ export class OrchestrationDispatcher {
     instanceId: string,
     fed: MessageDoc[],
     local: LocalEvent[],
-    signals: AbortSignal[],
   ): Promise<"idle" | "lost" | "committed" | "done"> {
     const snap = this.cache.get(instanceId) ?? (await this.load(instanceId));
     const pk = this.o.store.pk(instanceId);
@@ -325,6 +341,10 @@ export class OrchestrationDispatcher {
     const live = local.filter((l) => snap.ids.has(l.sourceId));
     const settledEarly = local.filter((l) => !snap.ids.has(l.sourceId));
     if (settledEarly.length > 0) this.o.committed(this.emptyWork(instanceId, snap, settledEarly));
+    if (this.leaseLost(instanceId)) {
+      await this.handOff(instanceId, live);
+      return "idle";
+    }
     const byKey = new Map<string, { doc?: MessageDoc; local?: LocalEvent }>();
     for (const m of snap.messages) byKey.set(m.message.key, { doc: m });
     for (const l of live) if (!byKey.has(l.message.key)) byKey.set(l.message.key, { local: l });
@@ -342,8 +362,8 @@ export class OrchestrationDispatcher {
       this.remember(instanceId, snap);
       return "idle";
     }
-    if (signals.length > 0 && signals.every((s) => s.aborted) && live.length === 0) {
-      this.cache.delete(instanceId);
+    if (this.leaseLost(instanceId)) {
+      await this.handOff(instanceId, live);
       return "idle";
     }
     const consumed = result.consumed.map((k) => byKey.get(k)).filter((v) => v !== undefined);
@@ -359,6 +379,46 @@ export class OrchestrationDispatcher {
       deletes,
       consumed.flatMap((v) => (v.local ? [v.local] : [])),
     );
+  }
+
+  /**
+   * Results this host holds for an instance whose lease moved: each stored as a message (its key makes it
+   * idempotent) in one batch with the deletion of its activity or timer document, so the new owner applies it
+   * once; a result whose document is gone was recorded already.
+   */
+  private async handOff(instanceId: string, local: LocalEvent[]): Promise<void> {
+    this.cache.delete(instanceId);
+    const pk = this.o.store.pk(instanceId);
+    for (const l of local) {
+      const doc = this.newMessageDoc(l.message);
+      const r = await this.o.store.batch(pk, [
+        { operationType: BulkOperationType.Create, resourceBody: asJson(doc) },
+        { operationType: BulkOperationType.Delete, id: l.sourceId },
+      ]);
+      if (!r.ok && r.status === 409) await this.o.store.deleteIds(pk, [l.sourceId]);
+      else if (!r.ok && r.status !== 404) throw new Error(`handing a result over failed with ${r.status}`);
+      this.o.log(
+        "debug",
+        `Instance '${instanceId}': its lease moved; ${l.message.key} handed over as a message.`,
+      );
+    }
+    if (local.length > 0)
+      this.o.committed(
+        this.emptyWork(
+          instanceId,
+          {
+            history: [],
+            messages: [],
+            activities: [],
+            timers: [],
+            outbox: [],
+            stages: [],
+            staleHistory: [],
+            ids: new Set(),
+          },
+          local,
+        ),
+      );
   }
 
   private emptyWork(instanceId: string, snap: PartitionSnapshot, settled: LocalEvent[]): CommittedWork {

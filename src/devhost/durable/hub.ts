@@ -180,6 +180,13 @@ export class CosmosTaskHub implements TaskHubClient {
     this.processor.on("error", (e: unknown) =>
       this.log("warning", `Durable task hub dispatch: ${String(e)}`),
     );
+    this.processor.on("acquired", (token) => this.log("debug", `Dispatch lease ${token} acquired.`));
+    this.processor.on("lost", (token, reason) =>
+      this.log(
+        "information",
+        `Dispatch lease ${token} lost (${reason}): its instances' work goes to the new owner.`,
+      ),
+    );
     await this.processor.start();
     const scan = new AbortController();
     this.scanLoop = scan;
@@ -234,6 +241,8 @@ export class CosmosTaskHub implements TaskHubClient {
     const work: Promise<void>[] = [];
     for (const doc of docs) {
       if (doc.hub !== this.hubName) continue;
+      // This host may commit for the instance while this page's lease holds (dispatcher.own).
+      this.dispatcher.own(doc.pk.slice(this.hubName.length + 1), context.signal);
       if (doc.kind === "message") {
         work.push(this.dispatcher.schedule(doc.instanceId, { message: doc, signal: context.signal }));
       } else if (doc.kind === "instance") {
