@@ -105,7 +105,10 @@ export class CosmosTaskHub implements TaskHubClient {
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly background = new Set<Promise<unknown>>();
   private scanLoop: AbortController | undefined;
-  private stopped = false;
+  /** Until start(), a hub is a client only: it writes, another host runs the work. */
+  private stopped = true;
+  /** Set by stop() and abandon(): waiting clients return. */
+  private closed = false;
 
   constructor(options: CosmosTaskHubOptions) {
     this.o = options;
@@ -162,6 +165,7 @@ export class CosmosTaskHub implements TaskHubClient {
   /** Starts dispatch: the change feed processor (from the beginning of the feed) and the pending-work scan. */
   async start(): Promise<void> {
     this.stopped = false;
+    this.closed = false;
     const o = this.o;
     this.processor = createChangeFeedProcessor<AnyDoc>(
       {
@@ -207,6 +211,7 @@ export class CosmosTaskHub implements TaskHubClient {
   /** Stops dispatch: running activities hand their results on, the processor hands its leases off. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.closed = true;
     this.scanLoop?.abort();
     this.timers.stop();
     await this.activities.stop();
@@ -218,6 +223,7 @@ export class CosmosTaskHub implements TaskHubClient {
   /** Stops without handing anything off (a crash, for tests). */
   async abandon(): Promise<void> {
     this.stopped = true;
+    this.closed = true;
     this.scanLoop?.abort();
     this.timers.stop();
     this.dispatcher.stop();
@@ -624,7 +630,7 @@ export class CosmosTaskHub implements TaskHubClient {
     const before = (await this.readInstance(instanceId))?._etag;
     const poll = this.o.waitPollMs ?? TaskHubDefaults.waitPollMs;
     const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline && !signal?.aborted && !this.stopped) {
+    while (Date.now() < deadline && !signal?.aborted && !this.closed) {
       const woken = new AbortController();
       const wake = () => woken.abort();
       const set = this.waiters.get(instanceId) ?? new Set<() => void>();

@@ -35,6 +35,38 @@ export interface PendingWork {
   staged: InstanceDoc[];
 }
 
+/** Bulk requests retried after 429 (the SDK retries point operations itself, a bulk request's it reports). */
+const BULK_THROTTLE_RETRIES = 20;
+
+/**
+ * Runs bulk operations, retrying those refused with 429 (and a whole request refused with it) after the wait
+ * Cosmos DB asks for; returns the other results.
+ */
+async function bulkWithRetry(container: Container, ops: OperationInput[]): Promise<{ statusCode: number }[]> {
+  const done: { statusCode: number }[] = [];
+  let pending = ops;
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    let wait = 0;
+    try {
+      const results = await container.items.bulk(pending);
+      const again: OperationInput[] = [];
+      results.forEach((r, i) => {
+        if (r.statusCode === 429 && attempt < BULK_THROTTLE_RETRIES) {
+          again.push(pending[i] as OperationInput);
+          wait = Math.max(wait, 100 * 2 ** Math.min(attempt, 4));
+        } else done.push(r);
+      });
+      pending = again;
+    } catch (e) {
+      const throttled = statusOf(e) === 429 || /Request rate is large/.test(String((e as Error)?.message));
+      if (!throttled || attempt >= BULK_THROTTLE_RETRIES) throw e;
+      wait = (e as { retryAfterInMs?: number }).retryAfterInMs ?? 100 * 2 ** Math.min(attempt, 4);
+    }
+    if (pending.length > 0) await new Promise((r) => setTimeout(r, Math.min(wait, 5_000)));
+  }
+  return done;
+}
+
 export class HubStore {
   constructor(
     readonly container: Container,
@@ -154,7 +186,7 @@ export class HubStore {
             partitionKey: pk,
           }) as OperationInput,
       );
-      const results = await this.container.items.bulk(ops);
+      const results = await bulkWithRetry(this.container, ops);
       const failed = results.find((r) => r.statusCode >= 400);
       if (failed) throw new Error(`Durable task hub: writing documents failed with ${failed.statusCode}.`);
     }
@@ -167,7 +199,7 @@ export class HubStore {
       const ops = ids
         .slice(i, i + DURABLE_LIMITS.batchOperations)
         .map((id) => ({ operationType: BulkOperationType.Delete, id, partitionKey: pk }) as OperationInput);
-      const results = await this.container.items.bulk(ops);
+      const results = await bulkWithRetry(this.container, ops);
       const failed = results.find((r) => r.statusCode >= 400 && r.statusCode !== 404);
       if (failed) throw new Error(`Durable task hub: deleting documents failed with ${failed.statusCode}.`);
     }
