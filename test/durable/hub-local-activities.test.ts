@@ -113,13 +113,12 @@ describe("activities started by the host that committed the episode", () => {
       },
       log,
     );
-    const { instanceId } = await hub.startNew("steps", { instanceId: "local-1", input: "3" });
-    // The processor is not started yet: the first episode runs here, and its activity can only start locally.
-    await hub.processInstance(instanceId);
-    expect([...runs.values()]).toEqual([1]);
     await hub.start();
+    const { instanceId } = await hub.startNew("steps", { instanceId: "local-1", input: "3" });
+    // The first episode runs here at once (its commit claims the activity), and the activity starts here.
+    await until("the first activity to start here", () => (runs.size === 1 ? true : undefined));
     try {
-      // The feed (from the beginning) delivers the held activity's work item: it joins the running one.
+      // The feed delivers the held activity's work item: it is left to the running one.
       await until("the feed's page meeting the running activity", () =>
         log.some((l) => l.includes("runs here already")) ? true : undefined,
       );
@@ -147,9 +146,12 @@ describe("activities started by the host that committed the episode", () => {
       runsOnSecond.set(key, (runsOnSecond.get(key) ?? 0) + 1);
       return { result: JSON.stringify((JSON.parse(item.input ?? "0") as number) * 2) };
     });
+    await first.start();
     const { instanceId } = await first.startNew("steps", { instanceId: "local-2", input: "5" });
-    await first.processInstance(instanceId); // commits the first episode, starts its activity here
-    expect(startedOnFirst).toHaveLength(1);
+    // The first episode commits here and starts its activity here.
+    await until("the first activity to start on the first host", () =>
+      startedOnFirst.length === 1 ? true : undefined,
+    );
     await first.abandon(); // a crash: nothing handed off, nothing recorded
     await second.start();
     try {

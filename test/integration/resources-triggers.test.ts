@@ -118,8 +118,10 @@ describe("reactions trigger", () => {
     const { resource: op } = await ops.item(opId, sub).read<OperationDocument & { _etag: string }>();
     expect(op?.observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: batch[0]._etag });
     await reactToResources(batch, durable.context()); // redelivery
+    // The provisioning orchestration it started may have moved the operation on since (its status), but the
+    // redelivery did not record `observed` again: the same record, with its first time.
     const { resource: again } = await ops.item(opId, sub).read<OperationDocument & { _etag: string }>();
-    expect(again?._etag).toBe(op?._etag);
+    expect(again?.observed).toEqual(op?.observed);
   });
 
   it("starts the provisioning orchestration once per operation; it ends Succeeded, and a failure ends Failed", async () => {

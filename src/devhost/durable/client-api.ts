@@ -197,7 +197,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
       if (s && TERMINAL.has(s.runtimeStatus)) return statusResponse(c, instanceId);
       const left = deadline - now();
       if (left <= 0 || c.req.signal?.aborted) return checkStatusResponse(c, instanceId);
-      await c.hub.waitForChange(instanceId, left, c.req.signal);
+      await c.hub.waitForChange(instanceId, left, c.req.signal, s?.lastUpdatedTime);
     }
   };
 

@@ -15,6 +15,7 @@ import {
   outboxId,
   type PartitionSnapshot,
   partitionKeyOf,
+  startAsMessage,
   stateOf,
   type TimerDoc,
   timerId,
@@ -368,7 +369,7 @@ export class OrchestrationDispatcher {
     }
     const consumed = result.consumed.map((k) => byKey.get(k)).filter((v) => v !== undefined);
     const deletes = [
-      ...consumed.flatMap((v) => (v.doc ? [v.doc.id] : [])),
+      ...consumed.flatMap((v) => (v.doc && !v.doc.virtual ? [v.doc.id] : [])),
       ...consumed.flatMap((v) => (v.local ? [v.local.sourceId] : [])),
     ];
     return this.commitResult(
@@ -503,11 +504,16 @@ export class OrchestrationDispatcher {
         canceledTimers.push(id);
         if (snap.ids.has(id) && !deletes.includes(id)) deletes.push(id);
       } else if (w.message.instanceId === instanceId) {
-        created.messages.push(this.newMessageDoc(w.message));
+        // A new execution's start (continue-as-new) rides on the instance document: no document of its own.
+        if (w.message.start && body && !body.start) body.start = w.message;
+        else created.messages.push(this.newMessageDoc(w.message));
       } else {
         created.outbox.push({ id: outboxId(w.message.key), pk, kind: "outbox", hub, message: w.message });
       }
     }
+    // A waiting start this work item did not apply stays with the instance.
+    const waiting = snap.instance?.start;
+    if (body && waiting && !result.consumed.includes(waiting.key)) body.start ??= waiting;
     upserts.push(...created.activities, ...created.timers, ...created.messages, ...created.outbox);
     const terminal = next !== undefined && isTerminal(next.status);
     if (terminal) {
@@ -537,7 +543,11 @@ export class OrchestrationDispatcher {
     const nextSnap: PartitionSnapshot = {
       ...(instance ? { instance } : {}),
       history,
-      messages: [...snap.messages.filter((m) => !gone.has(m.id)), ...created.messages],
+      messages: [
+        ...(instance?.start ? [startAsMessage(instance, instance.start)] : []),
+        ...snap.messages.filter((m) => !m.virtual && !gone.has(m.id)),
+        ...created.messages,
+      ],
       activities: [...snap.activities.filter((d) => !gone.has(d.id)), ...created.activities],
       timers: [...snap.timers.filter((d) => !gone.has(d.id)), ...created.timers],
       outbox: [],
@@ -577,7 +587,9 @@ export class OrchestrationDispatcher {
     try {
       const snap = await this.load(instanceId);
       const pk = this.o.store.pk(instanceId);
-      const pending = [...snap.messages, ...snap.activities, ...snap.timers].map((d) => d.id);
+      const pending = [...snap.messages.filter((m) => !m.virtual), ...snap.activities, ...snap.timers].map(
+        (d) => d.id,
+      );
       const inst = snap.instance;
       if (!inst || isTerminal(inst.status)) {
         await this.o.store.deleteIds(pk, pending);

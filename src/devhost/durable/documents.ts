@@ -27,6 +27,12 @@ export interface InstanceDoc extends Doc, Omit<OrchestrationState, "history"> {
   /** History chunks of the current execution: `history-<executionId>-<0 … historyChunks-1>`. */
   historyChunks: number;
   stage?: StageMarker;
+  /**
+   * The start of a new execution waiting for its work item: written with the instance by a client's start or
+   * restart, or by the commit of a continue-as-new, instead of a message document of its own (one write less
+   * each way). Cleared by the commit that applies it.
+   */
+  start?: InstanceMessage;
 }
 export interface HistoryDoc extends Doc {
   kind: "history";
@@ -40,6 +46,8 @@ export interface MessageDoc extends Doc {
   /** Arrival order (a host-local timestamp + counter); ties by id. */
   seq: number;
   message: InstanceMessage;
+  /** Not a document: the instance's `start`, shown as a message (nothing to delete when it is consumed). */
+  virtual?: true;
 }
 export interface ActivityDoc extends Doc {
   kind: "activity";
@@ -99,6 +107,7 @@ export function stateOf(inst: InstanceDoc, history: HistoryEvent[]): Orchestrati
     hub: _hub,
     historyChunks: _c,
     stage: _s,
+    start: _start,
     _etag,
     _ts,
     ...rest
@@ -170,7 +179,25 @@ export function snapshotOf(docs: AnyDoc[]): PartitionSnapshot {
     else if (d.kind === "outbox") snap.outbox.push(d);
     else if (d.kind === "stage") snap.stages.push(d);
   }
+  if (instance?.start) snap.messages.push(startAsMessage(instance, instance.start));
   snap.history = chunks.sort((a, b) => a.chunk - b.chunk).flatMap((c) => c.events);
   snap.messages.sort((a, b) => a.seq - b.seq || a.id.localeCompare(b.id));
   return snap;
+}
+
+/** An instance's waiting start as the message its work item applies (first: it precedes everything else). */
+export function startAsMessage(
+  instance: Pick<InstanceDoc, "pk" | "hub" | "instanceId">,
+  start: InstanceMessage,
+): MessageDoc {
+  return {
+    id: messageId(start.key),
+    pk: instance.pk,
+    kind: "message",
+    hub: instance.hub,
+    instanceId: instance.instanceId,
+    seq: 0,
+    message: start,
+    virtual: true,
+  };
 }

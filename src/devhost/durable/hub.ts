@@ -14,6 +14,7 @@ import {
   type InstanceDoc,
   type MessageDoc,
   type OutboxDoc,
+  snapshotOf,
   type TimerDoc,
 } from "./documents.js";
 import { applyMessages, isTerminal } from "./engine.js";
@@ -80,6 +81,8 @@ export interface CosmosTaskHubOptions {
 }
 
 const d = DURABLE_HUB_SETTINGS;
+/** Instances whose newest lastUpdatedTime a host remembers for waiting clients. */
+const LAST_UPDATED_REMEMBERED = 10_000;
 export const TaskHubDefaults = {
   feedPollDelayMs: d.feedPollDelayMs.default,
   timerScanIntervalMs: d.timerScanIntervalMs.default,
@@ -103,6 +106,8 @@ export class CosmosTaskHub implements TaskHubClient {
   private readonly timers: TimerService;
   private processor: ChangeFeedProcessor<AnyDoc> | undefined;
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** The newest lastUpdatedTime this host committed or saw per instance (waitForChange's `since`). */
+  private readonly lastUpdated = new Map<string, string>();
   private readonly background = new Set<Promise<unknown>>();
   private scanLoop: AbortController | undefined;
   /** Until start(), a hub is a client only: it writes, another host runs the work. */
@@ -174,6 +179,8 @@ export class CosmosTaskHub implements TaskHubClient {
         leaseContainerPrefix: `durable.${this.hubName}.`,
         startFromBeginning: true,
         feedPollDelay: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
+        // The feed is the backstop (a host runs what it writes at once): read it in fuller, fewer pages.
+        minReadInterval: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
         ...(o.instanceName ? { instanceName: o.instanceName } : {}),
         ...(o.leaseAcquireIntervalMs ? { leaseAcquireInterval: o.leaseAcquireIntervalMs } : {}),
         ...(o.leaseExpirationIntervalMs ? { leaseExpirationInterval: o.leaseExpirationIntervalMs } : {}),
@@ -252,10 +259,11 @@ export class CosmosTaskHub implements TaskHubClient {
       if (doc.kind === "message") {
         work.push(this.dispatcher.schedule(doc.instanceId, { message: doc, signal: context.signal }));
       } else if (doc.kind === "instance") {
-        if (doc.stage) work.push(this.dispatcher.schedule(doc.instanceId, { signal: context.signal }));
+        if (doc.stage || doc.start)
+          work.push(this.dispatcher.schedule(doc.instanceId, { signal: context.signal }));
         else {
           this.dispatcher.forget(doc.instanceId, doc._etag);
-          this.notify(doc.instanceId);
+          this.notify(doc.instanceId, doc.lastUpdatedTime);
         }
       } else if (doc.kind === "activity") {
         this.detach(
@@ -281,7 +289,7 @@ export class CosmosTaskHub implements TaskHubClient {
     for (const id of w.canceledTimers) this.timers.cancel(this.store.pk(w.instanceId), id);
     if (w.terminal) this.timers.cancelPartition(this.store.pk(w.instanceId));
     for (const o of w.outbox) this.detach(`Delivering ${o.id}`, this.deliver(o));
-    if (w.instance) this.notify(w.instanceId);
+    if (w.instance) this.notify(w.instanceId, w.instance.lastUpdatedTime);
   }
 
   private activityCompleted(doc: ActivityDoc, event: HistoryEvent): void {
@@ -358,7 +366,16 @@ export class CosmosTaskHub implements TaskHubClient {
 
   // ---- client ----------------------------------------------------------------------------------------------
 
-  private notify(instanceId: string) {
+  /** Wakes the instance's waiters; `lastUpdatedTime` is the newest this host knows of it. */
+  private notify(instanceId: string, lastUpdatedTime?: string) {
+    const known = this.lastUpdated.get(instanceId);
+    // ISO 8601 times of one format compare as strings; the feed may bring an older copy than a commit here.
+    if (lastUpdatedTime !== undefined && (known === undefined || lastUpdatedTime > known)) {
+      this.lastUpdated.delete(instanceId);
+      this.lastUpdated.set(instanceId, lastUpdatedTime);
+      if (this.lastUpdated.size > LAST_UPDATED_REMEMBERED)
+        this.lastUpdated.delete(this.lastUpdated.keys().next().value as string);
+    }
     for (const w of this.waiters.get(instanceId) ?? []) w();
   }
 
@@ -389,16 +406,15 @@ export class CosmosTaskHub implements TaskHubClient {
       engine: {},
       historyChunks: 0,
     };
-    const start = this.dispatcher.newMessageDoc({
+    // The start rides on the instance document (one write); its work item applies it and clears it.
+    pending.start = {
       key: `start-${executionId}`,
       instanceId,
       event: { EventType: HistoryEventType.ExecutionStarted, EventId: -1, IsPlayed: false, Timestamp: at },
       start: { name, input: options.input ?? null, executionId },
-    });
-    const startOp = { operationType: BulkOperationType.Create, resourceBody: asJson(start) } as const;
+    };
     let r = await this.store.batch(pk, [
       { operationType: BulkOperationType.Create, resourceBody: asJson(pending) },
-      startOp,
     ]);
     const created = r.ok;
     if (!r.ok && r.status === 409) {
@@ -419,7 +435,6 @@ export class CosmosTaskHub implements TaskHubClient {
               resourceBody: asJson(pending),
               ifMatch: current._etag ?? "",
             },
-            startOp,
           ])
         : r;
     }
@@ -431,21 +446,10 @@ export class CosmosTaskHub implements TaskHubClient {
       );
     }
     if (!this.stopped) {
-      if (created) {
-        // What this host just wrote is the instance: its first work item reads nothing.
-        this.dispatcher.prime(instanceId, {
-          instance: { ...pending, _etag: r.etag },
-          history: [],
-          messages: [start],
-          activities: [],
-          timers: [],
-          outbox: [],
-          stages: [],
-          staleHistory: [],
-          ids: new Set([start.id]),
-        });
-      } else this.dispatcher.forget(instanceId);
-      this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId, { message: start }));
+      // What this host just wrote is the instance (a new one has nothing else): its first work item reads nothing.
+      if (created) this.dispatcher.prime(instanceId, snapshotOf([{ ...pending, _etag: r.etag }]));
+      else this.dispatcher.forget(instanceId);
+      this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId));
     }
     this.notify(instanceId);
     return { instanceId };
@@ -623,28 +627,32 @@ export class CosmosTaskHub implements TaskHubClient {
   }
 
   /**
-   * Resolves when the instance's document changes or `timeoutMs` passes: woken at once by this host's commits and
-   * by the feed, and otherwise reading it every DURABLE_WAIT_POLL_MS (another host's progress). Leaves nothing behind.
+   * Resolves when the instance may have changed (TaskHubClient.waitForChange): at once when this host knows a newer
+   * `lastUpdatedTime` than `since`, on this host's commits and the feed's copies of the instance, else after
+   * DURABLE_WAIT_POLL_MS (another host's progress) or the timeout. Reads nothing; leaves nothing behind.
    */
-  async waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    const before = (await this.readInstance(instanceId))?._etag;
+  async waitForChange(
+    instanceId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+    since?: string,
+  ): Promise<void> {
+    const known = this.lastUpdated.get(instanceId);
+    if (since !== undefined && known !== undefined && known > since) return;
+    if (signal?.aborted || this.closed) return;
     const poll = this.o.waitPollMs ?? TaskHubDefaults.waitPollMs;
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline && !signal?.aborted && !this.closed) {
-      const woken = new AbortController();
-      const wake = () => woken.abort();
-      const set = this.waiters.get(instanceId) ?? new Set<() => void>();
-      this.waiters.set(instanceId, set);
-      set.add(wake);
-      signal?.addEventListener("abort", wake, { once: true });
-      try {
-        await systemClock.sleep(Math.min(poll, Math.max(0, deadline - Date.now())), woken.signal);
-      } finally {
-        set.delete(wake);
-        if (set.size === 0) this.waiters.delete(instanceId);
-        signal?.removeEventListener("abort", wake);
-      }
-      if ((await this.readInstance(instanceId))?._etag !== before) return;
+    const woken = new AbortController();
+    const wake = () => woken.abort();
+    const set = this.waiters.get(instanceId) ?? new Set<() => void>();
+    this.waiters.set(instanceId, set);
+    set.add(wake);
+    signal?.addEventListener("abort", wake, { once: true });
+    try {
+      await systemClock.sleep(Math.min(poll, Math.max(0, timeoutMs)), woken.signal);
+    } finally {
+      set.delete(wake);
+      if (set.size === 0) this.waiters.delete(instanceId);
+      signal?.removeEventListener("abort", wake);
     }
   }
 

@@ -14,7 +14,7 @@ export const DURABLE_HUB_SETTINGS = {
     min: 10,
     max: 60_000,
     description:
-      "Wait after a read of the task hub's change feed found nothing. A host runs the work it writes at once, so this only bounds how soon another host's writes are seen.",
+      "Wait after a read of the task hub's change feed found nothing, and the shortest time between two reads of it. A host runs the work it writes at once, so this only bounds how soon another host's writes are seen.",
   },
   timerScanIntervalMs: {
     setting: "DURABLE_TIMER_SCAN_INTERVAL_MS",

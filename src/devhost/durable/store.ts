@@ -222,18 +222,21 @@ export class HubStore {
     }
   }
 
-  /** Work another host may have left: due timers, unclaimed or expired activities, outbox and stages. */
+  /** Work another host may have left: due timers, unclaimed or expired activities, outbox, stages, starts. */
   async scanPending(now: number, horizon: number): Promise<PendingWork> {
     const { resources } = await this.container.items
       .query<AnyDoc>({
         query:
           "SELECT * FROM c WHERE c.hub = @hub AND ((c.kind = 'timer' AND (NOT IS_DEFINED(c.fireAtMs) OR c.fireAtMs <= @horizon)) OR " +
           "(c.kind = 'activity' AND (NOT IS_DEFINED(c.lockedUntil) OR c.lockedUntil < @now)) OR " +
-          "c.kind = 'outbox' OR (c.kind = 'instance' AND IS_DEFINED(c.stage)))",
+          "c.kind = 'outbox' OR (c.kind = 'instance' AND (IS_DEFINED(c.stage) OR " +
+          "(IS_DEFINED(c.start.key) AND c._ts < @settled))))",
         parameters: [
           { name: "@hub", value: this.hub },
           { name: "@horizon", value: horizon },
           { name: "@now", value: now },
+          // A start written a minute ago and not applied yet (its feed page was checkpointed before a crash).
+          { name: "@settled", value: Math.floor(Date.now() / 1000) - 60 },
         ],
       })
       .fetchAll();

@@ -226,7 +226,12 @@ export interface TaskHubClient {
   purge(instanceId: string): Promise<number>;
   purgeMany(filter: InstanceFilter): Promise<number>;
   /** Resolves when the instance's status document changes or `timeoutMs` passes. */
-  waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves when the instance may have changed: at once when it is known to differ from `since` (the
+   * `lastUpdatedTime` the caller last read), when the hub commits or sees a change of it, at the hub's next poll
+   * tick, or after `timeoutMs`. The caller reads the status again.
+   */
+  waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal, since?: string): Promise<void>;
 }
 
 export interface InstanceFilter {

@@ -98,6 +98,12 @@ export interface ChangeFeedProcessorOptions {
   /** See ChangeFeedDefaults.leaseSafetyMargin (ms). */
   leaseSafetyMargin?: number;
   feedPollDelay?: number;
+  /**
+   * Shortest time between the starts of two reads of one lease's feed (ms); 0 (the default) reads again as soon
+   * as a page is handled. For a consumer that learns of most changes another way and reads the feed as a backstop
+   * (the dev host's durable task hub): changes are then read in fewer, fuller pages.
+   */
+  minReadInterval?: number;
   /** See ChangeFeedDefaults.maxCheckpointDelay (ms); 0 writes a checkpoint per batch. */
   maxCheckpointDelay?: number;
   /**
@@ -134,6 +140,7 @@ export interface ResolvedOptions {
   leaseExpirationInterval: number;
   leaseSafetyMargin: number;
   feedPollDelay: number;
+  minReadInterval: number;
   maxCheckpointDelay: number;
   leaseWatchInterval: number;
   maxItemsPerInvocation: number | undefined;
@@ -185,6 +192,10 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     ChangeFeedDefaults.leaseExpirationInterval,
   );
   const poll = positiveMs("feedPollDelay", o.feedPollDelay, ChangeFeedDefaults.feedPollDelay);
+  const minRead = o.minReadInterval ?? 0;
+  if (!Number.isFinite(minRead) || minRead < 0) {
+    throw new InvalidProcessorOptionsError(`minReadInterval must be 0 or more milliseconds; got ${minRead}.`);
+  }
   if (renew >= expiration) {
     throw new InvalidProcessorOptionsError(
       `leaseRenewInterval (${renew} ms) must be shorter than leaseExpirationInterval (${expiration} ms), or leases expire while owned.`,
@@ -264,6 +275,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     leaseExpirationInterval: expiration,
     leaseSafetyMargin: margin,
     feedPollDelay: poll,
+    minReadInterval: minRead,
     maxCheckpointDelay: checkpointDelay,
     leaseWatchInterval: watch,
     maxItemsPerInvocation: max,

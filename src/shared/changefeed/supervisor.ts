@@ -170,6 +170,7 @@ export class LeaseSupervisor<T> {
       errorPolicy: o.options.errorPolicy,
       startPosition: o.startPosition,
       feedPollDelay: o.options.feedPollDelay,
+      minReadInterval: o.options.minReadInterval,
       maxItemCount: o.options.maxItemsPerInvocation,
       maxCheckpointDelay: o.options.maxCheckpointDelay,
       allVersions: o.options.allVersions,

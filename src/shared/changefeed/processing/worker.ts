@@ -72,6 +72,8 @@ export interface PartitionWorkerOptions<T> {
   startPosition: StartPosition;
   /** Wait after a read that found nothing new (ms). */
   feedPollDelay: number;
+  /** Shortest time between the starts of two reads (ms); see ChangeFeedProcessorOptions.minReadInterval. */
+  minReadInterval?: number;
   maxItemCount: number | undefined;
   /** Longest a handled batch's checkpoint waits while the next pages keep coming (ms); see ChangeFeedDefaults. */
   maxCheckpointDelay?: number;
@@ -138,7 +140,14 @@ export class PartitionWorker<T> {
     // A read never rejects here: its outcome is looked at after the batch before it is handled.
     // The wake-up generation when the last read was issued: a wake after it means that read may miss a write.
     let generation = 0;
-    const read = (): Promise<ReadOutcome<T>> => {
+    const minInterval = this.o.minReadInterval ?? 0;
+    let lastRead = Number.NEGATIVE_INFINITY;
+    const read = async (): Promise<ReadOutcome<T>> => {
+      if (minInterval > 0) {
+        const wait = lastRead + minInterval - this.clock.monotonicNow();
+        if (wait > 0) await this.clock.sleep(wait, signal);
+        lastRead = this.clock.monotonicNow();
+      }
       generation = this.o.wakeup?.current ?? 0;
       return reader.next().then(
         (page) => ({ page }),
