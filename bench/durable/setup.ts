@@ -4,12 +4,14 @@
  * `start`/`stop` only, with the dev host's settings (readDurableHubSettings, as runtime.ts passes them), so the
  * bench runs unchanged on any hub that keeps that API.
  */
+
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Container, CosmosClient, type CosmosClientOptions, type Database } from "@azure/cosmos";
 import type * as Functions from "@azure/functions";
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../src/devhost/durable/hub.js";
+import { taskHubContainerRequest } from "../../src/devhost/durable/runtime.js";
 import { type DurableHubSettings, readDurableHubSettings } from "../../src/devhost/durable/settings.js";
 import type { MeterSnapshot } from "../../src/emulator/ru/meter.js";
 import { EmulatorProcess } from "../lib/emulator-process.js";
@@ -111,11 +113,11 @@ export interface BenchHub {
 const PROBLEMS_KEPT = 5;
 
 /**
- * A fresh task hub on fresh containers (created as runtime.ts creates them: `/pk`, and `/id` with TTL for the
- * leases; no throughput), started. Each scenario has its own, so one scenario's leftovers cannot slow the next.
+ * A fresh task hub on fresh containers (created as runtime.ts creates them: the hub's own definition — `/pk`, only
+ * the queried paths indexed — and `/id` with TTL for the leases; no throughput), started. Each scenario has its own, so one scenario's leftovers cannot slow the next.
  */
 export async function openHub(db: Database, name: string): Promise<BenchHub> {
-  const { container } = await db.containers.create({ id: name, partitionKey: { paths: ["/pk"] } });
+  const { container } = await db.containers.create(taskHubContainerRequest(name));
   const { container: leases } = await db.containers.create({
     id: `${name}-leases`,
     partitionKey: { paths: ["/id"] },

@@ -1,38 +1,23 @@
 import { randomUUID } from "node:crypto";
 import { BulkOperationType } from "@azure/cosmos";
 import type { Clock } from "../../shared/changefeed/clock.js";
-import { historyChunks } from "./commit-plan.js";
 import {
   type ActivityDoc,
-  activityId,
   asJson,
-  historyId,
   type InstanceDoc,
-  instanceDocOf,
   type MessageDoc,
   messageId,
   type OutboxDoc,
-  outboxId,
   type PartitionSnapshot,
   partitionKeyOf,
-  startAsMessage,
   stateOf,
   type TimerDoc,
-  timerId,
-  type WorkDoc,
 } from "./documents.js";
 import { isTerminal } from "./engine.js";
+import { poisonEnding } from "./poison.js";
 import type { HubStore } from "./store.js";
-import {
-  type ApplyMessages,
-  type FailureDetails,
-  type HistoryEvent,
-  HistoryEventType,
-  type InstanceMessage,
-  type OrchestrationState,
-  type OrchestratorInvoker,
-  type WorkItemResult,
-} from "./types.js";
+import type { ApplyMessages, InstanceMessage, OrchestratorInvoker, WorkItemResult } from "./types.js";
+import { planWorkItem, snapshotAfter } from "./work-item-plan.js";
 
 /**
  * Orchestration work items (docs/durable-design.md, "Dispatch"): per instance, ALL its pending messages and the
@@ -375,7 +360,6 @@ export class OrchestrationDispatcher {
     return this.commitResult(
       instanceId,
       snap,
-      state,
       result,
       deletes,
       consumed.flatMap((v) => (v.local ? [v.local] : [])),
@@ -438,97 +422,29 @@ export class OrchestrationDispatcher {
   private async commitResult(
     instanceId: string,
     snap: PartitionSnapshot,
-    before: OrchestrationState | undefined,
     result: WorkItemResult,
     deletes: string[],
     settledLocal: LocalEvent[],
   ): Promise<"lost" | "committed" | "done"> {
-    const hub = this.o.hub;
-    const pk = this.o.store.pk(instanceId);
-    const next = result.state;
-    const upserts: WorkDoc[] = [];
-    const created: {
-      activities: ActivityDoc[];
-      timers: TimerDoc[];
-      messages: MessageDoc[];
-      outbox: OutboxDoc[];
-    } = {
-      activities: [],
-      timers: [],
-      messages: [],
-      outbox: [],
-    };
-    let body: InstanceDoc | undefined;
-    let history = snap.history;
-    let stale: string[] = [];
-    if (next) {
-      const sameExecution = snap.instance !== undefined && snap.instance.executionId === next.executionId;
-      const first = sameExecution ? (snap.instance?.historyChunks ?? 0) : 0;
-      const events = sameExecution ? next.history.slice(snap.history.length) : next.history;
-      const chunks = historyChunks(hub, instanceId, next.executionId, first, events);
-      upserts.push(...chunks);
-      body = instanceDocOf(hub, next, first + chunks.length);
-      history = next.history;
-      if (!sameExecution && snap.instance) {
-        const old = snap.instance;
-        stale = Array.from({ length: old.historyChunks }, (_v, i) => historyId(old.executionId, i));
-      }
-    }
-    const canceledTimers: string[] = [];
-    const lockedUntil = this.o.clock.now() + this.o.activityLockMs;
-    for (const w of result.work) {
-      if (w.kind === "activity") {
-        created.activities.push({
-          id: activityId(w.item.executionId, w.item.taskScheduledId),
-          pk,
-          kind: "activity",
-          hub,
-          item: w.item,
-          lockedBy: this.o.owner,
-          lockedUntil,
-        });
-      } else if (w.kind === "timer") {
-        created.timers.push({
-          id: timerId(w.executionId, w.timerId),
-          pk,
-          kind: "timer",
-          hub,
-          instanceId,
-          executionId: w.executionId,
-          timerId: w.timerId,
-          fireAt: w.fireAt,
-          fireAtMs: Date.parse(w.fireAt),
-        });
-      } else if (w.kind === "cancelTimer") {
-        const id = timerId(w.executionId, w.timerId);
-        canceledTimers.push(id);
-        if (snap.ids.has(id) && !deletes.includes(id)) deletes.push(id);
-      } else if (w.message.instanceId === instanceId) {
-        // A new execution's start (continue-as-new) rides on the instance document: no document of its own.
-        if (w.message.start && body && !body.start) body.start = w.message;
-        else created.messages.push(this.newMessageDoc(w.message));
-      } else {
-        created.outbox.push({ id: outboxId(w.message.key), pk, kind: "outbox", hub, message: w.message });
-      }
-    }
-    // A waiting start this work item did not apply stays with the instance.
-    const waiting = snap.instance?.start;
-    if (body && waiting && !result.consumed.includes(waiting.key)) body.start ??= waiting;
-    upserts.push(...created.activities, ...created.timers, ...created.messages, ...created.outbox);
-    const terminal = next !== undefined && isTerminal(next.status);
-    if (terminal) {
-      // A finished orchestration's pending timers and activities are moot.
-      for (const d of [...snap.timers, ...snap.activities]) if (!deletes.includes(d.id)) deletes.push(d.id);
-    }
+    const plan = planWorkItem({
+      hub: this.o.hub,
+      instanceId,
+      snap,
+      result,
+      deletes,
+      owner: this.o.owner,
+      lockedUntil: this.o.clock.now() + this.o.activityLockMs,
+      newMessageDoc: (m) => this.newMessageDoc(m),
+    });
     this.counters.commits++;
     const outcome = await this.o.store.commit({
-      hub,
+      hub: this.o.hub,
       instanceId,
-      ...(body
-        ? { instance: { body, ...(snap.instance ? { ifMatch: snap.instance._etag ?? "" } : {}) } }
+      ...(plan.body
+        ? { instance: { body: plan.body, ...(snap.instance ? { ifMatch: snap.instance._etag ?? "" } : {}) } }
         : {}),
-      upserts,
-      deletes,
+      upserts: plan.upserts,
+      deletes: plan.deletes,
       token: randomUUID().replaceAll("-", ""),
     });
     if (!outcome.committed) {
@@ -536,42 +452,22 @@ export class OrchestrationDispatcher {
       this.o.log("debug", `Instance '${instanceId}': commit lost a race (${outcome.status}); re-reading.`);
       return "lost";
     }
-    this.markConsumed(pk, deletes);
-    // The cache now holds what the store holds.
-    const gone = new Set(deletes);
-    const instance = body ? { ...body, _etag: outcome.etag } : snap.instance;
-    const nextSnap: PartitionSnapshot = {
-      ...(instance ? { instance } : {}),
-      history,
-      messages: [
-        ...(instance?.start ? [startAsMessage(instance, instance.start)] : []),
-        ...snap.messages.filter((m) => !m.virtual && !gone.has(m.id)),
-        ...created.messages,
-      ],
-      activities: [...snap.activities.filter((d) => !gone.has(d.id)), ...created.activities],
-      timers: [...snap.timers.filter((d) => !gone.has(d.id)), ...created.timers],
-      outbox: [],
-      stages: [],
-      staleHistory: [],
-      ids: new Set(),
-    };
-    for (const d of [...nextSnap.messages, ...nextSnap.activities, ...nextSnap.timers])
-      nextSnap.ids.add(d.id);
-    this.remember(instanceId, nextSnap);
-    if (stale.length > 0) this.cleanup(instanceId, stale);
+    this.markConsumed(this.o.store.pk(instanceId), plan.deletes);
+    const next = snapshotAfter(snap, plan, outcome.etag);
+    this.remember(instanceId, next);
+    if (plan.staleHistory.length > 0) this.cleanup(instanceId, plan.staleHistory);
     this.o.committed({
       instanceId,
-      instance,
-      activities: created.activities,
-      timers: created.timers,
-      canceledTimers,
-      outbox: created.outbox,
+      instance: next.instance,
+      activities: plan.created.activities,
+      timers: plan.created.timers,
+      canceledTimers: plan.canceledTimers,
+      outbox: plan.created.outbox,
       settled: settledLocal,
-      terminal,
+      terminal: plan.terminal,
     });
-    void before;
     // Nothing left pending (the usual case): no second round, and for an ended instance no read of what it left.
-    return nextSnap.messages.length > 0 ? "committed" : "done";
+    return next.messages.length > 0 ? "committed" : "done";
   }
 
   /**
@@ -597,70 +493,8 @@ export class OrchestrationDispatcher {
         this.o.committed({ ...this.emptyWork(instanceId, snap, local), terminal: true });
         return;
       }
-      const now = new Date(this.o.clock.now()).toISOString();
-      const terminate = snap.messages.find(
-        (m) => m.message.event.EventType === HistoryEventType.ExecutionTerminated,
-      );
-      const details: FailureDetails = {
-        ErrorType: error instanceof Error ? error.name : "Error",
-        ErrorMessage: reason,
-        IsNonRetriable: true,
-      };
-      const state = stateOf(inst, snap.history);
-      const ended: OrchestrationState = terminate
-        ? { ...state, status: "Terminated", output: (terminate.message.event.Input as string | null) ?? null }
-        : { ...state, status: "Failed", output: JSON.stringify(reason) };
-      ended.lastUpdatedTime = now;
-      const event: HistoryEvent = terminate
-        ? {
-            EventType: HistoryEventType.ExecutionTerminated,
-            EventId: -1,
-            IsPlayed: false,
-            Timestamp: now,
-            Input: ended.output,
-          }
-        : {
-            EventType: HistoryEventType.ExecutionCompleted,
-            EventId: -1,
-            IsPlayed: false,
-            Timestamp: now,
-            OrchestrationStatus: "Failed",
-            Result: ended.output,
-            Reason: reason,
-            Details: "",
-            FailureDetails: details,
-          };
-      ended.history = [...snap.history, event];
-      const work: WorkItemResult["work"] = [];
-      if (inst.parent) {
-        const p = inst.parent;
-        work.push({
-          kind: "message",
-          message: {
-            key: `sub-${p.executionId}-${p.taskScheduledId}`,
-            instanceId: p.instanceId,
-            executionId: p.executionId,
-            event: {
-              EventType: HistoryEventType.SubOrchestrationInstanceFailed,
-              EventId: -1,
-              IsPlayed: false,
-              Timestamp: now,
-              TaskScheduledId: p.taskScheduledId,
-              Reason: reason,
-              Details: "",
-              FailureDetails: details,
-            },
-          },
-        });
-      }
-      const outcome = await this.commitResult(
-        instanceId,
-        snap,
-        state,
-        { state: ended, newEvents: [event], work, consumed: [], dropped: [], invocations: 0 },
-        pending,
-        local,
-      );
+      const ending = poisonEnding(inst, snap, reason, error, new Date(this.o.clock.now()));
+      const outcome = await this.commitResult(instanceId, snap, ending, pending, local);
       if (outcome === "lost")
         this.o.log("error", `Instance '${instanceId}': ending it as poison lost a race.`);
     } catch (e) {

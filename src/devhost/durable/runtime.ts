@@ -1,4 +1,5 @@
-import type { Container, CosmosClient } from "@azure/cosmos";
+import type { Container, ContainerRequest, CosmosClient } from "@azure/cosmos";
+import { containerOf, containerRequestOf } from "../../shared/containers.js";
 import { createContainerIfNotExists, createDatabaseIfNotExists } from "../../shared/cosmos/ensure.js";
 import type { BindingInfo } from "../coreTypes.js";
 import type { BindingExtensions } from "../extensions.js";
@@ -219,6 +220,14 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
   return runtime;
 }
 
+/**
+ * The task hub container as this project defines it (src/shared/containers.json, role `durable`): `/pk`, and an
+ * index of only the paths the hub queries — every other path unindexed, which is most of a write's RU.
+ */
+export function taskHubContainerRequest(id: string): ContainerRequest {
+  return { ...containerRequestOf(containerOf("durable")), id };
+}
+
 async function openContainers(where: TaskHubLocation): Promise<{ container: Container; leases: Container }> {
   const database = where.client.database(where.databaseName);
   if (!where.create) {
@@ -228,10 +237,7 @@ async function openContainers(where: TaskHubLocation): Promise<{ container: Cont
     };
   }
   const { database: db } = await createDatabaseIfNotExists(where.client, { id: where.databaseName });
-  const { container } = await createContainerIfNotExists(db, {
-    id: where.containerName,
-    partitionKey: { paths: ["/pk"] },
-  });
+  const { container } = await createContainerIfNotExists(db, taskHubContainerRequest(where.containerName));
   const { container: leases } = await createContainerIfNotExists(db, {
     id: where.leaseContainerName,
     partitionKey: { paths: ["/id"] },

@@ -1,0 +1,146 @@
+import { historyChunks } from "./commit-plan.js";
+import {
+  type ActivityDoc,
+  activityId,
+  historyId,
+  type InstanceDoc,
+  instanceDocOf,
+  type MessageDoc,
+  type OutboxDoc,
+  outboxId,
+  type PartitionSnapshot,
+  partitionKeyOf,
+  startAsMessage,
+  type TimerDoc,
+  timerId,
+  type WorkDoc,
+} from "./documents.js";
+import { isTerminal } from "./engine.js";
+import type { InstanceMessage, WorkItemResult } from "./types.js";
+
+/**
+ * What one work item's result writes (pure): the instance document, its new history chunks, the documents of the
+ * work it scheduled, what it consumed or made moot — and the snapshot of the partition once that is stored, which
+ * the dispatcher caches so the instance's next step reads nothing.
+ */
+
+export interface WorkItemPlan {
+  body: InstanceDoc | undefined;
+  upserts: WorkDoc[];
+  deletes: string[];
+  created: { activities: ActivityDoc[]; timers: TimerDoc[]; messages: MessageDoc[]; outbox: OutboxDoc[] };
+  canceledTimers: string[];
+  /** The previous execution's history chunks, once a new execution started (deleted after the commit). */
+  staleHistory: string[];
+  terminal: boolean;
+  history: PartitionSnapshot["history"];
+}
+
+export function planWorkItem(a: {
+  hub: string;
+  instanceId: string;
+  snap: PartitionSnapshot;
+  result: WorkItemResult;
+  /** The consumed message documents and the activity or timer documents the results end. */
+  deletes: string[];
+  /** The activities this host's commit claims, and until when. */
+  owner: string;
+  lockedUntil: number;
+  newMessageDoc: (m: InstanceMessage) => MessageDoc;
+}): WorkItemPlan {
+  const { hub, instanceId, snap, result } = a;
+  const pk = partitionKeyOf(hub, instanceId);
+  const next = result.state;
+  const deletes = [...a.deletes];
+  const plan: WorkItemPlan = {
+    body: undefined,
+    upserts: [],
+    deletes,
+    created: { activities: [], timers: [], messages: [], outbox: [] },
+    canceledTimers: [],
+    staleHistory: [],
+    terminal: next !== undefined && isTerminal(next.status),
+    history: snap.history,
+  };
+  if (next) {
+    const sameExecution = snap.instance !== undefined && snap.instance.executionId === next.executionId;
+    const first = sameExecution ? (snap.instance?.historyChunks ?? 0) : 0;
+    const events = sameExecution ? next.history.slice(snap.history.length) : next.history;
+    const chunks = historyChunks(hub, instanceId, next.executionId, first, events);
+    plan.upserts.push(...chunks);
+    plan.body = instanceDocOf(hub, next, first + chunks.length);
+    plan.history = next.history;
+    if (!sameExecution && snap.instance) {
+      const old = snap.instance;
+      plan.staleHistory = Array.from({ length: old.historyChunks }, (_v, i) => historyId(old.executionId, i));
+    }
+  }
+  const { created, body } = { created: plan.created, body: plan.body };
+  for (const w of result.work) {
+    if (w.kind === "activity") {
+      created.activities.push({
+        id: activityId(w.item.executionId, w.item.taskScheduledId),
+        pk,
+        kind: "activity",
+        hub,
+        item: w.item,
+        lockedBy: a.owner,
+        lockedUntil: a.lockedUntil,
+      });
+    } else if (w.kind === "timer") {
+      created.timers.push({
+        id: timerId(w.executionId, w.timerId),
+        pk,
+        kind: "timer",
+        hub,
+        instanceId,
+        executionId: w.executionId,
+        timerId: w.timerId,
+        fireAt: w.fireAt,
+        fireAtMs: Date.parse(w.fireAt),
+      });
+    } else if (w.kind === "cancelTimer") {
+      const id = timerId(w.executionId, w.timerId);
+      plan.canceledTimers.push(id);
+      if (snap.ids.has(id) && !deletes.includes(id)) deletes.push(id);
+    } else if (w.message.instanceId === instanceId) {
+      // A new execution's start (continue-as-new) rides on the instance document: no document of its own.
+      if (w.message.start && body && !body.start) body.start = w.message;
+      else created.messages.push(a.newMessageDoc(w.message));
+    } else {
+      created.outbox.push({ id: outboxId(w.message.key), pk, kind: "outbox", hub, message: w.message });
+    }
+  }
+  // A waiting start this work item did not apply stays with the instance.
+  const waiting = snap.instance?.start;
+  if (body && waiting && !result.consumed.includes(waiting.key)) body.start ??= waiting;
+  plan.upserts.push(...created.activities, ...created.timers, ...created.messages, ...created.outbox);
+  if (plan.terminal) {
+    // A finished orchestration's pending timers and activities are moot.
+    for (const d of [...snap.timers, ...snap.activities]) if (!deletes.includes(d.id)) deletes.push(d.id);
+  }
+  return plan;
+}
+
+/** The partition as the store holds it once `plan` is committed (the instance's new etag given). */
+export function snapshotAfter(snap: PartitionSnapshot, plan: WorkItemPlan, etag: string): PartitionSnapshot {
+  const gone = new Set(plan.deletes);
+  const instance = plan.body ? { ...plan.body, _etag: etag } : snap.instance;
+  const next: PartitionSnapshot = {
+    ...(instance ? { instance } : {}),
+    history: plan.history,
+    messages: [
+      ...(instance?.start ? [startAsMessage(instance, instance.start)] : []),
+      ...snap.messages.filter((m) => !m.virtual && !gone.has(m.id)),
+      ...plan.created.messages,
+    ],
+    activities: [...snap.activities.filter((d) => !gone.has(d.id)), ...plan.created.activities],
+    timers: [...snap.timers.filter((d) => !gone.has(d.id)), ...plan.created.timers],
+    outbox: [],
+    stages: [],
+    staleHistory: [],
+    ids: new Set(),
+  };
+  for (const d of [...next.messages, ...next.activities, ...next.timers]) next.ids.add(d.id);
+  return next;
+}
