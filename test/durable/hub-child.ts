@@ -51,9 +51,12 @@ const never = () => new Promise<never>(() => {});
 
 const orchestrators: Record<string, Gen> = {
   fanOut: function* (ctx) {
-    const n = ctx.df.getInput() as number;
+    // `n`, or `{ n, pad }`: each activity's input then carries `pad` bytes (a fan-out too large for one batch).
+    const input = ctx.df.getInput() as number | { n: number; pad: number };
+    const n = typeof input === "number" ? input : input.n;
+    const pad = typeof input === "number" ? "" : "x".repeat(input.pad);
     const results = (yield ctx.df.Task.all(
-      Array.from({ length: n }, (_v, i) => ctx.df.callActivity("double", i)),
+      Array.from({ length: n }, (_v, i) => ctx.df.callActivity("double", pad ? { i, pad } : i)),
     )) as number[];
     return results.reduce((x, y) => x + y, 0);
   },
@@ -70,7 +73,8 @@ const orchestrators: Record<string, Gen> = {
 
 let doubles = 0;
 const activities = {
-  double: async (i: unknown) => {
+  double: async (input: unknown) => {
+    const i = typeof input === "object" && input !== null ? (input as { i: number }).i : input;
     doubles++;
     log({ a: "double", i });
     if (config.holdFanAfter !== undefined && doubles > config.holdFanAfter) await never();

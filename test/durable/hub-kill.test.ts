@@ -200,13 +200,19 @@ describe("task hub: kill -9", () => {
       activities: {},
     });
     const first = await startChild({ ...base, holdBatchesOf: "fan-2" });
-    await client.startNew("fanOut", { instanceId: "fan-2", input: String(FAN) });
-    // The episode scheduling 1,000 activities is too large for one batch: its first batch is written, the rest held.
+    // 2.5 KB per activity input: the episode scheduling 1,000 activities (2.5 MB of history) is too large for one
+    // batch, so it is staged; its deciding batch is written, the rest held.
+    await client.startNew("fanOut", { instanceId: "fan-2", input: JSON.stringify({ n: FAN, pad: 2_500 }) });
     await until("the host to be held in the middle of the commit", async () =>
       activityLog(logFile).some((l) => l.a === "held-batch") ? true : undefined,
     );
     first.proc.kill("SIGKILL");
     await first.exited;
+    // The commit was staged and decided (the instance names its stage) but not finished when the host died.
+    const { resource: marked } = await container
+      .item("instance", "KillHub|fan-2")
+      .read<{ stage?: unknown }>();
+    expect(marked?.stage).toBeDefined();
     // An episode not decided yet is not visible: while the instance has not started running, no task is scheduled.
     const between = await client.getStatus("fan-2", { showHistory: true });
     if (between?.runtimeStatus === "Pending") {

@@ -1,8 +1,7 @@
 /**
  * The task hub starts the activities of an episode it commits on its own host, without waiting for the change feed,
- * and the feed stays the durable path: a feed page delivering an activity this host runs does not run it again (the
- * work item is claimed by that run), and an activity started on a host that then dies is run by another host once its
- * claim expires. Against
+ * under a claim on the instance: an activity that runs longer than the claim keeps it renewed and is not run again,
+ * and an activity started on a host that then dies is run by another host once its claim expires. Against
  * the emulator over a real socket, with a real durable-functions orchestrator; counts, no clocks.
  */
 import { createRequire } from "node:module";
@@ -94,7 +93,7 @@ const completed = (hub: CosmosTaskHub, id: string) =>
   });
 
 describe("activities started by the host that committed the episode", () => {
-  it("a feed page delivering an activity this host runs waits for that run instead of running it again", async () => {
+  it("an activity that runs longer than its claim keeps the claim renewed and is not run again", async () => {
     const containers = await processorContainers(db, 1);
     const runs = new Map<string, number>();
     const log: string[] = [];
@@ -108,25 +107,38 @@ describe("activities started by the host that committed the episode", () => {
       async (item) => {
         const key = keyOf(item);
         runs.set(key, (runs.get(key) ?? 0) + 1);
-        if (runs.size === 1) await firstHeld; // the first activity is held until the feed has delivered it
+        if (runs.size === 1) await firstHeld; // the first activity is held while its claim is renewed
         return { result: JSON.stringify((JSON.parse(item.input ?? "0") as number) * 2) };
       },
       log,
     );
     await hub.start();
     const { instanceId } = await hub.startNew("steps", { instanceId: "local-1", input: "3" });
-    // The first episode runs here at once (its commit claims the activity), and the activity starts here.
+    // The first episode runs here at once: its commit claims the activity (on the instance), which starts here.
     await until("the first activity to start here", () => (runs.size === 1 ? true : undefined));
+    const claimOf = async () =>
+      (
+        await containers.monitored
+          .item("instance", `LocalHub|${instanceId}`)
+          .read<{ claim?: { owner: string; until: number } }>()
+      ).resource?.claim;
     try {
-      // The feed delivers the held activity's work item: it is left to the running one.
-      await until("the feed's page meeting the running activity", () =>
-        log.some((l) => l.includes("runs here already")) ? true : undefined,
-      );
+      const claims = new Set<number>();
+      // Three claim times: renewed twice, so the first claim's time has passed while the activity still ran (the
+      // feed and the scans saw the instance meanwhile) — and it was not run again.
+      await until("the claim to be renewed twice", async () => {
+        const c = await claimOf();
+        expect(c?.owner).toMatch(/^only-/);
+        if (c) claims.add(c.until);
+        return claims.size >= 3 ? true : undefined;
+      });
+      expect([...runs.values()]).toEqual([1]);
       releaseFirst?.();
       const s: InstanceStatus = await completed(hub, instanceId);
       expect(s).toMatchObject({ runtimeStatus: "Completed", output: 24 });
-      // Three activities, each run exactly once on this one host.
+      // Three activities, each run exactly once on this one host; nothing pending, no claim left.
       expect([...runs.values()]).toEqual([1, 1, 1]);
+      expect(await claimOf()).toBeUndefined();
     } finally {
       releaseFirst?.();
       await hub.stop();

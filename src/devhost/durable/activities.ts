@@ -34,6 +34,8 @@ export class ActivityWorker {
   private stopped = false;
   private readonly running = new Set<Promise<void>>();
   private readonly rechecks = new Set<string>();
+  /** Activities held per instance under its claim (no document). */
+  private readonly claimed = new Map<string, number>();
   private readonly stopping = new AbortController();
 
   constructor(private readonly o: ActivityWorkerOptions) {}
@@ -47,6 +49,10 @@ export class ActivityWorker {
     const key = this.key(doc);
     if (this.stopped || this.held.has(key)) return;
     this.held.add(key);
+    if (doc.virtual) {
+      const id = doc.item.instanceId;
+      this.claimed.set(id, (this.claimed.get(id) ?? 0) + 1);
+    }
     this.queue.push(doc);
     this.pump();
   }
@@ -109,6 +115,19 @@ export class ActivityWorker {
     this.held.delete(`${pk}/${id}`);
   }
 
+  /** Instances with activities this host holds under their instance's claim (the hub renews those claims). */
+  claimedInstances(): string[] {
+    return [...this.claimed.keys()];
+  }
+
+  private unclaim(doc: ActivityDoc) {
+    if (!doc.virtual) return;
+    const id = doc.item.instanceId;
+    const n = (this.claimed.get(id) ?? 1) - 1;
+    if (n <= 0) this.claimed.delete(id);
+    else this.claimed.set(id, n);
+  }
+
   get pending(): number {
     return this.queue.length + this.active;
   }
@@ -136,7 +155,8 @@ export class ActivityWorker {
 
   private async run(doc: ActivityDoc): Promise<void> {
     const renewing = new AbortController();
-    const renew = this.renewWhileRunning(doc, renewing.signal);
+    // A stored work item's own claim is renewed here; a claimed one's by the hub, on its instance.
+    const renew = doc.virtual ? Promise.resolve() : this.renewWhileRunning(doc, renewing.signal);
     try {
       const outcome = await this.o.invoke(doc.item).catch((e: unknown): { failure: FailureDetails } => ({
         failure: { ErrorType: "Error", ErrorMessage: e instanceof Error ? e.message : String(e) },
@@ -149,6 +169,7 @@ export class ActivityWorker {
       );
       this.o.completed(doc, event);
     } finally {
+      this.unclaim(doc);
       renewing.abort();
       await renew;
     }

@@ -17,7 +17,7 @@ import { isTerminal } from "./engine.js";
 import { poisonEnding } from "./poison.js";
 import type { HubStore } from "./store.js";
 import type { ApplyMessages, InstanceMessage, OrchestratorInvoker, WorkItemResult } from "./types.js";
-import { planWorkItem, snapshotAfter } from "./work-item-plan.js";
+import { claimedActivity, pendingActivities, planWorkItem, snapshotAfter } from "./work-item-plan.js";
 
 /**
  * Orchestration work items (docs/durable-design.md, "Dispatch"): per instance, ALL its pending messages and the
@@ -34,6 +34,8 @@ export interface LocalEvent {
   /** The activity or timer document the commit deletes; the event is dropped when it is gone (recorded already). */
   sourceId: string;
   sourceKind: "activity" | "timer";
+  /** False for an activity under its instance's claim (no document: a duplicate is dropped by the engine). */
+  stored: boolean;
 }
 
 /** What a commit scheduled, for the host to start at once. */
@@ -67,6 +69,8 @@ export interface DispatcherOptions {
 interface Slot {
   messages: Map<string, MessageDoc>;
   local: Map<string, LocalEvent>;
+  /** Renew this host's claim on the instance's activities, or take an expired one over (see claimRound). */
+  claim: boolean;
   done: { resolve: () => void; reject: (e: unknown) => void }[];
   running: boolean;
 }
@@ -156,7 +160,7 @@ export class OrchestrationDispatcher {
    */
   schedule(
     instanceId: string,
-    input: { message?: MessageDoc; local?: LocalEvent; signal?: AbortSignal } = {},
+    input: { message?: MessageDoc; local?: LocalEvent; signal?: AbortSignal; claim?: boolean } = {},
   ): Promise<void> {
     if (input.signal) this.own(instanceId, input.signal);
     if (input.message && !input.local && this.consumed.has(`${input.message.pk}/${input.message.id}`)) {
@@ -165,11 +169,12 @@ export class OrchestrationDispatcher {
     }
     let slot = this.slots.get(instanceId);
     if (!slot) {
-      slot = { messages: new Map(), local: new Map(), done: [], running: false };
+      slot = { messages: new Map(), local: new Map(), claim: false, done: [], running: false };
       this.slots.set(instanceId, slot);
     }
     if (input.message) slot.messages.set(input.message.id, input.message);
     if (input.local) slot.local.set(input.local.message.key, input.local);
+    if (input.claim) slot.claim = true;
     const s = slot;
     const promise = new Promise<void>((resolve, reject) => s.done.push({ resolve, reject }));
     if (!slot.running) void this.drive(instanceId, slot);
@@ -183,12 +188,14 @@ export class OrchestrationDispatcher {
         const done = slot.done.splice(0);
         const messages = [...slot.messages.values()];
         const local = [...slot.local.values()];
+        const claim = slot.claim;
         slot.messages.clear();
         slot.local.clear();
+        slot.claim = false;
         await this.acquire();
         try {
           if (this.stopped) throw new Error("The durable task hub is stopping.");
-          await this.workItem(instanceId, messages, local);
+          await this.workItem(instanceId, messages, local, claim);
           for (const d of done) d.resolve();
         } catch (e) {
           for (const d of done) d.reject(e);
@@ -269,7 +276,12 @@ export class OrchestrationDispatcher {
     });
   }
 
-  private async workItem(instanceId: string, fed: MessageDoc[], local: LocalEvent[]): Promise<void> {
+  private async workItem(
+    instanceId: string,
+    fed: MessageDoc[],
+    local: LocalEvent[],
+    claim = false,
+  ): Promise<void> {
     this.counters.workItems++;
     let failures = 0;
     let races = 0;
@@ -282,7 +294,7 @@ export class OrchestrationDispatcher {
         return;
       }
       try {
-        const outcome = await this.round(instanceId, pendingFed, pendingLocal);
+        const outcome = await this.round(instanceId, pendingFed, pendingLocal, claim);
         if (outcome === "idle" || outcome === "done") return;
         if (outcome === "lost") {
           this.counters.racesLost++;
@@ -314,6 +326,7 @@ export class OrchestrationDispatcher {
     instanceId: string,
     fed: MessageDoc[],
     local: LocalEvent[],
+    claim = false,
   ): Promise<"idle" | "lost" | "committed" | "done"> {
     const snap = this.cache.get(instanceId) ?? (await this.load(instanceId));
     const pk = this.o.store.pk(instanceId);
@@ -324,8 +337,8 @@ export class OrchestrationDispatcher {
       }
     }
     snap.messages.sort((a, b) => a.seq - b.seq || a.id.localeCompare(b.id));
-    const live = local.filter((l) => snap.ids.has(l.sourceId));
-    const settledEarly = local.filter((l) => !snap.ids.has(l.sourceId));
+    const live = local.filter((l) => !l.stored || snap.ids.has(l.sourceId));
+    const settledEarly = local.filter((l) => l.stored && !snap.ids.has(l.sourceId));
     if (settledEarly.length > 0) this.o.committed(this.emptyWork(instanceId, snap, settledEarly));
     if (this.leaseLost(instanceId)) {
       await this.handOff(instanceId, live);
@@ -334,7 +347,7 @@ export class OrchestrationDispatcher {
     const byKey = new Map<string, { doc?: MessageDoc; local?: LocalEvent }>();
     for (const m of snap.messages) byKey.set(m.message.key, { doc: m });
     for (const l of live) if (!byKey.has(l.message.key)) byKey.set(l.message.key, { local: l });
-    if (byKey.size === 0) return "idle";
+    if (byKey.size === 0) return claim ? this.claimRound(instanceId, snap) : "idle";
     const inst = snap.instance;
     const state = inst ? stateOf(inst, snap.history) : undefined;
     const messages = [...byKey.values()].map((v) =>
@@ -355,7 +368,7 @@ export class OrchestrationDispatcher {
     const consumed = result.consumed.map((k) => byKey.get(k)).filter((v) => v !== undefined);
     const deletes = [
       ...consumed.flatMap((v) => (v.doc && !v.doc.virtual ? [v.doc.id] : [])),
-      ...consumed.flatMap((v) => (v.local ? [v.local.sourceId] : [])),
+      ...consumed.flatMap((v) => (v.local?.stored ? [v.local.sourceId] : [])),
     ];
     return this.commitResult(
       instanceId,
@@ -364,6 +377,31 @@ export class OrchestrationDispatcher {
       deletes,
       consumed.flatMap((v) => (v.local ? [v.local] : [])),
     );
+  }
+
+  /**
+   * Nothing to apply, but the claim on the instance's activities is due: renewed when it is this host's (its
+   * activities still run here), taken over when it expired (a dead host's: its activities run here now) — an
+   * instance-only commit. The activities come back in CommittedWork; the worker skips those it holds already.
+   */
+  private async claimRound(instanceId: string, snap: PartitionSnapshot): Promise<"idle" | "lost" | "done"> {
+    const inst = snap.instance;
+    if (!inst || isTerminal(inst.status)) return "idle";
+    const state = stateOf(inst, snap.history);
+    const prior = inst.claim;
+    const now = this.o.clock.now();
+    if (prior && prior.owner !== this.o.owner && prior.until >= now) return "idle";
+    const pending = pendingActivities(state);
+    if (pending.length === 0) return "idle";
+    const outcome = await this.commitResult(
+      instanceId,
+      snap,
+      { state, newEvents: [], work: [], consumed: [], dropped: [], invocations: 0 },
+      [],
+      [],
+      pending.map((item) => claimedActivity(this.o.hub, item)),
+    );
+    return outcome === "lost" ? "lost" : "done";
   }
 
   /**
@@ -378,9 +416,9 @@ export class OrchestrationDispatcher {
       const doc = this.newMessageDoc(l.message);
       const r = await this.o.store.batch(pk, [
         { operationType: BulkOperationType.Create, resourceBody: asJson(doc) },
-        { operationType: BulkOperationType.Delete, id: l.sourceId },
+        ...(l.stored ? [{ operationType: BulkOperationType.Delete, id: l.sourceId } as const] : []),
       ]);
-      if (!r.ok && r.status === 409) await this.o.store.deleteIds(pk, [l.sourceId]);
+      if (!r.ok && r.status === 409 && l.stored) await this.o.store.deleteIds(pk, [l.sourceId]);
       else if (!r.ok && r.status !== 404) throw new Error(`handing a result over failed with ${r.status}`);
       this.o.log(
         "debug",
@@ -425,6 +463,7 @@ export class OrchestrationDispatcher {
     result: WorkItemResult,
     deletes: string[],
     settledLocal: LocalEvent[],
+    runHere: ActivityDoc[] = [],
   ): Promise<"lost" | "committed" | "done"> {
     const plan = planWorkItem({
       hub: this.o.hub,
@@ -433,6 +472,7 @@ export class OrchestrationDispatcher {
       result,
       deletes,
       owner: this.o.owner,
+      now: this.o.clock.now(),
       lockedUntil: this.o.clock.now() + this.o.activityLockMs,
       newMessageDoc: (m) => this.newMessageDoc(m),
     });
@@ -459,7 +499,7 @@ export class OrchestrationDispatcher {
     this.o.committed({
       instanceId,
       instance: next.instance,
-      activities: plan.created.activities,
+      activities: [...plan.created.activities, ...runHere],
       timers: plan.created.timers,
       canceledTimers: plan.canceledTimers,
       outbox: plan.created.outbox,

@@ -33,6 +33,16 @@ export interface InstanceDoc extends Doc, Omit<OrchestrationState, "history"> {
    * each way). Cleared by the commit that applies it.
    */
   start?: InstanceMessage;
+  /**
+   * The activities the history schedules and has no result for are being run by `owner` until `until` (ms since
+   * the epoch, the hub's clock; renewed while they run). They have no documents of their own: after `until` any
+   * host takes the claim and runs them again (docs/durable-design.md, "Activities").
+   */
+  claim?: ActivityClaim;
+}
+export interface ActivityClaim {
+  owner: string;
+  until: number;
 }
 export interface HistoryDoc extends Doc {
   kind: "history";
@@ -55,6 +65,8 @@ export interface ActivityDoc extends Doc {
   /** The dev host running it, until `lockedUntil` (ms since the epoch, the hub's clock). */
   lockedBy?: string;
   lockedUntil?: number;
+  /** Not stored: an activity under its instance's claim, held in memory by the host running it. */
+  virtual?: true;
 }
 export interface TimerDoc extends Doc {
   kind: "timer";
@@ -108,6 +120,7 @@ export function stateOf(inst: InstanceDoc, history: HistoryEvent[]): Orchestrati
     historyChunks: _c,
     stage: _s,
     start: _start,
+    claim: _claim,
     _etag,
     _ts,
     ...rest

@@ -110,6 +110,7 @@ export class CosmosTaskHub implements TaskHubClient {
   private readonly lastUpdated = new Map<string, string>();
   private readonly background = new Set<Promise<unknown>>();
   private scanLoop: AbortController | undefined;
+  private readonly watchedClaims = new Set<string>();
   /** Until start(), a hub is a client only: it writes, another host runs the work. */
   private stopped = true;
   /** Set by stop() and abandon(): waiting clients return. */
@@ -202,6 +203,7 @@ export class CosmosTaskHub implements TaskHubClient {
     const scan = new AbortController();
     this.scanLoop = scan;
     const every = o.timerScanIntervalMs ?? TaskHubDefaults.timerScanIntervalMs;
+    this.detach("Claim renewal", this.renewClaims(scan.signal));
     this.detach(
       "Pending-work scan",
       (async () => {
@@ -264,6 +266,7 @@ export class CosmosTaskHub implements TaskHubClient {
         else {
           this.dispatcher.forget(doc.instanceId, doc._etag);
           this.notify(doc.instanceId, doc.lastUpdatedTime);
+          if (doc.claim) this.watchClaim(doc.instanceId, doc.claim);
         }
       } else if (doc.kind === "activity") {
         this.detach(
@@ -306,6 +309,7 @@ export class CosmosTaskHub implements TaskHubClient {
           },
           sourceId: doc.id,
           sourceKind: "activity",
+          stored: doc.virtual !== true,
         },
       }),
     );
@@ -331,9 +335,39 @@ export class CosmosTaskHub implements TaskHubClient {
           },
           sourceId: doc.id,
           sourceKind: "timer",
+          stored: true,
         },
       }),
     );
+  }
+
+  /**
+   * Another host's claim on an instance's activities is looked at again when it expires: a live holder has renewed
+   * it by then; a dead one's is taken over here (dispatcher claimRound) and its activities run here.
+   */
+  private watchClaim(instanceId: string, claim: { owner: string; until: number }): void {
+    if (this.stopped || claim.owner === this.owner || this.watchedClaims.has(instanceId)) return;
+    this.watchedClaims.add(instanceId);
+    const wait = Math.max(0, claim.until - this.clock.now()) + 1;
+    this.detach(
+      `Claim of '${instanceId}'`,
+      this.clock.sleep(wait, this.scanLoop?.signal).then(() => {
+        this.watchedClaims.delete(instanceId);
+        if (!this.stopped) return this.dispatcher.schedule(instanceId, { claim: true });
+      }),
+    );
+  }
+
+  /** Renews this host's claims while their activities run here (every half DURABLE_ACTIVITY_LOCK_MS). */
+  private async renewClaims(signal: AbortSignal): Promise<void> {
+    const every = (this.o.activityLockMs ?? TaskHubDefaults.activityLockMs) / 2;
+    while (!signal.aborted) {
+      // Real time: a cadence, not durable time (a test's fake clock jumping days must not spin this loop).
+      await systemClock.sleep(every, signal);
+      if (signal.aborted) return;
+      for (const id of this.activities.claimedInstances())
+        this.detach(`Renewing the claim of '${id}'`, this.dispatcher.schedule(id, { claim: true }));
+    }
   }
 
   /** A message for another instance: written into its partition (idempotent by key), then run there. */
@@ -360,6 +394,7 @@ export class CosmosTaskHub implements TaskHubClient {
     for (const t of found.timers) this.timers.offer(t);
     for (const a of found.activities) await this.activities.offerStored(a);
     for (const o of found.outbox) this.detach(`Delivering ${o.id}`, this.deliver(o as OutboxDoc));
+    for (const i of found.claims) this.watchClaim(i.instanceId, i.claim);
     for (const i of found.staged)
       this.detach(`Instance '${i.instanceId}'`, this.dispatcher.schedule(i.instanceId));
   }

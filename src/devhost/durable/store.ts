@@ -33,6 +33,8 @@ export interface PendingWork {
   activities: ActivityDoc[];
   outbox: WorkDoc[];
   staged: InstanceDoc[];
+  /** Instances whose activity claim expired (a dead host's activities). */
+  claims: (InstanceDoc & { claim: NonNullable<InstanceDoc["claim"]> })[];
 }
 
 /** Bulk requests retried after 429 (the SDK retries point operations itself, a bulk request's it reports). */
@@ -229,7 +231,7 @@ export class HubStore {
         query:
           "SELECT * FROM c WHERE c.hub = @hub AND ((c.kind = 'timer' AND (NOT IS_DEFINED(c.fireAtMs) OR c.fireAtMs <= @horizon)) OR " +
           "(c.kind = 'activity' AND (NOT IS_DEFINED(c.lockedUntil) OR c.lockedUntil < @now)) OR " +
-          "c.kind = 'outbox' OR (c.kind = 'instance' AND (IS_DEFINED(c.stage) OR " +
+          "c.kind = 'outbox' OR (c.kind = 'instance' AND (IS_DEFINED(c.stage) OR c.claim.until < @now OR " +
           "(IS_DEFINED(c.start.key) AND c._ts < @settled))))",
         parameters: [
           { name: "@hub", value: this.hub },
@@ -240,12 +242,15 @@ export class HubStore {
         ],
       })
       .fetchAll();
-    const out: PendingWork = { timers: [], activities: [], outbox: [], staged: [] };
+    const out: PendingWork = { timers: [], activities: [], outbox: [], staged: [], claims: [] };
     for (const d of resources) {
       if (d.kind === "timer") out.timers.push(d);
       else if (d.kind === "activity") out.activities.push(d);
       else if (d.kind === "outbox") out.outbox.push(d);
-      else if (d.kind === "instance") out.staged.push(d);
+      else if (d.kind === "instance") {
+        if (d.stage || d.start) out.staged.push(d);
+        if (d.claim && d.claim.until < now) out.claims.push({ ...d, claim: d.claim });
+      }
     }
     return out;
   }

@@ -1,5 +1,6 @@
 import { historyChunks } from "./commit-plan.js";
 import {
+  type ActivityClaim,
   type ActivityDoc,
   activityId,
   historyId,
@@ -16,7 +17,15 @@ import {
   type WorkDoc,
 } from "./documents.js";
 import { isTerminal } from "./engine.js";
-import type { InstanceMessage, WorkItemResult } from "./types.js";
+import { decodeProcessedInput } from "./protocol.js";
+import {
+  type ActivityWorkItem,
+  type HistoryEvent,
+  HistoryEventType,
+  type InstanceMessage,
+  type OrchestrationState,
+  type WorkItemResult,
+} from "./types.js";
 
 /**
  * What one work item's result writes (pure): the instance document, its new history chunks, the documents of the
@@ -45,6 +54,7 @@ export function planWorkItem(a: {
   deletes: string[];
   /** The activities this host's commit claims, and until when. */
   owner: string;
+  now: number;
   lockedUntil: number;
   newMessageDoc: (m: InstanceMessage) => MessageDoc;
 }): WorkItemPlan {
@@ -78,15 +88,8 @@ export function planWorkItem(a: {
   const { created, body } = { created: plan.created, body: plan.body };
   for (const w of result.work) {
     if (w.kind === "activity") {
-      created.activities.push({
-        id: activityId(w.item.executionId, w.item.taskScheduledId),
-        pk,
-        kind: "activity",
-        hub,
-        item: w.item,
-        lockedBy: a.owner,
-        lockedUntil: a.lockedUntil,
-      });
+      // No document: the instance's claim covers it (set below), this host runs it.
+      created.activities.push(claimedActivity(hub, w.item));
     } else if (w.kind === "timer") {
       created.timers.push({
         id: timerId(w.executionId, w.timerId),
@@ -114,7 +117,18 @@ export function planWorkItem(a: {
   // A waiting start this work item did not apply stays with the instance.
   const waiting = snap.instance?.start;
   if (body && waiting && !result.consumed.includes(waiting.key)) body.start ??= waiting;
-  plan.upserts.push(...created.activities, ...created.timers, ...created.messages, ...created.outbox);
+  if (body) {
+    body.claim = claimAfter(
+      next,
+      snap.instance?.claim,
+      created.activities.length > 0,
+      a.owner,
+      a.now,
+      a.lockedUntil,
+    );
+    if (body.claim === undefined) delete body.claim;
+  }
+  plan.upserts.push(...created.timers, ...created.messages, ...created.outbox);
   if (plan.terminal) {
     // A finished orchestration's pending timers and activities are moot.
     for (const d of [...snap.timers, ...snap.activities]) if (!deletes.includes(d.id)) deletes.push(d.id);
@@ -134,7 +148,8 @@ export function snapshotAfter(snap: PartitionSnapshot, plan: WorkItemPlan, etag:
       ...snap.messages.filter((m) => !m.virtual && !gone.has(m.id)),
       ...plan.created.messages,
     ],
-    activities: [...snap.activities.filter((d) => !gone.has(d.id)), ...plan.created.activities],
+    // Claimed activities have no documents: the snapshot lists stored ones only.
+    activities: snap.activities.filter((d) => !gone.has(d.id)),
     timers: [...snap.timers.filter((d) => !gone.has(d.id)), ...plan.created.timers],
     outbox: [],
     stages: [],
@@ -143,4 +158,52 @@ export function snapshotAfter(snap: PartitionSnapshot, plan: WorkItemPlan, etag:
   };
   for (const d of [...next.messages, ...next.activities, ...next.timers]) next.ids.add(d.id);
   return next;
+}
+
+/** An activity under its instance's claim: the in-memory work item the activity worker runs (never stored). */
+export function claimedActivity(hub: string, item: ActivityWorkItem): ActivityDoc {
+  return {
+    id: activityId(item.executionId, item.taskScheduledId),
+    pk: partitionKeyOf(hub, item.instanceId),
+    kind: "activity",
+    hub,
+    item,
+    virtual: true,
+  };
+}
+
+/** The activities the current execution scheduled and has no result for (from its history). */
+export function pendingActivities(state: OrchestrationState | undefined): ActivityWorkItem[] {
+  if (!state) return [];
+  const scheduled = new Map<number, HistoryEvent>();
+  for (const e of state.history) {
+    if (e.EventType === HistoryEventType.TaskScheduled) scheduled.set(e.EventId, e);
+    else if (e.EventType === HistoryEventType.TaskCompleted || e.EventType === HistoryEventType.TaskFailed)
+      scheduled.delete(Number(e.TaskScheduledId));
+  }
+  return [...scheduled.values()].map((e) => ({
+    instanceId: state.instanceId,
+    executionId: state.executionId,
+    taskScheduledId: e.EventId,
+    name: String(e.Name),
+    input: decodeProcessedInput((e.Input as string | null | undefined) ?? null),
+  }));
+}
+
+/**
+ * The claim an instance document carries after a commit: none when nothing is pending; this host's when it
+ * scheduled activities (it runs them), when the claim was its own already (renewed), or when the last one expired;
+ * else the other host's claim, unchanged (it still runs them).
+ */
+export function claimAfter(
+  state: OrchestrationState | undefined,
+  prior: ActivityClaim | undefined,
+  scheduledHere: boolean,
+  owner: string,
+  now: number,
+  until: number,
+): ActivityClaim | undefined {
+  if (!state || isTerminal(state.status) || pendingActivities(state).length === 0) return undefined;
+  if (scheduledHere || !prior || prior.owner === owner || prior.until < now) return { owner, until };
+  return prior;
 }
