@@ -204,6 +204,27 @@ describe("Cosmos DB task hub", () => {
     expect(await hub.purge(instanceId)).toBe(0);
   });
 
+  it("waits leave nothing behind, and a wait given an older lastUpdatedTime returns at once", async () => {
+    const { instanceId } = await hub.startNew("approval", { instanceId: "waits-1" });
+    const running = await until(instanceId, (s) => s.runtimeStatus === "Running");
+    // 200 waits: half ended by their request going away, half by their (short) timeout.
+    await Promise.all(
+      Array.from({ length: 200 }, (_v, i) => {
+        const gone = new AbortController();
+        const wait = hub.waitForChange(instanceId, i % 2 ? 5 : 60_000, gone.signal);
+        if (i % 2 === 0) gone.abort();
+        return wait;
+      }),
+    );
+    expect(hub.waiterCount).toBe(0);
+    // A change the caller has not read yet: the wait does not wait for it (else this would take 60 s).
+    await hub.raiseEvent(instanceId, "answer", JSON.stringify("yes"));
+    const done = await until(instanceId, finished);
+    await hub.waitForChange(instanceId, 60_000, undefined, running.lastUpdatedTime);
+    expect(done.lastUpdatedTime > running.lastUpdatedTime).toBe(true);
+    expect(hub.waiterCount).toBe(0);
+  });
+
   it("refuses bad instance ids", async () => {
     await expect(hub.startNew("sequence", { instanceId: "a/b" })).rejects.toMatchObject({ statusCode: 400 });
     await expect(hub.startNew("sequence", { instanceId: "x".repeat(101) })).rejects.toMatchObject({
