@@ -1,23 +1,10 @@
 /** App bench: the method text written into the results, and the notes — each computed from the run's numbers. */
-import { execSync } from "node:child_process";
+import { git } from "../lib/git.js";
 import { round1, round2 } from "../lib/stats.js";
 import type { FlowPhase } from "./flow-runs.js";
 import type { HttpResult } from "./http.js";
 import type { PutRun, TriggerRun } from "./put-trigger.js";
-import { config, ROOT } from "./setup.js";
-
-/** `git <args>` in the repository, or "" when git is not there. */
-export function git(args: string): string {
-  try {
-    return execSync(`git ${args}`, {
-      cwd: ROOT,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    }).trim();
-  } catch {
-    return "";
-  }
-}
+import { config } from "./setup.js";
 
 export const METHOD = {
   processes:
@@ -103,3 +90,5 @@ export function notesFor(
   );
   return notes;
 }
+
+export { git };

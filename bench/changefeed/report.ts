@@ -1,23 +1,12 @@
 /** Change feed bench: conclusions computed from the measurements, and the method text of the JSON. */
-import { execSync } from "node:child_process";
+
 import os from "node:os";
 import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
-import { ROOT, round2, scaled } from "./setup.js";
+import { git } from "../lib/git.js";
+import { round2, scaled } from "./setup.js";
 import type { DrainSummary } from "./throughput.js";
 
 // ---------------------------------------------------------------------------------------------------
-
-export function git(args: string): string {
-  try {
-    return execSync(`git ${args}`, {
-      cwd: ROOT,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    }).trim();
-  } catch {
-    return "";
-  }
-}
 
 /** Conclusions, each computed from this run's numbers (no fixed claims). */
 export function notesFor(
@@ -113,3 +102,5 @@ export const METHOD = {
     "touch the lease container). .NET analytic (change-feed-leases.md §4.4, §4.7, §7.1): per host 1 all-leases " +
     "query per acquire interval, per lease 1 read + 1 replace per renew interval.",
 };
+
+export { git };

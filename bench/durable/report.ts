@@ -1,10 +1,10 @@
 /** Durable bench: the goals of issue #20 judged from this run's numbers, the conclusions, the method text. */
-import { execSync } from "node:child_process";
+import { git } from "../lib/git.js";
 import { round1 } from "../lib/stats.js";
 import type { memoryScenario } from "./memory.js";
 import type { peerScenarios } from "./peer.js";
 import type { burstScenario, fanOutScenario, sequenceScenario, slowNeighbourScenario } from "./scenarios.js";
-import { config, ROOT } from "./setup.js";
+import { config } from "./setup.js";
 
 const fmt = (n: number) => n.toLocaleString("en-US");
 
@@ -15,18 +15,6 @@ export interface Results {
   slowNeighbour: Awaited<ReturnType<typeof slowNeighbourScenario>>;
   memory: Awaited<ReturnType<typeof memoryScenario>>;
   peer: Awaited<ReturnType<typeof peerScenarios>>;
-}
-
-export function git(args: string): string {
-  try {
-    return execSync(`git ${args}`, {
-      cwd: ROOT,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    }).trim();
-  } catch {
-    return "";
-  }
 }
 
 /** The goals of issue #20 ("Measured"), for this 2-core machine with the emulator in a separate process. */
@@ -228,3 +216,5 @@ export const METHOD = {
   memory:
     "A fresh hub; batches of 100 started at once with startNew, each awaited (list) before the next; never purged. A reading (after the first `first` orchestrations and every `first` after that): 500 ms of quiet, then the median of 3 samples 200 ms apart of process.memoryUsage(), each after two global.gc() calls. The phase stops at `total` or when `budgetSeconds` have passed.",
 };
+
+export { git };

@@ -10,6 +10,7 @@ import {
   type OutboxDoc,
   type PartitionSnapshot,
   partitionKeyOf,
+  snapshotOf,
   stateOf,
   type TimerDoc,
 } from "./documents.js";
@@ -425,23 +426,7 @@ export class OrchestrationDispatcher {
         `Instance '${instanceId}': its lease moved; ${l.message.key} handed over as a message.`,
       );
     }
-    if (local.length > 0)
-      this.o.committed(
-        this.emptyWork(
-          instanceId,
-          {
-            history: [],
-            messages: [],
-            activities: [],
-            timers: [],
-            outbox: [],
-            stages: [],
-            staleHistory: [],
-            ids: new Set(),
-          },
-          local,
-        ),
-      );
+    if (local.length > 0) this.o.committed(this.emptyWork(instanceId, snapshotOf([]), local));
   }
 
   private emptyWork(instanceId: string, snap: PartitionSnapshot, settled: LocalEvent[]): CommittedWork {
