@@ -9,7 +9,7 @@ import type { Container, Database } from "@azure/cosmos";
 import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
+import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../src/devhost/durable/hub.js";
 import type { ActivityInvoker, InstanceStatus } from "../../src/devhost/durable/types.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
@@ -45,8 +45,10 @@ function hubOn(
   instanceName: string,
   invokeActivity: ActivityInvoker,
   log: string[] = [],
+  extra: Partial<CosmosTaskHubOptions> = {},
 ): CosmosTaskHub {
   return new CosmosTaskHub({
+    ...extra,
     container: containers.monitored,
     leaseContainer: containers.leases,
     hubName: "LocalHub",
@@ -174,5 +176,26 @@ describe("activities started by the host that committed the episode", () => {
     } finally {
       await second.stop();
     }
+  });
+
+  it("a hung activity does not hold the hub's stop (DURABLE_STOP_GRACE_MS)", async () => {
+    const containers = await processorContainers(db, 1);
+    let started = 0;
+    const hub = hubOn(
+      containers,
+      "hung",
+      async () => {
+        started++;
+        return new Promise(() => undefined); // never answers
+      },
+      [],
+      { stopGraceMs: 200 },
+    );
+    await hub.start();
+    await hub.startNew("steps", { instanceId: "hung-1", input: "1" });
+    await until("the activity to start", () => (started === 1 ? true : undefined));
+    // Without the grace this would wait for the activity forever (the test would time out).
+    await hub.stop();
+    expect(started).toBe(1);
   });
 });

@@ -53,6 +53,7 @@ export interface CosmosTaskHubOptions {
   maxWorkItemAttempts?: number;
   activityLockMs?: number;
   waitPollMs?: number;
+  stopGraceMs?: number;
   /** Lease timing of the dispatch processor (ms). */
   leaseAcquireIntervalMs?: number;
   leaseExpirationIntervalMs?: number;
@@ -74,6 +75,7 @@ export const TaskHubDefaults = {
   maxWorkItemAttempts: d.maxWorkItemAttempts.default,
   activityLockMs: d.activityLockMs.default,
   waitPollMs: d.waitPollMs.default,
+  stopGraceMs: d.stopGraceMs.default,
 } as const;
 
 export class CosmosTaskHub extends TaskHubClientBase {
@@ -201,10 +203,16 @@ export class CosmosTaskHub extends TaskHubClientBase {
     this.closed = true;
     this.scanLoop?.abort();
     this.timers.stop();
-    await this.activities.stop();
-    await Promise.allSettled([...this.background]);
+    // Running activities record their results, within the grace: a hung one must not hold the stop (its claim
+    // expires and it runs again elsewhere).
+    const grace = this.o.stopGraceMs ?? TaskHubDefaults.stopGraceMs;
+    const settled = (async () => {
+      await this.activities.stop();
+      await Promise.allSettled([...this.background]);
+    })();
+    await Promise.race([settled, systemClock.sleep(grace)]);
     this.dispatcher.stop();
-    await this.processor?.stop({ abortSignal: AbortSignal.timeout(5_000) });
+    await this.processor?.stop({ abortSignal: AbortSignal.timeout(grace) });
   }
 
   /** Stops without handing anything off (a crash, for tests). */

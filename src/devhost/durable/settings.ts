@@ -94,6 +94,15 @@ export const DURABLE_HUB_SETTINGS = {
     description:
       "How long an activity work item stays claimed by the dev host running it (renewed at half this while it runs); an activity whose host died is run again once it passes.",
   },
+  stopGraceMs: {
+    setting: "DURABLE_STOP_GRACE_MS",
+    unit: "ms",
+    default: 5_000,
+    min: 0,
+    max: 600_000,
+    description:
+      "On stop, how long running activities may take to finish and record their results, and then how long the dispatch leases' hand-off may take. An activity still running after it is left to run again elsewhere once its claim expires.",
+  },
   waitPollMs: {
     setting: "DURABLE_WAIT_POLL_MS",
     unit: "ms",
