@@ -241,6 +241,10 @@ describe("task hub: two hosts", () => {
       ).catch((e: Error) => {
         throw new Error(`${e.message} (${firstSteps.entered} started)`);
       });
+      // A's feed has brought every instance here (so A knows under which lease it holds each) …
+      await until("A's feed to bring all 100 instances", async () =>
+        a.dispatcher.ownedInstances >= ids.length ? true : undefined,
+      );
       // … when B joins: one of A's two leases moves to B while they are in flight.
       await b.start();
       await until("each host to own one lease", async () =>

@@ -89,7 +89,14 @@ export function orchestratorFor(shape: Shape): Gen {
           out.push(yield ctx.df.waitForExternalEvent(eventName(gen, i)));
           break;
         case "sub":
-          out.push(yield ctx.df.callSubOrchestrator("child", s.n, s.named ? `child-${gen}-${i}` : undefined));
+          // A named child's id is unique to its parent: shapes run side by side on one hub must not share one.
+          out.push(
+            yield ctx.df.callSubOrchestrator(
+              "child",
+              s.n,
+              s.named ? `${ctx.df.instanceId}-child-${gen}-${i}` : undefined,
+            ),
+          );
           break;
         case "caught":
           try {

@@ -130,6 +130,13 @@ export class OrchestrationDispatcher {
     return this.owners.get(instanceId)?.aborted === true;
   }
 
+  /** Instances the feed brought here under a lease that still holds (tests: which instances are this host's). */
+  get ownedInstances(): number {
+    let n = 0;
+    for (const signal of this.owners.values()) if (!signal.aborted) n++;
+    return n;
+  }
+
   /** Forgets an instance's snapshot (another host changed it, it was purged). */
   forget(instanceId: string, etag?: string): void {
     const cached = this.cache.get(instanceId);
