@@ -198,4 +198,45 @@ describe("activities started by the host that committed the episode", () => {
     await hub.stop();
     expect(started).toBe(1);
   });
+
+  it("an activity's result that comes while its instance is suspended waits as a message and applies after resume", async () => {
+    const containers = await processorContainers(db, 1);
+    let runs = 0;
+    let release: (() => void) | undefined;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const hub = hubOn(containers, "suspend", async (item) => {
+      runs++;
+      if (runs === 1) await held;
+      return { result: JSON.stringify((JSON.parse(item.input ?? "0") as number) * 2) };
+    });
+    await hub.start();
+    try {
+      const { instanceId } = await hub.startNew("steps", { instanceId: "suspend-1", input: "1" });
+      await until("the first activity to start", () => (runs === 1 ? true : undefined));
+      expect(await hub.suspend(instanceId, "hold")).toBe("ok");
+      await until("the instance to be suspended", async () =>
+        (await hub.getStatus(instanceId))?.runtimeStatus === "Suspended" ? true : undefined,
+      );
+      release?.();
+      // The result cannot apply while suspended: it is stored as a message (held in memory it would be lost).
+      await until("the result to wait as a message", async () => {
+        const { resources } = await containers.monitored.items
+          .query({
+            query: "SELECT c.id FROM c WHERE c.kind = 'message' AND c.instanceId = @id",
+            parameters: [{ name: "@id", value: instanceId }],
+          })
+          .fetchAll();
+        return resources.length === 1 ? true : undefined;
+      });
+      expect(await hub.resume(instanceId, "go")).toBe("ok");
+      const s = await completed(hub, instanceId);
+      expect(s).toMatchObject({ runtimeStatus: "Completed", output: 8 });
+      expect(runs).toBe(3);
+    } finally {
+      release?.();
+      await hub.stop();
+    }
+  });
 });

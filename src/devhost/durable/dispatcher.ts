@@ -365,8 +365,12 @@ export class OrchestrationDispatcher {
     const result = await this.o.apply(state, messages, new Date(this.o.clock.now()), this.o.invoke, {
       maxPayloadBytes: this.o.maxPayloadBytes,
     });
+    // Results the replay could not apply yet (the instance is suspended, pending, continued as new, or they need
+    // a replay of their own) wait as messages, as any message does: a result held only in memory would be lost.
+    const waiting = live.filter((l) => !result.consumed.includes(l.message.key));
     if (result.consumed.length === 0) {
-      this.remember(instanceId, snap);
+      if (waiting.length > 0) await this.handOff(instanceId, waiting, "waits");
+      else this.remember(instanceId, snap);
       return "idle";
     }
     if (this.leaseLost(instanceId)) {
@@ -378,13 +382,16 @@ export class OrchestrationDispatcher {
       ...consumed.flatMap((v) => (v.doc && !v.doc.virtual ? [v.doc.id] : [])),
       ...consumed.flatMap((v) => (v.local?.stored ? [v.local.sourceId] : [])),
     ];
-    return this.commitResult(
+    const outcome = await this.commitResult(
       instanceId,
       snap,
       result,
       deletes,
       consumed.flatMap((v) => (v.local ? [v.local] : [])),
     );
+    if (outcome === "lost" || waiting.length === 0) return outcome;
+    await this.handOff(instanceId, waiting, "waits");
+    return "committed";
   }
 
   /**
@@ -413,11 +420,15 @@ export class OrchestrationDispatcher {
   }
 
   /**
-   * Results this host holds for an instance whose lease moved: each stored as a message (its key makes it
+   * Results this host holds for an instance whose lease moved (or that cannot apply yet): each stored as a message (its key makes it
    * idempotent) in one batch with the deletion of its activity or timer document, so the new owner applies it
    * once; a result whose document is gone was recorded already.
    */
-  private async handOff(instanceId: string, local: LocalEvent[]): Promise<void> {
+  private async handOff(
+    instanceId: string,
+    local: LocalEvent[],
+    why: "lease" | "waits" = "lease",
+  ): Promise<void> {
     this.cache.delete(instanceId);
     const pk = this.o.store.pk(instanceId);
     for (const l of local) {
@@ -430,7 +441,9 @@ export class OrchestrationDispatcher {
       else if (!r.ok && r.status !== 404) throw new Error(`handing a result over failed with ${r.status}`);
       this.o.log(
         "debug",
-        `Instance '${instanceId}': its lease moved; ${l.message.key} handed over as a message.`,
+        why === "lease"
+          ? `Instance '${instanceId}': its lease moved; ${l.message.key} handed over as a message.`
+          : `Instance '${instanceId}': ${l.message.key} cannot apply yet; it waits as a message.`,
       );
     }
     if (local.length > 0) this.o.committed(this.emptyWork(instanceId, snapshotOf([]), local));
