@@ -222,6 +222,20 @@ describe("task hub: kill -9", () => {
     const second = await startChild({ ...base, instanceName: "second" });
     const fan = await waitForStatus(client, "fan-2", isFinished);
     expect(fan, second.stderr()).toMatchObject({ runtimeStatus: "Completed", output: (FAN - 1) * FAN });
+    // The instance is Completed once its last commit is decided; a staged commit's history chunks land right
+    // after. Wait for them (bounded); a history that never holds every completion fails with the partition listed.
+    const complete = async () => countOf(await historyOf(client, "fan-2"), "TaskCompleted") === FAN;
+    await until("the history to hold every completion", async () =>
+      (await complete()) ? true : undefined,
+    ).catch(async (e: Error) => {
+      const { resources } = await container.items
+        .query({
+          query:
+            "SELECT c.id, c.kind, c.chunk, c.executionId, c.historyChunks, ARRAY_LENGTH(c.events) AS n, c.stage FROM c WHERE c.pk = 'KillHub|fan-2'",
+        })
+        .fetchAll();
+      throw new Error(`${e.message}; the partition: ${JSON.stringify(resources)}`);
+    });
     const history = await historyOf(client, "fan-2");
     expect(countOf(history, "TaskScheduled")).toBe(FAN);
     expect(countOf(history, "TaskCompleted")).toBe(FAN);
