@@ -27,17 +27,8 @@ const { createOrchestrator } = require("durable-functions/lib/src/util/testingUt
 
 export const START = Date.UTC(2026, 0, 1);
 
-/** A seeded generator (mulberry32): the same seed gives the same deliveries. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator: the same seed gives the same deliveries (the project's mulberry32, test/support/prng.ts). */
+export { seededRandom as seeded } from "../support/prng.js";
 
 /** Calls the SDK's own handler for each orchestrator, through JSON as the worker's reply travels; counts calls. */
 export function invokerFor(orchestrators: Record<string, Gen>): OrchestratorInvoker & { calls: number } {
