@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LogLevel } from "./coreTypes.js";
 import { DevHostError } from "./errors.js";
+import { type ExtensionBundle, readExtensionBundle } from "./extensionBundle.js";
 import { parseFunctionTimeout } from "./functionTimeout.js";
 
 /** What the dev host reads from an app folder, as the Functions host and Core Tools read it. */
@@ -32,6 +33,8 @@ export interface AppConfig {
   functionTimeoutMs: number | null;
   /** local.settings.json `Host.CORS` (comma-separated origins) and `Host.CORSCredentials`, as Core Tools reads them. */
   cors: { origins?: string; credentials: boolean };
+  /** host.json `extensionBundle` (its range decides the Cosmos DB option names: extensionBundle.ts); absent = none. */
+  extensionBundle?: ExtensionBundle;
 }
 
 function readJson(path: string, what: string): Record<string, unknown> | undefined {
@@ -119,6 +122,7 @@ export function readAppConfig(appDir: string): AppConfig {
     settings,
     localHttpPort: Number.isInteger(port) && port > 0 ? port : undefined,
     functionTimeoutMs: parseFunctionTimeout(host?.functionTimeout),
+    extensionBundle: readExtensionBundle(host?.extensionBundle),
     cors: {
       origins: typeof hostSection.CORS === "string" ? hostSection.CORS : undefined,
       credentials: hostSection.CORSCredentials === true || hostSection.CORSCredentials === "true",

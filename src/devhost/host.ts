@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import type { Clock } from "../shared/changefeed/clock.js";
 import { readAppConfig } from "./appConfig.js";
+import { indexBindings, triggerErrorLine } from "./bindingCheck.js";
 import type { BindingExtensions } from "./extensions.js";
 import { type CorsPolicy, parseCorsPolicy } from "./http/cors.js";
 import { buildRouteTable, routeUrl } from "./http/router.js";
@@ -90,7 +91,8 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   const disabled = (fn: LoadedFunction) =>
     /^(true|1)$/i.test(env[`AzureWebJobs.${fn.metadata.name}.Disabled`] ?? "");
   for (const fn of app.functions.filter(disabled)) logger.info(`Function '${fn.metadata.name}' is disabled.`);
-  const active = app.functions.filter((fn) => !disabled(fn));
+  const inError = indexBindings(app, options.extensions, logger);
+  const active = app.functions.filter((fn) => !disabled(fn) && !inError.has(fn.metadata.name));
   const table = buildRouteTable(active, app.config.routePrefix);
   for (const { name, message } of table.errors)
     logger.error(`The '${name}' function is in error: ${message}`);
@@ -130,7 +132,11 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
       logger.warn(`The '${fn.metadata.name}' function will not run: the dev host has no '${type}' trigger.`);
       continue;
     }
-    runners.push(await factory(fn, makeContext(app, fn, logger, options.extensions)));
+    try {
+      runners.push(await factory(fn, makeContext(app, fn, logger, options.extensions)));
+    } catch (e) {
+      logger.error(triggerErrorLine(fn.metadata.name, e)); // as the host: that function is in error, the rest run
+    }
   }
   logger.info("Host started. Worker process started and initialized.");
 

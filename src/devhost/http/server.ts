@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { HttpCookie, HttpData } from "../coreTypes.js";
 import { DevHostError } from "../errors.js";
 import type { BindingExtensions } from "../extensions.js";
+import { answerInvocationFailure } from "../hostLimits.js";
 import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
@@ -245,8 +246,9 @@ export class DevHttpServer {
       // As the host: route params and query values by name, plus `Query` and `Headers` objects.
       bindingData: { ...query, ...found.params, Query: query, Headers: headers },
     });
-    // The host answers an unhandled failure with an empty 500; the details are in the log under the Id.
-    if (outcome.error !== undefined) return empty(res, 500);
+    // The host answers an unhandled failure with an empty 500 (details in the log under the Id); a limit of the
+    // dev host (an unsupported binding) is said in the body.
+    if (outcome.error !== undefined) return answerInvocationFailure(res, fn, outcome.error);
     const out = outcome.response?.returnValue?.http;
     if (!out) return empty(res, 204);
     const bytes = bodyBytes(out);
