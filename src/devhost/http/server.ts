@@ -244,6 +244,7 @@ export class DevHttpServer {
       extensions: this.#options.extensions,
       // As the host: route params and query values by name, plus `Query` and `Headers` objects.
       bindingData: { ...query, ...found.params, Query: query, Headers: headers },
+      traceParent: headers.traceparent,
     });
     // The host answers an unhandled failure with an empty 500; the details are in the log under the Id.
     if (outcome.error !== undefined) return empty(res, 500);
