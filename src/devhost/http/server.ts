@@ -245,6 +245,7 @@ export class DevHttpServer {
       extensions: this.#options.extensions,
       // As the host: route params and query values by name, plus `Query` and `Headers` objects.
       bindingData: { ...query, ...found.params, Query: query, Headers: headers },
+      traceParent: headers.traceparent,
     });
     // The host answers an unhandled failure with an empty 500 (details in the log under the Id); a limit of the
     // dev host (an unsupported binding) is said in the body.

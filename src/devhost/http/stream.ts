@@ -64,6 +64,7 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
     triggerMetadata,
     extensions: s.extensions,
     bindingData: { ...s.http.query, ...s.http.params, Query: s.http.query, Headers: s.http.headers },
+    traceParent: s.http.headers?.traceparent,
   });
   if (outcome.error !== undefined || outcome.result === undefined || outcome.result === null) {
     // Nothing was (or will be) sent through the proxy for this invocation.
