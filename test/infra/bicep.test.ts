@@ -136,8 +136,8 @@ describe("Bicep: parsed with tree-sitter-bicep", () => {
     for (const use of [
       "id: c.name",
       "paths: [c.partitionKey]",
-      "defaultTtl: c.defaultTtl",
-      "indexingPolicy: c.indexingPolicy",
+      "defaultTtl: c.?defaultTtl",
+      "indexingPolicy: c.?indexingPolicy",
     ]) {
       expect(text).toContain(use);
     }
