@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   azdParameters,
   environment,
@@ -21,6 +21,7 @@ import {
   type Diagnostic,
   infra,
   type Run,
+  removeScratches,
   root,
   sarifDiagnostics,
   scratch,
@@ -69,6 +70,8 @@ beforeAll(async () => {
   const mainJson = join(outdir, "main.json");
   compiled = existsSync(mainJson) ? (JSON.parse(readFileSync(mainJson, "utf8")) as Template) : undefined;
 });
+
+afterAll(removeScratches);
 
 describe("bicep build: main.bicep and every module", () => {
   it("is the pinned Bicep", async () => {

@@ -7,7 +7,7 @@
  * source: every container of containers.json with its partition key, TTL, indexing and throughput; local auth off;
  * each role at its narrowest scope; identity-based app settings for every knob; nothing anonymous but the health probe.
  */
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerDefinition } from "../../../src/shared/containers.js";
 import { SETTINGS } from "../../../src/shared/settings.js";
 import { httpRoutes, isExcluded } from "../support/http-routes.js";
@@ -18,6 +18,7 @@ import {
   deployment,
   type ParameterValue,
   type PredictedResource,
+  removeScratches,
   type Snapshot,
   scratch,
   snapshot,
@@ -71,6 +72,8 @@ beforeAll(async () => {
     }),
   );
 });
+
+afterAll(removeScratches);
 
 const ofType = (d: Deployment, type: string) => d.predictedResources.filter((r) => r.type === type);
 function single(d: Deployment, type: string): PredictedResource {

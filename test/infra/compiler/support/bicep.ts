@@ -1,7 +1,7 @@
 // Runs the pinned Bicep CLI (scripts/bicep.mjs: restored from NuGet into .data/tools/bicep) for the compiler tests,
 // and reads what it says: SARIF diagnostics, compiled ARM templates, deployment snapshots.
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -116,11 +116,20 @@ export function bicepFiles(dir: string): string[] {
   );
 }
 
-/** A scratch folder under .data/infra (git-ignored; inside the repository so `using` paths can be relative). */
+const scratches: string[] = [];
+
+/** A scratch folder under .data/infra/test (git-ignored; inside the repository so `using` paths can be relative). */
 export function scratch(prefix: string): string {
-  const parent = join(root, ".data", "infra");
+  const parent = join(root, ".data", "infra", "test");
   mkdirSync(parent, { recursive: true });
-  return mkdtempSync(join(parent, `${prefix}-`));
+  const dir = mkdtempSync(join(parent, `${prefix}-`));
+  scratches.push(dir);
+  return dir;
+}
+
+/** Removes the scratch folders this test file made (for an afterAll). */
+export function removeScratches(): void {
+  for (const dir of scratches.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 export type ParameterValue = string | number | boolean | string[];
