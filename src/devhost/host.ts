@@ -80,8 +80,10 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     categoryLevels: config.categoryLogLevels,
     sink: options.logSink,
   });
+  const startedAt = performance.now();
   const app = await loadApp(appDir, { logger, env: options.env, clock: options.clock });
   await options.prepare?.(app, logger);
+  logger.info("Worker process started and initialized.");
   for (const { name, message } of app.functionErrors)
     logger.error(`The '${name}' function is in error: ${message}`);
 
@@ -132,7 +134,9 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     }
     runners.push(await factory(fn, makeContext(app, fn, logger, options.extensions)));
   }
-  logger.info("Host started. Worker process started and initialized.");
+  // Core Tools' words, which tools wait for.
+  logger.info(`Host started (${Math.round(performance.now() - startedAt)}ms)`);
+  logger.info("Job host started");
 
   let closing: Promise<void> | undefined;
   const close = () => {
