@@ -159,6 +159,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
 
   let emulator: RunningEmulator | undefined;
   let run: AppRun | undefined;
+  let watcher: SourceWatcher | undefined;
   try {
     const build = options.build ?? true;
     await ensureBuilt(config, { build, log: say, warn });
@@ -210,12 +211,17 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
           say(`Cosmos DB connection settings pointed at the emulator: ${changed.join(", ")}.`);
       },
     };
-    run = await startAppRun(session, options.port);
-    let host = run.host;
-    let dashboard = run.dashboard;
     let stopping: Promise<void> | undefined;
-    // Restarts and the stop take turns: a stop waits for a restart in progress.
-    let turn: Promise<void> = Promise.resolve();
+    let host: RunningDevHost | undefined;
+    let dashboard: DevDashboard | undefined;
+    const began = (r: AppRun) => {
+      run = r;
+      host = r.host;
+      dashboard = r.dashboard;
+    };
+    const first = startAppRun(session, options.port).then(began);
+    // The first start, restarts and the stop take turns: each waits for the one before.
+    let turn: Promise<void> = first.catch(() => undefined);
     const restart = (): Promise<void> => {
       turn = turn.then(async () => {
         if (stopping) return;
@@ -223,9 +229,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
         await run?.stop({ drainMs: LIFECYCLE.stopDrainMs });
         run = undefined;
         try {
-          run = await startAppRun(session, host.port);
-          host = run.host;
-          dashboard = run.dashboard;
+          began(await startAppRun(session, host?.port ?? options.port));
           say("Host restarted.");
         } catch (e) {
           say(
@@ -236,10 +240,9 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
       });
       return turn;
     };
-
-    const watcher = options.watch
-      ? startWatching({ appDir, config, dataDir, build, say, warn, restart })
-      : undefined;
+    // Watching starts before the first run is up, so that a save during start-up is not missed.
+    if (options.watch) watcher = startWatching({ appDir, config, dataDir, build, say, warn, restart });
+    await first;
 
     const stop = (o: StopOptions = {}) => {
       stopping ??= (async () => {
@@ -255,19 +258,20 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     };
     return {
       get host() {
-        return host;
+        return host as RunningDevHost;
       },
       get emulator() {
         return emulator;
       },
       get dashboard() {
-        return dashboard;
+        return dashboard as DevDashboard;
       },
       dataDir,
       restart,
       stop,
     };
   } catch (e) {
+    watcher?.close();
     await run?.stop({ drainMs: LIFECYCLE.stopDrainMs }).catch(() => undefined);
     await emulator?.close();
     unlock();
@@ -287,7 +291,8 @@ function startWatching(o: {
 }): SourceWatcher {
   const builds = o.build && Boolean(o.config.packageJson.scripts?.build);
   const sources = readBuildSources(o.config);
-  const roots = watchRoots(o.appDir, sources?.files ?? entryFiles(o.config));
+  const files = sources?.files ?? entryFiles(o.config);
+  const roots = watchRoots(o.appDir, files);
   if (roots.length === 0) o.warn("--watch: no source files found to watch.");
   else
     o.say(
@@ -314,6 +319,7 @@ function startWatching(o: {
   return watchSources({
     roots,
     ignoreUnder: [...(sources?.outDir ? [sources.outDir] : []), o.dataDir, join(o.appDir, "node_modules")],
+    known: files,
     debounceMs: LIFECYCLE.watchDebounceMs,
     onChange,
     onError: o.warn,

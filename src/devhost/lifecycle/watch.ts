@@ -18,6 +18,8 @@ export interface WatchSourcesOptions {
   roots: { dir: string; recursive: boolean }[];
   /** Paths never to react to (the build output, so that a build does not trigger itself). */
   ignoreUnder: string[];
+  /** The source files known at start (absolute): a path gone by the batch that was never known is no change. */
+  known: string[];
   /** A batch is handed over once no file changed for this long. */
   debounceMs: number;
   /** Handles one batch; batches never overlap (changes during one make the next). */
@@ -40,6 +42,8 @@ function editorTemporary(path: string): boolean {
  */
 export function watchSources(o: WatchSourcesOptions): SourceWatcher {
   const pending = new Map<string, "rename" | "change">();
+  // Files seen (at start, or existing when a batch ran): a temporary file that came and went (sed -i's) is not.
+  const known = new Set(o.known);
   let timer: NodeJS.Timeout | undefined;
   let running = false;
   let closed = false;
@@ -48,11 +52,20 @@ export function watchSources(o: WatchSourcesOptions): SourceWatcher {
     timer = undefined;
     if (running || closed || pending.size === 0) return;
     running = true;
-    const batch: FileChange[] = [...pending].map(([path, event]) => ({
-      path,
-      type: !existsSync(path) ? "Deleted" : event === "rename" ? "Created" : "Changed",
-    }));
+    const batch: FileChange[] = [];
+    for (const [path, event] of pending) {
+      const exists = existsSync(path);
+      if (!exists && !known.has(path)) continue;
+      const type = !exists ? "Deleted" : event === "rename" && !known.has(path) ? "Created" : "Changed";
+      if (exists) known.add(path);
+      else known.delete(path);
+      batch.push({ path, type });
+    }
     pending.clear();
+    if (batch.length === 0) {
+      running = false;
+      return;
+    }
     try {
       await o.onChange(batch);
     } finally {
