@@ -2,10 +2,9 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
-import { DevHostError } from "../devhost/errors.js";
 import { type DataFolderLock, lockDataFolder } from "../devhost/lifecycle/dataFolderLock.js";
 import { LIFECYCLE } from "../devhost/lifecycle/settings.js";
-import { DEFAULT_EMULATOR_PORT, type StartedApp, startFromCommandLine } from "../devhost/startCommand.js";
+import { DEFAULT_EMULATOR_PORT } from "../devhost/startCommand.js";
 import {
   EmulatorStartError,
   type RunningEmulator,
@@ -16,6 +15,7 @@ import { ChangeFeedDefaults } from "../shared/changefeed/index.js";
 import { InvalidTuningInputError } from "../shared/tuning/model.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
 import { onStopSignals } from "./signals.js";
+import { runStart } from "./start.js";
 import { formatThroughput, throughput } from "./throughput.js";
 import {
   checkTuneModeOptions,
@@ -185,67 +185,17 @@ program
   )
   .option("--watch", "rebuild and restart the app when a source file changes")
   .action(async (appDir: string, opts) => {
-    let started: StartedApp;
-    try {
-      started = await startFromCommandLine({
-        appDir,
-        port: opts.port,
-        cosmos: opts.cosmos,
-        emulatorPort: opts.emulatorPort,
-        dataDir: opts.dataDir,
-        containers: opts.containers,
-        cors: opts.cors,
-        corsCredentials: opts.corsCredentials,
-        build: opts.build,
-        watch: opts.watch === true,
-      });
-    } catch (e) {
-      // One line that says what to change, not a stack trace (unless the app itself threw while loading).
-      const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
-      const reason =
-        e instanceof DevHostError || e instanceof EmulatorStartError
-          ? e.message
-          : err?.code === "ECONNREFUSED"
-            ? `Cannot reach Cosmos DB at ${err.address}:${err.port} (a connection setting of the app points there): start it, or run with --cosmos emulator.`
-            : `Cannot start: ${err?.message ?? String(e)}`;
-      console.error(`cosmos-feed start: ${reason}`);
-      process.exit(1);
-    }
-    // Ctrl-C under `npm start` is a burst of two signals (the terminal's to the process group, and npm's): one
-    // graceful stop, bounded by LIFECYCLE.stopDeadlineMs; only a later, separate signal exits at once.
-    onStopSignals({
-      burstMs: LIFECYCLE.signalBurstMs,
-      stop: (signal) => {
-        const began = performance.now();
-        console.log(`Received ${signal}; stopping.`);
-        let waitingFor = "the app";
-        const overrun = setTimeout(() => {
-          console.error(
-            `cosmos-feed start: the stop did not finish within ${LIFECYCLE.stopDeadlineMs} ms (still waiting for ${waitingFor}); exiting.`,
-          );
-          process.exit(1);
-        }, LIFECYCLE.stopDeadlineMs);
-        const phase = (what: string) => {
-          waitingFor = what;
-        };
-        void started.stop({ phase }).then(
-          () => {
-            clearTimeout(overrun);
-            console.log(`Stopped (${Math.round(performance.now() - began)} ms).`);
-            process.exit(0);
-          },
-          (e) => {
-            console.error(`cosmos-feed start: stopping failed: ${(e as Error)?.message ?? String(e)}`);
-            process.exit(1);
-          },
-        );
-      },
-      repeated: (signal) =>
-        console.log(`Received ${signal} again (the same Ctrl-C); still stopping gracefully.`),
-      force: (signal) => {
-        console.error(`cosmos-feed start: received ${signal} while stopping; exiting at once.`);
-        process.exit(130);
-      },
+    await runStart({
+      appDir,
+      port: opts.port,
+      cosmos: opts.cosmos,
+      emulatorPort: opts.emulatorPort,
+      dataDir: opts.dataDir,
+      containers: opts.containers,
+      cors: opts.cors,
+      corsCredentials: opts.corsCredentials,
+      build: opts.build,
+      watch: opts.watch === true,
     });
   });
 
