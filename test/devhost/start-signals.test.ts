@@ -117,6 +117,35 @@ describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", ()
     expect(await second.exited).toBe(0);
   });
 
+  it("a request that outlasts the drain is cut, and the triggers are stopped anyway: leases released, exit 0", async () => {
+    const dataDir = scratchDir("drain-data-");
+    const run = start(["start", APP, "--port", "0", "--emulator-port", "0", "--data-dir", dataDir]);
+    const [, base] = await run.waitFor(/slow: \[GET\] (http:\/\/127\.0\.0\.1:\d+)\/v1\/slow/);
+    await run.waitFor(READY);
+    // Far longer than the drain (LIFECYCLE.stopDrainMs): the stop does not wait for it.
+    const slow = fetch(`${base}/v1/slow?ms=60000`).then(
+      (r) => r.status,
+      () => "cut",
+    );
+    await run.waitFor(/Executing 'Functions\.slow'/);
+    run.signalGroup("SIGINT");
+    expect(await run.exited).toBe(0);
+    expect(await slow).toBe("cut");
+    expect(run.output()).toMatch(
+      /In-flight requests or invocations still run after \d+ ms; stopping the triggers now \(their leases released\) and cutting those\.[\s\S]*Stopped \(\d+ ms\)\./,
+    );
+    const emulator = await startEmulator({ port: 0, dataDir });
+    const reader = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
+    try {
+      const released = await leaseOwners(reader);
+      expect(released.length).toBeGreaterThan(0);
+      expect(released).toEqual(released.map((l) => ({ id: l.id, owner: null })));
+    } finally {
+      reader.dispose();
+      await emulator.close();
+    }
+  });
+
   it("Ctrl-C under `npm start` (SIGINT to the group, and npm's forwarded copy) stops gracefully with exit 0", async () => {
     const app = copyFixture("app-cjs");
     const bin = join(repoRoot, "bin", "cosmos-feed.js");
