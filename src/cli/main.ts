@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
-import { DevHostError } from "../devhost/errors.js";
-import { DEFAULT_EMULATOR_PORT, type StartedApp, startFromCommandLine } from "../devhost/startCommand.js";
+import { type DataFolderLock, lockDataFolder } from "../devhost/lifecycle/dataFolderLock.js";
+import { LIFECYCLE } from "../devhost/lifecycle/settings.js";
+import { DEFAULT_EMULATOR_PORT } from "../devhost/startCommand.js";
 import {
   EmulatorStartError,
   type RunningEmulator,
@@ -12,6 +14,8 @@ import {
 import { ChangeFeedDefaults } from "../shared/changefeed/index.js";
 import { InvalidTuningInputError } from "../shared/tuning/model.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
+import { onStopSignals } from "./signals.js";
+import { runStart } from "./start.js";
 import { formatThroughput, throughput } from "./throughput.js";
 import {
   checkTuneModeOptions,
@@ -109,21 +113,35 @@ program
       console.error(`cosmos-feed emulator: ${reason}`);
       process.exit(1);
     }
+    // One process per data folder (a `cosmos-feed start` on it runs an emulator too).
+    let lock: DataFolderLock | undefined;
+    if (opts.dataDir) {
+      try {
+        lock = await lockDataFolder(resolve(opts.dataDir), {
+          holder: "cosmos-feed emulator",
+          log: (line) => console.log(line),
+        });
+      } catch (e) {
+        await emu.close();
+        console.error(`cosmos-feed emulator: ${(e as Error).message}`);
+        process.exit(1);
+      }
+      process.on("exit", () => lock?.release());
+    }
     console.log(
       `Cosmos DB emulator listening on ${emu.endpoint}${opts.dataDir ? ` (data in ${opts.dataDir})` : " (in memory)"}`,
     );
     console.log(`Connection string: ${emu.connectionString}`);
     console.log(`  new CosmosClient({ endpoint: "${emu.endpoint}", key: "<the key above>" })`);
-    let stopping = false;
-    const stop = (signal: NodeJS.Signals) => {
-      // A second signal while closing ends the process at once.
-      if (stopping) process.exit(130);
-      stopping = true;
-      console.log(`Received ${signal}; stopping the emulator.`);
-      void emu.close().then(() => process.exit(0));
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    // One Ctrl-C (a burst of signals: the terminal's and npm's) stops; a later, separate signal exits at once.
+    onStopSignals({
+      burstMs: LIFECYCLE.signalBurstMs,
+      stop: (signal) => {
+        console.log(`Received ${signal}; stopping the emulator.`);
+        void emu.close().then(() => process.exit(0));
+      },
+      force: () => process.exit(130),
+    });
   });
 
 program
@@ -145,7 +163,10 @@ program
     integer("--emulator-port", 0, 65535),
     DEFAULT_EMULATOR_PORT,
   )
-  .option("--data-dir <dir>", "emulator data directory (default: <appDir>/.data/cosmos-emulator)")
+  .option(
+    "--data-dir <dir>",
+    "data folder: emulator data and timer statuses, one dev host at a time (default: <appDir>/.data/cosmos-emulator)",
+  )
   .option(
     "--containers <file>",
     "container definitions for containers created on the emulator (default: <appDir>/src/shared/containers.json)",
@@ -158,49 +179,24 @@ program
     "--cors-credentials",
     "allow credentials in CORS (default: local.settings.json Host.CORSCredentials)",
   )
-  .option("--no-build", "do not run `npm run build` when package.json main matches no file")
+  .option(
+    "--no-build",
+    "do not run `npm run build` (when main matches no file, or the sources are newer than the build)",
+  )
+  .option("--watch", "rebuild and restart the app when a source file changes")
   .action(async (appDir: string, opts) => {
-    let started: StartedApp;
-    try {
-      started = await startFromCommandLine({
-        appDir,
-        port: opts.port,
-        cosmos: opts.cosmos,
-        emulatorPort: opts.emulatorPort,
-        dataDir: opts.dataDir,
-        containers: opts.containers,
-        cors: opts.cors,
-        corsCredentials: opts.corsCredentials,
-        build: opts.build,
-      });
-    } catch (e) {
-      // One line that says what to change, not a stack trace (unless the app itself threw while loading).
-      const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
-      const reason =
-        e instanceof DevHostError || e instanceof EmulatorStartError
-          ? e.message
-          : err?.code === "ECONNREFUSED"
-            ? `Cannot reach Cosmos DB at ${err.address}:${err.port} (a connection setting of the app points there): start it, or run with --cosmos emulator.`
-            : `Cannot start: ${err?.message ?? String(e)}`;
-      console.error(`cosmos-feed start: ${reason}`);
-      process.exit(1);
-    }
-    let stopping = false;
-    const stop = (signal: NodeJS.Signals) => {
-      // A second signal while stopping ends the process at once.
-      if (stopping) process.exit(130);
-      stopping = true;
-      console.log(`Received ${signal}; stopping.`);
-      void started.stop().then(
-        () => process.exit(0),
-        (e) => {
-          console.error(`cosmos-feed start: stopping failed: ${(e as Error)?.message ?? String(e)}`);
-          process.exit(1);
-        },
-      );
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    await runStart({
+      appDir,
+      port: opts.port,
+      cosmos: opts.cosmos,
+      emulatorPort: opts.emulatorPort,
+      dataDir: opts.dataDir,
+      containers: opts.containers,
+      cors: opts.cors,
+      corsCredentials: opts.corsCredentials,
+      build: opts.build,
+      watch: opts.watch === true,
+    });
   });
 
 program

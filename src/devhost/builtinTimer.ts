@@ -9,12 +9,17 @@ export function bindingLog(logger: HostLogger, category: string): BindingLog {
     logger.log(level, message, { category, invocationId: extras?.invocationId });
 }
 
+/** Where `cosmos-feed start` keeps timer schedule statuses: `<data folder>/timers` (the --data-dir folder). */
+export function timerStatusDir(dataDir: string): string {
+  return join(dataDir, "timers");
+}
+
 /**
  * The timerTrigger runner: timer/startTimer (NCRONTAB, runOnStartup, schedule monitor, retry) wired to the host's
  * invocation path. The timer object reaches the handler as the host serializes TimerInfo (JSON; the library
- * camel-cases it). Schedule statuses persist under `<dataDir>/timers` when a data directory is given.
+ * camel-cases it). Schedule statuses persist as one file per timer in `statusDir` when given, else in memory.
  */
-export function timerTriggerRunner(options: { dataDir?: string } = {}): TriggerRunnerFactory {
+export function timerTriggerRunner(options: { statusDir?: string } = {}): TriggerRunnerFactory {
   return async (fn, context) => {
     const binding = fn.bindings[fn.triggerName];
     const running = await startTimer({
@@ -22,9 +27,7 @@ export function timerTriggerRunner(options: { dataDir?: string } = {}): TriggerR
       schedule: String(binding.schedule),
       runOnStartup: binding.runOnStartup === true,
       useMonitor: typeof binding.useMonitor === "boolean" ? binding.useMonitor : undefined,
-      monitor: options.dataDir
-        ? fileScheduleMonitor(join(options.dataDir, "timers"))
-        : memoryScheduleMonitor(),
+      monitor: options.statusDir ? fileScheduleMonitor(options.statusDir) : memoryScheduleMonitor(),
       retry: fn.metadata.retryOptions,
       log: bindingLog(context.logger, `Function.${fn.metadata.name}`),
       invoke: async (timer, invocation) => {

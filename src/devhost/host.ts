@@ -85,6 +85,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   });
   // The app settings go into the host's environment (its connections read them) and from there to the worker's.
   const env = options.env ?? process.env;
+  const startedAt = performance.now();
   const appliedSettings = applySettings(config.settings, env);
   const { worker, index } = await ProcessWorker.start({
     appDir,
@@ -94,7 +95,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   });
   const app: LoadedApp = { ...index, appliedSettings, config, worker, clock: options.clock };
   try {
-    return await serve(app, options, logger, cors, env);
+    return await serve(app, options, logger, cors, env, startedAt);
   } catch (e) {
     await worker.close();
     throw e;
@@ -120,9 +121,11 @@ async function serve(
   logger: HostLogger,
   cors: CorsPolicy | undefined,
   env: NodeJS.ProcessEnv,
+  startedAt: number,
 ): Promise<RunningDevHost> {
   await options.prepare?.(app, logger);
   app.worker.syncEnvironment(); // e.g. connections pointed at the emulator
+  logger.info("Worker process started and initialized.");
   for (const { name, message } of app.functionErrors)
     logger.error(`The '${name}' function is in error: ${message}`);
 
@@ -177,7 +180,9 @@ async function serve(
       logger.error(triggerErrorLine(fn.metadata.name, e)); // as the host: that function is in error, the rest run
     }
   }
-  logger.info("Host started. Worker process started and initialized.");
+  // Core Tools' words, which tools wait for.
+  logger.info(`Host started (${Math.round(performance.now() - startedAt)}ms)`);
+  logger.info("Job host started");
 
   let closing: Promise<void> | undefined;
   const close = () => {

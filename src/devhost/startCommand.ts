@@ -1,35 +1,23 @@
-import { join, resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
-import { type RunningEmulator, startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../emulator/index.js";
-import { readConnectionString } from "../shared/cosmos/client.js";
+import { EmulatorStartError, type RunningEmulator, startEmulator } from "../emulator/index.js";
 import { readAppConfig } from "./appConfig.js";
-import { ensureBuilt } from "./build.js";
-import { createCosmosRuntime } from "./builtinCosmos.js";
-import { timerTriggerRunner } from "./builtinTimer.js";
-import { type CosmosConnection, createCosmosClient, resolveCosmosConnection } from "./connections.js";
+import { type AppRun, type AppRunSession, startAppRun } from "./appRun.js";
+import { ensureBuilt, runBuild } from "./build.js";
 import { createDefinedContainers, readContainerDefinitions } from "./containerDefinitions.js";
-import {
-  bindingConnectionNames,
-  type CosmosTarget,
-  connectionResolves,
-  cosmosSettingNames,
-  localEmulatorPort,
-  pointConnections,
-  portAnswers,
-} from "./cosmosTarget.js";
-import { createDevDashboard, type DevDashboard } from "./dashboard/index.js";
-import { createDurableRuntime } from "./durable/runtime.js";
+import { type CosmosTarget, pointConnections } from "./cosmosTarget.js";
+import type { DevDashboard } from "./dashboard/index.js";
 import { DevHostError } from "./errors.js";
-import { type DevHostOptions, type RunningDevHost, startDevHost } from "./host.js";
+import type { DevHostOptions, RunningDevHost } from "./host.js";
 import { parseCorsPolicy } from "./http/cors.js";
+import { type DataFolderLock, lockDataFolder } from "./lifecycle/dataFolderLock.js";
+import { LIFECYCLE } from "./lifecycle/settings.js";
+import { entryFiles, readBuildSources, watchRoots } from "./lifecycle/sources.js";
+import { type FileChange, type SourceWatcher, watchSources } from "./lifecycle/watch.js";
 import { consoleSink, type LogSink } from "./logger.js";
 
-/** Where the durable task hub lives when the app's container definitions name no `durable` container. */
-export const DURABLE_DEFAULTS = {
-  databaseName: "devhost-durable",
-  containerName: "durable-tasks",
-  leaseContainerName: "leases",
-} as const;
+export { DURABLE_DEFAULTS } from "./appRun.js";
 
 /** The emulator's port for `cosmos-feed start` (the Cosmos DB emulator's usual 8081). */
 export const DEFAULT_EMULATOR_PORT = 8081;
@@ -40,7 +28,10 @@ export interface StartCommandOptions {
   /** "emulator", a connection string, or undefined (the app's settings; the emulator when none resolves). */
   cosmos?: string;
   emulatorPort?: number;
-  /** Emulator data directory; default `<appDir>/.data/cosmos-emulator` (persistent). */
+  /**
+   * The data folder: the embedded emulator's data (locked for this process while the emulator runs) and the timer
+   * statuses (`<dataDir>/timers`); default `<appDir>/.data/cosmos-emulator` (persistent).
+   */
   dataDir?: string;
   /**
    * Container definitions (this project's containers.json format) for containers created on the emulator;
@@ -51,27 +42,39 @@ export interface StartCommandOptions {
   cors?: string;
   /** Core Tools' `--cors-credentials`; overrides `Host.CORSCredentials`. */
   corsCredentials?: boolean;
-  /** Run `npm run build` when `main` matches no file (default true). */
+  /** Run `npm run build` when `main` matches no file or the sources are newer than the build (default true). */
   build?: boolean;
+  /** Rebuild and restart the app when a source file changes (see lifecycle/watch.ts). */
+  watch?: boolean;
   logSink?: LogSink;
   env?: NodeJS.ProcessEnv;
   /** Extra dev host options (trigger runners, binding extensions). */
   host?: Pick<DevHostOptions, "triggers" | "extensions" | "hostname">;
 }
 
-export interface StartedApp {
-  host: RunningDevHost;
-  emulator?: RunningEmulator;
-  /** The live dashboard at /_dev (docs/dashboard.md). */
-  dashboard: DevDashboard;
-  /** Graceful stop: the dev host first (HTTP drains, triggers stop), then the emulator. */
-  stop(): Promise<void>;
+export interface StopOptions {
+  /** Told what the stop waits for next (the CLI names it if the stop overruns). */
+  phase?: (what: string) => void;
 }
 
-interface AppAccount {
-  connection: CosmosConnection;
-  /** For the log: "<endpoint> (<setting>)", "<endpoint> (--cosmos)", "the emulator at <endpoint>". */
-  describe: string;
+export interface StartedApp {
+  /** The running dev host (after a --watch restart, the new one). */
+  readonly host: RunningDevHost;
+  readonly emulator: RunningEmulator | undefined;
+  /** The live dashboard at /_dev (docs/dashboard.md). */
+  readonly dashboard: DevDashboard;
+  /** The data folder (the emulator's data, the timer statuses). */
+  readonly dataDir: string;
+  /**
+   * Stops the app gracefully (leases released) and starts it again on the same port and emulator, as --watch does
+   * after a change. A start that fails is logged; the next restart tries again.
+   */
+  restart(): Promise<void>;
+  /**
+   * Graceful stop, bounded (lifecycle/settings.ts): the app (HTTP drains, triggers stop and release their leases),
+   * then the emulator, and its data folder is unlocked.
+   */
+  stop(options?: StopOptions): Promise<void>;
 }
 
 export function parseCosmosTarget(raw: string | undefined): CosmosTarget {
@@ -84,13 +87,57 @@ export function parseCosmosTarget(raw: string | undefined): CosmosTarget {
   );
 }
 
-/** `cosmos-feed start`: build if needed, choose the Cosmos DB target, start the emulator when it is the target, serve. */
+/**
+ * Core Tools' check before `func start`: the folder must have host.json or local.settings.json. Without host.json
+ * (but with local.settings.json) the host runs on defaults (it writes a default host.json; the dev host does not).
+ */
+function checkProjectRoot(appDir: string, warn: (line: string) => void): void {
+  const hostJson = existsSync(join(appDir, "host.json"));
+  if (!hostJson && !existsSync(join(appDir, "local.settings.json"))) {
+    throw new DevHostError(
+      `Unable to find project root. Expecting to find one of host.json, local.settings.json in project root (${appDir}).`,
+      { code: "ProjectRootMissing" },
+    );
+  }
+  if (!hostJson) warn(`No host configuration file found (${join(appDir, "host.json")}); using the defaults.`);
+}
+
+/** The emulator's start errors with the advice that fits `start` (its flags, its data folder). */
+function emulatorAdvice(e: unknown, port: number, dataDir: string, portFrom: string | undefined): unknown {
+  if (!(e instanceof EmulatorStartError)) return e;
+  if (e.code === "PORT_IN_USE") {
+    const fix = portFrom
+      ? `${portFrom} names the local emulator there: point it at another port, or free that one`
+      : "choose another with --emulator-port <n> (or --emulator-port 0 for any free port)";
+    return new DevHostError(
+      `Port ${port} on 127.0.0.1 (the embedded Cosmos DB emulator's) is already in use: ${fix}.`,
+      { code: "EmulatorPortInUse", cause: e },
+    );
+  }
+  if (e.code === "DATA_DIR_UNUSABLE") {
+    const cause = e.cause as NodeJS.ErrnoException | undefined;
+    if (cause?.code === "ERR_DLOPEN_FAILED") return e; // better-sqlite3 built for another Node.js: its own advice
+    const reason = [cause?.code, cause?.message].filter(Boolean).join(": ") || e.message;
+    return new DevHostError(
+      `The emulator's data in '${dataDir}' cannot be opened (${reason}): move or delete that folder (the emulator then starts empty), or use another with --data-dir <dir>.`,
+      { code: "EmulatorDataUnusable", cause: e },
+    );
+  }
+  return e;
+}
+
+/**
+ * `cosmos-feed start`: build if needed, choose the Cosmos DB target, start the emulator (locking its data folder)
+ * when it is the target, serve; with `watch`, rebuild and restart on source changes.
+ */
 export async function startFromCommandLine(options: StartCommandOptions): Promise<StartedApp> {
   const env = options.env ?? process.env;
   const sink = options.logSink ?? consoleSink;
-  const say = (message: string) =>
-    sink({ time: new Date(), level: "information", category: "Host", message });
+  const say: AppRunSession["say"] = (message, level = "information") =>
+    sink({ time: new Date(), level, category: "Host", message });
+  const warn = (message: string) => say(message, "warning");
   const appDir = resolve(options.appDir ?? ".");
+  checkProjectRoot(appDir, warn);
   const target = parseCosmosTarget(options.cosmos);
   const config = readAppConfig(appDir);
   // Flags win over local.settings.json, as with `func start --cors`.
@@ -101,196 +148,180 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
           options.corsCredentials ?? config.cors.credentials,
         )
       : undefined;
-  await ensureBuilt(config, { build: options.build ?? true, log: say });
+  const dataDir = resolve(options.dataDir ?? join(appDir, ".data", "cosmos-emulator"));
+  let lock: DataFolderLock | undefined;
+  // A hard exit (a forced second Ctrl-C) still unlocks the folder; a kill -9 leaves a stale lock, taken over later.
+  const unlockOnExit = () => lock?.release();
+  const unlock = () => {
+    lock?.release();
+    process.off("exit", unlockOnExit);
+  };
 
   let emulator: RunningEmulator | undefined;
-  const dataRoot = join(appDir, ".data");
-  // On the emulator, databases and containers the app names are created when missing (with a log line).
-  const definitions = readContainerDefinitions(
-    resolve(options.containers ?? join(appDir, "src", "shared", "containers.json")),
-  );
-  if (options.containers && !definitions) {
-    throw new DevHostError(`--containers: ${resolve(options.containers)} does not exist.`, {
-      code: "InvalidOption",
-    });
-  }
-  const cosmos = createCosmosRuntime({
-    env,
-    createMissing: () => emulator !== undefined,
-    containerDefinition: definitions?.lookup,
-  });
-  // Durable Functions: the task hub lives in the durable container of the definitions (else its own names), on
-  // the emulator or on the account the app's Cosmos DB connection names.
-  const durableDatabase = definitions?.database ?? DURABLE_DEFAULTS.databaseName;
-  const durableContainer = definitions?.roles.get("durable") ?? DURABLE_DEFAULTS.containerName;
-  const durableLeases = definitions?.roles.get("leases") ?? DURABLE_DEFAULTS.leaseContainerName;
-  let settingNamesForDurable: string[] = [];
-  /**
-   * The account of the app's own containers (the durable task hub, the dashboard's locks and instances): the
-   * emulator when it runs, else --cosmos "<connection string>", else the first of the app's Cosmos DB connection
-   * settings that resolves; undefined when none does (the task hub then starts the emulator).
-   */
-  const appAccount = (): AppAccount | undefined => {
-    if (emulator) {
-      const { endpoint, key } = emulator;
-      return {
-        connection: { kind: "key", source: "emulator", endpoint, key },
-        describe: `the emulator at ${endpoint}`,
-      };
-    }
-    if (target.kind === "connectionString") {
-      const parts = readConnectionString(target.value);
-      if (!parts)
-        throw new DevHostError("--cosmos: the connection string needs AccountEndpoint and AccountKey.", {
-          code: "InvalidOption",
-        });
-      return {
-        connection: { kind: "key", source: "--cosmos", ...parts },
-        describe: `${parts.endpoint} (--cosmos)`,
-      };
-    }
-    const name = settingNamesForDurable.find((n) => connectionResolves(n, env));
-    if (!name) return undefined;
-    const connection = resolveCosmosConnection(name, env);
-    return { connection, describe: `${connection.endpoint} (${name})` };
-  };
-  const durable = createDurableRuntime({
-    env,
-    extensions: () => extensions,
-    location: async () => {
-      const base = {
-        databaseName: durableDatabase,
-        containerName: durableContainer,
-        leaseContainerName: durableLeases,
-      };
-      let account = appAccount();
-      if (!account) {
-        await useEmulator([], "the durable task hub needs Cosmos DB and no connection resolves");
-        account = appAccount() as AppAccount;
-      }
-      const client = createCosmosClient(account.connection);
-      durableClients.push(client);
-      return { ...base, client, create: account.connection.kind === "key", describe: account.describe };
-    },
-  });
-  const durableClients: CosmosClient[] = [];
-  const extensions = {
-    ...cosmos.extensions,
-    inputs: { ...cosmos.extensions.inputs, ...durable.inputs },
-  };
-  const triggers = {
-    timerTrigger: timerTriggerRunner({ dataDir: dataRoot }),
-    cosmosDBTrigger: cosmos.cosmosDBTrigger,
-    ...durable.triggers,
-  };
-  // The live dashboard at /_dev: the app's triggers' leases, its locks and durable instances, the RU meter.
-  const dashboard = createDevDashboard({
-    env,
-    emulator: () => emulator,
-    account: () => {
-      try {
-        return appAccount()?.connection;
-      } catch {
-        return undefined; // --cosmos without an AccountKey: none resolves (the task hub says why)
-      }
-    },
-    locks:
-      definitions?.database && definitions.roles.get("locks")
-        ? { databaseName: definitions.database, containerName: definitions.roles.get("locks") as string }
-        : undefined,
-    durable: () => {
-      const hub = durable.hub();
-      return hub
-        ? { hubName: hub.hubName, databaseName: durableDatabase, containerName: durableContainer }
-        : undefined;
-    },
-    thisHostOwner: (name) => cosmos.ownerOf(name),
-  });
-  const useEmulator = async (
-    names: string[],
-    why: string,
-    port = options.emulatorPort ?? DEFAULT_EMULATOR_PORT,
-  ) => {
-    if (!emulator) {
-      const dataDir = resolve(options.dataDir ?? join(dataRoot, "cosmos-emulator"));
-      emulator = await startEmulator({ port, dataDir });
-      say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
-      if (definitions) {
-        const client = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
-        try {
-          await createDefinedContainers(definitions, client, say);
-        } finally {
-          client.dispose();
-        }
-      }
-    }
-    const changed = pointConnections(names, emulator.connectionString, env);
-    if (changed.length) say(`Cosmos DB connection settings pointed at the emulator: ${changed.join(", ")}.`);
-  };
+  let run: AppRun | undefined;
+  let watcher: SourceWatcher | undefined;
   try {
-    // Settings that hold Cosmos connections are pointed before the app loads (apps may read them at load) …
-    const settingNames = cosmosSettingNames(config.settings, env);
-    if (target.kind === "emulator") await useEmulator(settingNames, "--cosmos emulator");
-    if (target.kind === "connectionString") pointConnections(settingNames, target.value, env);
-    const host = await startDevHost({
-      triggers,
-      extensions,
-      builtinRoutes: [durable.routes, dashboard.routes],
-      listening: (baseUrl) => {
-        durable.listening(baseUrl);
-        dashboard.listening(baseUrl);
-      },
-      ...options.host,
+    const build = options.build ?? true;
+    await ensureBuilt(config, { build, log: say, warn });
+    // On the emulator, databases and containers the app names are created when missing (with a log line).
+    const definitions = readContainerDefinitions(
+      resolve(options.containers ?? join(appDir, "src", "shared", "containers.json")),
+    );
+    if (options.containers && !definitions) {
+      throw new DevHostError(`--containers: ${resolve(options.containers)} does not exist.`, {
+        code: "InvalidOption",
+      });
+    }
+    const session: AppRunSession = {
       appDir,
-      port: options.port,
-      ...(cors ? { cors } : {}),
       env,
-      logSink: sink,
-      // … and the bindings' own connection settings once registration has named them.
-      prepare: async (app, logger) => {
-        const names = [...new Set([...settingNames, ...bindingConnectionNames(app)])];
-        settingNamesForDurable = names;
-        if (target.kind === "emulator") await useEmulator(names, "--cosmos emulator");
-        else if (target.kind === "connectionString") pointConnections(names, target.value, env);
-        else if (names.length > 0 && !names.some((n) => connectionResolves(n, env))) {
-          await useEmulator(names, `no Cosmos DB connection resolves (${names.join(", ")})`);
-        } else {
-          // A setting naming the local emulator (loopback + the well-known key) with nothing listening there:
-          // the embedded emulator takes that port, so sample settings work as written.
-          for (const name of names) {
-            const port = localEmulatorPort(env[name], WELL_KNOWN_EMULATOR_KEY);
-            if (port === undefined || emulator || (await portAnswers(port))) continue;
-            const local = names.filter((n) => localEmulatorPort(env[n], WELL_KNOWN_EMULATOR_KEY) === port);
-            await useEmulator(
-              local,
-              `${name} names the local emulator on port ${port} and nothing listens there`,
-              port,
-            );
+      sink,
+      say,
+      target,
+      settings: config.settings,
+      definitions,
+      dataDir,
+      cors,
+      host: options.host,
+      emulator: () => emulator,
+      useEmulator: async (names, why, settingPort) => {
+        if (!emulator) {
+          // One emulator per data folder: a second one on the same SQLite database fails every write.
+          if (!lock) {
+            lock = await lockDataFolder(dataDir, { holder: `cosmos-feed start ${appDir}`, log: say });
+            process.on("exit", unlockOnExit);
+          }
+          const port = settingPort ?? options.emulatorPort ?? DEFAULT_EMULATOR_PORT;
+          const portFrom = settingPort === undefined ? undefined : names.join(", ");
+          emulator = await startEmulator({ port, dataDir }).catch((e: unknown) => {
+            throw emulatorAdvice(e, port, dataDir, portFrom);
+          });
+          say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
+          if (definitions) {
+            const client = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
+            try {
+              await createDefinedContainers(definitions, client, say);
+            } finally {
+              client.dispose();
+            }
           }
         }
-        await durable.prepare(app, logger);
-        dashboard.prepare(app);
+        const changed = pointConnections(names, emulator.connectionString, env);
+        if (changed.length)
+          say(`Cosmos DB connection settings pointed at the emulator: ${changed.join(", ")}.`);
       },
-    });
+    };
     let stopping: Promise<void> | undefined;
-    const stop = () => {
+    let host: RunningDevHost | undefined;
+    let dashboard: DevDashboard | undefined;
+    const began = (r: AppRun) => {
+      run = r;
+      host = r.host;
+      dashboard = r.dashboard;
+    };
+    const first = startAppRun(session, options.port).then(began);
+    // The first start, restarts and the stop take turns: each waits for the one before.
+    let turn: Promise<void> = first.catch(() => undefined);
+    const restart = (): Promise<void> => {
+      turn = turn.then(async () => {
+        if (stopping) return;
+        say("Restarting host.");
+        await run?.stop({ drainMs: LIFECYCLE.stopDrainMs });
+        run = undefined;
+        try {
+          began(await startAppRun(session, host?.port ?? options.port));
+          say("Host restarted.");
+        } catch (e) {
+          say(
+            `The host did not start again: ${(e as Error)?.message ?? String(e)} — fix it and save again.`,
+            "error",
+          );
+        }
+      });
+      return turn;
+    };
+    // Watching starts before the first run is up, so that a save during start-up is not missed.
+    if (options.watch) watcher = startWatching({ appDir, config, dataDir, build, say, warn, restart });
+    await first;
+
+    const stop = (o: StopOptions = {}) => {
       stopping ??= (async () => {
-        await host.close();
-        await dashboard.stop();
-        await durable.stop();
-        for (const c of durableClients) c.dispose();
-        cosmos.dispose();
+        watcher?.close();
+        o.phase?.("a restart in progress");
+        await turn;
+        await run?.stop({ drainMs: LIFECYCLE.stopDrainMs, phase: o.phase });
+        o.phase?.("the emulator");
         await emulator?.close();
+        unlock();
       })();
       return stopping;
     };
-    return { host, emulator, dashboard, stop };
+    return {
+      get host() {
+        return host as RunningDevHost;
+      },
+      get emulator() {
+        return emulator;
+      },
+      get dashboard() {
+        return dashboard as DevDashboard;
+      },
+      dataDir,
+      restart,
+      stop,
+    };
   } catch (e) {
-    await dashboard.stop().catch(() => undefined);
-    await durable.stop().catch(() => undefined);
-    for (const c of durableClients) c.dispose();
-    cosmos.dispose();
+    watcher?.close();
+    await run?.stop({ drainMs: LIFECYCLE.stopDrainMs }).catch(() => undefined);
     await emulator?.close();
+    unlock();
     throw e;
   }
+}
+
+/** --watch: source changes → `npm run build` (when the app builds) → restart; a failed build keeps the old run. */
+function startWatching(o: {
+  appDir: string;
+  config: ReturnType<typeof readAppConfig>;
+  dataDir: string;
+  build: boolean;
+  say: AppRunSession["say"];
+  warn: (line: string) => void;
+  restart: () => Promise<void>;
+}): SourceWatcher {
+  const builds = o.build && Boolean(o.config.packageJson.scripts?.build);
+  const sources = readBuildSources(o.config);
+  const files = sources?.files ?? entryFiles(o.config);
+  const roots = watchRoots(o.appDir, files);
+  if (roots.length === 0) o.warn("--watch: no source files found to watch.");
+  else
+    o.say(
+      `Watching ${roots.map((r) => `${relative(o.appDir, r.dir) || "."}${r.recursive ? "/**" : ""}`).join(", ")} for changes${builds ? " (then `npm run build`)" : ""}.`,
+    );
+  const onChange = async (changes: FileChange[]) => {
+    const shown = changes.slice(0, 10);
+    for (const c of shown) o.say(`File change of type '${c.type}' detected for '${c.path}'`);
+    if (changes.length > shown.length) o.say(`… and ${changes.length - shown.length} more changed files.`);
+    if (builds) {
+      o.say("File change detected. Starting compilation...");
+      const code = await runBuild(o.appDir).catch(() => 1);
+      if (code !== 0) {
+        o.say(
+          `\`npm run build\` failed (exit code ${code}); the host keeps running the previous build. Watching for file changes.`,
+          "error",
+        );
+        return;
+      }
+      o.say("Found 0 errors. Watching for file changes.");
+    }
+    await o.restart();
+  };
+  return watchSources({
+    roots,
+    ignoreUnder: [...(sources?.outDir ? [sources.outDir] : []), o.dataDir, join(o.appDir, "node_modules")],
+    known: files,
+    debounceMs: LIFECYCLE.watchDebounceMs,
+    onChange,
+    onError: o.warn,
+  });
 }

@@ -112,6 +112,7 @@ describe("cosmos-feed start (a real child process)", () => {
       join(dir, "package.json"),
       JSON.stringify({ main: "out/index.js", scripts: { build: "node build.cjs" } }),
     );
+    writeFileSync(join(dir, "host.json"), JSON.stringify({ version: "2.0" }));
     writeFileSync(
       join(dir, "build.cjs"),
       `const fs = require("node:fs");

@@ -47,6 +47,10 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
   process.on("unhandledRejection", die);
   // The host went away (killed, crashed): a worker never outlives its host.
   process.on("disconnect", () => process.exit(0));
+  // A terminal's Ctrl-C reaches the whole process group, this worker included: the host decides when it ends (a
+  // graceful stop sends `terminate` after in-flight invocations finished), so the signals are not the worker's.
+  process.on("SIGINT", () => {});
+  process.on("SIGTERM", () => {});
 
   const logger = new HostLogger({
     minLevel: "trace", // the host applies host.json's levels

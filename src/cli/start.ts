@@ -1,0 +1,70 @@
+import { DevHostError } from "../devhost/errors.js";
+import { LIFECYCLE } from "../devhost/lifecycle/settings.js";
+import { type StartCommandOptions, type StartedApp, startFromCommandLine } from "../devhost/startCommand.js";
+import { EmulatorStartError } from "../emulator/index.js";
+import { onStopSignals } from "./signals.js";
+
+/** The one line `start` prints when it cannot start: what to change, not a stack trace (unless the app threw). */
+function startFailure(e: unknown): string {
+  const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
+  return e instanceof DevHostError || e instanceof EmulatorStartError
+    ? e.message
+    : err?.code === "ECONNREFUSED"
+      ? `Cannot reach Cosmos DB at ${err.address}:${err.port} (a connection setting of the app points there): start it, or run with --cosmos emulator.`
+      : `Cannot start: ${err?.message ?? String(e)}`;
+}
+
+/**
+ * `cosmos-feed start`: starts the app and stops it on SIGINT/SIGTERM. Ctrl-C under `npm start` is a burst of two
+ * signals (the terminal's to the process group, and npm's forwarded copy): one graceful stop, bounded by
+ * LIFECYCLE.stopDeadlineMs, then exit 0; only a later, separate signal exits at once (130). The handlers are in
+ * place before the app starts: a signal during start-up stops it once it has started.
+ */
+export async function runStart(options: StartCommandOptions): Promise<void> {
+  const starting: Promise<StartedApp> = startFromCommandLine(options);
+  onStopSignals({
+    burstMs: LIFECYCLE.signalBurstMs,
+    stop: (signal) => {
+      const began = performance.now();
+      console.log(`Received ${signal}; stopping.`);
+      let waitingFor = "the start to finish";
+      const overrun = setTimeout(() => {
+        console.error(
+          `cosmos-feed start: the stop did not finish within ${LIFECYCLE.stopDeadlineMs} ms (still waiting for ${waitingFor}); exiting.`,
+        );
+        process.exit(1);
+      }, LIFECYCLE.stopDeadlineMs);
+      const phase = (what: string) => {
+        waitingFor = what;
+      };
+      // A start that fails exits 1 below; one that succeeds is stopped at once.
+      void starting.then(
+        (started) =>
+          started.stop({ phase }).then(
+            () => {
+              clearTimeout(overrun);
+              console.log(`Stopped (${Math.round(performance.now() - began)} ms).`);
+              process.exit(0);
+            },
+            (e) => {
+              console.error(`cosmos-feed start: stopping failed: ${(e as Error)?.message ?? String(e)}`);
+              process.exit(1);
+            },
+          ),
+        () => undefined,
+      );
+    },
+    repeated: (signal) =>
+      console.log(`Received ${signal} again (the same Ctrl-C); still stopping gracefully.`),
+    force: (signal) => {
+      console.error(`cosmos-feed start: received ${signal} while stopping; exiting at once.`);
+      process.exit(130);
+    },
+  });
+  try {
+    await starting;
+  } catch (e) {
+    console.error(`cosmos-feed start: ${startFailure(e)}`);
+    process.exit(1);
+  }
+}

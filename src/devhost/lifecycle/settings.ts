@@ -1,0 +1,25 @@
+/**
+ * The timing knobs of `cosmos-feed start`'s lifecycle (signals, stop, --watch), named once. They are not app
+ * settings: they shape how the command line behaves, not how the app runs. See docs/devhost.md ("Stopping",
+ * "--watch").
+ */
+export const LIFECYCLE = {
+  /**
+   * Stop signals (SIGINT/SIGTERM) within this many ms of the first are one request to stop gracefully: Ctrl-C
+   * under `npm start` reaches the CLI twice within milliseconds (from the terminal, to the whole process group,
+   * and forwarded by npm). A signal after this window forces the exit.
+   */
+  signalBurstMs: 1_000,
+  /**
+   * How long a graceful stop waits for in-flight HTTP requests and trigger invocations before it stops the
+   * triggers anyway (their leases released) and cuts what is left.
+   */
+  stopDrainMs: 1_500,
+  /**
+   * The whole graceful stop's bound: drain, trigger leases released, durable hub, dashboard, emulator. Past it the
+   * CLI says what it was still waiting for and exits 1.
+   */
+  stopDeadlineMs: 2_000,
+  /** --watch: a rebuild starts once no source file changed for this long (an editor's save is several events). */
+  watchDebounceMs: 250,
+} as const;

@@ -1,0 +1,109 @@
+import { existsSync, type FSWatcher, watch } from "node:fs";
+import { basename, join, sep } from "node:path";
+import { isUnder } from "./sources.js";
+
+/** One changed file, in the host's terms for a file change. */
+export interface FileChange {
+  path: string;
+  type: "Changed" | "Created" | "Deleted";
+}
+
+export interface SourceWatcher {
+  /** Stops watching; a change batch in progress finishes. */
+  close(): void;
+}
+
+export interface WatchSourcesOptions {
+  /** Folders to watch: each recursively or not (see sources.ts watchRoots). */
+  roots: { dir: string; recursive: boolean }[];
+  /** Paths never to react to (the build output, so that a build does not trigger itself). */
+  ignoreUnder: string[];
+  /** The source files known at start (absolute): a path gone by the batch that was never known is no change. */
+  known: string[];
+  /** A batch is handed over once no file changed for this long. */
+  debounceMs: number;
+  /** Handles one batch; batches never overlap (changes during one make the next). */
+  onChange(changes: FileChange[]): Promise<void>;
+  /** A watcher failed (its folder was removed, the system's watch limit …). */
+  onError(message: string): void;
+}
+
+/** Editors' swap, backup and probe files: not sources. */
+function editorTemporary(path: string): boolean {
+  const name = basename(path);
+  return (
+    name.startsWith(".") || name.endsWith("~") || /\.(swp|swx|swo|tmp)$/i.test(name) || /^\d+$/.test(name) // vim's write probe ("4913")
+  );
+}
+
+/**
+ * Watches source folders (node's fs.watch, recursive where asked) and hands over debounced batches of changed
+ * files. node_modules, dot folders, editor temporaries and `ignoreUnder` are ignored.
+ */
+export function watchSources(o: WatchSourcesOptions): SourceWatcher {
+  const pending = new Map<string, "rename" | "change">();
+  // Files seen (at start, or existing when a batch ran): a temporary file that came and went (sed -i's) is not.
+  const known = new Set(o.known);
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+  let closed = false;
+
+  const flush = async () => {
+    timer = undefined;
+    if (running || closed || pending.size === 0) return;
+    running = true;
+    const batch: FileChange[] = [];
+    for (const [path, event] of pending) {
+      const exists = existsSync(path);
+      if (!exists && !known.has(path)) continue;
+      const type = !exists ? "Deleted" : event === "rename" && !known.has(path) ? "Created" : "Changed";
+      if (exists) known.add(path);
+      else known.delete(path);
+      batch.push({ path, type });
+    }
+    pending.clear();
+    if (batch.length === 0) {
+      running = false;
+      return;
+    }
+    try {
+      await o.onChange(batch);
+    } finally {
+      running = false;
+      if (pending.size > 0 && !closed) schedule();
+    }
+  };
+  const schedule = () => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => void flush(), o.debounceMs);
+  };
+
+  const watchers: FSWatcher[] = [];
+  for (const root of o.roots) {
+    let watcher: FSWatcher;
+    try {
+      watcher = watch(root.dir, { recursive: root.recursive }, (event, name) => {
+        if (!name) return;
+        const path = join(root.dir, name.toString());
+        const parts = name.toString().split(sep);
+        if (parts.some((p) => p === "node_modules" || p.startsWith("."))) return;
+        if (editorTemporary(path) || o.ignoreUnder.some((d) => isUnder(path, d))) return;
+        // A "rename" seen once stays one (a created file may then be written: still "Created").
+        if (pending.get(path) !== "rename") pending.set(path, event);
+        if (!running) schedule();
+      });
+    } catch (e) {
+      o.onError(`Cannot watch ${root.dir}: ${(e as Error).message}`);
+      continue;
+    }
+    watcher.on("error", (e) => o.onError(`Watching ${root.dir} failed: ${e.message}`));
+    watchers.push(watcher);
+  }
+  return {
+    close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      for (const w of watchers) w.close();
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { type CliRun, copyFixture, killAll, removeScratch, runCli } from "../support/start-cli.js";
+import { until } from "../support/until.js";
+
+const runs: CliRun[] = [];
+afterEach(() => killAll(runs));
+afterAll(removeScratch);
+
+const HELLO = /hello: \[GET\] (http:\/\/127\.0\.0\.1:\d+)\/api\/hello/;
+const READY = /Host lock lease acquired by instance ID/;
+
+function start(appDir: string, ...flags: string[]): CliRun {
+  const run = runCli(["start", appDir, "--port", "0", ...flags]);
+  runs.push(run);
+  return run;
+}
+
+/** Rewrites the fixture's greeting (src/functions/hello.ts), as an editor's save does. */
+function setGreeting(appDir: string, code: string): void {
+  const file = join(appDir, "src", "functions", "hello.ts");
+  writeFileSync(file, readFileSync(file, "utf8").replace(/const greeting[^;]*;/, code));
+}
+
+async function greeting(base: string): Promise<string> {
+  return (await fetch(`${base}/api/hello`)).text();
+}
+
+async function stop(run: CliRun): Promise<void> {
+  run.child.kill("SIGTERM");
+  expect(await run.exited).toBe(0);
+}
+
+describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc)", () => {
+  it("rebuilds when a source file is newer than the build output, saying why; --no-build serves the old build with a warning", async () => {
+    const app = copyFixture("app-ts");
+    const first = start(app);
+    const [, base1] = await first.waitFor(HELLO);
+    expect(first.output()).toContain(
+      'No file matches "main" (dist/src/functions/*.js); running `npm run build`',
+    );
+    expect(await greeting(base1)).toBe("v1");
+    await stop(first);
+
+    setGreeting(app, 'const greeting = "v2";');
+    const second = start(app);
+    const [, base2] = await second.waitFor(HELLO);
+    expect(second.output()).toMatch(
+      /src\/functions\/hello\.ts \(changed \S+\) is newer than the build output \(dist\/, written \S+\); running `npm run build`/,
+    );
+    expect(await greeting(base2)).toBe("v2");
+    await stop(second);
+
+    setGreeting(app, 'const greeting = "v3";');
+    const kept = start(app, "--no-build");
+    const [, base3] = await kept.waitFor(HELLO);
+    expect(kept.output()).toMatch(
+      /src\/functions\/hello\.ts \(changed \S+\) is newer than the build output \(dist\/, written \S+\); serving the old build \(--no-build\)\./,
+    );
+    expect(await greeting(base3)).toBe("v2");
+    await stop(kept);
+  });
+
+  it("--watch rebuilds on save and restarts the app on the same port; a failing build keeps the running one", async () => {
+    const app = copyFixture("app-ts");
+    const run = start(app, "--watch");
+    const [, base] = await run.waitFor(HELLO);
+    await run.waitFor(READY);
+    expect(run.output()).toContain("Watching src/** for changes (then `npm run build`).");
+    expect(await greeting(base)).toBe("v1");
+
+    setGreeting(app, 'const greeting = "v2";');
+    await until("the new greeting over HTTP", async () =>
+      (await greeting(base).catch(() => "")) === "v2" ? true : undefined,
+    );
+    const file = join(app, "src", "functions", "hello.ts");
+    expect(run.output()).toContain(`File change of type 'Changed' detected for '${file}'`);
+    expect(run.output()).toMatch(
+      /File change detected\. Starting compilation\.\.\.[\s\S]*Found 0 errors\. Watching for file changes\.[\s\S]*Restarting host\.[\s\S]*Host stopped\.[\s\S]*Host restarted\./,
+    );
+
+    // A type error: tsc fails (and, with noEmitOnError, writes nothing); the app that runs stays.
+    setGreeting(app, "const greeting: number = 'not a number';");
+    await run.waitFor(
+      /`npm run build` failed \(exit code \d+\); the host keeps running the previous build\./,
+    );
+    expect(await greeting(base)).toBe("v2");
+    expect(run.output().match(/Host restarted\./g)).toHaveLength(1);
+    await stop(run);
+  });
+});

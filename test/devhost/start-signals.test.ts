@@ -1,0 +1,175 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { CosmosClient } from "@azure/cosmos";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { StopSignalBurst } from "../../src/cli/signals.js";
+import { startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../../src/emulator/index.js";
+import {
+  type CliRun,
+  copyFixture,
+  killAll,
+  removeScratch,
+  repoRoot,
+  runCli,
+  scratchDir,
+} from "../support/start-cli.js";
+
+const runs: CliRun[] = [];
+afterEach(() => killAll(runs));
+afterAll(removeScratch);
+
+const APP = join(repoRoot, "test", "fixtures", "app-cjs");
+const READY = /Host lock lease acquired by instance ID '[0-9A-F]{32}'\./;
+
+function start(args: string[], options: Parameters<typeof runCli>[1] = {}): CliRun {
+  const run = runCli(args, { detached: true, ...options });
+  runs.push(run);
+  return run;
+}
+
+/** `id Owner` of every lease of the fixture's trigger (prefix `fixture-`). */
+async function leaseOwners(client: CosmosClient): Promise<{ id: string; owner: string | null }[]> {
+  const { resources } = await client
+    .database("fixture")
+    .container("leases")
+    .items.query<{ id: string; owner?: string | null }>(
+      "SELECT c.id, c.Owner AS owner FROM c WHERE IS_DEFINED(c.LeaseToken) AND STARTSWITH(c.id, 'fixture-')",
+    )
+    .fetchAll();
+  return resources.map((r) => ({ id: r.id, owner: r.owner ?? null }));
+}
+
+describe("stop signals", () => {
+  it("a burst of signals is one request; a signal after the burst window forces", () => {
+    let now = 0;
+    const burst = new StopSignalBurst(1_000, () => now);
+    expect(burst.receive()).toBe("stop");
+    now = 3; // npm's forwarded SIGINT, milliseconds after the terminal's
+    expect(burst.receive()).toBe("same-request");
+    now = 1_000;
+    expect(burst.receive()).toBe("same-request");
+    now = 1_001;
+    expect(burst.receive()).toBe("force");
+  });
+});
+
+describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", () => {
+  it("two SIGINTs to the process group are one graceful stop: the request in flight is answered, the trigger's leases released, exit 0; a restart resumes the trigger", async () => {
+    const dataDir = scratchDir("ctrl-c-data-");
+    const args = ["start", APP, "--port", "0", "--emulator-port", "0", "--data-dir", dataDir];
+    const first = start(args);
+    const [, endpoint] = await first.waitFor(/Cosmos DB emulator listening on (\S+) /);
+    const [, base] = await first.waitFor(/slow: \[GET\] (http:\/\/127\.0\.0\.1:\d+)\/v1\/slow/);
+    await first.waitFor(READY);
+    const client = new CosmosClient({ endpoint, key: WELL_KNOWN_EMULATOR_KEY });
+    try {
+      await client.database("fixture").container("things").items.create({ id: "before-stop" });
+      await first.waitFor(/saw 1 documents: before-stop/);
+      // The trigger holds its leases now.
+      const held = await leaseOwners(client);
+      expect(held.length).toBeGreaterThan(0);
+      expect(held.every((l) => l.owner !== null)).toBe(true);
+    } finally {
+      client.dispose();
+    }
+
+    const slow = fetch(`${base}/v1/slow?ms=400`).then(async (r) => [r.status, await r.text()]);
+    await first.waitFor(/Executing 'Functions\.slow'/);
+    // A terminal's Ctrl-C reaches every process of the group, and npm forwards it to its child again: two
+    // deliveries (sent one after the other is handled, so that the kernel cannot merge them into one).
+    first.signalGroup("SIGINT");
+    await first.waitFor(/Received SIGINT; stopping\./);
+    first.signalGroup("SIGINT");
+    expect(await slow).toEqual([200, "slow done"]);
+    expect(await first.exited).toBe(0);
+    expect(first.output()).toMatch(
+      /Received SIGINT; stopping\.[\s\S]*Received SIGINT again \(the same Ctrl-C\); still stopping gracefully\./,
+    );
+    expect(first.output()).toMatch(
+      /Executed 'Functions\.slow' \(Succeeded[\s\S]*Host stopped\.[\s\S]*Stopped \(\d+ ms\)\./,
+    );
+    expect(first.output()).not.toContain("exiting at once");
+
+    // The leases as the stop left them, read from the data folder with an emulator of this process: no owner.
+    const emulator = await startEmulator({ port: 0, dataDir });
+    const reader = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
+    try {
+      const released = await leaseOwners(reader);
+      expect(released.length).toBeGreaterThan(0);
+      expect(released).toEqual(released.map((l) => ({ id: l.id, owner: null })));
+    } finally {
+      reader.dispose();
+      await emulator.close();
+    }
+
+    // A restart on the same data folder takes the released leases and processes a new write.
+    const second = start(args);
+    const [, endpoint2] = await second.waitFor(/Cosmos DB emulator listening on (\S+) /);
+    await second.waitFor(READY);
+    const writer = new CosmosClient({ endpoint: endpoint2, key: WELL_KNOWN_EMULATOR_KEY });
+    try {
+      await writer.database("fixture").container("things").items.create({ id: "after-restart" });
+      await second.waitFor(/saw 1 documents: after-restart/);
+    } finally {
+      writer.dispose();
+    }
+    second.signalGroup("SIGTERM");
+    expect(await second.exited).toBe(0);
+  });
+
+  it("a request that outlasts the drain is cut, and the triggers are stopped anyway: leases released, exit 0", async () => {
+    const dataDir = scratchDir("drain-data-");
+    const run = start(["start", APP, "--port", "0", "--emulator-port", "0", "--data-dir", dataDir]);
+    const [, base] = await run.waitFor(/slow: \[GET\] (http:\/\/127\.0\.0\.1:\d+)\/v1\/slow/);
+    await run.waitFor(READY);
+    // Far longer than the drain (LIFECYCLE.stopDrainMs): the stop does not wait for it.
+    const slow = fetch(`${base}/v1/slow?ms=60000`).then(
+      (r) => r.status,
+      () => "cut",
+    );
+    await run.waitFor(/Executing 'Functions\.slow'/);
+    run.signalGroup("SIGINT");
+    expect(await run.exited).toBe(0);
+    expect(await slow).toBe("cut");
+    expect(run.output()).toMatch(
+      /In-flight requests or invocations still run after \d+ ms; stopping the triggers now \(their leases released\) and cutting those\.[\s\S]*Stopped \(\d+ ms\)\./,
+    );
+    const emulator = await startEmulator({ port: 0, dataDir });
+    const reader = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
+    try {
+      const released = await leaseOwners(reader);
+      expect(released.length).toBeGreaterThan(0);
+      expect(released).toEqual(released.map((l) => ({ id: l.id, owner: null })));
+    } finally {
+      reader.dispose();
+      await emulator.close();
+    }
+  });
+
+  it("Ctrl-C under `npm start` (SIGINT to the group, and npm's forwarded copy) stops gracefully with exit 0", async () => {
+    const app = copyFixture("app-cjs");
+    const bin = join(repoRoot, "bin", "cosmos-feed.js");
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify({
+        name: "ctrl-c-app",
+        private: true,
+        main: "lib/*.js",
+        scripts: { start: `exec node ${JSON.stringify(bin)} start . --port 0 --emulator-port 0` },
+      }),
+    );
+    const npm = start(["start", "--silent"], { command: "npm", cwd: app });
+    const [, base] = await npm.waitFor(/slow: \[GET\] (http:\/\/127\.0\.0\.1:\d+)\/v1\/slow/);
+    await npm.waitFor(READY);
+    const slow = fetch(`${base}/v1/slow?ms=400`).then(async (r) => [r.status, await r.text()]);
+    await npm.waitFor(/Executing 'Functions\.slow'/);
+    npm.signalGroup("SIGINT");
+    await npm.waitFor(/Received SIGINT; stopping\./);
+    // The copy npm forwards, when it comes after the terminal's was handled (else the kernel merges the two).
+    npm.child.kill("SIGINT");
+    expect(await slow).toEqual([200, "slow done"]);
+    expect(await npm.exited).toBe(0);
+    expect(npm.output()).toMatch(/Received SIGINT; stopping\.[\s\S]*Stopped \(\d+ ms\)\./);
+    expect(npm.output()).not.toContain("exiting at once");
+  });
+});
