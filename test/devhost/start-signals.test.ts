@@ -89,6 +89,8 @@ describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", ()
       /Executed 'Functions\.slow' \(Succeeded[\s\S]*Host stopped\.[\s\S]*Stopped \(\d+ ms\)\./,
     );
     expect(first.output()).not.toContain("exiting at once");
+    // The worker process got the same signals and left its end to the host (no crash, no restart).
+    expect(first.output()).not.toContain("Language Worker Process exited");
 
     // The leases as the stop left them, read from the data folder with an emulator of this process: no owner.
     const emulator = await startEmulator({ port: 0, dataDir });
