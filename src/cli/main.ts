@@ -158,6 +158,10 @@ program
     "--cors-credentials",
     "allow credentials in CORS (default: local.settings.json Host.CORSCredentials)",
   )
+  .option(
+    "--allowed-hosts <names>",
+    "host names the HTTP server answers besides localhost, *.localhost, 127.0.0.1 and [::1]: comma-separated, '*.domain' for a domain, '*' for any (default: local.settings.json Host.AllowedHosts)",
+  )
   .option("--no-build", "do not run `npm run build` when package.json main matches no file")
   .action(async (appDir: string, opts) => {
     let started: StartedApp;
@@ -171,6 +175,7 @@ program
         containers: opts.containers,
         cors: opts.cors,
         corsCredentials: opts.corsCredentials,
+        allowedHosts: opts.allowedHosts,
         build: opts.build,
       });
     } catch (e) {

@@ -3,8 +3,10 @@ import type { Clock } from "../shared/changefeed/clock.js";
 import { readAppConfig } from "./appConfig.js";
 import type { BindingExtensions } from "./extensions.js";
 import { type CorsPolicy, parseCorsPolicy } from "./http/cors.js";
+import { parseAllowedHosts } from "./http/hosts.js";
 import { buildRouteTable, routeUrl } from "./http/router.js";
 import { type BuiltinRoutes, DevHttpServer } from "./http/server.js";
+import { readDevHttpSettings } from "./http/settings.js";
 import { type InvocationOutcome, type InvokeOptions, invokeFunction } from "./invocation.js";
 import { type LoadedApp, type LoadedFunction, loadApp } from "./loader.js";
 import { HostLogger, type LogSink } from "./logger.js";
@@ -41,6 +43,8 @@ export interface DevHostOptions {
   maxRequestBodyBytes?: number;
   /** CORS for HTTP triggers; default local.settings.json `Host.CORS` / `Host.CORSCredentials` (none = off). */
   cors?: CorsPolicy;
+  /** Host names answered besides loopback ones (`--allowed-hosts`); default local.settings.json `Host.AllowedHosts`. */
+  allowedHosts?: string;
   /** Runs after the app loaded and before HTTP listens and triggers start (e.g. to point connections). */
   prepare?: (app: LoadedApp, logger: HostLogger) => Promise<void>;
   /** The host's own HTTP endpoints (Durable's webhooks), served before function routes. */
@@ -102,6 +106,12 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     cors,
     builtinRoutes: options.builtinRoutes,
+    // local.settings.json Values as the host reads app settings, the real environment winning (as Core Tools).
+    settings: readDevHttpSettings({ ...config.settings, ...env }, config.httpThrottle),
+    allowedHosts: parseAllowedHosts(
+      options.allowedHosts ?? config.allowedHosts,
+      options.allowedHosts !== undefined ? "--allowed-hosts" : "local.settings.json Host.AllowedHosts",
+    ),
   });
   const hostname = options.hostname ?? "127.0.0.1";
   const port = await http.listen(options.port ?? app.config.localHttpPort ?? 7071, hostname);

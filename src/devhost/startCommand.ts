@@ -51,6 +51,8 @@ export interface StartCommandOptions {
   cors?: string;
   /** Core Tools' `--cors-credentials`; overrides `Host.CORSCredentials`. */
   corsCredentials?: boolean;
+  /** `--allowed-hosts`: host names answered besides loopback ones; overrides local.settings.json `Host.AllowedHosts`. */
+  allowedHosts?: string;
   /** Run `npm run build` when `main` matches no file (default true). */
   build?: boolean;
   logSink?: LogSink;
@@ -244,6 +246,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
       appDir,
       port: options.port,
       ...(cors ? { cors } : {}),
+      ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}),
       env,
       logSink: sink,
       // … and the bindings' own connection settings once registration has named them.
