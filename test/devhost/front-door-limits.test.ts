@@ -1,8 +1,9 @@
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { BuiltinRequest } from "../../src/devhost/http/server.js";
-import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+import { type BuiltinRequest, DevHttpServer } from "../../src/devhost/http/server.js";
+import { DEV_HTTP_SETTINGS } from "../../src/devhost/http/settings.js";
+import { HostLogger, type LoadedApp, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
 import {
   exchange,
@@ -148,6 +149,47 @@ describe("bounded work", () => {
     expect(bodies.map((b) => b.calls)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
     // Without the per-connection turn, node:http starts every parsed request at once (thousands together).
     expect(bodies[count - 1].max).toBe(1);
+  });
+
+  it("stops reading a connection whose pipelined requests pile up: the server holds a bounded number of them", async () => {
+    // The server alone, with one built-in route (no app is invoked: the stand-in app is never reached). Each request
+    // notes how many requests the server has received and not yet answered.
+    let running = 0;
+    let maxRunning = 0;
+    const held: number[] = [];
+    const server: DevHttpServer = new DevHttpServer({
+      app: {} as LoadedApp,
+      table: { prefix: "api", routes: [], errors: [] },
+      logger: new HostLogger({ sink: () => {} }),
+      builtinRoutes: [
+        {
+          prefix: "/_work",
+          handle: async () => {
+            running++;
+            maxRunning = Math.max(maxRunning, running);
+            held.push(server.inFlight);
+            await new Promise((r) => setImmediate(r));
+            running--;
+            return { status: 200, body: "ok" };
+          },
+        },
+      ],
+    });
+    const port = await server.listen(0, "127.0.0.1");
+    try {
+      const count = 20_000;
+      const one = rawRequest("GET", "/_work", { ...HOST, connection: "keep-alive" });
+      const answers = await exchange(port, Buffer.concat(Array.from({ length: count }, () => one)), count);
+      expect(answers.filter((a) => a.status === 200 && a.body === "ok")).toHaveLength(count);
+      expect(maxRunning).toBe(1);
+      // Once DEV_HTTP_PIPELINE_BACKLOG requests wait, the connection is not read until half were served: what is held
+      // is that backlog plus what one read of the socket (at most 64 KiB) brought, not the 20,000 the client wrote
+      // (without the pause node:http parses nearly all of them ahead while the first ones run).
+      const oneRead = Math.ceil(65_536 / one.length);
+      expect(Math.max(...held)).toBeLessThanOrEqual(DEV_HTTP_SETTINGS.pipelineBacklog.default + 2 * oneRead);
+    } finally {
+      await server.close();
+    }
   });
 
   it("maxConcurrentRequests caps invocations over all connections; past maxOutstandingRequests it answers 429", async () => {

@@ -6,17 +6,39 @@
  * throttle (host.json extensions.http.maxConcurrentRequests / maxOutstandingRequests) over all connections.
  */
 
-/** What ConnectionTurns needs of a socket (a net.Socket; tests pass a stand-in). */
+/**
+ * What ConnectionTurns needs of a socket (a net.Socket of a node:http server; tests pass a stand-in). `socket.pause()`
+ * alone does not stop node:http from reading: its parser consumes the socket's handle directly, and each request
+ * body read (`IncomingMessage._read`) or answer (`req._dump()`) resumes the socket. node:http's own guard against a
+ * flood of pipelined requests (`parserOnIncoming`, when answers pile up unsent) sets `_paused`, which those resumes
+ * respect, and pauses `parser` once the current buffer is parsed; `socketOnDrain` undoes both — on every answer
+ * written while few answers are unsent. The same two fields are used here, the same way, and the pause is set again
+ * after each answer for as long as the backlog has not halved (in the same tick as node:http's resume, before any
+ * read: libuv reads in its poll phase).
+ */
 export interface PausableSocket {
   pause(): unknown;
   resume(): unknown;
+  _paused?: boolean;
+  parser?: { pause(): unknown; resume(): unknown } | null;
 }
 
 interface Turns {
   running: number;
   waiting: (() => void)[];
-  /** This gate paused the socket (node:http pauses and resumes it for its own reasons too). */
-  paused: boolean;
+  /** This connection is not to be read until its backlog has halved. */
+  holding: boolean;
+}
+
+function stopReading(socket: PausableSocket): void {
+  socket._paused = true;
+  socket.pause(); // node:http pauses the parser after the buffer it is parsing (onParserExecuteCommon)
+}
+
+function readAgain(socket: PausableSocket): void {
+  socket._paused = false;
+  socket.parser?.resume();
+  socket.resume();
 }
 
 /** Releases a slot; calling it again does nothing. */
@@ -45,7 +67,7 @@ export class ConnectionTurns {
   async enter(socket: PausableSocket): Promise<Release> {
     let t = this.#turns.get(socket);
     if (!t) {
-      t = { running: 0, waiting: [], paused: false };
+      t = { running: 0, waiting: [], holding: false };
       this.#turns.set(socket, t);
     }
     const turns = t;
@@ -54,9 +76,9 @@ export class ConnectionTurns {
     } else {
       await new Promise<void>((resolve) => {
         turns.waiting.push(resolve);
-        if (turns.waiting.length >= this.#backlog && !turns.paused) {
-          turns.paused = true;
-          socket.pause();
+        if (turns.waiting.length >= this.#backlog && !turns.holding) {
+          turns.holding = true;
+          stopReading(socket);
         }
       });
     }
@@ -65,17 +87,18 @@ export class ConnectionTurns {
       if (next)
         next(); // the slot passes on: running stays the same
       else turns.running--;
-      if (turns.paused && turns.waiting.length <= Math.floor(this.#backlog / 2)) {
-        turns.paused = false;
-        socket.resume();
-      }
+      if (!turns.holding) return;
+      if (turns.waiting.length <= Math.floor(this.#backlog / 2)) {
+        turns.holding = false;
+        readAgain(socket);
+      } else stopReading(socket); // again: the answer just written may have made node:http resume reading
     });
   }
 
   /** Requests of this connection running and waiting (for tests and diagnostics). */
   load(socket: PausableSocket): { running: number; waiting: number; paused: boolean } {
     const t = this.#turns.get(socket);
-    return { running: t?.running ?? 0, waiting: t?.waiting.length ?? 0, paused: t?.paused ?? false };
+    return { running: t?.running ?? 0, waiting: t?.waiting.length ?? 0, paused: t?.holding ?? false };
   }
 }
 
