@@ -3,6 +3,7 @@ import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDurableApiHandler, durableBuiltinRoutes } from "../../src/devhost/durable/client-api.js";
 import { durableClientInputData, ensureWebsiteHostname } from "../../src/devhost/durable/client-binding.js";
+import { parseCorsPolicy } from "../../src/devhost/http/cors.js";
 import type { BuiltinRequest } from "../../src/devhost/http/server.js";
 import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 import { FakeTaskHub } from "../durable/fake-task-hub.js";
@@ -245,6 +246,28 @@ describe("the cross-site guard (built-in routes)", () => {
     // Another loopback name is another origin: a page on http://localhost:<port> posting to 127.0.0.1:<port>.
     const other = await call("POST", endpoints[1], { ...here(), origin: `http://localhost:${host.port}` });
     expect(other.status).toBe(403);
+  });
+
+  it("trusts a page whose origin Host.CORS / --cors lists by name", async () => {
+    const corsHost = await startDevHost({
+      appDir: app.dir,
+      port: 0,
+      cors: parseCorsPolicy("http://localhost:3000", false),
+      builtinRoutes: [{ prefix: "/runtime/webhooks/durabletask", handle: ok }],
+    });
+    try {
+      const from = (origin: string) =>
+        rawCall(corsHost.port, "POST", endpoints[0], {
+          host: `localhost:${corsHost.port}`,
+          origin,
+          "sec-fetch-site": "same-site",
+          "content-type": "application/json",
+        });
+      expect((await from("http://localhost:3000")).status).toBe(200);
+      expect((await from("http://localhost:3001")).status).toBe(403);
+    } finally {
+      await corsHost.close();
+    }
   });
 
   it("does not guard the app's own functions: they are the app's API, as in Azure", async () => {

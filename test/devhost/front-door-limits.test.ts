@@ -20,8 +20,12 @@ import { waitUntil } from "../support/until.js";
 
 const apps: FrontDoorApp[] = [];
 const hosts: RunningDevHost[] = [];
+// The dev host runs the app in this process and puts local.settings.json Values into process.env (the real
+// environment wins there): each test's settings are taken out again so that the next test's apply.
+const savedEnv = { ...process.env };
 afterEach(async () => {
   while (hosts.length) await hosts.pop()?.close();
+  for (const name of Object.keys(process.env)) if (!(name in savedEnv)) delete process.env[name];
 });
 afterAll(() => {
   for (const a of apps) a.remove();
@@ -129,6 +133,16 @@ describe("request body limits", () => {
     expect(fallback.status).toBe(413);
     expect(body(fallback).message).toMatch(/DEV_HTTP_BUILTIN_MAX_BODY_BYTES/);
     expect(seen.map((r) => r.body.length)).toEqual([100, 1000]);
+
+    // The dev host's own limit applies to built-in routes too, when it is the smaller.
+    const small = await serve(
+      { values: { FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: "50" } },
+      { builtinRoutes: [{ prefix: "/_own", maxBodyBytes: () => 100, maxBodyName: "own", handle }] },
+    );
+    const capped = await rawCall(small.port, "POST", "/_own/x", json, "a".repeat(51));
+    expect(body(capped).message).toMatch(
+      /50 bytes, the limit of the dev host \(FUNCTIONS_REQUEST_BODY_SIZE_LIMIT\)/,
+    );
 
     const sent = await flood(host.port, "/_own/x", { "content-type": "application/json" }, 64 * 1024 * 1024);
     expect(sent.answers.map((a) => a.status)).toEqual([413]);

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readAppConfig } from "../../src/devhost/appConfig.js";
 import { createDurableRuntime, DURABLE_API_BODY_SLACK_BYTES } from "../../src/devhost/durable/runtime.js";
+import { parseCorsPolicy } from "../../src/devhost/http/cors.js";
 import { crossSiteRefusal } from "../../src/devhost/http/crossSite.js";
 import { checkHost, parseAllowedHosts, withBindName } from "../../src/devhost/http/hosts.js";
 import { DEV_HTTP_SETTINGS, readDevHttpSettings } from "../../src/devhost/http/settings.js";
@@ -175,6 +176,20 @@ describe("crossSiteRefusal", () => {
     expect(refused("POST", { origin: "ftp://127.0.0.1:7071" })).toBe(true);
   });
 
+  it("trusts an origin the CORS policy lists by name, not a wildcard policy", () => {
+    const headers = {
+      host: "127.0.0.1:7071",
+      origin: "http://localhost:3000",
+      "sec-fetch-site": "same-site",
+    };
+    const listed = parseCorsPolicy("http://localhost:3000", false);
+    expect(crossSiteRefusal("POST", headers, list, listed)).toBeUndefined();
+    expect(crossSiteRefusal("POST", headers, list, parseCorsPolicy("*", false))).toMatch(/same-site/);
+    expect(crossSiteRefusal("POST", { ...headers, origin: "http://localhost:3001" }, list, listed)).toMatch(
+      /same-site/,
+    );
+  });
+
   it("refuses form content types without an Origin, whatever their parameters and case", () => {
     for (const t of [
       "text/plain",
@@ -250,5 +265,6 @@ describe("settings", () => {
       location: () => Promise.reject(new Error("not started")),
     });
     expect(runtime.routes.maxBodyBytes?.()).toBe(2048 + DURABLE_API_BODY_SLACK_BYTES);
+    expect(runtime.routes.maxBodyName).toMatch(/durable HTTP API \(DURABLE_MAX_PAYLOAD_BYTES/);
   });
 });

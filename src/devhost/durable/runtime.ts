@@ -177,6 +177,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
       // A body the API could accept is at most one payload; past that (plus room for a JSON envelope) the front door
       // stops reading and answers 413, instead of buffering up to the functions' 100 MB first.
       maxBodyBytes: () => readDurableHubSettings(env).maxPayloadBytes + DURABLE_API_BODY_SLACK_BYTES,
+      maxBodyName: "the durable HTTP API (DURABLE_MAX_PAYLOAD_BYTES + 64 KiB)",
     },
     async prepare(loaded, log) {
       app = loaded;

@@ -31,6 +31,8 @@ export interface BuiltinRoutes {
   enabled?(): boolean;
   /** The largest request body these routes take, in bytes; read when a request comes (settings may change). */
   maxBodyBytes?(): number;
+  /** What that limit is, for the 413 (e.g. "the durable HTTP API (DURABLE_MAX_PAYLOAD_BYTES + 64 KiB)"). */
+  maxBodyName?: string;
   handle(req: BuiltinRequest): Promise<BuiltinResponse | undefined>;
 }
 

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { type CorsPolicy, corsOriginListed } from "./cors.js";
 import { type HostAllowList, listedHostname, normalizeAuthority, normalizeHostname } from "./hosts.js";
 
 /**
@@ -10,8 +11,10 @@ import { type HostAllowList, listedHostname, normalizeAuthority, normalizeHostna
  * - `Sec-Fetch-Site` is `cross-site` or `same-site` (a page on another port of localhost is same-site);
  * - there is no `Origin` and the body is one an HTML form can send without a CORS preflight (`text/plain`,
  *   `application/x-www-form-urlencoded`, `multipart/form-data`): a browser that leaves Origin out.
- * The durable-functions client (JSON, no Origin), curl with `-H 'content-type: application/json'` and the dashboard
- * page (GET only) pass. The app's own HTTP functions are not guarded: they are the app's API, as in Azure.
+ * An origin listed by name in the CORS policy (Host.CORS / --cors, not `*`) is trusted: the user said that page may
+ * call the dev host. The durable-functions client (JSON, no Origin), curl with `-H 'content-type: application/json'`
+ * and the dashboard page (GET only) pass. The app's own HTTP functions are not guarded: they are the app's API, as
+ * in Azure.
  */
 
 const SAFE_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -47,13 +50,15 @@ export function crossSiteRefusal(
   method: string,
   headers: IncomingHttpHeaders,
   list: HostAllowList,
+  cors?: CorsPolicy,
 ): string | undefined {
   if (SAFE_METHODS.has(method.toUpperCase())) return undefined;
+  const origin = single(headers.origin)?.trim();
+  if (origin !== undefined && cors && corsOriginListed(cors, origin)) return undefined;
   const site = single(headers["sec-fetch-site"])?.trim().toLowerCase();
   if (site === "cross-site" || site === "same-site") {
     return `the browser marks it Sec-Fetch-Site: ${site} (sent by a page of another site or port)`;
   }
-  const origin = single(headers.origin)?.trim();
   if (origin !== undefined) {
     return trustedOrigin(origin, single(headers.host), list)
       ? undefined

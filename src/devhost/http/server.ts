@@ -162,21 +162,16 @@ export class DevHttpServer {
       (b) => underPrefix(url.pathname, b.prefix) && (b.enabled?.() ?? true),
     );
     if (builtin) {
-      const crossSite = crossSiteRefusal(method, req.headers, this.#allowed);
+      const crossSite = crossSiteRefusal(method, req.headers, this.#allowed, cors);
       if (crossSite) {
         return sendProblem(
           res,
           403,
           "CrossSiteRequest",
-          `${method} ${url.pathname} is refused: ${crossSite}. The dev host's own endpoints take state-changing requests only from this origin or from clients that are not browsers.`,
+          `${method} ${url.pathname} is refused: ${crossSite}. The dev host's own endpoints take state-changing requests only from pages of this origin (or listed in Host.CORS) and from clients that are not browsers.`,
         );
       }
-      const own = builtin.maxBodyBytes?.();
-      const limit = Math.min(own ?? s.builtinMaxBodyBytes, s.maxRequestBodyBytes);
-      const limitName =
-        own === undefined
-          ? `${builtin.prefix} (${DEV_HTTP_SETTINGS.builtinMaxBodyBytes.setting})`
-          : builtin.prefix;
+      const [limit, limitName] = this.#builtinBodyLimit(builtin);
       return this.#throttled(this.#builtins, "the dev host's endpoints", req, res, () =>
         serveBuiltin({
           routes: builtin,
@@ -207,6 +202,19 @@ export class DevHttpServer {
         discardBytes: s.discardAfterRefusalBytes,
       }),
     );
+  }
+
+  /** A built-in route's body limit and its name: its own, or DEV_HTTP_BUILTIN_MAX_BODY_BYTES, within the host's. */
+  #builtinBodyLimit(builtin: BuiltinRoutes): [number, string] {
+    const s = this.#settings;
+    const own = builtin.maxBodyBytes?.();
+    const limit = own ?? s.builtinMaxBodyBytes;
+    if (s.maxRequestBodyBytes < limit) {
+      return [s.maxRequestBodyBytes, `the dev host (${DEV_HTTP_SETTINGS.maxRequestBodyBytes.setting})`];
+    }
+    if (own === undefined)
+      return [limit, `${builtin.prefix} (${DEV_HTTP_SETTINGS.builtinMaxBodyBytes.setting})`];
+    return [limit, builtin.maxBodyName ?? builtin.prefix];
   }
 
   /** Runs `work` in a slot of `throttle`; 429 when as many requests as it holds are running or waiting. */
