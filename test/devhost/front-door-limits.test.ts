@@ -100,7 +100,8 @@ describe("request body limits", () => {
 
   it("stops reading a chunked body past the limit: the client cannot push 64 MB through", async () => {
     const host = await serve({ values: { FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: "2048" } });
-    const sent = await flood(host.port, "/api/echo", {}, 64 * 1024 * 1024);
+    // Keep-alive: with `Connection: close` node:http would close the connection after any answer.
+    const sent = await flood(host.port, "/api/echo", { connection: "keep-alive" }, 64 * 1024 * 1024);
     expect(sent.answers.map((a) => a.status)).toEqual([413]);
     // The dev host read the limit plus DEV_HTTP_DISCARD_AFTER_REFUSAL_BYTES (256 KiB), then closed the connection:
     // what the client wrote beyond that sits in the kernel's socket buffers, far below the 64 MB it had to send.
@@ -144,10 +145,30 @@ describe("request body limits", () => {
       /50 bytes, the limit of the dev host \(FUNCTIONS_REQUEST_BODY_SIZE_LIMIT\)/,
     );
 
-    const sent = await flood(host.port, "/_own/x", { "content-type": "application/json" }, 64 * 1024 * 1024);
+    const sent = await flood(
+      host.port,
+      "/_own/x",
+      { connection: "keep-alive", "content-type": "application/json" },
+      64 * 1024 * 1024,
+    );
     expect(sent.answers.map((a) => a.status)).toEqual([413]);
     expect(sent.finishedSending).toBe(false);
     expect(seen).toHaveLength(2);
+  });
+
+  it("a refused request (Host, cross-site) is not read to its end either", async () => {
+    const host = await serve(
+      {},
+      { builtinRoutes: [{ prefix: "/_own", handle: async () => ({ status: 200 }) }] },
+    );
+    const total = 64 * 1024 * 1024;
+    const keepAlive = { connection: "keep-alive" };
+    const rebinding = await flood(host.port, "/api/echo", { ...keepAlive, host: "evil.example" }, total);
+    expect(rebinding.answers.map((a) => a.status)).toEqual([421]);
+    expect(rebinding.finishedSending).toBe(false);
+    const form = await flood(host.port, "/_own/x", { ...keepAlive, "content-type": "text/plain" }, total);
+    expect(form.answers.map((a) => a.status)).toEqual([403]);
+    expect(form.finishedSending).toBe(false);
   });
 });
 

@@ -44,6 +44,15 @@ export function refuseLargeBody(
     "RequestBodyTooLarge",
     `The request body is larger than ${limit} bytes, the limit of ${what}.`,
   );
+  discardBody(req, discardBytes);
+}
+
+/**
+ * The rest of the body of a request that was answered without it (refused): read and dropped up to `discardBytes`,
+ * then the connection is closed. node:http would otherwise read and drop all of it, however large, before the
+ * connection's next request.
+ */
+export function discardBody(req: IncomingMessage, discardBytes: number): void {
   if (req.complete) return;
   let discarded = 0;
   req.on("data", (chunk: Buffer) => {

@@ -4,6 +4,7 @@ import { DevHostError } from "../errors.js";
 import type { BindingExtensions } from "../extensions.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
+import { discardBody } from "./body.js";
 import { type BuiltinRoutes, serveBuiltin, underPrefix } from "./builtin.js";
 import { applyCors, type CorsPolicy } from "./cors.js";
 import { crossSiteRefusal } from "./crossSite.js";
@@ -149,7 +150,7 @@ export class DevHttpServer {
         this.#refusedHosts.add(name);
         logger.warn(`Refused a request for Host '${name}': ${refusedHost.message}`);
       }
-      return sendProblem(res, refusedHost.status, refusedHost.code, refusedHost.message);
+      return this.#refuse(req, res, refusedHost.status, refusedHost.code, refusedHost.message);
     }
     // Before routing, as the CORS middleware runs before the host's: a preflight never reaches a function.
     if (cors && applyCors(cors, req, res)) return;
@@ -164,7 +165,8 @@ export class DevHttpServer {
     if (builtin) {
       const crossSite = crossSiteRefusal(method, req.headers, this.#allowed, cors);
       if (crossSite) {
-        return sendProblem(
+        return this.#refuse(
+          req,
           res,
           403,
           "CrossSiteRequest",
@@ -204,6 +206,19 @@ export class DevHttpServer {
     );
   }
 
+  /** A refusal before the body was read: the answer, then at most DEV_HTTP_DISCARD_AFTER_REFUSAL_BYTES of the body. */
+  #refuse(
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+    headers: Record<string, string> = {},
+  ): void {
+    sendProblem(res, status, code, message, headers);
+    discardBody(req, this.#settings.discardAfterRefusalBytes);
+  }
+
   /** A built-in route's body limit and its name: its own, or DEV_HTTP_BUILTIN_MAX_BODY_BYTES, within the host's. */
   #builtinBodyLimit(builtin: BuiltinRoutes): [number, string] {
     const s = this.#settings;
@@ -227,7 +242,8 @@ export class DevHttpServer {
   ): Promise<void> {
     const slot = throttle.tryEnter();
     if (!slot) {
-      return sendProblem(
+      return this.#refuse(
+        req,
         res,
         429,
         "TooManyRequests",

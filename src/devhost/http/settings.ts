@@ -83,7 +83,7 @@ export const DEV_HTTP_SETTINGS = {
     min: 0,
     max: 104_857_600,
     description:
-      "After answering 413, how much more of that request body is read and dropped (so that the client sees the answer) before the connection is closed, as Go's net/http does with 256 KiB.",
+      "After a refusal (413, 421, 403, 429), how much more of that request's body is read and dropped (so that the client sees the answer) before the connection is closed, as Go's net/http does with 256 KiB.",
   },
 } as const satisfies Record<string, WholeNumberKnob>;
 
