@@ -1,3 +1,5 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +11,7 @@ import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/dev
 import { FakeTaskHub } from "../durable/fake-task-hub.js";
 import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
 import { type RawAnswer, rawCall } from "../support/raw-http.js";
+import { waitUntil } from "../support/until.js";
 
 // The front door's guards over real sockets, with forged headers sent on raw node:net connections: the DNS-rebinding
 // guard (every route answers only loopback or listed Host names) and the cross-site guard of built-in routes.
@@ -141,6 +144,49 @@ describe("the DNS-rebinding guard (every route)", () => {
     } finally {
       await wide.close();
     }
+  });
+});
+
+describe("cosmos-feed start --allowed-hosts (a real child process)", () => {
+  const root = fileURLToPath(new URL("../..", import.meta.url));
+  const start = (args: string[]) => {
+    // --emulator-port 0: should anything want the embedded emulator, never on the well-known 8081.
+    const cliArgs = ["bin/cosmos-feed.js", "start", "test/fixtures/app-esm", "--emulator-port", "0", ...args];
+    const child = spawn(process.execPath, cliArgs, {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let text = "";
+    child.stdout?.on("data", (c: Buffer) => {
+      text += c.toString();
+    });
+    child.stderr?.on("data", (c: Buffer) => {
+      text += c.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    return { child, exited, output: () => text };
+  };
+
+  it("answers the listed name, refuses others, and stops with one line on a bad entry", async () => {
+    const run = start(["--port", "0", "--allowed-hosts", "cli.example.test"]);
+    try {
+      await waitUntil("the functions list", () =>
+        /hello: \[GET,POST\] http:\/\/127\.0\.0\.1:\d+/.test(run.output()),
+      );
+      const port = Number(/http:\/\/127\.0\.0\.1:(\d+)\/api\/hello/.exec(run.output())?.[1]);
+      expect((await rawCall(port, "GET", "/api/hello?name=x", { host: "cli.example.test" })).body).toBe(
+        "Hello, x",
+      );
+      expect((await rawCall(port, "GET", "/api/hello", { host: "other.example.test" })).status).toBe(421);
+    } finally {
+      run.child.kill("SIGTERM");
+      await run.exited;
+    }
+    const bad = start(["--port", "0", "--allowed-hosts", "ok.test,bad.test:80"]);
+    expect(await bad.exited).toBe(1);
+    expect(bad.output().trim()).toMatch(
+      /^cosmos-feed start: --allowed-hosts: 'bad.test:80' is not a host name/,
+    );
   });
 });
 
