@@ -1,28 +1,21 @@
 #!/usr/bin/env node
-// `npm run infra:build`: compiles infra/bicep/main.bicep to ARM JSON with the Azure CLI's Bicep (az bicep build),
-// the check the offline tests cannot do. Without the Azure CLI: one line saying what to install; exit 1.
+// `npm run infra:build`: compiles infra/bicep/main.bicep (and its modules) to ARM JSON in .data/infra/ with the
+// pinned Bicep CLI (scripts/bicep.mjs: restored from NuGet through the .NET SDK, else the Azure CLI's Bicep), linted
+// with infra/bicep/bicepconfig.json. Exit status: Bicep's (non-zero on any error-level diagnostic).
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { delimiter, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { resolveBicep, root } from "./bicep.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const names = process.platform === "win32" ? ["az.cmd", "az.exe"] : ["az"];
-const az = (process.env.PATH ?? "")
-  .split(delimiter)
-  .filter(Boolean)
-  .flatMap((d) => names.map((n) => join(d, n)))
-  .find((p) => existsSync(p));
-if (!az) {
-  console.error(
-    "infra:build needs the Azure CLI with Bicep ('az' on PATH; then `az bicep install`); offline, `npm test` checks the Bicep with tree-sitter-bicep instead.",
-  );
+let bicep;
+try {
+  bicep = resolveBicep();
+} catch (error) {
+  console.error(`infra:build: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 }
 const outdir = join(root, ".data", "infra");
-const r = spawnSync(
-  az,
-  ["bicep", "build", "--file", join(root, "infra", "bicep", "main.bicep"), "--outdir", outdir],
-  { stdio: "inherit" },
-);
+const r = spawnSync(bicep.path, ["build", join(root, "infra", "bicep", "main.bicep"), "--outdir", outdir], {
+  stdio: "inherit",
+});
+if (r.status === 0) console.error(`infra:build: ${join(outdir, "main.json")}`);
 process.exit(r.status ?? 1);

@@ -103,7 +103,7 @@ func csv(text string) string[] => filter(map(split(text, ','), item => trim(item
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
 
-resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+resource rg 'Microsoft.Resources/resourceGroups@2025-04-01' = {
   name: 'rg-${environmentName}'
   location: location
   tags: tags
@@ -191,7 +191,8 @@ module api 'modules/functionapp.bicep' = {
       LAG_REPORT_SCHEDULE: lagReportSchedule
     }
     durableTaskScheduler: durableStorageProvider == 'DurableTaskScheduler'
-    durableTaskSchedulerEndpoint: durableStorageProvider == 'DurableTaskScheduler' ? scheduler.outputs.endpoint : ''
+    // The scheduler module exists only with that provider; without it, no endpoint (and no scheduler settings).
+    durableTaskSchedulerEndpoint: scheduler.?outputs.endpoint ?? ''
     authClientId: authClientId
     authAudiences: empty(csv(authAudiences)) ? ['api://${authClientId}', authClientId] : csv(authAudiences)
     authAllowedClientApplications: empty(csv(authAllowedClientApplications))
@@ -215,7 +216,7 @@ module rbac 'modules/rbac.bicep' = {
     storageAccountName: storage.outputs.name
     durableAzureStorage: durableStorageProvider == 'AzureStorage'
     appInsightsName: monitoring.outputs.name
-    schedulerName: durableStorageProvider == 'DurableTaskScheduler' ? scheduler.outputs.name : ''
+    schedulerName: scheduler.?outputs.name ?? ''
     taskHubName: taskHubName
   }
 }

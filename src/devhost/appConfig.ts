@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LogLevel } from "./coreTypes.js";
 import { DevHostError } from "./errors.js";
+import { type ExtensionBundle, readExtensionBundle } from "./extensionBundle.js";
 import { parseFunctionTimeout } from "./functionTimeout.js";
 import type { HostJsonHttpThrottle } from "./http/settings.js";
 
@@ -37,6 +38,8 @@ export interface AppConfig {
   cors: { origins?: string; credentials: boolean };
   /** local.settings.json `Host.AllowedHosts`: host names the HTTP server answers besides loopback ones (hosts.ts). */
   allowedHosts?: string;
+  /** host.json `extensionBundle` (its range decides the Cosmos DB option names: extensionBundle.ts); absent = none. */
+  extensionBundle?: ExtensionBundle;
 }
 
 function readJson(path: string, what: string): Record<string, unknown> | undefined {
@@ -142,6 +145,7 @@ export function readAppConfig(appDir: string): AppConfig {
     settings,
     localHttpPort: Number.isInteger(port) && port > 0 ? port : undefined,
     functionTimeoutMs: parseFunctionTimeout(host?.functionTimeout),
+    extensionBundle: readExtensionBundle(host?.extensionBundle),
     cors: {
       origins: typeof hostSection.CORS === "string" ? hostSection.CORS : undefined,
       credentials: hostSection.CORSCredentials === true || hostSection.CORSCredentials === "true",

@@ -1,18 +1,24 @@
 import { CosmosClient } from "@azure/cosmos";
 import { bindingLog } from "./builtinTimer.js";
 import { resolveCosmosConnection } from "./connections.js";
-import type { TypedData } from "./coreTypes.js";
+import type { BindingInfo, TypedData } from "./coreTypes.js";
+import { appCosmosBindings } from "./cosmos/appBindings.js";
 import {
+  CosmosBindingError,
   type CosmosInputOptions,
   type CosmosOutputOptions,
   readCosmosInput,
   writeCosmosOutput,
 } from "./cosmos/bindings.js";
-import type { ContainerDefinitionLookup } from "./cosmos/provision.js";
+import { type AppCosmosBinding, chooseContainerDefinition } from "./cosmos/containerChoice.js";
+import { translateCosmosOptions } from "./cosmos/optionNames.js";
+import { type ContainerDefinitionLookup, ensureContainer } from "./cosmos/provision.js";
 import { CosmosTriggerError, type CosmosTriggerOptions, startCosmosTrigger } from "./cosmos/trigger.js";
+import { cosmosExtensionMajor } from "./extensionBundle.js";
 import type { BindingExtensions } from "./extensions.js";
 import type { TriggerRunnerFactory } from "./host.js";
 import { type ListenerRetryOptions, startListenerWithRetry } from "./listenerRetry.js";
+import type { LoadedApp } from "./loader.js";
 import { HostLogger } from "./logger.js";
 
 /**
@@ -27,7 +33,10 @@ export interface CosmosRuntimeOptions {
    * mode). Asked when a trigger starts or a binding writes: the emulator may be chosen after the app loaded.
    */
   createMissing?: () => boolean;
-  /** Partition key, TTL, indexing of a monitored container created by createMissing (default: `/id`). */
+  /**
+   * Partition key, TTL, indexing of a container created by createMissing (the app's container definitions); for
+   * containers it does not define, cosmos/containerChoice.ts chooses (and logs how to choose another).
+   */
   containerDefinition?: ContainerDefinitionLookup;
   /** Background retries of a trigger whose containers are missing at start (listenerRetry.ts; 2 s to 2 min). */
   listenerRetry?: ListenerRetryOptions;
@@ -57,6 +66,8 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
   const owners = new Map<string, string>();
   // Bindings log through the host's logger once a trigger or the HTTP path has shown it; quiet before that.
   let logger = new HostLogger({ sink: () => {} });
+  // The app's Cosmos DB bindings (told once it loaded): hints for the partition key of containers created here.
+  let appBindings: AppCosmosBinding[] = [];
   const clientFor = (setting: string): CosmosClient => {
     let client = clients.get(setting);
     if (!client) {
@@ -69,14 +80,34 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
     }
     return client;
   };
+  /** "https://…:443/, key from setting COSMOS": where a connection points, for messages (undefined if it does not resolve). */
+  const describe = (setting: string): string | undefined => {
+    try {
+      const c = resolveCosmosConnection(setting, env);
+      return `${c.endpoint}, ${c.kind === "key" ? "key" : c.credentialType} from setting ${c.source}`;
+    } catch {
+      return undefined;
+    }
+  };
+  const appLoaded = (app: LoadedApp) => {
+    appBindings = appCosmosBindings(app);
+  };
 
   const cosmosDBTrigger: TriggerRunnerFactory = async (fn, context) => {
     logger = context.logger;
+    if (appBindings.length === 0) appLoaded(context.app);
     const binding = fn.bindings[fn.triggerName] as unknown as CosmosTriggerOptions;
+    const extensionMajor = cosmosExtensionMajor(context.app.config.extensionBundle);
+    const containerName = String(
+      translateCosmosOptions("trigger", binding, extensionMajor, "").options.containerName,
+    );
     const start = async () => {
       const running = await startCosmosTrigger({
         functionName: fn.metadata.name,
         options: binding,
+        extensionMajor,
+        describeConnection: describe,
+        appBindings,
         retry: fn.metadata.retryOptions,
         clientFor: (setting) => clientFor(setting),
         createMissing: createMissing(),
@@ -85,7 +116,7 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
         invoke: async (documents, invocation) => {
           const outcome = await context.invoke({
             invocationId: invocation.invocationId,
-            reason: `New changes on container ${binding.containerName} at ${new Date().toISOString()}`,
+            reason: `New changes on container ${containerName} at ${new Date().toISOString()}`,
             // The worker's typed data for a batch: the documents as one JSON array.
             inputData: [{ name: fn.triggerName, data: { json: JSON.stringify(documents) } }],
             retryContext: {
@@ -100,7 +131,8 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
       return running;
     };
     // Missing containers do not stop the host: the listener start is retried, as the Functions host does, so
-    // containers created on first use (an app's own ensure step, a script, Bicep) bring the trigger up.
+    // containers created on first use (an app's own ensure step, a script, Bicep) bring the trigger up. Other
+    // failures (options, connection, credentials, endpoint) put this function in error (host.ts); the rest run.
     return startListenerWithRetry({
       ...options.listenerRetry,
       functionName: fn.metadata.name,
@@ -110,26 +142,73 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
     });
   };
 
+  /** Creates a container an input or output binding names (emulator mode), choosing its definition as the trigger does. */
+  const createFor = async (
+    client: CosmosClient,
+    o: { databaseName: string; containerName: string },
+    role: string,
+    own?: { partitionKey: unknown; source: string },
+  ) => {
+    const choice = chooseContainerDefinition({
+      ...o,
+      lookup: options.containerDefinition,
+      bindings: appBindings,
+      own,
+    });
+    const log = bindingLog(logger, "Host.Bindings");
+    await ensureContainer({
+      client,
+      databaseName: o.databaseName,
+      containerName: o.containerName,
+      definition: choice.definition,
+      choice,
+      onCreated: () => {
+        for (const line of choice.warnings) log("warning", line);
+      },
+      log,
+      role,
+    });
+  };
+
   const extensions: BindingExtensions = {
+    appLoaded,
     inputs: {
       cosmosDB: async (binding, bindingData) => {
-        const input = binding as unknown as CosmosInputOptions;
-        const value = await readCosmosInput({
-          options: input,
-          client: clientFor(input.connection),
-          triggerMetadata: bindingData,
-        });
+        const input = asV4<CosmosInputOptions>("input", binding);
+        const client = clientFor(input.connection);
+        const read = () => readCosmosInput({ options: input, client, triggerMetadata: bindingData });
+        let value: unknown;
+        try {
+          value = await read();
+        } catch (e) {
+          // On the emulator a container the app reads is created empty, as a trigger's is (then: null or []).
+          if (!(e instanceof CosmosBindingError && e.code === "ContainerNotFound" && createMissing()))
+            throw e;
+          await createFor(client, input, "read by a cosmosDB input binding");
+          value = await read();
+        }
         return value === undefined ? undefined : { json: JSON.stringify(value) };
       },
     },
     outputs: {
       cosmosDB: async (binding, data) => {
-        const output = binding as unknown as CosmosOutputOptions;
+        const output = asV4<CosmosOutputOptions>("output", binding);
+        const client = clientFor(output.connection);
         await writeCosmosOutput({
           options: output,
-          client: clientFor(output.connection),
+          client,
           value: fromTypedData(data),
           createMissing: createMissing(),
+          // On the emulator the container gets the app's definition when it has one (else the binding's key).
+          ...(createMissing()
+            ? {
+                create: () =>
+                  createFor(client, output, "written by a cosmosDB output binding", {
+                    partitionKey: output.partitionKey,
+                    source: "the output binding's partitionKey",
+                  }),
+              }
+            : {}),
           log: bindingLog(logger, "Host.Bindings"),
         });
       },
@@ -145,4 +224,12 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
       clients.clear();
     },
   };
+}
+
+/**
+ * A binding under the 4.x option names. The names are read as written (v3 or v4, cosmos/optionNames.ts): the host's
+ * start check (bindingCheck.ts) has already put a function whose names do not match its bundle in error.
+ */
+function asV4<T>(kind: "input" | "output", binding: BindingInfo): T {
+  return translateCosmosOptions(kind, binding, undefined, "").options as T;
 }

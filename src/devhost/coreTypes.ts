@@ -66,6 +66,8 @@ export interface InvocationRequest {
   inputData: ParameterBinding[];
   triggerMetadata?: Record<string, TypedData>;
   retryContext?: { retryCount: number; maxRetryCount: number; exception?: { message?: string } };
+  /** RpcTraceContext: the host sends one with every invocation (W3C traceparent of the invocation's activity). */
+  traceContext?: { traceParent?: string; traceState?: string; attributes?: Record<string, string> };
 }
 
 export interface InvocationResponse {

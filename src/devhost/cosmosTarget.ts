@@ -1,4 +1,7 @@
 import { connect } from "node:net";
+import { cosmosBindingKind } from "./cosmos/appBindings.js";
+import { cosmosConnectionSettings } from "./cosmos/optionNames.js";
+import { cosmosExtensionMajor } from "./extensionBundle.js";
 import type { LoadedApp } from "./loader.js";
 
 /** Where the app's Cosmos DB connections point: the embedded emulator, a given account, or the app's settings. */
@@ -7,7 +10,6 @@ export type CosmosTarget =
   | { kind: "connectionString"; value: string }
   | { kind: "auto" };
 
-const COSMOS_BINDING = /^cosmosdb(trigger)?$/i;
 const CONNECTION_STRING = /(^|;)\s*AccountEndpoint\s*=/i;
 
 /** Setting names that hold a Cosmos DB connection in local.settings.json / the environment (string or identity). */
@@ -23,15 +25,19 @@ export function cosmosSettingNames(settings: Record<string, string>, env: NodeJS
   return [...names];
 }
 
-/** The `connection` / `leaseConnection` setting names of the app's Cosmos DB triggers and bindings. */
+/**
+ * The connection setting names of the app's Cosmos DB triggers and bindings (`connection` / `leaseConnection`, or
+ * extension 3.x's `connectionStringSetting` / `leaseConnectionStringSetting` and its default setting, as the app's
+ * extension bundle reads them).
+ */
 export function bindingConnectionNames(app: LoadedApp): string[] {
+  const major = cosmosExtensionMajor(app.config.extensionBundle);
   const names = new Set<string>();
   for (const fn of app.functions) {
     for (const binding of Object.values(fn.bindings)) {
-      if (!COSMOS_BINDING.test(binding.type)) continue;
-      for (const key of ["connection", "leaseConnection"]) {
-        if (typeof binding[key] === "string" && binding[key]) names.add(binding[key] as string);
-      }
+      const kind = cosmosBindingKind(binding);
+      if (!kind) continue;
+      for (const name of cosmosConnectionSettings(kind, binding, major)) names.add(name);
     }
   }
   return [...names];

@@ -1,6 +1,6 @@
 import type { BindingInfo, InvocationResponse, ParameterBinding, TypedData } from "./coreTypes.js";
-import { DevHostError } from "./errors.js";
-import type { LoadedFunction } from "./loader.js";
+import { unsupportedBindingError } from "./hostLimits.js";
+import type { LoadedApp, LoadedFunction } from "./loader.js";
 
 /**
  * Extension point for non-trigger bindings (Cosmos DB input/output …), keyed by binding `type`.
@@ -13,6 +13,8 @@ export interface BindingExtensions {
     (binding: BindingInfo, bindingData: Record<string, unknown>) => Promise<TypedData | null | undefined>
   >;
   outputs?: Record<string, (binding: BindingInfo, data: TypedData) => Promise<void>>;
+  /** Told the app once it has loaded, before HTTP listens and triggers start (bindingCheck.ts). */
+  appLoaded?(app: LoadedApp): void;
 }
 
 /** Builds the typed data of every extra input (direction "in", not the trigger). */
@@ -25,12 +27,7 @@ export async function collectExtraInputs(
   for (const [name, binding] of Object.entries(fn.bindings)) {
     if (name === fn.triggerName || binding.direction !== "in") continue;
     const provide = extensions.inputs?.[binding.type];
-    if (!provide) {
-      throw new DevHostError(
-        `Function '${fn.metadata.name}': the dev host has no '${binding.type}' input binding.`,
-        { code: "UnsupportedBinding" },
-      );
-    }
+    if (!provide) throw unsupportedBindingError(fn.metadata.name, name, binding);
     out.push({ name, data: await provide(binding, bindingData) });
   }
   return out;
@@ -51,12 +48,7 @@ export async function applyOutputs(
     const binding = fn.bindings[name];
     if (!binding || !data || binding.type.toLowerCase() === "http") continue;
     const write = extensions.outputs?.[binding.type];
-    if (!write) {
-      throw new DevHostError(
-        `Function '${fn.metadata.name}': the dev host has no '${binding.type}' output binding.`,
-        { code: "UnsupportedBinding" },
-      );
-    }
+    if (!write) throw unsupportedBindingError(fn.metadata.name, name, binding);
     await write(binding, data);
   }
 }

@@ -41,9 +41,8 @@ export class FunctionTimeoutError extends DevHostError {
 
 /**
  * Races an invocation against the timeout. On expiry `onTimeout` runs (the host's "Initiating cancellation." line)
- * and the returned promise rejects with FunctionTimeoutError. The handler itself cannot be stopped — the v4 model
- * gives it no cancellation signal, and the host's answer (restarting the worker process) would kill every other
- * invocation of the dev host — so it may still be running; its late result is ignored. The timeout waits on
+ * and the returned promise rejects with FunctionTimeoutError; the caller then recycles the worker process, as the
+ * host does (the v4 model gives a handler no cancellation signal). The timeout waits on
  * `clock` when one is given (tests move a FakeClock); otherwise on a timer that does not keep the process alive.
  */
 export function withFunctionTimeout<T>(

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import type { Clock } from "../shared/changefeed/clock.js";
-import { readAppConfig } from "./appConfig.js";
+import { applySettings, readAppConfig } from "./appConfig.js";
+import { indexBindings, triggerErrorLine } from "./bindingCheck.js";
 import type { BindingExtensions } from "./extensions.js";
 import { type CorsPolicy, parseCorsPolicy } from "./http/cors.js";
 import { parseAllowedHosts } from "./http/hosts.js";
@@ -8,8 +9,10 @@ import { buildRouteTable, routeUrl } from "./http/router.js";
 import { type BuiltinRoutes, DevHttpServer } from "./http/server.js";
 import { readDevHttpSettings } from "./http/settings.js";
 import { type InvocationOutcome, type InvokeOptions, invokeFunction } from "./invocation.js";
-import { type LoadedApp, type LoadedFunction, loadApp } from "./loader.js";
+import type { LoadedApp, LoadedFunction } from "./loader.js";
 import { HostLogger, type LogSink } from "./logger.js";
+import { ProcessWorker } from "./worker/process-worker.js";
+import { readWorkerSettings } from "./worker/settings.js";
 
 /** A running non-HTTP trigger (cosmosDB change feed, timer …); stopped after HTTP has drained. */
 export interface TriggerRunner {
@@ -84,17 +87,55 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     categoryLevels: config.categoryLogLevels,
     sink: options.logSink,
   });
-  const app = await loadApp(appDir, { logger, env: options.env, clock: options.clock });
+  // The app settings go into the host's environment (its connections read them) and from there to the worker's.
+  const env = options.env ?? process.env;
+  const appliedSettings = applySettings(config.settings, env);
+  const { worker, index } = await ProcessWorker.start({
+    appDir,
+    env: () => workerEnvironment(appDir, env),
+    logger,
+    settings: readWorkerSettings(env),
+  });
+  const app: LoadedApp = { ...index, appliedSettings, config, worker, clock: options.clock };
+  try {
+    return await serve(app, options, logger, cors, env);
+  } catch (e) {
+    await worker.close();
+    throw e;
+  }
+}
+
+/**
+ * The worker process's environment, as the host gives it to a language worker: the host's own (with the app
+ * settings), FUNCTIONS_WORKER_RUNTIME, the script root, and Core Tools' Development environment name.
+ */
+export function workerEnvironment(appDir: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return {
+    ...env,
+    FUNCTIONS_WORKER_RUNTIME: env.FUNCTIONS_WORKER_RUNTIME ?? "node",
+    AzureWebJobsScriptRoot: appDir,
+    AZURE_FUNCTIONS_ENVIRONMENT: env.AZURE_FUNCTIONS_ENVIRONMENT ?? "Development",
+  };
+}
+
+async function serve(
+  app: LoadedApp,
+  options: DevHostOptions,
+  logger: HostLogger,
+  cors: CorsPolicy | undefined,
+  env: NodeJS.ProcessEnv,
+): Promise<RunningDevHost> {
   await options.prepare?.(app, logger);
+  app.worker.syncEnvironment(); // e.g. connections pointed at the emulator
   for (const { name, message } of app.functionErrors)
     logger.error(`The '${name}' function is in error: ${message}`);
 
   // The host's switch for one function: app setting AzureWebJobs.<name>.Disabled = true (or 1).
-  const env = options.env ?? process.env;
   const disabled = (fn: LoadedFunction) =>
     /^(true|1)$/i.test(env[`AzureWebJobs.${fn.metadata.name}.Disabled`] ?? "");
   for (const fn of app.functions.filter(disabled)) logger.info(`Function '${fn.metadata.name}' is disabled.`);
-  const active = app.functions.filter((fn) => !disabled(fn));
+  const inError = indexBindings(app, options.extensions, logger);
+  const active = app.functions.filter((fn) => !disabled(fn) && !inError.has(fn.metadata.name));
   const table = buildRouteTable(active, app.config.routePrefix);
   for (const { name, message } of table.errors)
     logger.error(`The '${name}' function is in error: ${message}`);
@@ -107,9 +148,9 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     cors,
     builtinRoutes: options.builtinRoutes,
     // local.settings.json Values as the host reads app settings, the real environment winning (as Core Tools).
-    settings: readDevHttpSettings({ ...config.settings, ...env }, config.httpThrottle),
+    settings: readDevHttpSettings({ ...app.config.settings, ...env }, app.config.httpThrottle),
     allowedHosts: parseAllowedHosts(
-      options.allowedHosts ?? config.allowedHosts,
+      options.allowedHosts ?? app.config.allowedHosts,
       options.allowedHosts !== undefined ? "--allowed-hosts" : "local.settings.json Host.AllowedHosts",
     ),
   });
@@ -140,7 +181,11 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
       logger.warn(`The '${fn.metadata.name}' function will not run: the dev host has no '${type}' trigger.`);
       continue;
     }
-    runners.push(await factory(fn, makeContext(app, fn, logger, options.extensions)));
+    try {
+      runners.push(await factory(fn, makeContext(app, fn, logger, options.extensions)));
+    } catch (e) {
+      logger.error(triggerErrorLine(fn.metadata.name, e)); // as the host: that function is in error, the rest run
+    }
   }
   logger.info("Host started. Worker process started and initialized.");
 
@@ -150,10 +195,8 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
       logger.info("Stopping the host: no new HTTP requests; waiting for in-flight invocations.");
       await http.close();
       await Promise.allSettled(runners.map((r) => r.stop()));
-      await app.registry.runHooks("appTerminate", {
-        hookData: app.registry.appLevelOnlyHookData,
-        appHookData: app.registry.appHookData,
-      });
+      await app.worker.close(); // appTerminate hooks run in the worker
+
       logger.info("Host stopped.");
     })();
     return closing;

@@ -1,12 +1,5 @@
-import { randomUUID } from "node:crypto";
-import type {
-  CoreInvocationContext,
-  InvocationRequest,
-  InvocationResponse,
-  InvocationState,
-  ParameterBinding,
-  TypedData,
-} from "./coreTypes.js";
+import { randomBytes, randomUUID } from "node:crypto";
+import type { InvocationRequest, InvocationResponse, ParameterBinding, TypedData } from "./coreTypes.js";
 import { formatTimeSpan } from "./cosmos/retry.js";
 import { applyOutputs, type BindingExtensions, collectExtraInputs } from "./extensions.js";
 import { FunctionTimeoutError, withFunctionTimeout } from "./functionTimeout.js";
@@ -25,6 +18,8 @@ export interface InvokeOptions {
   extensions?: BindingExtensions;
   /** Values for binding expressions (`{id}`) in input bindings: route params, query, trigger properties. */
   bindingData?: Record<string, unknown>;
+  /** The caller's W3C `traceparent` (an HTTP request's header), parent of the invocation's trace context. */
+  traceParent?: string;
 }
 
 export interface InvocationOutcome {
@@ -41,10 +36,10 @@ export interface InvocationOutcome {
 export const HTTP_REASON = "This function was programmatically called via the host APIs.";
 
 /**
- * Invokes one function the way the worker's InvocationHandler does: the programming model's invocation model
- * builds the arguments (typed data → HttpRequest, documents …), pre-invocation hooks may swap inputs and the
- * handler, the handler runs, post-invocation hooks see result or error, the model converts the result. Logs
- * the host's Executing/Executed lines. Never throws: a failure comes back as `error`.
+ * Invokes one function as the host does: the extra input bindings read, the invocation sent to the app's worker
+ * process (which runs it through the programming model: worker/run-invocation.ts), the output bindings written,
+ * all within host.json's functionTimeout. Logs the host's Executing/Executed lines. Never throws: a failure comes
+ * back as `error`.
  */
 export async function invokeFunction(
   app: LoadedApp,
@@ -69,7 +64,7 @@ export async function invokeFunction(
   try {
     const timeoutMs = app.config.functionTimeoutMs;
     ({ response, result } = await withFunctionTimeout(
-      runThroughModel(app, fn, logger, invocationId, options),
+      runInWorker(app, fn, invocationId, options),
       name,
       timeoutMs,
       () =>
@@ -97,89 +92,43 @@ export async function invokeFunction(
     `Executed 'Functions.${name}' (${error === undefined ? "Succeeded" : "Failed"}, Id=${invocationId}, Duration=${durationMs}ms)`,
     { category: `Function.${name}`, invocationId },
   );
-  if (error instanceof FunctionTimeoutError) {
-    // The host restarts the worker process here; the dev host runs the app in its own process and cannot.
-    logger.log(
-      "warning",
-      `A function timeout has occurred. The dev host does not restart the worker (the app runs in its process): the handler of invocation '${invocationId}' may still be running.`,
-      { category: `Function.${name}`, invocationId },
-    );
-  }
+  // The host's answer to a handler that outlived functionTimeout: a new worker process (the old one, and whatever
+  // else ran in it, goes).
+  if (error instanceof FunctionTimeoutError) app.worker.recycle("A function timeout has occurred.");
   return { invocationId, durationMs, response, result, error };
 }
 
-async function runThroughModel(
+async function runInWorker(
   app: LoadedApp,
   fn: LoadedFunction,
-  logger: HostLogger,
   invocationId: string,
   options: InvokeOptions,
 ): Promise<{ response: InvocationResponse; result: unknown }> {
-  const name = fn.metadata.name;
   const extensions = options.extensions ?? {};
+  // Input bindings other than the trigger are read by the host, as the extensions do, and sent as typed data.
   const extraInputs = await collectExtraInputs(fn, extensions, options.bindingData ?? {});
-  let invocationContext: object | undefined; // for log hooks, once the model has built it
-  const coreCtx: CoreInvocationContext = {
+  const { response, result } = await app.worker.invoke(fn.metadata.name, {
     invocationId,
-    request: {
-      invocationId,
-      inputData: [...options.inputData, ...extraInputs],
-      triggerMetadata: options.triggerMetadata ?? {},
-      retryContext: options.retryContext,
-    },
-    metadata: fn.metadata,
-    state: undefined as InvocationState,
-    log(level, category, message) {
-      const entry = app.registry.applyLogHooks({ level, category, message, invocationContext });
-      logger.log(entry.level, entry.message, {
-        category: category === "user" ? `Function.${name}.User` : `Function.${name}`,
-        invocationId,
-      });
-    },
-  };
-  const registry = app.registry;
-  const model = await app.programmingModel.getInvocationModel(coreCtx);
-  const { context, inputs } = await model.getArguments();
-  invocationContext = context;
-  const hookData: Record<string, unknown> = {};
-  const pre = {
-    hookData,
-    appHookData: registry.appHookData,
-    invocationContext: context,
-    functionCallback: fn.callback,
-    inputs,
-  };
-  coreCtx.state = "preInvocationHooks";
-  try {
-    await registry.runHooks("preInvocation", pre);
-  } finally {
-    coreCtx.state = undefined;
-  }
-  const post = {
-    hookData,
-    appHookData: registry.appHookData,
-    invocationContext: context,
-    inputs: pre.inputs,
-    result: null as unknown,
-    error: null as unknown,
-  };
-  coreCtx.state = "invocation";
-  try {
-    post.result = await model.invokeFunction(context, pre.inputs, pre.functionCallback);
-  } catch (e) {
-    post.error = e;
-  } finally {
-    coreCtx.state = undefined;
-  }
-  coreCtx.state = "postInvocationHooks";
-  try {
-    await registry.runHooks("postInvocation", post);
-  } finally {
-    coreCtx.state = undefined;
-  }
-  // A post hook may clear the error (and set a result) as with the worker.
-  if (post.error !== null && post.error !== undefined) throw post.error;
-  const response = await model.getResponse(context, post.result);
+    inputData: [...options.inputData, ...extraInputs],
+    triggerMetadata: options.triggerMetadata ?? {},
+    retryContext: options.retryContext,
+    traceContext: traceContextFor(options.traceParent),
+  });
   await applyOutputs(fn, extensions, response);
-  return { response, result: post.result };
+  return { response, result };
+}
+
+/**
+ * The RpcTraceContext the host sends with every invocation (GetRpcTraceContext): the invocation's activity as a W3C
+ * traceparent — a child of the caller's when an HTTP request brought a valid `traceparent` — and no state.
+ */
+export function traceContextFor(parent?: string): NonNullable<InvocationRequest["traceContext"]> {
+  const valid = parent !== undefined && /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(parent);
+  const traceId = valid && !/^00-0{32}-/.test(parent) ? parent.slice(3, 35) : randomBytes(16).toString("hex");
+  const flags = valid ? parent.slice(53, 55) : "00";
+  return {
+    traceParent: `00-${traceId}-${randomBytes(8).toString("hex")}-${flags}`,
+    traceState: "",
+    attributes: {},
+  };
 }

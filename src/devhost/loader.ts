@@ -4,21 +4,29 @@ import { pathToFileURL } from "node:url";
 import type { Clock } from "../shared/changefeed/clock.js";
 import { type AppConfig, applySettings, readAppConfig, resolveSettingExpressions } from "./appConfig.js";
 import { activateRegistry, currentProgrammingModel, installCoreApi } from "./coreApi.js";
-import type { BindingInfo, ProgrammingModel } from "./coreTypes.js";
+import type { BindingInfo, FunctionMetadata, ProgrammingModel } from "./coreTypes.js";
 import { DevHostError } from "./errors.js";
 import { globFiles } from "./glob.js";
 import type { HostLogger } from "./logger.js";
 import { AppRegistry, type RegisteredFunction } from "./registry.js";
+import type { AppWorker } from "./worker/app-worker.js";
 
-/** A registered function with its binding options' `%SETTING%` expressions resolved. */
-export interface LoadedFunction extends RegisteredFunction {
+/**
+ * A function as the host knows it once the worker has indexed the app (the worker's RpcFunctionMetadata): what
+ * the library registered, its trigger, and its binding options with `%SETTING%` expressions resolved. The
+ * handler itself stays in the worker.
+ */
+export interface LoadedFunction {
+  /** Exactly what the library handed to registerFunction (the contract tests compare it). */
+  metadata: FunctionMetadata;
+  /** The binding whose type ends in "Trigger" (the library puts exactly one). */
+  triggerName: string;
+  trigger: BindingInfo;
   bindings: Record<string, BindingInfo>;
 }
 
-export interface LoadedApp {
-  config: AppConfig;
-  registry: AppRegistry;
-  programmingModel: ProgrammingModel;
+/** What loading the app tells the host (it crosses the worker channel, so plain data only). */
+export interface AppIndex {
   /** Functions that indexed cleanly, in registration order. */
   functions: LoadedFunction[];
   /** Functions the host would mark "in error" (e.g. an unresolved %SETTING%), with the reason. */
@@ -31,18 +39,41 @@ export interface LoadedApp {
   durableHubName?: string;
   /** What the programming model answered to getCapabilities; `HttpUri` set = HTTP streaming through its proxy. */
   capabilities: Record<string, string>;
+}
+
+/** The app as the dev host serves it: its index and configuration, and the worker process that runs it. */
+export interface LoadedApp extends AppIndex {
+  config: AppConfig;
+  /** Runs the app's code (docs/devhost.md "What runs where"). */
+  worker: AppWorker;
   /** The clock host.json's functionTimeout runs on (the system's unless a test injects one). */
   clock?: Clock;
+}
+
+/** A function loaded in this process: its index entry and its handler. */
+export interface LocalFunction extends LoadedFunction, RegisteredFunction {}
+
+/** The app loaded in this process (the worker's side, or a test reading registrations). */
+export interface LocalApp extends AppIndex {
+  config: AppConfig;
+  registry: AppRegistry;
+  programmingModel: ProgrammingModel;
+  functions: LocalFunction[];
 }
 
 export interface LoadAppOptions {
   logger: HostLogger;
   env?: NodeJS.ProcessEnv;
-  /** See LoadedApp.clock. */
-  clock?: Clock;
+  /**
+   * Imports an ES module entry point. The worker process passes a plain `import()` from a module outside any
+   * loader hook, so the app's own files load exactly as node would load them.
+   */
+  importModule?: (url: string) => Promise<unknown>;
+  /** Wraps the programming model's getCapabilities call (the worker guards the HTTP stream proxy made there). */
+  aroundCapabilities?: (step: () => Promise<Record<string, string>>) => Promise<Record<string, string>>;
 }
 
-const importModule = (url: string): Promise<unknown> => import(/* @vite-ignore */ url);
+const defaultImport = (url: string): Promise<unknown> => import(/* @vite-ignore */ url);
 const requireNative = createRequire(import.meta.url);
 let loadCount = 0;
 
@@ -96,7 +127,8 @@ function resolveBindings(fn: RegisteredFunction, env: NodeJS.ProcessEnv): Record
  * Loads an app folder as the Node worker does: settings into the environment, the core API in place, every
  * entry file `main` matches imported (ESM or CommonJS), appStart hooks run, then registration is closed.
  */
-export async function loadApp(appDir: string, options: LoadAppOptions): Promise<LoadedApp> {
+export async function loadApp(appDir: string, options: LoadAppOptions): Promise<LocalApp> {
+  const importModule = options.importModule ?? defaultImport;
   const env = options.env ?? process.env;
   const logger = options.logger;
   const config = readAppConfig(appDir);
@@ -146,10 +178,11 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
     functionAppDirectory: appDir,
   });
   // The worker asks for capabilities once startup is over; the library locks app.setup() then.
-  const capabilities = (await programmingModel.getCapabilities?.({})) ?? {};
+  const askCapabilities = async () => (await programmingModel.getCapabilities?.({})) ?? {};
+  const capabilities = await (options.aroundCapabilities?.(askCapabilities) ?? askCapabilities());
   registry.finishedStartup = true;
 
-  const functions: LoadedFunction[] = [];
+  const functions: LocalFunction[] = [];
   const functionErrors: { name: string; message: string }[] = [];
   for (const fn of registry.functions.values()) {
     try {
@@ -173,6 +206,5 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
     entryPoints,
     appliedSettings,
     capabilities,
-    clock: options.clock,
   };
 }

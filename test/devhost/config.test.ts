@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { applySettings, readAppConfig, resolveSettingExpressions } from "../../src/devhost/appConfig.js";
+import { DevHostError } from "../../src/devhost/errors.js";
+import { cosmosExtensionMajor } from "../../src/devhost/extensionBundle.js";
 import { expandBraces, globFiles } from "../../src/devhost/glob.js";
 import { isESModule } from "../../src/devhost/loader.js";
 import { HostLogger } from "../../src/devhost/logger.js";
@@ -128,5 +130,58 @@ describe("host.json log levels", () => {
     expect(logger.isEnabled("error", "Function.noisy.User")).toBe(false);
     expect(logger.isEnabled("information", "Function.noisy")).toBe(true);
     expect(logger.isEnabled("information", "Functionally")).toBe(false);
+  });
+});
+
+describe("host.json extensionBundle", () => {
+  const bundleOf = (extensionBundle: unknown) =>
+    readAppConfig(
+      app({ "package.json": "{}", "host.json": JSON.stringify({ version: "2.0", extensionBundle }) }),
+    ).extensionBundle;
+  const id = "Microsoft.Azure.Functions.ExtensionBundle";
+
+  it("takes the newest bundle major the range admits, and the Cosmos DB extension it brings", () => {
+    const cases: [string, number, 3 | 4][] = [
+      ["[4.*, 5.0.0)", 4, 4],
+      ["[3.*, 4.0.0)", 3, 3],
+      ["[3.3.0, 4.0.0)", 3, 3],
+      ["[2.*, 3.0.0)", 2, 3],
+      ["[3.*, 5.0.0)", 4, 4],
+      ["[4.2.0]", 4, 4],
+      ["(3.0.0, 4.0.0]", 4, 4],
+      ["(, 4.0.0)", 3, 3],
+      ["3.15.0", 4, 4],
+    ];
+    for (const [version, major, cosmos] of cases) {
+      const bundle = bundleOf({ id, version });
+      expect({ version, major: bundle?.major, cosmos: cosmosExtensionMajor(bundle) }).toEqual({
+        version,
+        major,
+        cosmos,
+      });
+    }
+    expect(bundleOf(undefined)).toBeUndefined();
+    expect(cosmosExtensionMajor(undefined)).toBeUndefined();
+  });
+
+  it("refuses what the host refuses: bundle 1.x, a range that is not one, a bundle without a version", () => {
+    const refused = (extensionBundle: unknown) => {
+      try {
+        bundleOf(extensionBundle);
+      } catch (e) {
+        expect(e).toBeInstanceOf(DevHostError);
+        expect((e as DevHostError).code).toBe("InvalidExtensionBundle");
+        return (e as Error).message;
+      }
+      throw new Error(`accepted ${JSON.stringify(extensionBundle)}`);
+    };
+    expect(refused({ id, version: "[1.*, 2.0.0)" })).toMatch(
+      /does not meet the required minimum version of 2\.6\.1/,
+    );
+    expect(refused({ id, version: "[4.*, 5.0.0" })).toMatch(/not a valid version range/);
+    expect(refused({ id, version: "[5.0.0, 4.0.0)" })).toMatch(/admits no version/);
+    expect(refused({ id, version: "four" })).toMatch(/not a valid version range/);
+    expect(refused({ id })).toMatch(/needs a string 'id' and 'version'/);
+    expect(refused("[4.*, 5.0.0)")).toMatch(/must be an object/);
   });
 });

@@ -390,6 +390,7 @@ describe("resolveCosmosTriggerOptions", () => {
       startFromTime: undefined,
       mode: "latestVersion",
       preferredLocations: [],
+      extensionMajor: 4,
     });
     expect(
       resolveCosmosTriggerOptions("f", {
@@ -422,6 +423,59 @@ describe("resolveCosmosTriggerOptions", () => {
       "Function 'f': cosmosDBTrigger option 'checkpointInterval' is a v3 (extension bundle 3) name and is ignored; extension 4 has no such option.",
       "Function 'f': cosmosDBTrigger option 'colour' is not a Cosmos DB trigger option and is ignored.",
     ]);
+  });
+
+  it("reads the v3 names with extension bundle 3 (Cosmos DB extension 3.x), as that extension does", () => {
+    const warnings: string[] = [];
+    const v3 = {
+      connectionStringSetting: "COSMOS3",
+      databaseName: "db",
+      collectionName: "items",
+      leaseConnectionStringSetting: "LEASES3",
+      leaseDatabaseName: "leasedb",
+      leaseCollectionName: "leases3",
+      leaseCollectionPrefix: "p-",
+      createLeaseCollectionIfNotExists: true,
+      leasesCollectionThroughput: 400,
+      checkpointInterval: 1000,
+      leaseCollectionThroughput: 500,
+      startFromTime: "2021-02-16T14:19:29Z",
+    };
+    expect(resolveCosmosTriggerOptions("f", v3, (m) => warnings.push(m), 3)).toMatchObject({
+      connection: "COSMOS3",
+      databaseName: "db",
+      containerName: "items",
+      leaseConnection: "LEASES3",
+      leaseDatabaseName: "leasedb",
+      leaseContainerName: "leases3",
+      leaseContainerPrefix: "p-",
+      createLeaseContainerIfNotExists: true,
+      leasesContainerThroughput: 400,
+      startFromTime: undefined,
+      extensionMajor: 3,
+    });
+    expect(warnings).toEqual([
+      "Function 'f': cosmosDBTrigger option 'checkpointInterval' is not honoured by the dev host: the dev host checkpoints after every batch, as extension 4.x does.",
+      "Function 'f': cosmosDBTrigger option 'leaseCollectionThroughput' is not read by extension 3 (its name is 'leasesCollectionThroughput') and is ignored.",
+      "Function 'f': cosmosDBTrigger option 'startFromTime' is a v4 (extension bundle 4) option and is ignored: extension 3 has no such option.",
+    ]);
+    // Extension 3.x's default connection: the setting AzureWebJobsCosmosDBConnectionStringName.
+    expect(
+      resolveCosmosTriggerOptions("f", { databaseName: "db", collectionName: "c" }, () => {}, 3).connection,
+    ).toBe("AzureWebJobsCosmosDBConnectionStringName");
+    // Without a bundle, a binding written with the v3 names is read as v3.
+    expect(resolveCosmosTriggerOptions("f", v3, () => {})).toMatchObject({
+      containerName: "items",
+      extensionMajor: 3,
+    });
+  });
+
+  it("refuses v4 names with extension bundle 3, naming the v3 name", () => {
+    const call = () => resolveCosmosTriggerOptions("f", base, () => {}, 3);
+    expect(call).toThrowError(CosmosTriggerError);
+    expect(call).toThrowError(
+      "Function 'f' (cosmosDBTrigger): 'collectionName' is required. It has the v4 name 'containerName': host.json's extension bundle brings extension 3, which reads 'collectionName'; use 'collectionName', or extension bundle 4 (\"[4.*, 5.0.0)\") for the v4 names.",
+    );
   });
 
   it.each([

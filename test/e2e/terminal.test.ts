@@ -282,11 +282,19 @@ async function checkFinalStates(subs: string[], acks: Ack[]): Promise<void> {
 describe("every acknowledged operation ends, whatever the change feed coalesces", () => {
   it("1,000 concurrent PUT/PATCH/DELETE on one subscription", async () => {
     const subs = ["storm-one"];
-    const { acks, tally } = await storm(19, subs, ["a", "b", "c", "d"]);
+    const names = ["a", "b", "c", "d"];
+    // Each resource is first PUT alone, so the storm always has acknowledged writes to supersede: on one
+    // subscription the lock refuses most of the storm, and how many of its requests win depends on the machine.
+    const first: Ack[] = [];
+    const firstTally = new Map<string, number>();
+    for (const name of names) {
+      await send(subs[0], name, "PUT", { properties: { sku: "basic", nodeCount: 1 } }, first, firstTally);
+    }
+    expect(first.map((a) => a.status)).toEqual([201, 201, 201, 201]);
+    const { acks, tally } = await storm(19, subs, names);
     console.log(`one subscription: answers by status ${JSON.stringify(Object.fromEntries(tally))}`);
     expect(serverErrors(tally)).toEqual([]);
-    expect(acks.length).toBeGreaterThan(1);
-    await checkFinalStates(subs, acks);
+    await checkFinalStates(subs, [...first, ...acks]);
   });
 
   it("1,000 concurrent PUT/PATCH/DELETE over 100 subscriptions", async () => {

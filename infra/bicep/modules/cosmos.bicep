@@ -1,11 +1,13 @@
 // The Cosmos DB account, database and EVERY container of the app's definition (src/shared/containers.json, passed in
 // as `definition`): partition keys, TTLs and indexing as the file says. Local (key) auth is disabled: the app
 // connects as its identity, which has data-plane rights only — it cannot create containers, so they are made here.
+import { appDefinition, resourceTags } from '../types.bicep'
+
 param name string
 param location string
-param tags object
-@description('The parsed containers.json: { database: { name }, containers: [{ role, name, partitionKey, defaultTtl?, throughput?, indexingPolicy? }] }.')
-param definition object
+param tags resourceTags
+@description('The parsed containers.json (types.bicep says its shape).')
+param definition appDefinition
 @allowed(['serverless', 'manual', 'autoscale'])
 param throughputMode string
 param sharedThroughput bool
@@ -17,7 +19,7 @@ var databaseOptions = serverless || !sharedThroughput
   ? {}
   : throughputMode == 'autoscale' ? { autoscaleSettings: { maxThroughput: autoscaleMaxThroughput } } : { throughput: 400 }
 
-resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
+resource account 'Microsoft.DocumentDB/databaseAccounts@2026-03-15' = {
   name: name
   location: location
   tags: tags
@@ -35,7 +37,7 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
   }
 }
 
-resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-11-15' = {
+resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2026-03-15' = {
   parent: account
   name: definition.database.name
   properties: {
@@ -46,7 +48,7 @@ resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-11-15
 
 // One container per entry of the definition: leases (/id, TTL -1), locks (/id, short TTL), the durable task hub,
 // the app's data — whatever the file lists.
-resource containers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-11-15' = [
+resource containers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2026-03-15' = [
   for c in definition.containers: {
     parent: database
     name: c.name
@@ -56,14 +58,15 @@ resource containers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containe
           id: c.name
           partitionKey: { paths: [c.partitionKey], kind: 'Hash', version: 2 }
         },
-        contains(c, 'defaultTtl') ? { defaultTtl: c.defaultTtl } : {},
-        contains(c, 'indexingPolicy') ? { indexingPolicy: c.indexingPolicy } : {}
+        // Absent in the file, absent here: a TTL left out is TTL off, an indexing policy left out the default one.
+        c.?defaultTtl == null ? {} : { defaultTtl: c.?defaultTtl },
+        c.?indexingPolicy == null ? {} : { indexingPolicy: c.?indexingPolicy }
       )
       options: serverless || sharedThroughput
         ? {}
         : throughputMode == 'autoscale'
             ? { autoscaleSettings: { maxThroughput: autoscaleMaxThroughput } }
-            : { throughput: contains(c, 'throughput') ? c.throughput : 400 }
+            : { throughput: c.?throughput ?? 400 }
     }
   }
 ]

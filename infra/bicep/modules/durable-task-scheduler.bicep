@@ -1,7 +1,9 @@
 // The Durable Task Scheduler and its task hub, when chosen as Durable's storage provider.
+import { resourceTags } from '../types.bicep'
+
 param name string
 param location string
-param tags object
+param tags resourceTags
 param taskHubName string
 
 resource scheduler 'Microsoft.DurableTask/schedulers@2026-02-01' = {

@@ -3,10 +3,12 @@
 // Callers authenticate with Microsoft Entra ID (App Service Authentication, authsettingsV2): a request without a
 // valid token for the API's app registration gets 401 before any function runs; only GET /api/health, which
 // answers healthy/unhealthy and nothing more, is left anonymous.
+import { resourceTags, settingsMap } from '../types.bicep'
+
 param name string
 param planName string
 param location string
-param tags object
+param tags resourceTags
 param identityId string
 param identityClientId string
 param storageBlobEndpoint string
@@ -15,23 +17,23 @@ param storageTableEndpoint string
 param deploymentContainerName string
 param appInsightsConnectionString string
 @description('The app\'s own settings (connections and every knob of src/shared/settings.ts).')
-param appSettings object
+param appSettings settingsMap
 param durableTaskScheduler bool
 param durableTaskSchedulerEndpoint string
 @description('Application (client) ID of the Entra app registration that represents the API.')
 param authClientId string
 @minLength(1)
 @description('Token audiences accepted (the aud claim).')
-param authAudiences array
+param authAudiences string[]
 @minLength(1)
 @description('Client IDs of the applications allowed to call (the appid/azp claim): a token got by any other application is refused with 403.')
-param authAllowedClientApplications array
+param authAllowedClientApplications string[]
 @description('Object IDs of the users and identities allowed to call (the oid claim). Empty: any identity an allowed application brings.')
-param authAllowedPrincipals array
+param authAllowedPrincipals string[]
 @description('Entra tenant that issues the tokens; tokens of any other tenant are refused.')
 param authTenantId string
 
-resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+resource plan 'Microsoft.Web/serverfarms@2025-03-01' = {
   name: planName
   location: location
   tags: tags
@@ -60,7 +62,7 @@ var schedulerSettings = durableTaskScheduler
     }
   : {}
 
-resource site 'Microsoft.Web/sites@2024-04-01' = {
+resource site 'Microsoft.Web/sites@2025-03-01' = {
   name: name
   location: location
   tags: tags
@@ -87,7 +89,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   }
 }
 
-resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
+resource settings 'Microsoft.Web/sites/config@2025-03-01' = {
   parent: site
   name: 'appsettings'
   properties: union(hostSettings, appSettings, schedulerSettings)
@@ -96,7 +98,7 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
 // Nothing anonymous but the health probe: every other path (the API, /api/admin/*, the durable extension's
 // /runtime/webhooks/durabletask) needs an Entra access token for the API; the function keys of /api/admin/* come
 // on top of it (functions/admin.ts). No client secret: the app only validates bearer tokens, it signs nobody in.
-resource auth 'Microsoft.Web/sites/config@2024-04-01' = {
+resource auth 'Microsoft.Web/sites/config@2025-03-01' = {
   parent: site
   name: 'authsettingsV2'
   // One site config write at a time (two in parallel on one site can conflict).

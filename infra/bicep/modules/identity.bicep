@@ -1,10 +1,12 @@
 // The app's user-assigned managed identity: every connection of the app (Cosmos DB, storage, Application Insights,
 // the Durable Task Scheduler) authenticates as it; no keys anywhere.
+import { resourceTags } from '../types.bicep'
+
 param name string
 param location string
-param tags object
+param tags resourceTags
 
-resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2024-11-30' = {
   name: name
   location: location
   tags: tags

@@ -1,10 +1,12 @@
 // Application Insights (local auth off: the app sends telemetry as its identity) on a Log Analytics workspace.
+import { resourceTags } from '../types.bicep'
+
 param name string
 param workspaceName string
 param location string
-param tags object
+param tags resourceTags
 
-resource workspace 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
+resource workspace 'Microsoft.OperationalInsights/workspaces@2026-03-01' = {
   name: workspaceName
   location: location
   tags: tags

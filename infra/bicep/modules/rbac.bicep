@@ -9,7 +9,7 @@
 // The deploying user gets no storage role: `azd deploy` posts the package to the app's deployment endpoint with an
 // ARM token, and the platform writes it to the deployment container as the app's identity (functionapp.bicep);
 // local runs keep their host storage on Azurite (infra/scripts/write-local-settings.sh).
-param principalIds array
+param principalIds string[]
 param appPrincipalId string
 param cosmosAccountName string
 @description('The one database the app uses (containers.json): the Cosmos DB data role\'s scope.')
@@ -31,10 +31,10 @@ var roles = {
 // Cosmos DB's data-plane role (not an Azure RBAC role): Built-in Data Contributor.
 var cosmosDataContributor = '00000000-0000-0000-0000-000000000002'
 
-resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' existing = {
+resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2026-03-15' existing = {
   name: cosmosAccountName
 }
-resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+resource storage 'Microsoft.Storage/storageAccounts@2026-09-01' existing = {
   name: storageAccountName
 }
 resource appInsights 'Microsoft.Insights/components@2020-02-02' existing = {
@@ -45,7 +45,7 @@ resource appInsights 'Microsoft.Insights/components@2020-02-02' existing = {
 // (leases included), and the change feed processor reads the database's metadata, so no narrower scope fits.
 var cosmosDatabaseScope = '${cosmos.id}/dbs/${cosmosDatabaseName}'
 
-resource cosmosData 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2024-11-15' = [
+resource cosmosData 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2026-03-15' = [
   for p in principalIds: {
     parent: cosmos
     name: guid(cosmosDataContributor, p, cosmosDatabaseScope)

@@ -1,11 +1,14 @@
 // The host's storage account (AzureWebJobsStorage, the deployment package, Durable's Azure Storage provider): shared
 // keys off, identity access only.
+import { resourceTags } from '../types.bicep'
+
+@minLength(3)
 param name string
 param location string
-param tags object
+param tags resourceTags
 param deploymentContainerName string
 
-resource account 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+resource account 'Microsoft.Storage/storageAccounts@2026-09-01' = {
   name: take(name, 24)
   location: location
   tags: tags
@@ -19,12 +22,12 @@ resource account 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   }
 }
 
-resource blobs 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
+resource blobs 'Microsoft.Storage/storageAccounts/blobServices@2026-09-01' = {
   parent: account
   name: 'default'
 }
 
-resource packages 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+resource packages 'Microsoft.Storage/storageAccounts/blobServices/containers@2026-09-01' = {
   parent: blobs
   name: deploymentContainerName
 }

@@ -170,6 +170,8 @@ export interface WriteCosmosOutputOptions {
   value: unknown;
   /** Create the database and container even without createIfNotExists (the emulator's mode). */
   createMissing?: boolean;
+  /** Creates the missing container instead of the extension's way (the emulator's: the app's definitions first). */
+  create?: () => Promise<void>;
   log?: BindingLog;
 }
 
@@ -228,15 +230,18 @@ export async function writeCosmosOutput(o: WriteCosmosOutputOptions): Promise<nu
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
       if (!create || created) throw notFound(options.databaseName, options.containerName, e, true);
-      await ensureContainer({
-        client,
-        databaseName: options.databaseName,
-        containerName: options.containerName,
-        definition: { partitionKey: { paths: [options.partitionKey || "/id"] } },
-        throughput: typeof options.containerThroughput === "number" ? options.containerThroughput : undefined,
-        log: o.log ?? (() => {}),
-        role: "output binding",
-      });
+      if (o.create) await o.create();
+      else
+        await ensureContainer({
+          client,
+          databaseName: options.databaseName,
+          containerName: options.containerName,
+          definition: { partitionKey: { paths: [options.partitionKey || "/id"] } },
+          throughput:
+            typeof options.containerThroughput === "number" ? options.containerThroughput : undefined,
+          log: o.log ?? (() => {}),
+          role: "output binding",
+        });
       created = true;
       await container.items.upsert(doc, { disableAutomaticIdGeneration: true });
     }

@@ -29,6 +29,10 @@ export interface EnsureContainerOptions {
   log: BindingLog;
   /** Why it is created, for the log line ("lease container of function 'x'"). */
   role: string;
+  /** Where the definition came from and how to choose another, for the log line (cosmos/containerChoice.ts). */
+  choice?: { source: string; advice?: string };
+  /** Called once the container was created (not when it existed), e.g. to log what the choice means. */
+  onCreated?: () => void;
 }
 
 /**
@@ -55,10 +59,13 @@ export async function ensureContainer(o: EnsureContainerOptions): Promise<Contai
   if (statusCode === 201) {
     const pk = o.definition.partitionKey;
     const paths = typeof pk === "string" ? [pk] : Array.isArray(pk) ? pk : (pk?.paths ?? []);
+    const from = o.choice ? `, from ${o.choice.source}` : "";
+    const advice = o.choice?.advice ? `; ${o.choice.advice}` : "";
     o.log(
       "information",
-      `Created container '${o.databaseName}/${o.containerName}' (${o.role}; partition key ${paths.join(", ") || "/id"}${o.definition.defaultTtl !== undefined ? `, defaultTtl ${o.definition.defaultTtl}` : ""}${o.throughput ? `, ${o.throughput} RU/s` : ""}).`,
+      `Created container '${o.databaseName}/${o.containerName}' (${o.role}; partition key ${paths.join(", ") || "/id"}${from}${o.definition.defaultTtl !== undefined ? `, defaultTtl ${o.definition.defaultTtl}` : ""}${o.throughput ? `, ${o.throughput} RU/s` : ""}${advice}).`,
     );
+    o.onCreated?.();
   }
   return container;
 }

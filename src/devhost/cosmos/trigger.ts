@@ -7,7 +7,12 @@ import {
   type ChangeFeedProcessorOptions,
   createChangeFeedProcessor,
 } from "../../shared/changefeed/index.js";
+import { statusOf } from "../../shared/cosmos/errors.js";
 import { CosmosFeedError } from "../../shared/errors.js";
+import { CosmosConnectionError } from "../connections.js";
+import { connectionFailureReason, describeConnection } from "./connectionFailure.js";
+import { type AppCosmosBinding, chooseContainerDefinition } from "./containerChoice.js";
+import { type CosmosExtensionMajor, cosmosOptionName } from "./optionNames.js";
 import {
   type BindingLog,
   type ContainerDefinitionLookup,
@@ -22,57 +27,22 @@ import {
   runWithRetry,
 } from "./retry.js";
 
-/**
- * The `cosmosDBTrigger` binding's options (the v4 `CosmosDBv4TriggerOptions`, as registered: values verbatim,
- * `%NAME%` already resolved by the caller). Intervals are numbers of milliseconds, as the v4 library passes them
- * through and the extension reads them (`TimeSpan.FromMilliseconds`); 0 or absent means the extension's default.
- */
-export interface CosmosTriggerOptions {
-  connection: string;
-  databaseName: string;
-  containerName: string;
-  /** Default: `connection`. */
-  leaseConnection?: string;
-  /** Default: `databaseName`. */
-  leaseDatabaseName?: string;
-  /** Default: "leases". */
-  leaseContainerName?: string;
-  /** Lease id prefix (the processor name); default "". */
-  leaseContainerPrefix?: string;
-  /** Default false. Creates the lease container with partition key /id and TTL on (defaultTtl −1). */
-  createLeaseContainerIfNotExists?: boolean;
-  /** RU/s of a lease container created by the option above. */
-  leasesContainerThroughput?: number;
-  /** ms; default 5000. */
-  feedPollDelay?: number;
-  /** ms; default 13000. */
-  leaseAcquireInterval?: number;
-  /** ms; default 60000. */
-  leaseExpirationInterval?: number;
-  /** ms; default 17000. */
-  leaseRenewInterval?: number;
-  maxItemsPerInvocation?: number;
-  startFromBeginning?: boolean;
-  /** ISO 8601, e.g. 2021-02-16T14:19:29Z. */
-  startFromTime?: string;
-  /** "LatestVersion" (default) | "AllVersionsAndDeletes". */
-  changeFeedMode?: string;
-  /** Comma-separated regions, handed to `clientFor`. */
-  preferredLocations?: string;
-  [other: string]: unknown;
-}
+import {
+  CosmosTriggerError,
+  type CosmosTriggerOptions,
+  invalidTriggerOptions,
+  type ResolvedCosmosTriggerOptions,
+  resolveCosmosTriggerOptions,
+} from "./triggerOptions.js";
 
-/** The extension's defaults (CosmosDBTriggerConstants / ChangeFeedProcessorBuilder), named once. */
-export const CosmosTriggerDefaults = {
-  leaseContainerName: "leases",
-  feedPollDelay: 5_000,
-  leaseAcquireInterval: 13_000,
-  leaseExpirationInterval: 60_000,
-  leaseRenewInterval: 17_000,
-} as const;
-
-/** A trigger that cannot start: bad options, missing containers. `code` says which. */
-export class CosmosTriggerError extends CosmosFeedError {}
+// The options and their checks live in triggerOptions.ts; importers of the trigger get them here too.
+export {
+  CosmosTriggerDefaults,
+  CosmosTriggerError,
+  type CosmosTriggerOptions,
+  type ResolvedCosmosTriggerOptions,
+  resolveCosmosTriggerOptions,
+} from "./triggerOptions.js";
 
 /** What one execution of the function is told. */
 export interface CosmosTriggerInvocation {
@@ -102,8 +72,17 @@ export interface StartCosmosTriggerOptions {
   abortSignal?: AbortSignal;
   /** Create missing databases and containers (the monitored one too), with a log line: the emulator's mode. */
   createMissing?: boolean;
-  /** Definition of a monitored container created by createMissing (default: partition key /id). */
+  /** The Cosmos DB extension major whose option names the binding uses (the app's bundle); undefined = as written. */
+  extensionMajor?: CosmosExtensionMajor;
+  /**
+   * Where a connection setting points, for error messages ("https://…:443/, key from setting COSMOS"); a
+   * failure to start then names the function, the setting and the endpoint.
+   */
+  describeConnection?: (connectionSetting: string) => string | undefined;
+  /** Definition of a monitored container created by createMissing (default: cosmos/containerChoice.ts). */
   containerDefinition?: ContainerDefinitionLookup;
+  /** The app's Cosmos DB bindings: hints for the partition key of a monitored container createMissing creates. */
+  appBindings?: AppCosmosBinding[];
   clock?: Clock;
   /** Processor knobs the binding has no option for (tests and the dev host's own settings). */
   tuning?: Pick<
@@ -126,229 +105,6 @@ export interface RunningCosmosTrigger {
   stop(): Promise<void>;
 }
 
-export interface ResolvedCosmosTriggerOptions {
-  connection: string;
-  databaseName: string;
-  containerName: string;
-  leaseConnection: string;
-  leaseDatabaseName: string;
-  leaseContainerName: string;
-  leaseContainerPrefix: string;
-  createLeaseContainerIfNotExists: boolean;
-  leasesContainerThroughput: number | undefined;
-  feedPollDelay: number;
-  leaseAcquireInterval: number;
-  leaseExpirationInterval: number;
-  leaseRenewInterval: number;
-  maxItemsPerInvocation: number | undefined;
-  startFromBeginning: boolean;
-  startFromTime: string | undefined;
-  mode: "latestVersion" | "allVersionsAndDeletes";
-  preferredLocations: string[];
-}
-
-/** v3 option names (bundle 3) → their v4 names; with bundle 4 the real host refuses them. */
-const V3_NAMES: Record<string, string | undefined> = {
-  connectionStringSetting: "connection",
-  collectionName: "containerName",
-  leaseConnectionStringSetting: "leaseConnection",
-  leaseCollectionName: "leaseContainerName",
-  leaseCollectionPrefix: "leaseContainerPrefix",
-  createLeaseCollectionIfNotExists: "createLeaseContainerIfNotExists",
-  leasesCollectionThroughput: "leasesContainerThroughput",
-  checkpointInterval: undefined,
-  checkpointDocumentCount: undefined,
-  useMultipleWriteLocations: undefined,
-};
-
-const KNOWN = new Set([
-  "connection",
-  "databaseName",
-  "containerName",
-  "leaseConnection",
-  "leaseDatabaseName",
-  "leaseContainerName",
-  "leaseContainerPrefix",
-  "createLeaseContainerIfNotExists",
-  "leasesContainerThroughput",
-  "feedPollDelay",
-  "leaseAcquireInterval",
-  "leaseExpirationInterval",
-  "leaseRenewInterval",
-  "maxItemsPerInvocation",
-  "startFromBeginning",
-  "startFromTime",
-  "changeFeedMode",
-  "preferredLocations",
-  // Binding metadata, not options.
-  "type",
-  "direction",
-  "name",
-  "properties",
-  "dataType",
-]);
-
-function invalid(functionName: string, message: string): CosmosTriggerError {
-  return new CosmosTriggerError(`Function '${functionName}' (cosmosDBTrigger): ${message}`, {
-    code: "InvalidTriggerOptions",
-    statusCode: 400,
-  });
-}
-
-function stringOption(
-  fn: string,
-  raw: CosmosTriggerOptions,
-  key: string,
-  required: boolean,
-): string | undefined {
-  const v = raw[key];
-  if (v === undefined || v === null || v === "") {
-    if (!required) return undefined;
-    const v3 = Object.entries(V3_NAMES).find(([, v4]) => v4 === key)?.[0];
-    const hint =
-      v3 && raw[v3] !== undefined ? ` It has the v3 name '${v3}': use '${key}' (extension bundle 4).` : "";
-    throw invalid(fn, `'${key}' is required.${hint}`);
-  }
-  if (typeof v !== "string") throw invalid(fn, `'${key}' must be a string; got ${JSON.stringify(v)}.`);
-  return v;
-}
-
-/** An interval in ms: absent or 0 → default (as the extension); negative or not a number → error. */
-function msOption(fn: string, raw: CosmosTriggerOptions, key: string, fallback: number): number {
-  const v = raw[key];
-  if (v === undefined || v === null || v === "") return fallback;
-  const n = typeof v === "string" ? Number(v) : v;
-  if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
-    throw invalid(fn, `'${key}' must be a number of milliseconds greater than 0; got ${JSON.stringify(v)}.`);
-  }
-  return n === 0 ? fallback : n;
-}
-
-function boolOption(fn: string, raw: CosmosTriggerOptions, key: string): boolean {
-  const v = raw[key];
-  if (v === undefined || v === null) return false;
-  if (v === true || v === "true" || v === "True") return true;
-  if (v === false || v === "false" || v === "False") return false;
-  throw invalid(fn, `'${key}' must be true or false; got ${JSON.stringify(v)}.`);
-}
-
-/**
- * Applies the extension's defaults and checks (CosmosDBTriggerAttributeBindingProvider, CosmosDBTriggerListener).
- * `warn` receives one line per option the dev host ignores (unknown names, v3 names).
- */
-export function resolveCosmosTriggerOptions(
-  functionName: string,
-  raw: CosmosTriggerOptions,
-  warn: (message: string) => void = () => {},
-): ResolvedCosmosTriggerOptions {
-  const fn = functionName;
-  const connection = stringOption(fn, raw, "connection", true) as string;
-  const databaseName = stringOption(fn, raw, "databaseName", true) as string;
-  const containerName = stringOption(fn, raw, "containerName", true) as string;
-  for (const key of Object.keys(raw)) {
-    if (KNOWN.has(key)) continue;
-    if (key in V3_NAMES) {
-      const v4 = V3_NAMES[key];
-      warn(
-        `Function '${fn}': cosmosDBTrigger option '${key}' is a v3 (extension bundle 3) name and is ignored${v4 ? `; the v4 name is '${v4}'` : "; extension 4 has no such option"}.`,
-      );
-    } else
-      warn(
-        `Function '${fn}': cosmosDBTrigger option '${key}' is not a Cosmos DB trigger option and is ignored.`,
-      );
-  }
-  const startFromBeginning = boolOption(fn, raw, "startFromBeginning");
-  const startFromTime = stringOption(fn, raw, "startFromTime", false);
-  if (startFromTime !== undefined) {
-    if (startFromBeginning) throw invalid(fn, "Only one of startFromBeginning or startFromTime can be used.");
-    if (Number.isNaN(new Date(startFromTime).getTime())) {
-      throw invalid(
-        fn,
-        `startFromTime '${startFromTime}' is not in the correct format. Please use the ISO 8601 format with the UTC designator. For example: '2021-02-16T14:19:29Z'.`,
-      );
-    }
-  }
-  const modeText = stringOption(fn, raw, "changeFeedMode", false) ?? "LatestVersion";
-  let mode: ResolvedCosmosTriggerOptions["mode"];
-  if (modeText.toLowerCase() === "latestversion") mode = "latestVersion";
-  else if (modeText.toLowerCase() === "allversionsanddeletes") mode = "allVersionsAndDeletes";
-  else
-    throw invalid(
-      fn,
-      `changeFeedMode must be 'LatestVersion' or 'AllVersionsAndDeletes'; got '${modeText}'.`,
-    );
-  if (mode === "allVersionsAndDeletes" && (startFromBeginning || startFromTime !== undefined)) {
-    throw invalid(
-      fn,
-      "startFromBeginning and startFromTime are not supported with changeFeedMode AllVersionsAndDeletes.",
-    );
-  }
-  const max = raw.maxItemsPerInvocation;
-  let maxItemsPerInvocation: number | undefined;
-  if (max !== undefined && max !== null && max !== 0) {
-    const n = typeof max === "string" ? Number(max) : max;
-    if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
-      throw invalid(fn, `'maxItemsPerInvocation' must be a positive integer; got ${JSON.stringify(max)}.`);
-    }
-    maxItemsPerInvocation = n;
-  }
-  const throughput = raw.leasesContainerThroughput;
-  let leasesContainerThroughput: number | undefined;
-  if (throughput !== undefined && throughput !== null && throughput !== 0) {
-    const n = typeof throughput === "string" ? Number(throughput) : throughput;
-    if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
-      throw invalid(
-        fn,
-        `'leasesContainerThroughput' must be a number of RU/s; got ${JSON.stringify(throughput)}.`,
-      );
-    }
-    leasesContainerThroughput = n;
-  }
-  const resolved: ResolvedCosmosTriggerOptions = {
-    connection,
-    databaseName,
-    containerName,
-    leaseConnection: stringOption(fn, raw, "leaseConnection", false) ?? connection,
-    leaseDatabaseName: stringOption(fn, raw, "leaseDatabaseName", false) ?? databaseName,
-    leaseContainerName:
-      stringOption(fn, raw, "leaseContainerName", false) ?? CosmosTriggerDefaults.leaseContainerName,
-    leaseContainerPrefix: stringOption(fn, raw, "leaseContainerPrefix", false) ?? "",
-    createLeaseContainerIfNotExists: boolOption(fn, raw, "createLeaseContainerIfNotExists"),
-    leasesContainerThroughput,
-    feedPollDelay: msOption(fn, raw, "feedPollDelay", CosmosTriggerDefaults.feedPollDelay),
-    leaseAcquireInterval: msOption(
-      fn,
-      raw,
-      "leaseAcquireInterval",
-      CosmosTriggerDefaults.leaseAcquireInterval,
-    ),
-    leaseExpirationInterval: msOption(
-      fn,
-      raw,
-      "leaseExpirationInterval",
-      CosmosTriggerDefaults.leaseExpirationInterval,
-    ),
-    leaseRenewInterval: msOption(fn, raw, "leaseRenewInterval", CosmosTriggerDefaults.leaseRenewInterval),
-    maxItemsPerInvocation,
-    startFromBeginning,
-    startFromTime,
-    mode,
-    preferredLocations: (stringOption(fn, raw, "preferredLocations", false) ?? "")
-      .split(",")
-      .map((r) => r.trim())
-      .filter((r) => r !== ""),
-  };
-  const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
-  if (
-    same(resolved.connection, resolved.leaseConnection) &&
-    same(resolved.databaseName, resolved.leaseDatabaseName) &&
-    same(resolved.containerName, resolved.leaseContainerName)
-  ) {
-    throw invalid(fn, "The monitored container cannot be the same as the container storing the leases.");
-  }
-  return resolved;
-}
-
 /**
  * Runs one `cosmosDBTrigger` binding on the project's change feed processor, as the Functions Cosmos DB extension
  * runs it on the .NET one: leases interchangeable with the extension's (same ids, prefix = leaseContainerPrefix).
@@ -367,55 +123,84 @@ export async function startCosmosTrigger(o: StartCosmosTriggerOptions): Promise<
     warned.add(m);
     o.log("warning", m);
   };
-  const r = resolveCosmosTriggerOptions(fn, o.options, warnOnce);
+  const r = resolveCosmosTriggerOptions(fn, o.options, warnOnce, o.extensionMajor);
   let policy: RetryPolicy | undefined;
   try {
     policy = parseRetryOptions(o.retry);
   } catch (e) {
-    throw invalid(fn, (e as Error).message);
+    throw invalidTriggerOptions(fn, (e as Error).message);
   }
   const clock = o.clock ?? systemClock;
-  const monitoredClient = await o.clientFor(r.connection, {
-    preferredLocations: r.preferredLocations,
-    role: "monitored",
-  });
-  const leaseClient = await o.clientFor(r.leaseConnection, {
-    preferredLocations: r.preferredLocations,
-    role: "leases",
-  });
+  const named = (setting: string) => describeConnection(setting, o.describeConnection?.(setting));
+  /** A step on one connection: a failure names the function, the setting and where it points. */
+  const on = async <T>(settings: string[], step: () => T | Promise<T>): Promise<T> => {
+    try {
+      return await step();
+    } catch (e) {
+      if (e instanceof CosmosTriggerError || e instanceof CosmosConnectionError) throw e;
+      const which = [...new Set(settings)].map(named).join(" / ");
+      throw new CosmosTriggerError(
+        `Function '${fn}' (cosmosDBTrigger): Cosmos DB ${which} ${connectionFailureReason(e)}`,
+        {
+          code: e instanceof CosmosFeedError ? e.code : "ListenerStartFailed",
+          ...(statusOf(e) !== undefined ? { statusCode: statusOf(e) } : {}),
+          cause: e,
+        },
+      );
+    }
+  };
+  const monitoredClient = await on([r.connection], () =>
+    o.clientFor(r.connection, { preferredLocations: r.preferredLocations, role: "monitored" }),
+  );
+  const leaseClient = await on([r.leaseConnection], () =>
+    o.clientFor(r.leaseConnection, { preferredLocations: r.preferredLocations, role: "leases" }),
+  );
   const leaseDefinition = { partitionKey: { paths: ["/id"] }, defaultTtl: -1 };
   let monitored = monitoredClient.database(r.databaseName).container(r.containerName);
   let leases = leaseClient.database(r.leaseDatabaseName).container(r.leaseContainerName);
   if (o.createMissing) {
-    monitored = await ensureContainer({
-      client: monitoredClient,
+    const choice = chooseContainerDefinition({
       databaseName: r.databaseName,
       containerName: r.containerName,
-      definition: o.containerDefinition?.(r.databaseName, r.containerName) ?? {
-        partitionKey: { paths: ["/id"] },
-      },
-      log: o.log,
-      role: `monitored by function '${fn}'`,
+      lookup: o.containerDefinition,
+      bindings: o.appBindings ?? [],
     });
+    monitored = await on([r.connection], () =>
+      ensureContainer({
+        client: monitoredClient,
+        databaseName: r.databaseName,
+        containerName: r.containerName,
+        definition: choice.definition,
+        choice,
+        onCreated: () => {
+          for (const line of choice.warnings) o.log("warning", line);
+        },
+        log: o.log,
+        role: `monitored by function '${fn}'`,
+      }),
+    );
   }
   if (o.createMissing || r.createLeaseContainerIfNotExists) {
-    leases = await ensureContainer({
-      client: leaseClient,
-      databaseName: r.leaseDatabaseName,
-      containerName: r.leaseContainerName,
-      definition: leaseDefinition,
-      throughput: r.leasesContainerThroughput,
-      log: o.log,
-      role: `lease container of function '${fn}'`,
-    });
+    leases = await on([r.leaseConnection], () =>
+      ensureContainer({
+        client: leaseClient,
+        databaseName: r.leaseDatabaseName,
+        containerName: r.leaseContainerName,
+        definition: leaseDefinition,
+        throughput: r.leasesContainerThroughput,
+        log: o.log,
+        role: `lease container of function '${fn}'`,
+      }),
+    );
   }
   const [monitoredExists, leasesExist] = await Promise.all([
-    containerExists(monitored),
-    containerExists(leases),
+    on([r.connection], () => containerExists(monitored)),
+    on([r.leaseConnection], () => containerExists(leases)),
   ]);
   if (!monitoredExists || !leasesExist) {
+    const where = [...new Set([r.connection, r.leaseConnection])].map(named).join(" / ");
     throw new CosmosTriggerError(
-      `Function '${fn}': Either the source container '${r.containerName}' (in database '${r.databaseName}') or the lease container '${r.leaseContainerName}' (in database '${r.leaseDatabaseName}') does not exist (missing: ${[!monitoredExists ? `${r.databaseName}/${r.containerName}` : "", !leasesExist ? `${r.leaseDatabaseName}/${r.leaseContainerName}` : ""].filter(Boolean).join(", ")}). Both containers must exist before the listener starts. To automatically create the lease container, set 'createLeaseContainerIfNotExists' to 'true'.`,
+      `Function '${fn}': Either the source container '${r.containerName}' (in database '${r.databaseName}') or the lease container '${r.leaseContainerName}' (in database '${r.leaseDatabaseName}') does not exist (missing: ${[!monitoredExists ? `${r.databaseName}/${r.containerName}` : "", !leasesExist ? `${r.leaseDatabaseName}/${r.leaseContainerName}` : ""].filter(Boolean).join(", ")}, on Cosmos DB ${where}). Both containers must exist before the listener starts. To automatically create the lease container, set '${cosmosOptionName("trigger", "createLeaseContainerIfNotExists", r.extensionMajor)}' to 'true'.`,
       { code: "ContainerNotFound", statusCode: 404 },
     );
   }
@@ -495,7 +280,9 @@ export async function startCosmosTrigger(o: StartCosmosTriggerOptions): Promise<
         cause: e,
       });
     }
-    throw e;
+    await on([r.connection, r.leaseConnection], () => {
+      throw e;
+    });
   }
   o.log(
     "debug",

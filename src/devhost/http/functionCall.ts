@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HttpCookie, HttpData } from "../coreTypes.js";
 import type { BindingExtensions } from "../extensions.js";
+import { answerInvocationFailure } from "../hostLimits.js";
 import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
@@ -82,9 +83,11 @@ export async function serveFunction(c: FunctionCall): Promise<void> {
     extensions,
     // As the host: route params and query values by name, plus `Query` and `Headers` objects.
     bindingData: { ...query, ...c.params, Query: query, Headers: headers },
+    traceParent: headers.traceparent,
   });
-  // The host answers an unhandled failure with an empty 500; the details are in the log under the Id.
-  if (outcome.error !== undefined) return sendEmpty(res, 500);
+  // The host answers an unhandled failure with an empty 500 (details in the log under the Id); a limit of the
+  // dev host (an unsupported binding) is said in the body.
+  if (outcome.error !== undefined) return answerInvocationFailure(res, fn, outcome.error);
   const out = outcome.response?.returnValue?.http;
   if (!out) return sendEmpty(res, 204);
   const bytes = bodyBytes(out);

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import type { HttpData, TypedData } from "../coreTypes.js";
 import type { BindingExtensions } from "../extensions.js";
+import { answerInvocationFailure } from "../hostLimits.js";
 import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp, LoadedFunction } from "../loader.js";
 import type { HostLogger } from "../logger.js";
@@ -22,7 +23,8 @@ export interface StreamInvocation {
  * HTTP streaming (`app.setup({ enableHttpStream: true })`), as the host does it: the request itself goes to the
  * library's proxy server with `x-ms-invocation-id`, `x-forwarded-host` and `x-forwarded-proto`, the invocation
  * carries headers and route params as trigger metadata, and the handler's response streams back through the
- * proxy. A failed invocation never reaches the proxy: that is an empty 500, as without streaming.
+ * proxy. A failed invocation never reaches the proxy: that is a 500 as without streaming (empty, or naming a binding
+ * the dev host cannot serve).
  */
 export async function invokeStreaming(s: StreamInvocation): Promise<void> {
   const { req, res, fn } = s;
@@ -64,14 +66,17 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
     triggerMetadata,
     extensions: s.extensions,
     bindingData: { ...s.http.query, ...s.http.params, Query: s.http.query, Headers: s.http.headers },
+    traceParent: s.http.headers?.traceparent,
   });
   if (outcome.error !== undefined || outcome.result === undefined || outcome.result === null) {
     // Nothing was (or will be) sent through the proxy for this invocation.
     forward.destroy();
-    if (!res.headersSent) {
-      res.writeHead(outcome.error !== undefined ? 500 : 204, { "content-length": "0" });
+    if (res.headersSent) res.destroy();
+    else if (outcome.error !== undefined) answerInvocationFailure(res, fn, outcome.error);
+    else {
+      res.writeHead(204, { "content-length": "0" });
       res.end();
-    } else res.destroy();
+    }
     return;
   }
   await answered;

@@ -1,0 +1,73 @@
+import type { ServerResponse } from "node:http";
+import type { BindingInfo } from "./coreTypes.js";
+import { DevHostError } from "./errors.js";
+import type { LoadedFunction } from "./loader.js";
+
+/**
+ * What this dev host cannot serve, said the same way at start (a warning per function, bindingCheck.ts) and on a
+ * call (the 500's body): which binding, and that it is a limit of the dev host, not of the app or of Azure.
+ */
+
+export const UNSUPPORTED_BINDING = "UnsupportedBinding";
+
+const LIMIT =
+  "a limit of this dev host, not of the app or of Azure Functions: run the function under Azure Functions Core Tools (func start) to use it";
+
+/** `'queue' output binding 'outQueue'` (the library names extra bindings after their type and a hash). */
+export function describeBinding(name: string, binding: BindingInfo): string {
+  const direction = binding.direction === "out" ? "output" : binding.direction === "in" ? "input" : "in/out";
+  return `'${binding.type}' ${direction} binding '${name}'`;
+}
+
+/** The error a call fails with when it needs a binding the dev host has no extension for. */
+export function unsupportedBindingError(
+  functionName: string,
+  name: string,
+  binding: BindingInfo,
+): DevHostError {
+  return new DevHostError(
+    `Function '${functionName}' uses the ${describeBinding(name, binding)}, which this dev host cannot serve (${LIMIT}).`,
+    { code: UNSUPPORTED_BINDING, statusCode: 500 },
+  );
+}
+
+/** The start-up warning for a function with bindings the dev host cannot serve (all of them, one line). */
+export function unsupportedBindingsWarning(functionName: string, bindings: string[]): string {
+  return `The '${functionName}' function uses ${bindings.join(", ")}, which this dev host cannot serve (${LIMIT}). Its other paths run; a call that needs one answers 500 naming it.`;
+}
+
+/**
+ * Text of the durable HTTP API's answer to an entity call (durable/client-api.ts); durable-functions puts the
+ * answer's body into the error its DurableClient throws ("The operation failed with an unexpected status code: 501.
+ * Details: …").
+ */
+const ENTITY_REFUSAL = "Durable entities are not supported by the dev host";
+
+/**
+ * The body of a failed call's 500 when the failure is a limit of the dev host (an unsupported binding, a durable
+ * entity call through the function's durableClient); undefined for the app's own failures, which the host answers
+ * with an empty 500 (the details are in the log under the invocation id).
+ */
+export function devHostLimitMessage(fn: LoadedFunction, error: unknown): string | undefined {
+  const e = error as { code?: unknown; message?: unknown } | null | undefined;
+  const message = typeof e?.message === "string" ? e.message : undefined;
+  if (e?.code === UNSUPPORTED_BINDING && message) return message;
+  if (message?.includes(ENTITY_REFUSAL)) {
+    const client = Object.entries(fn.bindings).find(([, b]) =>
+      /^(durableClient|orchestrationClient)$/i.test(b.type),
+    );
+    const via = client ? ` through its ${describeBinding(client[0], client[1])}` : "";
+    return `Function '${fn.metadata.name}' called a durable entity (signalEntity, readEntityState, getEntity …)${via}: durable entities are not served by this dev host (${LIMIT}).`;
+  }
+  return undefined;
+}
+
+/** Answers a failed invocation: a 500 whose text body says which binding when the dev host is the limit, else empty. */
+export function answerInvocationFailure(res: ServerResponse, fn: LoadedFunction, error: unknown): void {
+  const message = devHostLimitMessage(fn, error);
+  const body = message === undefined ? Buffer.alloc(0) : Buffer.from(`${message}\n`);
+  const headers: Record<string, string> = { "content-length": String(body.length) };
+  if (body.length > 0) headers["content-type"] = "text/plain; charset=utf-8";
+  res.writeHead(500, headers);
+  res.end(res.req?.method === "HEAD" ? undefined : body);
+}

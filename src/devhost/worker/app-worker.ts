@@ -1,0 +1,31 @@
+import type { InvocationRequest, InvocationResponse } from "../coreTypes.js";
+
+/** What one invocation in the worker gave back. */
+export interface WorkerInvocationResult {
+  response: InvocationResponse;
+  /** What the handler returned (after post-invocation hooks), as far as it crossed the channel. */
+  result: unknown;
+}
+
+/**
+ * The worker that runs the app's code, as the host sees its language worker channel: invocations in, results
+ * and logs out. An invocation rejects with the handler's error, or with a WorkerExitedError when the process
+ * died (or was recycled) while it ran.
+ */
+export interface AppWorker {
+  invoke(functionName: string, request: InvocationRequest): Promise<WorkerInvocationResult>;
+  /**
+   * Kills the worker process and starts a new one (the host's answer to a function timeout): every invocation
+   * still running in it fails; invocations sent meanwhile wait for the new process.
+   */
+  recycle(reason: string): void;
+  /**
+   * Sends the worker what changed in its environment since it started (the host points connections at the
+   * emulator after the app is indexed); later worker processes start with it.
+   */
+  syncEnvironment(): void;
+  /** appTerminate hooks, then the process exits (killed after a grace period). */
+  close(): Promise<void>;
+  /** The current process id (undefined between processes). */
+  readonly pid: number | undefined;
+}

@@ -1,0 +1,8 @@
+// The app's worker process starts here (spawned by src/devhost/worker/process-worker.ts). The dev host's own
+// worker code is TypeScript, loaded through tsx in a namespace of its own, so that the app's files are imported by
+// node itself with no loader hook in between: `importModule` below is a plain import() from this plain module.
+import { register } from "tsx/esm/api";
+
+const api = register({ namespace: "cosmos-feed-worker" });
+const { runWorker } = await api.import("./main.ts", import.meta.url);
+runWorker((url) => import(url));

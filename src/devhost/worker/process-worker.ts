@@ -1,0 +1,274 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import type { InvocationRequest } from "../coreTypes.js";
+import { DevHostError } from "../errors.js";
+import type { AppIndex } from "../loader.js";
+import type { HostLogger } from "../logger.js";
+import type { AppWorker, WorkerInvocationResult } from "./app-worker.js";
+import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
+import type { WorkerSettings } from "./settings.js";
+
+const ENTRY = fileURLToPath(new URL("./entry.mjs", import.meta.url));
+
+/** An invocation failed because its worker process exited (crashed, or was recycled after a timeout). */
+export class WorkerExitedError extends DevHostError {
+  constructor(message: string) {
+    super(message, { code: "WorkerExited" });
+    this.name = "WorkerExitedError";
+  }
+}
+
+export interface ProcessWorkerOptions {
+  appDir: string;
+  /** The worker's whole environment (the host's, the app settings, the host's own variables), read at each start. */
+  env: () => NodeJS.ProcessEnv;
+  logger: HostLogger;
+  settings: WorkerSettings;
+}
+
+interface Pending {
+  child: ChildProcess;
+  resolve(result: WorkerInvocationResult): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The app in a process of its own, as the Functions host runs the Node worker: started with the app folder as its
+ * working directory and the app settings in its environment, restarted when it dies (with back-off while it keeps
+ * dying), recycled after a function timeout. An invocation running in a process that dies fails with
+ * WorkerExitedError; the dev host and every other function keep running.
+ */
+export class ProcessWorker implements AppWorker {
+  readonly #o: ProcessWorkerOptions;
+  #child: ChildProcess | undefined;
+  #ready: Promise<ChildProcess>;
+  readonly #pending = new Map<string, Pending>();
+  /** Unexpected exits since an invocation last completed. */
+  #crashes = 0;
+  #recycling = false;
+  #closing = false;
+  #restartTimer: NodeJS.Timeout | undefined;
+  #exited: Promise<void> = Promise.resolve();
+  /** The environment the current process has (what it started with, plus what was synced since). */
+  #sentEnv: NodeJS.ProcessEnv;
+
+  private constructor(options: ProcessWorkerOptions, first: { child: ChildProcess; env: NodeJS.ProcessEnv }) {
+    this.#o = options;
+    this.#child = first.child;
+    this.#sentEnv = first.env;
+    this.#ready = Promise.resolve(first.child);
+  }
+
+  /** Starts the first worker process and waits until the app loaded in it (its load error rejects). */
+  static async start(options: ProcessWorkerOptions): Promise<{ worker: ProcessWorker; index: AppIndex }> {
+    let worker: ProcessWorker | undefined;
+    const env = options.env();
+    const { child, index } = await spawnWorker(options, env, (child, code, signal) => {
+      if (worker) worker.#onExit(child, code, signal);
+    });
+    worker = new ProcessWorker(options, { child, env });
+    worker.#watch(child);
+    return { worker, index };
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  async invoke(functionName: string, request: InvocationRequest): Promise<WorkerInvocationResult> {
+    const child = await this.#ready;
+    return new Promise<WorkerInvocationResult>((resolve, reject) => {
+      const id = request.invocationId;
+      this.#pending.set(id, { child, resolve, reject });
+      const message: HostToWorker = { kind: "invoke", functionName, request };
+      const failed = (e: unknown) => {
+        if (this.#pending.get(id)?.child !== child) return;
+        this.#pending.delete(id);
+        reject(
+          new WorkerExitedError(
+            `The invocation could not be sent to the worker process: ${(e as Error).message}`,
+          ),
+        );
+      };
+      try {
+        child.send(message, (e) => e && failed(e));
+      } catch (e) {
+        failed(e);
+      }
+    });
+  }
+
+  syncEnvironment(): void {
+    const now = this.#o.env();
+    const set: Record<string, string> = {};
+    for (const [k, v] of Object.entries(now)) if (v !== undefined && this.#sentEnv[k] !== v) set[k] = v;
+    const unset = Object.keys(this.#sentEnv).filter((k) => now[k] === undefined);
+    this.#sentEnv = { ...now };
+    if (Object.keys(set).length === 0 && unset.length === 0) return;
+    try {
+      this.#child?.send({ kind: "environment", set, unset } satisfies HostToWorker);
+    } catch {
+      // A process that is gone gets the whole environment when the next one starts.
+    }
+  }
+
+  recycle(reason: string): void {
+    const child = this.#child;
+    if (!child || this.#closing || this.#recycling) return;
+    this.#recycling = true;
+    this.#o.logger.warn(`${reason} Restarting the worker process (pid ${child.pid}).`);
+    child.kill("SIGKILL");
+  }
+
+  async close(): Promise<void> {
+    if (this.#closing) return this.#exited;
+    this.#closing = true;
+    clearTimeout(this.#restartTimer);
+    const child = this.#child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const kill = setTimeout(() => child.kill("SIGKILL"), this.#o.settings.stopGraceMs);
+    try {
+      child.send({ kind: "terminate" } satisfies HostToWorker);
+    } catch {
+      child.kill("SIGKILL");
+    }
+    await this.#exited;
+    clearTimeout(kill);
+  }
+
+  #watch(child: ChildProcess): void {
+    this.#exited = new Promise((resolve) => child.once("exit", () => resolve()));
+    child.on("message", (m: WorkerToHost) => {
+      if (m.kind !== "result") return;
+      const pending = this.#pending.get(m.invocationId);
+      if (!pending || pending.child !== child) return;
+      this.#pending.delete(m.invocationId);
+      this.#crashes = 0;
+      if (m.error) pending.reject(fromWireError(m.error));
+      else if (m.response)
+        pending.resolve({ response: m.response, result: m.resultCloned ? m.result : undefined });
+      else
+        pending.reject(new Error("The worker answered an invocation with neither a response nor an error."));
+    });
+  }
+
+  #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (child !== this.#child) return;
+    this.#child = undefined;
+    const how = signal ? `signal ${signal}` : `code ${code} (0x${(code ?? 0).toString(16).toUpperCase()})`;
+    const running = [...this.#pending].filter(([, p]) => p.child === child);
+    for (const [id, p] of running) {
+      this.#pending.delete(id);
+      p.reject(
+        new WorkerExitedError(
+          `The worker process (pid ${child.pid}) exited with ${how} while invocation '${id}' was running in it.`,
+        ),
+      );
+    }
+    if (this.#closing) return;
+    const recycled = this.#recycling;
+    this.#recycling = false;
+    if (!recycled) {
+      this.#crashes += 1;
+      this.#o.logger.error(`Language Worker Process exited. Pid=${child.pid}. node exited with ${how}.`);
+    }
+    const { restartBackoffMs: base, restartBackoffMaxMs: max } = this.#o.settings;
+    const delay = recycled || this.#crashes <= 1 ? 0 : Math.min(max, base * 2 ** (this.#crashes - 2));
+    if (delay > 0)
+      this.#o.logger.warn(`The worker process keeps exiting: the next one starts in ${delay} ms.`);
+    this.#ready = this.#restart(delay);
+    this.#ready.catch(() => {}); // waiting invocations see the rejection; nobody else must
+  }
+
+  async #restart(delayMs: number): Promise<ChildProcess> {
+    if (delayMs > 0) {
+      await new Promise<void>((resolve) => {
+        this.#restartTimer = setTimeout(resolve, delayMs);
+      });
+    }
+    if (this.#closing) throw new WorkerExitedError("The dev host is stopping.");
+    try {
+      const env = this.#o.env();
+      const { child } = await spawnWorker(
+        this.#o,
+        env,
+        (c, code, signal) => this.#onExit(c, code, signal),
+        (c) => {
+          this.#child = c;
+          this.#sentEnv = env;
+        },
+      );
+      this.#watch(child);
+      this.#o.logger.info(`Worker process started and initialized (pid ${child.pid}).`);
+      return child;
+    } catch (e) {
+      this.#o.logger.error(`The worker process could not load the app: ${(e as Error).message}`);
+      throw e;
+    }
+  }
+}
+
+/**
+ * Spawns one worker process and loads the app in it. `onExit` hears every exit of that process, even one before
+ * the load finished (then the returned promise rejects too).
+ */
+function spawnWorker(
+  o: ProcessWorkerOptions,
+  env: NodeJS.ProcessEnv,
+  onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
+  onSpawned?: (child: ChildProcess) => void,
+): Promise<{ child: ChildProcess; index: AppIndex }> {
+  const child = spawn(process.execPath, [ENTRY], {
+    cwd: o.appDir,
+    env,
+    stdio: ["ignore", "pipe", "pipe", "ipc"],
+    serialization: "advanced",
+  });
+  onSpawned?.(child);
+  // What the app writes to stdout/stderr is the worker's console: the host logs it line by line.
+  for (const [stream, level] of [
+    [child.stdout, "information"],
+    [child.stderr, "error"],
+  ] as const) {
+    if (stream)
+      createInterface({ input: stream }).on("line", (line) =>
+        o.logger.log(level, line, { category: "Worker" }),
+      );
+  }
+  child.on("message", (m: WorkerToHost) => {
+    if (m.kind === "log")
+      o.logger.log(m.level, m.message, { category: m.category, invocationId: m.invocationId });
+  });
+  return new Promise((resolve, reject) => {
+    let loaded = false;
+    child.once("exit", (code, signal) => {
+      if (!loaded) {
+        reject(
+          new DevHostError(
+            `The worker process exited with ${signal ?? `code ${code}`} before the app loaded.`,
+            {
+              code: "AppLoad",
+            },
+          ),
+        );
+      }
+      onExit(child, code, signal);
+    });
+    child.once("error", (e) => {
+      if (!loaded)
+        reject(new DevHostError(`The worker process could not start: ${e.message}`, { code: "AppLoad" }));
+    });
+    child.on("message", (m: WorkerToHost) => {
+      if (m.kind === "loaded") {
+        loaded = true;
+        resolve({ child, index: m.index });
+      } else if (m.kind === "loadFailed") {
+        loaded = true; // the process exits next; the load error is the one to report
+        const e = fromWireError(m.error);
+        reject(new DevHostError(e.message, { code: m.error.code ?? "AppLoad", cause: e }));
+      }
+    });
+    child.send({ kind: "load", appDir: o.appDir } satisfies HostToWorker);
+  });
+}

@@ -1,0 +1,72 @@
+import type { InvocationRequest, InvocationResponse, LogLevel } from "../coreTypes.js";
+import type { AppIndex } from "../loader.js";
+
+/**
+ * The channel between the dev host and the app's worker process (Node's IPC channel, `serialization: "advanced"`).
+ * It carries what the Functions host and the Node worker exchange over gRPC (FunctionLoadRequest/Response,
+ * InvocationRequest/Response, RpcLog, WorkerTerminate), in the dev host's own small shapes.
+ */
+export type HostToWorker =
+  /** Load the app (the worker's FunctionEnvironmentReload + FunctionsMetadataRequest in one). */
+  | { kind: "load"; appDir: string }
+  | { kind: "invoke"; functionName: string; request: InvocationRequest }
+  /** Environment changes made by the host after the worker started (FunctionEnvironmentReloadRequest). */
+  | { kind: "environment"; set: Record<string, string>; unset: string[] }
+  /** Run appTerminate hooks and exit (WorkerTerminate). */
+  | { kind: "terminate" };
+
+export type WorkerToHost =
+  | { kind: "loaded"; index: AppIndex }
+  | { kind: "loadFailed"; error: WireError }
+  | { kind: "log"; level: LogLevel; category: string; message: string; invocationId?: string }
+  | {
+      kind: "result";
+      invocationId: string;
+      response?: InvocationResponse;
+      /** What the handler returned, when it survives the structured clone (see `resultCloned`). */
+      result?: unknown;
+      /** False when the handler's result could not cross the channel (a function, a socket …). */
+      resultCloned?: boolean;
+      error?: WireError;
+    }
+  | { kind: "terminated" };
+
+/** An error as it crosses the channel: the worker's RpcException (message, stack, type) plus a code when set. */
+export interface WireError {
+  name: string;
+  message: string;
+  stack?: string;
+  code?: string;
+  /** The durable-functions library reads these on activity failures (e.g. a non-retriable marker). */
+  isNonRetriable?: boolean;
+}
+
+export function toWireError(e: unknown): WireError {
+  if (e instanceof Error) {
+    const code = (e as { code?: unknown }).code;
+    return {
+      name: e.name,
+      message: e.message,
+      ...(e.stack ? { stack: e.stack } : {}),
+      ...(typeof code === "string" ? { code } : {}),
+    };
+  }
+  return { name: "Error", message: typeof e === "string" ? e : safeString(e) };
+}
+
+/** Rebuilds an Error on the host's side with the worker's name, message and stack. */
+export function fromWireError(w: WireError): Error {
+  const e = new Error(w.message);
+  e.name = w.name;
+  e.stack = w.stack ?? `${w.name}: ${w.message}`;
+  if (w.code !== undefined) Object.assign(e, { code: w.code });
+  return e;
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,16 @@
+import { defineConfig } from "vitest/config";
+
+// `npm run test:infra`: infra/bicep compiled, linted and evaluated by the Bicep CLI itself, pinned and restored from
+// NuGet through the .NET SDK (scripts/bicep.mjs). Kept out of `npm test` (vitest.config.ts excludes
+// test/infra/compiler), which needs no .NET.
+export default defineConfig({
+  test: {
+    include: ["test/infra/compiler/**/*.test.ts"],
+    // Only a hang may reach these (see vitest.config.ts).
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
+    pool: "forks",
+    // Each file runs a few Bicep processes (mostly CPU: .NET start-up and compilation); two files at a time on 2 cores.
+    maxWorkers: 2,
+  },
+});
