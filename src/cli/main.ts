@@ -180,6 +180,10 @@ program
     "allow credentials in CORS (default: local.settings.json Host.CORSCredentials)",
   )
   .option(
+    "--allowed-hosts <names>",
+    "host names the HTTP server answers besides localhost, *.localhost, 127.0.0.1 and [::1]: comma-separated, '*.domain' for a domain, '*' for any (default: local.settings.json Host.AllowedHosts)",
+  )
+  .option(
     "--no-build",
     "do not run `npm run build` (when main matches no file, or the sources are newer than the build)",
   )
@@ -194,6 +198,7 @@ program
       containers: opts.containers,
       cors: opts.cors,
       corsCredentials: opts.corsCredentials,
+      allowedHosts: opts.allowedHosts,
       build: opts.build,
       watch: opts.watch === true,
     });

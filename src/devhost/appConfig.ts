@@ -4,6 +4,7 @@ import type { LogLevel } from "./coreTypes.js";
 import { DevHostError } from "./errors.js";
 import { type ExtensionBundle, readExtensionBundle } from "./extensionBundle.js";
 import { parseFunctionTimeout } from "./functionTimeout.js";
+import type { HostJsonHttpThrottle } from "./http/settings.js";
 
 /** What the dev host reads from an app folder, as the Functions host and Core Tools read it. */
 export interface AppConfig {
@@ -12,6 +13,8 @@ export interface AppConfig {
   packageJson: { main?: string; type?: string; scripts?: Record<string, string> };
   /** host.json `extensions.http.routePrefix`; "api" when absent (may be ""). */
   routePrefix: string;
+  /** host.json `extensions.http.maxConcurrentRequests` / `maxOutstandingRequests` (-1 = unbounded), when set. */
+  httpThrottle: HostJsonHttpThrottle;
   /** host.json `extensions.durableTask.hubName`, raw (may hold `%SETTING%`); see resolveSettingExpressions. */
   durableHubName?: string;
   /** host.json `extensions.durableTask.storageProvider.type` (Azure's; the dev host logs and ignores it). */
@@ -33,6 +36,8 @@ export interface AppConfig {
   functionTimeoutMs: number | null;
   /** local.settings.json `Host.CORS` (comma-separated origins) and `Host.CORSCredentials`, as Core Tools reads them. */
   cors: { origins?: string; credentials: boolean };
+  /** local.settings.json `Host.AllowedHosts`: host names the HTTP server answers besides loopback ones (hosts.ts). */
+  allowedHosts?: string;
   /** host.json `extensionBundle` (its range decides the Cosmos DB option names: extensionBundle.ts); absent = none. */
   extensionBundle?: ExtensionBundle;
 }
@@ -66,6 +71,23 @@ const LEVELS: Record<string, LogLevel> = {
   critical: "critical",
   none: "none",
 };
+
+/** host.json `extensions.http` throttle values as the host takes them: whole numbers ≥ 1, or -1 for unbounded. */
+function readHttpThrottle(http: Record<string, unknown>): HostJsonHttpThrottle {
+  const out: HostJsonHttpThrottle = {};
+  for (const key of ["maxConcurrentRequests", "maxOutstandingRequests"] as const) {
+    const value = http[key];
+    if (value === undefined) continue;
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || (value < 1 && value !== -1)) {
+      throw new DevHostError(
+        `host.json extensions.http.${key} must be a whole number of at least 1, or -1 for unbounded; got ${JSON.stringify(value)}.`,
+        { code: "AppLoad" },
+      );
+    }
+    out[key] = value;
+  }
+  return out;
+}
 
 export function readAppConfig(appDir: string): AppConfig {
   const pkg = readJson(join(appDir, "package.json"), "package.json");
@@ -111,6 +133,7 @@ export function readAppConfig(appDir: string): AppConfig {
       scripts: objectAt(pkg, "scripts") as Record<string, string>,
     },
     routePrefix: prefix.replace(/^\/+|\/+$/g, ""),
+    httpThrottle: readHttpThrottle(http),
     durableHubName: typeof hub === "string" ? hub : undefined,
     durableStorageProvider: typeof storageProvider === "string" ? storageProvider : undefined,
     durableConcurrency: {
@@ -127,6 +150,7 @@ export function readAppConfig(appDir: string): AppConfig {
       origins: typeof hostSection.CORS === "string" ? hostSection.CORS : undefined,
       credentials: hostSection.CORSCredentials === true || hostSection.CORSCredentials === "true",
     },
+    ...(typeof hostSection.AllowedHosts === "string" ? { allowedHosts: hostSection.AllowedHosts } : {}),
   };
 }
 

@@ -50,6 +50,8 @@ export interface AppRunSession {
   /** The data folder: the emulator's data and the timer statuses (`<dataDir>/timers`). */
   dataDir: string;
   cors?: CorsPolicy;
+  /** `--allowed-hosts` (overrides local.settings.json `Host.AllowedHosts`). */
+  allowedHosts?: string;
   host?: Pick<DevHostOptions, "triggers" | "extensions" | "hostname">;
   /** The embedded emulator, once one runs (it outlives runs). */
   emulator(): RunningEmulator | undefined;
@@ -224,6 +226,7 @@ export async function startAppRun(session: AppRunSession, port: number | undefin
       appDir: session.appDir,
       port,
       ...(session.cors ? { cors: session.cors } : {}),
+      ...(session.allowedHosts !== undefined ? { allowedHosts: session.allowedHosts } : {}),
       env,
       logSink: session.sink,
       // … and the bindings' own connection settings once registration has named them.

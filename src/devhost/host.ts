@@ -4,8 +4,10 @@ import { applySettings, readAppConfig } from "./appConfig.js";
 import { indexBindings, triggerErrorLine } from "./bindingCheck.js";
 import type { BindingExtensions } from "./extensions.js";
 import { type CorsPolicy, parseCorsPolicy } from "./http/cors.js";
+import { parseAllowedHosts } from "./http/hosts.js";
 import { buildRouteTable, routeUrl } from "./http/router.js";
 import { type BuiltinRoutes, DevHttpServer } from "./http/server.js";
+import { readDevHttpSettings } from "./http/settings.js";
 import { type InvocationOutcome, type InvokeOptions, invokeFunction } from "./invocation.js";
 import type { LoadedApp, LoadedFunction } from "./loader.js";
 import { HostLogger, type LogSink } from "./logger.js";
@@ -44,6 +46,8 @@ export interface DevHostOptions {
   maxRequestBodyBytes?: number;
   /** CORS for HTTP triggers; default local.settings.json `Host.CORS` / `Host.CORSCredentials` (none = off). */
   cors?: CorsPolicy;
+  /** Host names answered besides loopback ones (`--allowed-hosts`); default local.settings.json `Host.AllowedHosts`. */
+  allowedHosts?: string;
   /** Runs after the app loaded and before HTTP listens and triggers start (e.g. to point connections). */
   prepare?: (app: LoadedApp, logger: HostLogger) => Promise<void>;
   /** The host's own HTTP endpoints (Durable's webhooks), served before function routes. */
@@ -146,6 +150,12 @@ async function serve(
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     cors,
     builtinRoutes: options.builtinRoutes,
+    // local.settings.json Values as the host reads app settings, the real environment winning (as Core Tools).
+    settings: readDevHttpSettings({ ...app.config.settings, ...env }, app.config.httpThrottle),
+    allowedHosts: parseAllowedHosts(
+      options.allowedHosts ?? app.config.allowedHosts,
+      options.allowedHosts !== undefined ? "--allowed-hosts" : "local.settings.json Host.AllowedHosts",
+    ),
   });
   const hostname = options.hostname ?? "127.0.0.1";
   const port = await http.listen(options.port ?? app.config.localHttpPort ?? 7071, hostname);

@@ -42,6 +42,8 @@ export interface StartCommandOptions {
   cors?: string;
   /** Core Tools' `--cors-credentials`; overrides `Host.CORSCredentials`. */
   corsCredentials?: boolean;
+  /** `--allowed-hosts`: host names answered besides loopback ones; overrides local.settings.json `Host.AllowedHosts`. */
+  allowedHosts?: string;
   /** Run `npm run build` when `main` matches no file or the sources are newer than the build (default true). */
   build?: boolean;
   /** Rebuild and restart the app when a source file changes (see lifecycle/watch.ts). */
@@ -174,6 +176,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     }
     const session: AppRunSession = {
       appDir,
+      ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}),
       env,
       sink,
       say,

@@ -309,7 +309,13 @@ describe("dev host dashboard: the page and bad requests", () => {
       ["/_dev/assets/nope.js", {}, 404, "NotFound"],
       ["/_dev/assets/..%2f..%2fpackage.json", {}, 404, "NotFound"],
       ["/_dev/assets/types.js", {}, 404, "NotFound"],
-      ["/_dev/api/state", { method: "POST", body: "{}" }, 405, "MethodNotAllowed"],
+      // JSON: a text/plain POST (fetch's default) is refused before the dashboard sees it (cross-site guard).
+      [
+        "/_dev/api/state",
+        { method: "POST", headers: { "content-type": "application/json" }, body: "{}" },
+        405,
+        "MethodNotAllowed",
+      ],
       ["/_dev/api/state", { method: "DELETE" }, 405, "MethodNotAllowed"],
       ["/_dev", { method: "PUT" }, 405, "MethodNotAllowed"],
       ["/_dev/api/state?fresh=maybe", {}, 400, "InvalidParameter"],

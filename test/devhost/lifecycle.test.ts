@@ -191,7 +191,7 @@ describe("client aborts", () => {
     const host = await startDevHost({ appDir: cjsApp, port: 0, logSink: (r) => logs.push(r) });
     const socket = connect(host.port, "127.0.0.1");
     await new Promise((r) => socket.once("connect", r));
-    socket.write("POST /v1/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\npartial");
+    socket.write("POST /v1/ping HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\npartial");
     await new Promise((r) => setTimeout(r, 100));
     socket.destroy();
     await new Promise((r) => setTimeout(r, 50));

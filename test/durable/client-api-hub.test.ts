@@ -316,13 +316,19 @@ describe("the dev host's durable API takes its limit from DURABLE_MAX_PAYLOAD_BY
     });
     try {
       const api = `${host.started.host.baseUrl}/runtime/webhooks/durabletask/orchestrators/fanOutFanIn`;
+      const json = { "content-type": "application/json" };
       const at = await fetch(`${api}/at-limit`, {
         method: "POST",
+        headers: json,
         body: JSON.stringify(["x".repeat(1_020)]),
       });
       expect(at.status).toBe(202);
       const over = await answer(
-        await fetch(`${api}/over-limit`, { method: "POST", body: JSON.stringify(["x".repeat(1_021)]) }),
+        await fetch(`${api}/over-limit`, {
+          method: "POST",
+          headers: json,
+          body: JSON.stringify(["x".repeat(1_021)]),
+        }),
       );
       expect(over).toEqual({
         status: 413,

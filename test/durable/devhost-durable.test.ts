@@ -93,7 +93,13 @@ describe("dev host: Durable Functions", () => {
     expect((await fetch(`${api}/instances/nope`)).status).toBe(404);
     expect((await fetch(`${api}/orchestrators/noSuchOrchestrator`, { method: "POST" })).status).toBe(400);
     expect(
-      (await fetch(`${api}/orchestrators/fanOutFanIn`, { method: "POST", body: "{not json" })).status,
+      (
+        await fetch(`${api}/orchestrators/fanOutFanIn`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{not json",
+        })
+      ).status,
     ).toBe(400);
     const start = await fetch(`${api}/orchestrators/waitForApproval/term-1`, { method: "POST" });
     expect(start.status).toBe(202);

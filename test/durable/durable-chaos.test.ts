@@ -69,6 +69,7 @@ describe("durable task hub across processes", () => {
       `${first.baseUrl}/runtime/webhooks/durabletask/orchestrators/napThenGreet/nap-1`,
       {
         method: "POST",
+        headers: { "content-type": "application/json" },
         body: "2",
       },
     );
@@ -102,6 +103,7 @@ describe("durable task hub across processes", () => {
     for (const id of fanOut) {
       const res = await fetch(`${a.baseUrl}/runtime/webhooks/durabletask/orchestrators/fanOutFanIn/${id}`, {
         method: "POST",
+        headers: { "content-type": "application/json" },
         body: JSON.stringify([`${id}-x`, `${id}-y`]),
       });
       expect(res.status).toBe(202);
@@ -109,6 +111,7 @@ describe("durable task hub across processes", () => {
     for (const id of naps) {
       await fetch(`${a.baseUrl}/runtime/webhooks/durabletask/orchestrators/napThenGreet/${id}`, {
         method: "POST",
+        headers: { "content-type": "application/json" },
         body: "2",
       });
     }

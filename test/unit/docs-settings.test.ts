@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { interval } from "../../src/devhost/dashboard/client/format.js";
 import { DASHBOARD_SETTINGS } from "../../src/devhost/dashboard/settings.js";
 import { DURABLE_HUB_SETTINGS } from "../../src/devhost/durable/settings.js";
+import { DEV_HTTP_SETTINGS } from "../../src/devhost/http/settings.js";
 import { SETTINGS } from "../../src/shared/settings.js";
 import { plain, readDoc, tableRows } from "../support/markdown.js";
 
@@ -69,6 +70,13 @@ describe("docs/durable.md's timing knobs", () => {
   it("lists every task hub setting with its default, and nothing else", () => {
     const rows = tableRows(readDoc("docs/durable.md"), ["setting", "default", "what"]);
     expectTableMatches(documented(rows, false), Object.values(DURABLE_HUB_SETTINGS), false);
+  });
+});
+
+describe("docs/devhost.md's front door knobs", () => {
+  it("lists every HTTP setting of the dev host, with its unit and default, and nothing else", () => {
+    const rows = tableRows(readDoc("docs/devhost.md"), ["app setting", "unit", "default", "meaning"]);
+    expectTableMatches(documented(rows, true), Object.values(DEV_HTTP_SETTINGS), true);
   });
 });
 

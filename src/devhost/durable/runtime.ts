@@ -27,6 +27,12 @@ import type { ActivityInvoker, OrchestratorInvoker, TaskHubClient } from "./type
 /** The task hub's default name (Core Tools' local default when host.json names none). */
 export const DEFAULT_HUB_NAME = "TestHubName";
 
+/**
+ * What the durable HTTP API's request body may hold beyond one payload (DURABLE_MAX_PAYLOAD_BYTES) before the front
+ * door refuses it unread: a body within it that is still too large gets the API's own 413, which names the payload.
+ */
+export const DURABLE_API_BODY_SLACK_BYTES = 65_536;
+
 /** Where the task hub's documents live: a container with partition key `/pk`, and a lease container. */
 export interface TaskHubLocation {
   client: CosmosClient;
@@ -157,16 +163,22 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
         return { string: JSON.stringify(data) };
       },
     },
-    routes: durableBuiltinRoutes(
-      createDurableApiHandler({
-        hub: requireHub,
-        baseUrl: () => baseUrl,
-        isOrchestrator: (name) => find(name, "orchestrationTrigger") !== undefined,
-        maxPayloadBytes: () => readDurableHubSettings(env).maxPayloadBytes,
-        onError: (message, error) =>
-          logger?.error(`${message}${error instanceof Error && error.stack ? `\n${error.stack}` : ""}`),
-      }),
-    ),
+    routes: {
+      ...durableBuiltinRoutes(
+        createDurableApiHandler({
+          hub: requireHub,
+          baseUrl: () => baseUrl,
+          isOrchestrator: (name) => find(name, "orchestrationTrigger") !== undefined,
+          maxPayloadBytes: () => readDurableHubSettings(env).maxPayloadBytes,
+          onError: (message, error) =>
+            logger?.error(`${message}${error instanceof Error && error.stack ? `\n${error.stack}` : ""}`),
+        }),
+      ),
+      // A body the API could accept is at most one payload; past that (plus room for a JSON envelope) the front door
+      // stops reading and answers 413, instead of buffering up to the functions' 100 MB first.
+      maxBodyBytes: () => readDurableHubSettings(env).maxPayloadBytes + DURABLE_API_BODY_SLACK_BYTES,
+      maxBodyName: "the durable HTTP API (DURABLE_MAX_PAYLOAD_BYTES + 64 KiB)",
+    },
     async prepare(loaded, log) {
       app = loaded;
       logger = log;

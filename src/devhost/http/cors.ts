@@ -45,6 +45,11 @@ export function parseCorsPolicy(origins: string | undefined, credentials: boolea
   return { origins: any ? [ANY] : list, credentials };
 }
 
+/** `origin` is listed by name in the policy (a wildcard policy lists none). */
+export function corsOriginListed(policy: CorsPolicy, origin: string): boolean {
+  return policy.origins[0] !== ANY && policy.origins.includes(normalizeOrigin(origin));
+}
+
 function appendVary(res: ServerResponse, value: string): void {
   const current = res.getHeader("vary");
   res.setHeader("vary", current ? `${String(current)}, ${value}` : value);

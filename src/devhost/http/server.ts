@@ -1,18 +1,29 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { HttpCookie, HttpData } from "../coreTypes.js";
 import { DevHostError } from "../errors.js";
 import type { BindingExtensions } from "../extensions.js";
-import { answerInvocationFailure } from "../hostLimits.js";
-import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
+import { discardBody } from "./body.js";
+import { type BuiltinRoutes, serveBuiltin, underPrefix } from "./builtin.js";
 import { applyCors, type CorsPolicy } from "./cors.js";
+import { crossSiteRefusal } from "./crossSite.js";
+import { serveFunction } from "./functionCall.js";
+import { checkHost, type HostAllowList, parseAllowedHosts, withBindName } from "./hosts.js";
+import { sendEmpty, sendProblem } from "./problem.js";
 import { findRoute, type RouteTable } from "./router.js";
-import { invokeStreaming } from "./stream.js";
+import { DEV_HTTP_SETTINGS, type DevHttpSettings } from "./settings.js";
+import { ConnectionTurns, RequestThrottle } from "./throttle.js";
+
+export {
+  type BuiltinRequest,
+  type BuiltinResponse,
+  type BuiltinRoutes,
+  underPrefix,
+} from "./builtin.js";
 
 /** The host's request body cap (Functions: 100 MB, 104857600 bytes); larger bodies get 413. */
-export const DEFAULT_MAX_REQUEST_BODY_BYTES = 104_857_600;
+export const DEFAULT_MAX_REQUEST_BODY_BYTES = DEV_HTTP_SETTINGS.maxRequestBodyBytes.default;
 /** The host's URL length cap (4096 bytes); longer request targets get 414. */
 export const DEFAULT_MAX_URL_LENGTH = 4096;
 
@@ -21,109 +32,57 @@ export interface HttpServerOptions {
   table: RouteTable;
   logger: HostLogger;
   extensions?: BindingExtensions;
+  /** Overrides settings.maxRequestBodyBytes (FUNCTIONS_REQUEST_BODY_SIZE_LIMIT). */
   maxRequestBodyBytes?: number;
   maxUrlLength?: number;
   /** Core Tools' local CORS (Host.CORS / --cors); none = no CORS headers, OPTIONS routed like any method. */
   cors?: CorsPolicy;
   /** The host's own endpoints (e.g. Durable's `/runtime/webhooks/durabletask/`), served before function routes. */
   builtinRoutes?: BuiltinRoutes[];
+  /** Limits and throttles (readDevHttpSettings); each missing one takes its default. */
+  settings?: Partial<DevHttpSettings>;
+  /** Host names answered besides loopback ones (Host.AllowedHosts / --allowed-hosts, parsed by parseAllowedHosts). */
+  allowedHosts?: HostAllowList;
 }
 
-/** A request to a host endpoint: the path without query, the query, lower-case headers, the whole body. */
-export interface BuiltinRequest {
-  method: string;
-  url: URL;
-  headers: Record<string, string>;
-  body: Buffer;
-  /** Aborted when the client goes away before the answer (a long wait, e.g. Durable's create-and-wait, ends). */
-  signal?: AbortSignal;
-}
-
-export interface BuiltinResponse {
-  status: number;
-  headers?: Record<string, string>;
-  body?: string | Buffer;
+function defaults(): DevHttpSettings {
+  const out = {} as DevHttpSettings;
+  for (const [key, knob] of Object.entries(DEV_HTTP_SETTINGS))
+    out[key as keyof DevHttpSettings] = knob.default;
+  return out;
 }
 
 /**
- * Endpoints the host itself serves under `prefix`, at a path-segment boundary (underPrefix: `/_dev` and `/_dev/…`,
- * not `/_devx`); `handle` answering undefined means 404.
+ * The HTTP trigger endpoint: a node:http server that routes to functions and tracks in-flight requests. Its front
+ * door, for every request: one turn at a time per connection (throttle.ts), the Host guard (hosts.ts), CORS, the
+ * URL length; then for built-in routes the cross-site guard (crossSite.ts) and their own body limit and throttle, for
+ * functions the host's HTTP throttle and FUNCTIONS_REQUEST_BODY_SIZE_LIMIT.
  */
-export interface BuiltinRoutes {
-  prefix: string;
-  /** false while the host does not serve them (turned off, or not ready yet): their paths go on to functions. */
-  enabled?(): boolean;
-  handle(req: BuiltinRequest): Promise<BuiltinResponse | undefined>;
-}
-
-/** `pathname` is `prefix` or below it, at a segment boundary (a trailing '/' on `prefix` makes no difference). */
-export function underPrefix(pathname: string, prefix: string): boolean {
-  const bare = prefix.endsWith("/") ? prefix.slice(0, -1) : prefix;
-  return pathname === bare || pathname.startsWith(`${bare}/`);
-}
-
-function empty(res: ServerResponse, status: number): void {
-  res.writeHead(status, { "content-length": "0" });
-  res.end();
-}
-
-/** The body, "too-large" past the limit, or "aborted" when the client went away first (no invocation then). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large" | "aborted"> {
-  return new Promise((resolve, reject) => {
-    if (Number(req.headers["content-length"] ?? 0) > limit) return resolve("too-large");
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners("data");
-        req.resume(); // drain, then answer 413
-        resolve("too-large");
-      } else chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    // A request destroyed before its end (client aborted) would otherwise keep a graceful stop waiting forever.
-    req.on("close", () => resolve("aborted"));
-    req.on("error", (e: NodeJS.ErrnoException) => (e.code === "ECONNRESET" ? resolve("aborted") : reject(e)));
-  });
-}
-
-function cookieHeader(c: HttpCookie): string {
-  let s = `${c.name}=${c.value ?? ""}`;
-  if (c.domain?.value) s += `; domain=${c.domain.value}`;
-  if (c.path?.value) s += `; path=${c.path.value}`;
-  if (c.expires?.value?.seconds !== undefined) {
-    s += `; expires=${new Date(c.expires.value.seconds * 1000).toUTCString()}`;
-  }
-  if (c.maxAge?.value !== undefined) s += `; max-age=${c.maxAge.value}`;
-  if (c.secure?.value) s += "; secure";
-  if (c.httpOnly?.value) s += "; httponly";
-  if (c.sameSite && c.sameSite !== "none")
-    s += `; samesite=${c.sameSite === "explicitNone" ? "none" : c.sameSite}`;
-  return s;
-}
-
-function bodyBytes(http: HttpData): Buffer {
-  const body = http.body;
-  if (!body) return Buffer.alloc(0);
-  if (body.bytes) return Buffer.from(body.bytes);
-  if (body.string !== undefined) return Buffer.from(body.string);
-  if (body.json !== undefined) return Buffer.from(body.json);
-  return Buffer.alloc(0);
-}
-
-/** The HTTP trigger endpoint: a node:http server that routes to functions and tracks in-flight requests. */
 export class DevHttpServer {
   readonly #options: HttpServerOptions;
+  readonly #settings: DevHttpSettings;
   readonly #server: Server;
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #turns: ConnectionTurns;
+  readonly #functions: RequestThrottle;
+  readonly #builtins: RequestThrottle;
+  #allowed: HostAllowList;
+  /** Host names refused so far, each logged once (bounded: a flood of names is not a flood of lines). */
+  readonly #refusedHosts = new Set<string>();
 
   constructor(options: HttpServerOptions) {
     this.#options = options;
+    const s = { ...defaults(), ...options.settings };
+    if (options.maxRequestBodyBytes !== undefined) s.maxRequestBodyBytes = options.maxRequestBodyBytes;
+    this.#settings = s;
+    this.#allowed = options.allowedHosts ?? parseAllowedHosts(undefined);
+    this.#turns = new ConnectionTurns(s.maxInFlightPerConnection, s.pipelineBacklog);
+    this.#functions = new RequestThrottle(s.maxConcurrentRequests, s.maxOutstandingRequests);
+    this.#builtins = new RequestThrottle(s.builtinMaxConcurrentRequests, s.builtinMaxOutstandingRequests);
     this.#server = createServer((req, res) => {
-      const handled = this.#handle(req, res).catch((e) => {
+      const handled = this.#door(req, res).catch((e) => {
         options.logger.error(`HTTP request failed in the dev host: ${(e as Error)?.stack ?? String(e)}`);
-        if (!res.headersSent) empty(res, 500);
+        if (!res.headersSent) sendEmpty(res, 500);
         else res.destroy();
       });
       this.#inFlight.add(handled);
@@ -133,6 +92,8 @@ export class DevHttpServer {
 
   /** Listens; a taken port becomes DevHostError "PortInUse". Returns the bound port. */
   listen(port: number, hostname: string): Promise<number> {
+    // Bound to a name that is not loopback (0.0.0.0, a LAN address): that name is the base URL's, so it is answered.
+    this.#allowed = withBindName(this.#allowed, hostname);
     return new Promise((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException) => {
         reject(
@@ -163,101 +124,139 @@ export class DevHttpServer {
     await closed;
   }
 
+  /** Requests received and not yet answered (running or waiting for their turn). */
   get inFlight(): number {
     return this.#inFlight.size;
   }
 
-  async #builtin(
-    routes: BuiltinRoutes,
-    req: IncomingMessage,
-    res: ServerResponse,
-    url: URL,
-    limit: number,
-  ): Promise<void> {
-    const body = await readBody(req, limit);
-    if (body === "too-large") return empty(res, 413);
-    if (body === "aborted") return;
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
-    }
-    const gone = new AbortController();
-    res.on("close", () => gone.abort());
-    let out: BuiltinResponse | undefined;
+  /** One request at a time per connection (pipelined ones wait, and past the backlog the connection is not read). */
+  async #door(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const release = await this.#turns.enter(req.socket);
     try {
-      out = await routes.handle({ method: req.method ?? "GET", url, headers, body, signal: gone.signal });
-    } catch (e) {
-      this.#options.logger.error(
-        `The host endpoint ${url.pathname} failed: ${(e as Error)?.stack ?? String(e)}`,
-      );
-      return empty(res, 500);
+      // Its client went away while it waited: nothing to answer, nothing to invoke.
+      if (req.socket.destroyed) return;
+      await this.#handle(req, res);
+    } finally {
+      release();
     }
-    if (!out) return empty(res, 404);
-    const bytes = out.body === undefined ? Buffer.alloc(0) : Buffer.from(out.body);
-    for (const [name, value] of Object.entries(out.headers ?? {})) res.setHeader(name, value);
-    res.setHeader("content-length", String(bytes.length));
-    res.writeHead(out.status);
-    res.end(req.method === "HEAD" ? undefined : bytes);
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const { app, table, logger, cors } = this.#options;
+    const { table, logger, cors } = this.#options;
+    const refusedHost = checkHost(req.headers.host, this.#allowed);
+    if (refusedHost) {
+      const name = String(req.headers.host).slice(0, 100);
+      if (!this.#refusedHosts.has(name) && this.#refusedHosts.size < 100) {
+        this.#refusedHosts.add(name);
+        logger.warn(`Refused a request for Host '${name}': ${refusedHost.message}`);
+      }
+      return this.#refuse(req, res, refusedHost.status, refusedHost.code, refusedHost.message);
+    }
     // Before routing, as the CORS middleware runs before the host's: a preflight never reaches a function.
     if (cors && applyCors(cors, req, res)) return;
     const target = req.url ?? "/";
-    if (target.length > (this.#options.maxUrlLength ?? DEFAULT_MAX_URL_LENGTH)) return empty(res, 414);
+    if (target.length > (this.#options.maxUrlLength ?? DEFAULT_MAX_URL_LENGTH)) return sendEmpty(res, 414);
     const url = new URL(target, `http://${req.headers.host ?? "localhost"}`);
-    const limit = this.#options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
+    const method = req.method ?? "GET";
+    const s = this.#settings;
     const builtin = this.#options.builtinRoutes?.find(
       (b) => underPrefix(url.pathname, b.prefix) && (b.enabled?.() ?? true),
     );
-    if (builtin) return this.#builtin(builtin, req, res, url, limit);
-    const found = findRoute(table, req.method ?? "GET", url.pathname);
-    if (!found) return empty(res, 404);
-    const httpUri = app.capabilities.HttpUri;
-    if (httpUri && Number(req.headers["content-length"] ?? 0) > limit) return empty(res, 413);
-    const body = httpUri ? Buffer.alloc(0) : await readBody(req, limit);
-    if (body === "too-large") return empty(res, 413);
-    if (body === "aborted") return;
+    if (builtin) {
+      const crossSite = crossSiteRefusal(method, req.headers, this.#allowed, cors);
+      if (crossSite) {
+        return this.#refuse(
+          req,
+          res,
+          403,
+          "CrossSiteRequest",
+          `${method} ${url.pathname} is refused: ${crossSite}. The dev host's own endpoints take state-changing requests only from pages of this origin (or listed in Host.CORS) and from clients that are not browsers.`,
+        );
+      }
+      const [limit, limitName] = this.#builtinBodyLimit(builtin);
+      return this.#throttled(this.#builtins, "the dev host's endpoints", req, res, () =>
+        serveBuiltin({
+          routes: builtin,
+          req,
+          res,
+          url,
+          limit,
+          limitName,
+          discardBytes: s.discardAfterRefusalBytes,
+          logger,
+        }),
+      );
+    }
+    const found = findRoute(table, method, url.pathname);
+    if (!found) return sendEmpty(res, 404);
+    const { app, extensions } = this.#options;
+    return this.#throttled(this.#functions, "HTTP functions", req, res, () =>
+      serveFunction({
+        app,
+        logger,
+        extensions,
+        route: found.route,
+        params: found.params,
+        req,
+        res,
+        url,
+        limit: s.maxRequestBodyBytes,
+        discardBytes: s.discardAfterRefusalBytes,
+      }),
+    );
+  }
 
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+  /** A refusal before the body was read: the answer, then at most DEV_HTTP_DISCARD_AFTER_REFUSAL_BYTES of the body. */
+  #refuse(
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+    headers: Record<string, string> = {},
+  ): void {
+    sendProblem(res, status, code, message, headers);
+    discardBody(req, this.#settings.discardAfterRefusalBytes);
+  }
+
+  /** A built-in route's body limit and its name: its own, or DEV_HTTP_BUILTIN_MAX_BODY_BYTES, within the host's. */
+  #builtinBodyLimit(builtin: BuiltinRoutes): [number, string] {
+    const s = this.#settings;
+    const own = builtin.maxBodyBytes?.();
+    const limit = own ?? s.builtinMaxBodyBytes;
+    if (s.maxRequestBodyBytes < limit) {
+      return [s.maxRequestBodyBytes, `the dev host (${DEV_HTTP_SETTINGS.maxRequestBodyBytes.setting})`];
     }
-    const query: Record<string, string> = {};
-    for (const key of new Set(url.searchParams.keys())) query[key] = url.searchParams.getAll(key).join(",");
-    const http: HttpData = {
-      method: req.method,
-      url: url.href,
-      headers,
-      query,
-      params: found.params,
-      body: body.length > 0 ? { bytes: body } : undefined,
-    };
-    const fn = found.route.fn;
-    if (httpUri) {
-      const extensions = this.#options.extensions;
-      return invokeStreaming({ app, fn, logger, extensions, httpUri, req, res, http });
+    if (own === undefined)
+      return [limit, `${builtin.prefix} (${DEV_HTTP_SETTINGS.builtinMaxBodyBytes.setting})`];
+    return [limit, builtin.maxBodyName ?? builtin.prefix];
+  }
+
+  /** Runs `work` in a slot of `throttle`; 429 when as many requests as it holds are running or waiting. */
+  async #throttled(
+    throttle: RequestThrottle,
+    what: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    work: () => Promise<void>,
+  ): Promise<void> {
+    const slot = throttle.tryEnter();
+    if (!slot) {
+      return this.#refuse(
+        req,
+        res,
+        429,
+        "TooManyRequests",
+        `${throttle.maxOutstanding} requests to ${what} are running or waiting (${throttle.maxConcurrent} at a time); retry later.`,
+        { "retry-after": "1" },
+      );
     }
-    const outcome = await invokeFunction(app, fn, logger, {
-      reason: HTTP_REASON,
-      inputData: [{ name: fn.triggerName, data: { http } }],
-      extensions: this.#options.extensions,
-      // As the host: route params and query values by name, plus `Query` and `Headers` objects.
-      bindingData: { ...query, ...found.params, Query: query, Headers: headers },
-      traceParent: headers.traceparent,
-    });
-    // The host answers an unhandled failure with an empty 500 (details in the log under the Id); a limit of the
-    // dev host (an unsupported binding) is said in the body.
-    if (outcome.error !== undefined) return answerInvocationFailure(res, fn, outcome.error);
-    const out = outcome.response?.returnValue?.http;
-    if (!out) return empty(res, 204);
-    const bytes = bodyBytes(out);
-    for (const [name, value] of Object.entries(out.headers ?? {})) res.setHeader(name, value);
-    const cookies = (out.cookies ?? []).map(cookieHeader);
-    if (cookies.length) res.setHeader("set-cookie", cookies);
-    res.setHeader("content-length", String(bytes.length));
-    res.writeHead(Number(out.statusCode ?? 200));
-    res.end(req.method === "HEAD" ? undefined : bytes);
+    const release = await slot;
+    try {
+      if (req.socket.destroyed) return;
+      await work();
+    } finally {
+      release();
+    }
   }
 }

@@ -1,0 +1,100 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpCookie, HttpData } from "../coreTypes.js";
+import type { BindingExtensions } from "../extensions.js";
+import { answerInvocationFailure } from "../hostLimits.js";
+import { HTTP_REASON, invokeFunction } from "../invocation.js";
+import type { LoadedApp } from "../loader.js";
+import type { HostLogger } from "../logger.js";
+import { readBody, refuseLargeBody } from "./body.js";
+import { joinedHeaders } from "./builtin.js";
+import { sendEmpty } from "./problem.js";
+import type { HttpRoute } from "./router.js";
+import { invokeStreaming } from "./stream.js";
+
+function cookieHeader(c: HttpCookie): string {
+  let s = `${c.name}=${c.value ?? ""}`;
+  if (c.domain?.value) s += `; domain=${c.domain.value}`;
+  if (c.path?.value) s += `; path=${c.path.value}`;
+  if (c.expires?.value?.seconds !== undefined) {
+    s += `; expires=${new Date(c.expires.value.seconds * 1000).toUTCString()}`;
+  }
+  if (c.maxAge?.value !== undefined) s += `; max-age=${c.maxAge.value}`;
+  if (c.secure?.value) s += "; secure";
+  if (c.httpOnly?.value) s += "; httponly";
+  if (c.sameSite && c.sameSite !== "none")
+    s += `; samesite=${c.sameSite === "explicitNone" ? "none" : c.sameSite}`;
+  return s;
+}
+
+function bodyBytes(http: HttpData): Buffer {
+  const body = http.body;
+  if (!body) return Buffer.alloc(0);
+  if (body.bytes) return Buffer.from(body.bytes);
+  if (body.string !== undefined) return Buffer.from(body.string);
+  if (body.json !== undefined) return Buffer.from(body.json);
+  return Buffer.alloc(0);
+}
+
+export interface FunctionCall {
+  app: LoadedApp;
+  logger: HostLogger;
+  extensions?: BindingExtensions;
+  route: HttpRoute;
+  params: Record<string, string>;
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  /** FUNCTIONS_REQUEST_BODY_SIZE_LIMIT, and what to read of a refused body before closing. */
+  limit: number;
+  discardBytes: number;
+}
+
+const LIMIT_NAME = "HTTP functions (FUNCTIONS_REQUEST_BODY_SIZE_LIMIT)";
+
+/** One HTTP function invocation: the body (bounded), the worker contract's HttpData, the answer. */
+export async function serveFunction(c: FunctionCall): Promise<void> {
+  const { app, req, res, url, limit } = c;
+  const httpUri = app.capabilities.HttpUri;
+  // Streaming: the body goes through the library's proxy; a declared length over the limit is refused here.
+  if (httpUri && Number(req.headers["content-length"] ?? 0) > limit) {
+    return refuseLargeBody(req, res, limit, LIMIT_NAME, c.discardBytes);
+  }
+  const body = httpUri ? Buffer.alloc(0) : await readBody(req, limit);
+  if (body === "too-large") return refuseLargeBody(req, res, limit, LIMIT_NAME, c.discardBytes);
+  if (body === "aborted") return;
+
+  const headers = joinedHeaders(req);
+  const query: Record<string, string> = {};
+  for (const key of new Set(url.searchParams.keys())) query[key] = url.searchParams.getAll(key).join(",");
+  const http: HttpData = {
+    method: req.method,
+    url: url.href,
+    headers,
+    query,
+    params: c.params,
+    body: body.length > 0 ? { bytes: body } : undefined,
+  };
+  const fn = c.route.fn;
+  const { logger, extensions } = c;
+  if (httpUri) return invokeStreaming({ app, fn, logger, extensions, httpUri, req, res, http });
+  const outcome = await invokeFunction(app, fn, logger, {
+    reason: HTTP_REASON,
+    inputData: [{ name: fn.triggerName, data: { http } }],
+    extensions,
+    // As the host: route params and query values by name, plus `Query` and `Headers` objects.
+    bindingData: { ...query, ...c.params, Query: query, Headers: headers },
+    traceParent: headers.traceparent,
+  });
+  // The host answers an unhandled failure with an empty 500 (details in the log under the Id); a limit of the
+  // dev host (an unsupported binding) is said in the body.
+  if (outcome.error !== undefined) return answerInvocationFailure(res, fn, outcome.error);
+  const out = outcome.response?.returnValue?.http;
+  if (!out) return sendEmpty(res, 204);
+  const bytes = bodyBytes(out);
+  for (const [name, value] of Object.entries(out.headers ?? {})) res.setHeader(name, value);
+  const cookies = (out.cookies ?? []).map(cookieHeader);
+  if (cookies.length) res.setHeader("set-cookie", cookies);
+  res.setHeader("content-length", String(bytes.length));
+  res.writeHead(Number(out.statusCode ?? 200));
+  res.end(req.method === "HEAD" ? undefined : bytes);
+}
