@@ -17,6 +17,7 @@ import { CosmosTriggerError, type CosmosTriggerOptions, startCosmosTrigger } fro
 import { cosmosExtensionMajor } from "./extensionBundle.js";
 import type { BindingExtensions } from "./extensions.js";
 import type { TriggerRunnerFactory } from "./host.js";
+import { LIFECYCLE } from "./lifecycle/settings.js";
 import { type ListenerRetryOptions, startListenerWithRetry } from "./listenerRetry.js";
 import type { LoadedApp } from "./loader.js";
 import { HostLogger } from "./logger.js";
@@ -112,6 +113,8 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
         clientFor: (setting) => clientFor(setting),
         createMissing: createMissing(),
         containerDefinition: options.containerDefinition,
+        // A stop (Ctrl-C, --watch) must end within LIFECYCLE.stopDeadlineMs: a short hand-off.
+        tuning: { handoffTimeout: LIFECYCLE.triggerHandoffMs },
         log: bindingLog(context.logger, `Function.${fn.metadata.name}`),
         invoke: async (documents, invocation) => {
           const outcome = await context.invoke({

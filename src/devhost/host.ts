@@ -77,6 +77,12 @@ function makeContext(
   return { app, logger, invoke: (options) => invokeFunction(app, fn, logger, { ...options, extensions }) };
 }
 
+/** The HTTP server's checked settings: throttles and body limits, and the Host names it answers. */
+type FrontDoor = {
+  settings: ReturnType<typeof readDevHttpSettings>;
+  allowedHosts: ReturnType<typeof parseAllowedHosts>;
+};
+
 /** Loads an app folder and serves it: HTTP triggers on node:http, other triggers through `triggers`. */
 export async function startDevHost(options: DevHostOptions): Promise<RunningDevHost> {
   const appDir = resolve(options.appDir);
@@ -90,6 +96,15 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   // The app settings go into the host's environment (its connections read them) and from there to the worker's.
   const env = options.env ?? process.env;
   const startedAt = performance.now();
+  // The front door's settings are checked before anything starts: a bad one is one line, with nothing to undo.
+  const front: FrontDoor = {
+    // local.settings.json Values as the host reads app settings, the real environment winning (as Core Tools).
+    settings: readDevHttpSettings({ ...config.settings, ...env }, config.httpThrottle),
+    allowedHosts: parseAllowedHosts(
+      options.allowedHosts ?? config.allowedHosts,
+      options.allowedHosts !== undefined ? "--allowed-hosts" : "local.settings.json Host.AllowedHosts",
+    ),
+  };
   const appliedSettings = applySettings(config.settings, env);
   const { worker, index } = await ProcessWorker.start({
     appDir,
@@ -99,7 +114,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
   });
   const app: LoadedApp = { ...index, appliedSettings, config, worker, clock: options.clock };
   try {
-    return await serve(app, options, logger, cors, env, startedAt);
+    return await serve(app, options, logger, cors, env, startedAt, front);
   } catch (e) {
     await worker.close();
     throw e;
@@ -126,6 +141,7 @@ async function serve(
   cors: CorsPolicy | undefined,
   env: NodeJS.ProcessEnv,
   startedAt: number,
+  front: FrontDoor,
 ): Promise<RunningDevHost> {
   await options.prepare?.(app, logger);
   app.worker.syncEnvironment(); // e.g. connections pointed at the emulator
@@ -150,12 +166,7 @@ async function serve(
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     cors,
     builtinRoutes: options.builtinRoutes,
-    // local.settings.json Values as the host reads app settings, the real environment winning (as Core Tools).
-    settings: readDevHttpSettings({ ...app.config.settings, ...env }, app.config.httpThrottle),
-    allowedHosts: parseAllowedHosts(
-      options.allowedHosts ?? app.config.allowedHosts,
-      options.allowedHosts !== undefined ? "--allowed-hosts" : "local.settings.json Host.AllowedHosts",
-    ),
+    ...front,
   });
   const hostname = options.hostname ?? "127.0.0.1";
   const port = await http.listen(options.port ?? app.config.localHttpPort ?? 7071, hostname);

@@ -135,7 +135,7 @@ describe("an app on extension bundle 3 (Cosmos DB extension 3.x names)", () => {
     );
     expect(inError("onUnset")).toContain("Cosmos DB connection 'UNSET_COSMOS' does not resolve");
     expect(inError("onItem")).toBe("");
-    expect(lines()).toContain("Host started. Worker process started and initialized.");
+    expect(lines()).toContain("Job host started");
   });
 
   it("logs the partition key of each container it creates, and how to choose another", async () => {

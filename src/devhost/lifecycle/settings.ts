@@ -20,6 +20,12 @@ export const LIFECYCLE = {
    * CLI says what it was still waiting for and exits 1.
    */
   stopDeadlineMs: 2_000,
+  /**
+   * On stop, how long a Cosmos DB trigger keeps processing its released leases until another host takes them (the
+   * processor's `handoffTimeout`; its default, the acquire interval + 2 s, would not fit in `stopDeadlineMs`).
+   * Another dev host on the same leases takes them within its acquire interval either way; nothing is lost.
+   */
+  triggerHandoffMs: 300,
   /** --watch: a rebuild starts once no source file changed for this long (an editor's save is several events). */
   watchDebounceMs: 250,
 } as const;
