@@ -3,7 +3,7 @@
  * soon the change feed trigger sees a write, and the app end to end — PUTs → operations Succeeded — measured from
  * outside the dev host as a client sees it. Writes bench/results/app.json (see docs/bench-app.md).
  *
- *   npm run bench:app                 (builds dist/ first; ~5 minutes)
+ *   npm run bench:app                 (builds dist/ first; ~11 minutes)
  *   npm run bench:app -- --quick      (a short smoke run of every phase; the JSON is left alone)
  *
  *   1. http    — GET one resource: the dev host vs the SAME exported handler on bare node:http (in this process).
