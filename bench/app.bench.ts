@@ -3,7 +3,7 @@
  * soon the change feed trigger sees a write, and the app end to end — PUTs → operations Succeeded — measured from
  * outside the dev host as a client sees it. Writes bench/results/app.json (see docs/bench-app.md).
  *
- *   npm run bench:app                 (builds dist/ first; ~5 minutes)
+ *   npm run bench:app                 (builds dist/ first; ~11 minutes)
  *   npm run bench:app -- --quick      (a short smoke run of every phase; the JSON is left alone)
  *
  *   1. http    — GET one resource: the dev host vs the SAME exported handler on bare node:http (in this process).
@@ -13,15 +13,21 @@
  *                bench's poll (every operation every 20 ms) reproduced once as a diagnostic.
  *   2. put     — PUT throughput with `concurrency` clients: over 100 subscriptions vs one hot one.
  *   3. trigger — write (PUT acknowledged) → the reactions trigger's record, at FEED_POLL_DELAY_MS 1000 and 200.
+ *   5. concurrency — a fixture app's `noop` and `busy` (spins 0–10 ms) through the dev host (host + worker
+ *                process) vs the SAME handler module on bare node:http, each server a child process: single-request
+ *                overhead, p50/p99/req/s at 1, 32 and 256 closed-loop clients; optionally the dev host from before
+ *                the worker process (BENCH_BEFORE_CHECKOUT) as a third server.
  *
- * Order: 1, 4 (on quiet hosts: no backlog), 2 (on phase 4's app host), 3. Every host child has its own emulator
- * child. Knobs (environment): BENCH_HTTP_ROUNDS, BENCH_HTTP_OPS, BENCH_CONCURRENCY, BENCH_PUT_S,
+ * Order: 1, 4 (on quiet hosts: no backlog), 2 (on phase 4's app host), 3, 5. Every host child of phases 1–4 has
+ * its own emulator child. Knobs (environment): BENCH_HTTP_ROUNDS, BENCH_HTTP_OPS, BENCH_CONCURRENCY, BENCH_PUT_S,
  * BENCH_TRIGGER_WRITES, BENCH_FLOW_ROUNDS, BENCH_SINGLE_FLOWS, BENCH_STATUS_READS_PER_S,
- * BENCH_STATUS_READ_MIN_INTERVAL_MS, BENCH_STORM_TIMEOUT_MS (bench/app/setup.ts). The phases are in bench/app/.
+ * BENCH_STATUS_READ_MIN_INTERVAL_MS, BENCH_STORM_TIMEOUT_MS, BENCH_CONC_ROUNDS, BENCH_CONC_NOOP_OPS,
+ * BENCH_CONC_BUSY_REQUESTS, BENCH_BEFORE_CHECKOUT (bench/app/setup.ts). The phases are in bench/app/.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os, { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
+import { concurrencyPhase } from "./app/concurrency.js";
 import { flowPhase } from "./app/flow-runs.js";
 import { httpPhase } from "./app/http.js";
 import { putPhase, triggerPhase } from "./app/put-trigger.js";
@@ -85,7 +91,26 @@ async function main(): Promise<void> {
       console.log(`3. write → trigger at poll ${pollMs} ms: p50 ${t.p50Ms} ms (goal ≤ ${t.goalP50Ms})`);
     }
 
-    const notes = notesFor(http, put, trigger, flows);
+    console.log(
+      `5. concurrency: noop and busy (0–${config.busyMaxMs} ms) at ${config.concLevels.join(", ")} clients, ` +
+        `${config.concRounds} round(s); before the worker process: ${config.beforeCheckout ?? "not measured"}`,
+    );
+    const concurrency = await concurrencyPhase();
+    console.log(
+      `   single-request overhead ${concurrency.single.overheadP50Ms} ms (dev host p50 ` +
+        `${concurrency.single.devhost.p50Ms} ms, bare ${concurrency.single.bare.p50Ms} ms; goal ≤ ` +
+        `${concurrency.single.goalOverheadMs} ms)`,
+    );
+    for (const b of concurrency.busy)
+      console.log(
+        `   busy at ${b.concurrency}: dev host p50 ${b.devhost.p50Ms} / p99 ${b.devhost.p99Ms} ms, ` +
+          `${b.devhost.requestsPerSecond}/s; bare ${b.bare.p50Ms} / ${b.bare.p99Ms} ms, ${b.bare.requestsPerSecond}/s` +
+          (b.before
+            ? `; before ${b.before.p50Ms} / ${b.before.p99Ms} ms, ${b.before.requestsPerSecond}/s`
+            : ""),
+      );
+
+    const notes = notesFor(http, put, trigger, flows, concurrency);
     for (const n of notes) console.log(n);
     machine.loadAverage1mAtEnd = round2(os.loadavg()[0]);
     const goal = flows.summaries.find((s) => s.size === config.goalAtSize);
@@ -108,6 +133,7 @@ async function main(): Promise<void> {
       http,
       put: { concurrency: config.concurrency, seconds: config.putSeconds, ...put },
       trigger,
+      concurrency,
       notes,
       flowRounds: flows.rounds,
     };

@@ -2,7 +2,7 @@
  * CPU time of the processes a storm runs on, sampled while it runs, so the time to the last operation's end can be
  * told apart from the bench's tail of reads after it.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { config, type HostStack } from "./setup.js";
 
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -24,6 +24,28 @@ export function processCpuMs(pid: number | undefined): number | undefined {
   }
 }
 
+/**
+ * CPU time (ms) of a process and every live process below it (/proc/<pid>/task/<tid>/children): the dev host and
+ * its app's worker process together. undefined where /proc is not there.
+ */
+export function processTreeCpuMs(pid: number | undefined): number | undefined {
+  const own = processCpuMs(pid);
+  if (pid === undefined || own === undefined) return own;
+  let total = own;
+  for (const child of childPids(pid)) total += processTreeCpuMs(child) ?? 0;
+  return total;
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").split(" ").filter(Boolean).map(Number),
+    );
+  } catch {
+    return [];
+  }
+}
+
 /** This process's CPU time so far (ms). */
 export function ownCpuMs(): number {
   const u = process.cpuUsage();
@@ -37,7 +59,7 @@ interface CpuSample {
   bench: number;
 }
 
-/** CPU used by each process over a window (ms; host null where /proc is not there). */
+/** CPU used by each process over a window (ms; host — with its worker process — null where /proc is not there). */
 export interface CpuWindow {
   windowMs: number;
   host: number | null;
@@ -57,7 +79,8 @@ export class CpuSampler {
     const emulator = (await this.stack.emulator.stats()).cpuMs;
     this.samples.push({
       at: Date.now(),
-      host: processCpuMs(this.stack.host.child.pid),
+      // The dev host runs the app in a worker process of its own: both are the host's cost.
+      host: processTreeCpuMs(this.stack.host.child.pid),
       emulator,
       bench: ownCpuMs(),
     });

@@ -1,53 +1,16 @@
 /**
  * Phase 1: GET one resource (a real read on the emulator) through the dev host vs the SAME exported handler
  * (functions/resources.ts getResource) on a bare node:http server that builds the same @azure/functions
- * HttpRequest. Both servers run in this process (the comparison is of the two servers, not of processes), on an
- * emulator child; sequential keep-alive requests, interleaved rounds, medians of per-round p50/p99.
+ * HttpRequest. Both servers are started in this process (the dev host runs the app in its worker process, a child
+ * of this one), on an emulator child; sequential keep-alive requests, interleaved rounds, medians of per-round
+ * p50/p99. Phase 5 (concurrency.ts) compares the two with each server in a process of its own.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { createRequire } from "node:module";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type * as Functions from "@azure/functions";
 import { startFromCommandLine } from "../../src/devhost/index.js";
 import { median, percentile, round2 } from "../lib/stats.js";
+import { bareServer, type Handler } from "./bare-server.js";
 import { call, config, HOST_SETTINGS, RESOURCE_BODY, ROOT, startEmulatorChild } from "./setup.js";
-
-// @azure/functions is a CommonJS bundle whose named exports ESM cannot see: the same instance the app loads.
-const { HttpRequest, HttpResponse, InvocationContext } = createRequire(import.meta.url)(
-  "@azure/functions",
-) as typeof Functions;
-type HttpRequest = Functions.HttpRequest;
-type InvocationContext = Functions.InvocationContext;
-type Handler = (req: HttpRequest, ctx: InvocationContext) => Promise<unknown>;
-
-/** The bare baseline: node:http → the same exported handler, with the same @azure/functions request/response. */
-async function bareServer(handler: Handler, route: RegExp): Promise<{ url: string; server: Server }> {
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", async () => {
-      const url = `http://${req.headers.host}${req.url}`;
-      const m = route.exec(new URL(url).pathname);
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
-      const request = new HttpRequest({
-        method: req.method ?? "GET",
-        url,
-        headers,
-        params: { ...(m?.groups ?? {}) },
-        ...(chunks.length ? { body: { bytes: Buffer.concat(chunks) } } : {}),
-      });
-      const out = new HttpResponse((await handler(request, new InvocationContext())) as object);
-      const body = Buffer.from(await out.arrayBuffer());
-      res.writeHead(out.status, Object.fromEntries(out.headers.entries()));
-      res.end(body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
 
 export interface HttpResult {
   devhostP50Ms: number;
@@ -76,10 +39,12 @@ export async function httpPhase(scratch: string): Promise<HttpResult> {
     )) as {
       getResource: Handler;
     };
-    const bare = await bareServer(
-      getResource,
-      /\/api\/subscriptions\/(?<subscriptionId>[^/]+)\/resources\/(?<resourceName>[^/]+)$/,
-    );
+    const bare = await bareServer([
+      {
+        pattern: /\/api\/subscriptions\/(?<subscriptionId>[^/]+)\/resources\/(?<resourceName>[^/]+)$/,
+        handler: getResource,
+      },
+    ]);
     try {
       const path = "/api/subscriptions/bench/resources/r1";
       const put = await call("PUT", `${host}${path}`, RESOURCE_BODY);

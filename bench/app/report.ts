@@ -1,6 +1,7 @@
 /** App bench: the method text written into the results, and the notes — each computed from the run's numbers. */
 import { git } from "../lib/git.js";
 import { round1, round2 } from "../lib/stats.js";
+import type { ConcurrencyResult, ServerFigures } from "./concurrency.js";
 import type { FlowPhase } from "./flow-runs.js";
 import type { HttpResult } from "./http.js";
 import type { PutRun, TriggerRun } from "./put-trigger.js";
@@ -27,15 +28,74 @@ export const METHOD = {
   oldPolling:
     "Diagnostic: the same storm with every operation read in a loop with 20 ms pauses (the old bench's " +
     "settle()), against the paced reads at the same N, in the same run.",
+  concurrency:
+    "Phase 5: a fixture app (written under .data/bench-apps, no Cosmos DB function) with HTTP functions noop " +
+    "(answers 'ok') and busy (spins the ms its query names, then answers), served by the dev host " +
+    "(`cosmos-feed start <fixture> --no-build --port 0`: the host process and its worker process) and by the " +
+    "SAME handler module on bare node:http in a child of its own (bench/app/bare-child.ts, the @azure/functions " +
+    "HttpRequest/HttpResponse built as in phase 1); optionally by the dev host of a checkout from before the " +
+    "worker process (BENCH_BEFORE_CHECKOUT). This process is only the client, on fresh keep-alive sockets per " +
+    "run. Single request: concNoopOps sequential noop GETs → p50/p99; overhead = median over rounds of (dev host " +
+    "p50 − bare p50). busy: the spins are drawn 0–busyMaxMs ms from a seeded generator (busySeed + level), the " +
+    "same sequence for every server and round; N closed-loop clients (N = 1, 32, 256) each send the next " +
+    "request when the previous one answered, concBusyRequests per run → p50, p99, requests/s. While busy runs, " +
+    "the dev host's built-in route /_dev/api/settings (answered by the host process) is read every " +
+    "hostProbeIntervalMs. Per round each scenario runs on every server, in alternating order; figures are " +
+    "medians over rounds, ratios medians of per-round ratios. CPU per request: /proc/<pid>/stat of the server " +
+    "process and of the app's process (the dev host's worker) over each run.",
 };
 
 const metText = (ok: boolean) => (ok ? "met" : "not met");
+
+/** "p50 1.2 ms, p99 3.4 ms, 180 req/s" of one server in one scenario. */
+const figures = (f: ServerFigures) => `p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, ${f.requestsPerSecond} req/s`;
+
+/** Phase 5's notes: the single-request overhead against the goal, and each concurrency level. */
+export function concurrencyNotes(c: ConcurrencyResult): string[] {
+  const { single } = c;
+  const cpu = (f: ServerFigures) =>
+    f.appCpuMsPerRequest === null
+      ? `${f.cpuMsPerRequest ?? "?"} ms`
+      : `${f.cpuMsPerRequest} ms (host ${f.serverCpuMsPerRequest}, worker ${f.appCpuMsPerRequest})`;
+  const notes = [
+    `Single-request overhead ${single.overheadP50Ms} ms: goal ≤ ${single.goalOverheadMs} ms ` +
+      `${metText(single.met)} (noop through the dev host p50 ${single.devhost.p50Ms} ms, p99 ${single.devhost.p99Ms} ms; ` +
+      `the same handler on bare node:http p50 ${single.bare.p50Ms} ms, p99 ${single.bare.p99Ms} ms; median of ` +
+      `${c.rounds} rounds × ${c.noopRequestsPerRound}). CPU per request: dev host ${cpu(single.devhost)}, bare ` +
+      `${cpu(single.bare)}.` +
+      (single.before
+        ? ` Before the worker process (${c.before?.commit}, the app in the host's process): p50 ` +
+          `${single.before.p50Ms} ms, overhead ${round2(single.before.p50Ms - single.bare.p50Ms)} ms, CPU ${cpu(single.before)}.`
+        : ""),
+  ];
+  for (const b of c.busy) {
+    const probe = (f: ServerFigures | null) =>
+      f?.hostProbeP50Ms == null ? "?" : `p50 ${f.hostProbeP50Ms} ms, max ${f.hostProbeMaxMs} ms`;
+    notes.push(
+      `busy (spins 0–${c.busyMaxMs} ms, mean ${c.busyMeanSpinMs} ms: one core allows ${c.oneCoreRequestsPerSecond} ` +
+        `req/s) at ${b.concurrency} concurrent: dev host ${figures(b.devhost)}; bare ${figures(b.bare)} → p99 ` +
+        `×${b.ratioP99}, req/s ×${b.ratioRequestsPerSecond}` +
+        (b.before ? `; before the worker process ${figures(b.before)}` : "") +
+        `. The dev host's own route while the app spun: ${probe(b.devhost)}` +
+        (b.before ? ` (before the worker process: ${probe(b.before)})` : "") +
+        ".",
+    );
+  }
+  if (!c.before) {
+    notes.push(
+      "The dev host before the worker process was not measured in this run (BENCH_BEFORE_CHECKOUT unset); issue 21 " +
+        "reports ~200 req/s and p99 6–7.6 s for 128 concurrent requests to a handler spinning 0–10 ms on it.",
+    );
+  }
+  return notes;
+}
 
 export function notesFor(
   http: HttpResult,
   put: { spreadOver100: PutRun; oneHot: PutRun },
   trigger: TriggerRun[],
   flows: FlowPhase,
+  concurrency: ConcurrencyResult,
 ): string[] {
   const notes: string[] = [];
   const goal = flows.summaries.find((s) => s.size === config.goalAtSize);
@@ -87,6 +147,7 @@ export function notesFor(
       (t) =>
         `Write → trigger at feedPollDelay ${t.feedPollDelayMs} ms: p50 ${t.p50Ms} ms (goal ≤ ${t.goalP50Ms} ms: ${metText(t.met)}).`,
     ),
+    ...concurrencyNotes(concurrency),
   );
   return notes;
 }

@@ -67,6 +67,27 @@ export const config = {
   cpuSampleMs: 250,
   /** How long a host child gets to start and its reactions listener to come up (ms). */
   hostStartTimeoutMs: 60_000,
+  /** Phase 5: rounds (servers in alternating order), sequential `noop` requests per server per round. */
+  concRounds: knob("BENCH_CONC_ROUNDS", 3, 1),
+  concNoopOps: knob("BENCH_CONC_NOOP_OPS", 1000, 100),
+  /** Phase 5: `busy` requests per concurrency level per server per round, and the levels (closed-loop clients). */
+  concBusyRequests: knob("BENCH_CONC_BUSY_REQUESTS", 1000, 300),
+  concLevels: [1, 32, 256],
+  /** Phase 5: each `busy` request spins a seeded pseudo-random 0 to this many ms (the issue's handler). */
+  busyMaxMs: 10,
+  /** Phase 5: the seed of the spins (plus the level), so every server gets the same sequence of work. */
+  busySeed: 21,
+  /** Phase 5: while `busy` runs, a built-in route of the dev host (answered by the host, not the app) is read this often (ms). */
+  hostProbeIntervalMs: 100,
+  /** Phase 5: the goal of issue 21 — the dev host adds at most this much to one request's p50 (ms). */
+  goalOverheadMs: 0.5,
+  /** Phase 5: a server child gets this long to exit after SIGTERM before it is killed (ms). */
+  serverStopTimeoutMs: 10_000,
+  /**
+   * Phase 5, optional: a checkout of the commit before the worker process (with node_modules), whose dev host runs
+   * the same fixture as a third server (the "before" column); unset: not measured.
+   */
+  beforeCheckout: process.env.BENCH_BEFORE_CHECKOUT || null,
 };
 
 /** The resource body every PUT sends. */
@@ -125,6 +146,11 @@ export interface HostStack {
 }
 
 const children: ChildProcess[] = [];
+
+/** A child process killChildren() kills when the bench fails. */
+export function trackChild(child: ChildProcess): void {
+  children.push(child);
+}
 
 /**
  * An emulator child and a dev host child on it, each with its own event loop and core share; `settings` are added
