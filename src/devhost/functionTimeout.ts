@@ -53,29 +53,38 @@ export function withFunctionTimeout<T>(
   clock?: Clock,
 ): Promise<T> {
   if (timeoutMs === null) return work;
-  const done = new AbortController();
-  const wait = clock ? clock.sleep(timeoutMs, done.signal) : unrefSleep(timeoutMs, done.signal);
-  const expired = wait.then((): never => {
-    // Settled first: the race is over, and this promise is never looked at again.
-    if (done.signal.aborted) return undefined as never;
-    onTimeout();
-    throw new FunctionTimeoutError(functionName, timeoutMs);
-  });
   // A late rejection of the abandoned work must not become an unhandled rejection.
   work.catch(() => {});
-  return Promise.race([work, expired]).finally(() => done.abort());
-}
-
-/** Resolves after `ms`, or at once when `signal` fires; the timer does not keep the process alive. */
-function unrefSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(finish, ms);
+  let settled = false;
+  const expire = (): never => {
+    onTimeout();
+    throw new FunctionTimeoutError(functionName, timeoutMs);
+  };
+  if (clock) {
+    const done = new AbortController();
+    const expired = clock.sleep(timeoutMs, done.signal).then((): never => {
+      // Settled first: the race is over, and this promise is never looked at again.
+      if (done.signal.aborted) return undefined as never;
+      return expire();
+    });
+    return Promise.race([work, expired]).finally(() => done.abort());
+  }
+  // On the system clock, a plain timer (this runs for every invocation: no AbortController, no extra promise).
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      if (settled) return;
+      try {
+        expire();
+      } catch (e) {
+        reject(e);
+      }
+    }, timeoutMs);
     timer.unref?.();
-    signal.addEventListener("abort", finish, { once: true });
-    function finish() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", finish);
-      resolve();
-    }
+  });
+  expired.catch(() => {});
+  return Promise.race([work, expired]).finally(() => {
+    settled = true;
+    clearTimeout(timer);
   });
 }
