@@ -157,7 +157,7 @@ describe("npm run start:func", () => {
 });
 
 describe("npm run infra:build", () => {
-  it("without the Azure CLI on PATH: one clear line and exit 1", async () => {
+  it("without the .NET SDK or the Azure CLI on PATH: one clear line naming both, and exit 1", async () => {
     const run = promisify(execFile)(process.execPath, [join(repoRoot, "scripts/infra-build.mjs")], {
       cwd: repoRoot,
       env: { ...process.env, PATH: "/nonexistent" },
@@ -167,6 +167,7 @@ describe("npm run infra:build", () => {
     const lines = err.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain("Azure CLI");
-    expect(lines[0]).toContain("az bicep install");
+    expect(lines[0]).toContain(".NET SDK");
+    expect(lines[0]).toMatch(/^infra:build: Bicep \d+\.\d+\.\d+ comes from NuGet/);
   });
 });
