@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
+import { rawCall } from "../support/raw-http.js";
 import { waitUntil } from "../support/until.js";
 
 // Throwaway apps live inside the repository (under the git-ignored .data/) so that they resolve @azure/functions.
@@ -252,6 +253,7 @@ describe("the HTTP stream proxy in the worker", () => {
 import { app } from "@azure/functions";
 app.setup({ enableHttpStream: true });
 app.http("up", { handler: async () => ({ body: "up" }) });
+app.http("count", { handler: async (req) => ({ body: String((await req.arrayBuffer()).byteLength) }) });
 `;
   /** Local addresses listening on `port`, from the kernel's socket tables (hex, as /proc/net/tcp lists them). */
   const listeners = (port: number) =>
@@ -294,6 +296,38 @@ app.http("up", { handler: async () => ({ body: "up" }) });
         expect(await (await fetch(`${host.baseUrl}/api/up`)).text()).toBe("up");
       },
       { env: { DEVHOST_STREAM_PROXY_WAIT_MS: "50" } },
+    );
+  });
+
+  it("bounds a streamed body by FUNCTIONS_REQUEST_BODY_SIZE_LIMIT as it arrives, chunked or declared", async () => {
+    const dir = appDir({ "src/index.js": STREAM_APP });
+    await withHost(
+      dir,
+      async (host) => {
+        // (A streamed answer is chunked: read with fetch; the 413s below carry a length.)
+        const at = await fetch(`${host.baseUrl}/api/count`, { method: "POST", body: "x".repeat(2048) });
+        expect(await at.text()).toBe("2048");
+        const chunked = await rawCall(
+          host.port,
+          "POST",
+          "/api/count",
+          { host: "127.0.0.1", "transfer-encoding": "chunked" },
+          `400\r\n${"y".repeat(1024)}\r\n401\r\n${"y".repeat(1025)}\r\n0\r\n\r\n`,
+        );
+        expect(chunked.status).toBe(413);
+        expect(JSON.parse(chunked.body).code).toBe("RequestBodyTooLarge");
+        const declared = await rawCall(
+          host.port,
+          "POST",
+          "/api/count",
+          { host: "127.0.0.1" },
+          "z".repeat(2049),
+        );
+        expect(declared.status).toBe(413);
+        // The worker and the proxy go on.
+        expect(await (await fetch(`${host.baseUrl}/api/up`)).text()).toBe("up");
+      },
+      { env: { FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: "2048" } },
     );
   });
 });

@@ -76,7 +76,10 @@ export async function serveFunction(c: FunctionCall): Promise<void> {
   };
   const fn = c.route.fn;
   const { logger, extensions } = c;
-  if (httpUri) return invokeStreaming({ app, fn, logger, extensions, httpUri, req, res, http });
+  if (httpUri) {
+    const bounds = { limit, limitName: LIMIT_NAME, discardBytes: c.discardBytes };
+    return invokeStreaming({ app, fn, logger, extensions, httpUri, req, res, http, ...bounds });
+  }
   const outcome = await invokeFunction(app, fn, logger, {
     reason: HTTP_REASON,
     inputData: [{ name: fn.triggerName, data: { http } }],

@@ -6,6 +6,7 @@ import { answerInvocationFailure } from "../hostLimits.js";
 import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp, LoadedFunction } from "../loader.js";
 import type { HostLogger } from "../logger.js";
+import { refuseLargeBody } from "./body.js";
 
 export interface StreamInvocation {
   app: LoadedApp;
@@ -17,6 +18,10 @@ export interface StreamInvocation {
   req: IncomingMessage;
   res: ServerResponse;
   http: HttpData;
+  /** FUNCTIONS_REQUEST_BODY_SIZE_LIMIT (bytes), its name for the 413, and what to read of a refused body. */
+  limit: number;
+  limitName: string;
+  discardBytes: number;
 }
 
 /**
@@ -52,7 +57,22 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
     });
     forward.once("error", () => resolve()); // destroyed below after a failure
   });
+  // The body streams to the proxy, counted as it goes (chunked bodies too): past the limit the forwarding stops,
+  // the client gets 413 (when nothing was answered yet) and the rest of its body is not read.
+  let tooLarge = false;
+  let size = 0;
   req.pipe(forward);
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= s.limit) return;
+    tooLarge = true;
+    req.off("data", onData);
+    req.unpipe(forward);
+    forward.destroy();
+    if (res.headersSent) res.destroy();
+    else refuseLargeBody(req, res, s.limit, s.limitName, s.discardBytes);
+  };
+  req.on("data", onData);
 
   const triggerMetadata: Record<string, TypedData> = {
     Headers: { json: JSON.stringify(s.http.headers ?? {}) },
@@ -68,6 +88,7 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
     bindingData: { ...s.http.query, ...s.http.params, Query: s.http.query, Headers: s.http.headers },
     traceParent: s.http.headers?.traceparent,
   });
+  if (tooLarge) return; // answered above; the invocation failed for want of its body
   if (outcome.error !== undefined || outcome.result === undefined || outcome.result === null) {
     // Nothing was (or will be) sent through the proxy for this invocation.
     forward.destroy();
