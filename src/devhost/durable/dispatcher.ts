@@ -72,9 +72,25 @@ interface Slot {
   local: Map<string, LocalEvent>;
   /** Renew this host's claim on the instance's activities, or take an expired one over (see claimRound). */
   claim: boolean;
+  trigger: Trigger;
   done: { resolve: () => void; reject: (e: unknown) => void }[];
   running: boolean;
 }
+
+/**
+ * What asked for a work item: change feed pages (their lease signals), or anything else (a write or result of
+ * this host, the pending-work scan, a claim coming due). Only a work item asked for by pages alone, all of whose
+ * leases were lost, is left to the leases' new owner: it reads those pages again. Anything else has no page to be
+ * read again — dropping it could strand the instance (a lease lost and taken back by this host brings nothing
+ * new) — so it runs; the commit's If-Match decides a race with the new owner.
+ */
+interface Trigger {
+  pages: Set<AbortSignal>;
+  other: boolean;
+}
+
+const onlyLostPages = (t: Trigger): boolean =>
+  !t.other && t.pages.size > 0 && [...t.pages].every((s) => s.aborted);
 
 /** Snapshots kept (LRU); ended instances are dropped at once. */
 const CACHED_INSTANCES = 5_000;
@@ -177,12 +193,21 @@ export class OrchestrationDispatcher {
     }
     let slot = this.slots.get(instanceId);
     if (!slot) {
-      slot = { messages: new Map(), local: new Map(), claim: false, done: [], running: false };
+      slot = {
+        messages: new Map(),
+        local: new Map(),
+        claim: false,
+        trigger: { pages: new Set(), other: false },
+        done: [],
+        running: false,
+      };
       this.slots.set(instanceId, slot);
     }
     if (input.message) slot.messages.set(input.message.id, input.message);
     if (input.local) slot.local.set(input.local.message.key, input.local);
     if (input.claim) slot.claim = true;
+    if (input.signal) slot.trigger.pages.add(input.signal);
+    else slot.trigger.other = true;
     const s = slot;
     const promise = new Promise<void>((resolve, reject) => s.done.push({ resolve, reject }));
     if (!slot.running) void this.drive(instanceId, slot);
@@ -197,13 +222,15 @@ export class OrchestrationDispatcher {
         const messages = [...slot.messages.values()];
         const local = [...slot.local.values()];
         const claim = slot.claim;
+        const trigger = slot.trigger;
         slot.messages.clear();
         slot.local.clear();
         slot.claim = false;
+        slot.trigger = { pages: new Set(), other: false };
         await this.acquire();
         try {
           if (this.stopped) throw new Error("The durable task hub is stopping.");
-          await this.workItem(instanceId, messages, local, claim);
+          await this.workItem(instanceId, messages, local, claim, trigger);
           for (const d of done) d.resolve();
         } catch (e) {
           for (const d of done) d.reject(e);
@@ -288,7 +315,8 @@ export class OrchestrationDispatcher {
     instanceId: string,
     fed: MessageDoc[],
     local: LocalEvent[],
-    claim = false,
+    claim: boolean,
+    trigger: Trigger,
   ): Promise<void> {
     this.counters.workItems++;
     let failures = 0;
@@ -296,13 +324,13 @@ export class OrchestrationDispatcher {
     let pendingLocal = local;
     let pendingFed = fed;
     for (;;) {
-      if (this.leaseLost(instanceId) && pendingLocal.length === 0) {
-        // The lease moved: the new owner runs it.
+      if (pendingLocal.length === 0 && onlyLostPages(trigger)) {
+        // The pages' lease moved: their new owner reads them again and runs it.
         this.cache.delete(instanceId);
         return;
       }
       try {
-        const outcome = await this.round(instanceId, pendingFed, pendingLocal, claim);
+        const outcome = await this.round(instanceId, pendingFed, pendingLocal, claim, trigger);
         if (outcome === "idle" || outcome === "done") return;
         if (outcome === "lost") {
           this.counters.racesLost++;
@@ -329,12 +357,21 @@ export class OrchestrationDispatcher {
     }
   }
 
+  /**
+   * Whether a work item must not commit: its results are handed over when the instance's lease moved (the new
+   * owner applies them); one asked for by lost pages alone is dropped (see Trigger).
+   */
+  private mustNotCommit(instanceId: string, live: LocalEvent[], trigger: Trigger): boolean {
+    return live.length > 0 ? this.leaseLost(instanceId) : onlyLostPages(trigger);
+  }
+
   /** One replay and one commit; "idle" when nothing could apply. */
   private async round(
     instanceId: string,
     fed: MessageDoc[],
     local: LocalEvent[],
-    claim = false,
+    claim: boolean,
+    trigger: Trigger,
   ): Promise<"idle" | "lost" | "committed" | "done"> {
     const snap = this.cache.get(instanceId) ?? (await this.load(instanceId));
     const pk = this.o.store.pk(instanceId);
@@ -348,7 +385,7 @@ export class OrchestrationDispatcher {
     const live = local.filter((l) => !l.stored || snap.ids.has(l.sourceId));
     const settledEarly = local.filter((l) => l.stored && !snap.ids.has(l.sourceId));
     if (settledEarly.length > 0) this.o.committed(this.emptyWork(instanceId, snap, settledEarly));
-    if (this.leaseLost(instanceId)) {
+    if (this.mustNotCommit(instanceId, live, trigger)) {
       await this.handOff(instanceId, live);
       return "idle";
     }
@@ -373,7 +410,7 @@ export class OrchestrationDispatcher {
       else this.remember(instanceId, snap);
       return "idle";
     }
-    if (this.leaseLost(instanceId)) {
+    if (this.mustNotCommit(instanceId, live, trigger)) {
       await this.handOff(instanceId, live);
       return "idle";
     }
@@ -486,7 +523,12 @@ export class OrchestrationDispatcher {
       hub: this.o.hub,
       instanceId,
       ...(plan.body
-        ? { instance: { body: plan.body, ...(snap.instance ? { ifMatch: snap.instance._etag ?? "" } : {}) } }
+        ? {
+            instance: {
+              body: plan.body,
+              ...(snap.instance ? { ifMatch: snap.instance._etag ?? "", before: snap.instance } : {}),
+            },
+          }
         : {}),
       upserts: plan.upserts,
       deletes: plan.deletes,
@@ -498,8 +540,10 @@ export class OrchestrationDispatcher {
       return "lost";
     }
     this.markConsumed(this.o.store.pk(instanceId), plan.deletes);
-    const next = snapshotAfter(snap, plan, outcome.etag);
-    this.remember(instanceId, next);
+    const next = snapshotAfter(snap, plan, outcome.etag ?? "");
+    // Another host finished applying this staged commit: the instance's etag is not known here (re-read next).
+    if (outcome.etag === undefined) this.cache.delete(instanceId);
+    else this.remember(instanceId, next);
     if (plan.staleHistory.length > 0) this.cleanup(instanceId, plan.staleHistory);
     this.o.committed({
       instanceId,
