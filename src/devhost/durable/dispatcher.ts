@@ -81,6 +81,8 @@ interface Slot {
 
 /** Lost commit races one work item re-reads and redoes before it counts as a failed attempt. */
 const MAX_RACES = 20;
+/** Staged commits one read finishes before it counts as a failed attempt (others keep committing). */
+const MAX_RESUMES = 5;
 
 export class OrchestrationDispatcher {
   private readonly slots = new Map<string, Slot>();
@@ -219,7 +221,12 @@ export class OrchestrationDispatcher {
   private async load(instanceId: string): Promise<PartitionSnapshot> {
     this.counters.loads++;
     let snap = await this.o.store.readPartition(instanceId);
-    if (snap.instance?.stage) {
+    // A staged commit in progress (interrupted, or another host's) is finished first, and a snapshot whose instance
+    // carries a mark is never used: its document is the instance as it was, and the chunks of a new execution look
+    // stale next to it; a commit over the mark would abandon that stage half-applied.
+    for (let resumed = 0; snap.instance?.stage; resumed++) {
+      if (resumed >= MAX_RESUMES)
+        throw new Error(`staged commits of '${instanceId}' kept coming; re-read later`);
       await this.o.store.resumeStage(snap);
       snap = await this.o.store.readPartition(instanceId);
     }
