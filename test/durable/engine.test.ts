@@ -115,6 +115,67 @@ describe("replay engine with the real SDK", () => {
     expect(timers).toHaveLength(2);
   });
 
+  it("retry timeout: an attempt whose timer fires past the timeout still runs (DTFx looks at the timeout only after a failure), and a later one proceeds", async () => {
+    const run = await runOrchestration(
+      function* (ctx: OrchestrationContext) {
+        const retry = new df.RetryOptions(1000, 5);
+        retry.retryTimeoutInMilliseconds = 1500;
+        const v: string = yield ctx.df.callActivityWithRetry("flaky", retry, null);
+        return v;
+      },
+      {
+        activities: {
+          // Fails at 0 and 1,000 ms (within the timeout: a timer each); the third attempt, at 2,000 ms, succeeds.
+          flaky: (_i, { attempt }) => {
+            if (attempt < 3) throw new Error(`attempt ${attempt} failed`);
+            return `ok on ${attempt}`;
+          },
+        },
+      },
+    );
+    expect(run.status).toBe("Completed");
+    expect(run.output).toBe("ok on 3");
+    expect(run.activityCalls.map((c) => c.at)).toEqual([
+      "2026-01-01T00:00:00.000Z",
+      "2026-01-01T00:00:01.000Z",
+      "2026-01-01T00:00:02.000Z",
+    ]);
+  });
+
+  it("retry timeout: an attempt failing past it ends the instance Failed with the reason (the SDK would wait for a retry for ever)", async () => {
+    const run = await runOrchestration(
+      function* (ctx: OrchestrationContext) {
+        const retry = new df.RetryOptions(1000, 5);
+        retry.retryTimeoutInMilliseconds = 1500;
+        try {
+          const v: string = yield ctx.df.callActivityWithRetry("broken", retry, null);
+          return v;
+        } catch {
+          return "caught";
+        }
+      },
+      {
+        activities: {
+          broken: (_i, { attempt }) => {
+            throw new Error(`boom ${attempt}`);
+          },
+        },
+      },
+    );
+    // Attempts at 0 and 1,000 ms fail within the timeout; the third, at 2,000 ms, fails past it: no retry timer.
+    expect(run.activityCalls.filter((c) => c.name === "broken")).toHaveLength(3);
+    expect(run.status).toBe("Failed");
+    expect(String(run.output)).toContain("failed on attempt 3 of 5 after its retry timeout");
+    expect(String(run.output)).toContain("boom 3");
+    const end = run.history.find((e) => e.EventType === HistoryEventType.ExecutionCompleted);
+    expect(end?.FailureDetails).toMatchObject({
+      ErrorType: "RetryTimeoutExpired",
+      IsNonRetriable: true,
+      InnerFailure: { ErrorMessage: "boom 3" },
+    });
+    expect(run.history.filter((e) => e.EventType === HistoryEventType.TimerCreated)).toHaveLength(2);
+  });
+
   it("an uncaught failure fails the instance with the reason", async () => {
     const run = await runOrchestration(
       function* (ctx: OrchestrationContext) {

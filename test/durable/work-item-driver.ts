@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import { activityResultEvent, applyMessages } from "../../src/devhost/durable/engine.js";
+import { timerFiredKey, timerFiredMessage } from "../../src/devhost/durable/protocol.js";
 import {
   type ActivityWorkItem,
   type HistoryEvent,
@@ -194,24 +195,10 @@ export async function drive(rootName: string, input: unknown, o: DriveOptions): 
       if (w.kind === "activity") activities.push(w.item);
       else if (w.kind === "message") inFlight.push(w.message);
       else if (w.kind === "cancelTimer") {
-        timers = timers.filter((t) => t.message.key !== `timer-${w.executionId}-${w.timerId}`);
+        const key = timerFiredKey(w.executionId, w.timerId);
+        timers = timers.filter((t) => t.message.key !== key);
       } else {
-        timers.push({
-          at: Date.parse(w.fireAt),
-          message: {
-            key: `timer-${w.executionId}-${w.timerId}`,
-            instanceId: w.instanceId,
-            executionId: w.executionId,
-            event: {
-              EventType: HistoryEventType.TimerFired,
-              EventId: -1,
-              IsPlayed: false,
-              Timestamp: w.fireAt,
-              TimerId: w.timerId,
-              FireAt: w.fireAt,
-            },
-          },
-        });
+        timers.push({ at: Date.parse(w.fireAt), message: timerFiredMessage(w, w.fireAt) });
       }
     }
   };

@@ -19,17 +19,24 @@ import type { HistoryEvent } from "./types.js";
  * - **single**: everything in one transactional batch (≤ 100 operations, ≤ DURABLE_LIMITS.batchBytes): the instance
  *   document's If-Match decides the race and the writes land together, or nothing does.
  * - **staged**: too big for one batch. First the writes are stored as inert `stage` documents (nothing dispatches
- *   them), then one batch writes the instance document (If-Match) naming the stage — that decides the race before
- *   anything visible is written — then each part is applied idempotently (upserts, deletes that tolerate 404) and
- *   its stage document deleted, and the instance's `stage` mark is cleared. Whoever touches the instance next
- *   finishes an interrupted stage first, so a crash anywhere resumes. A losing host's stage documents are deleted.
+ *   them), the last of them holding the instance document the commit ends with; then one batch marks the instance
+ *   document (If-Match) with the stage, leaving it as it was otherwise — that decides the race before anything
+ *   visible is written, and readers keep seeing the instance as it was (its status, output and history: chunks past
+ *   its `historyChunks` are not read) until the commit is whole; then each part is applied idempotently and its
+ *   stage document deleted; last one batch replaces the instance document by the final one (If-Match) and deletes
+ *   the part that held it. Whoever touches the instance next finishes an interrupted stage first, so a crash
+ *   anywhere resumes. A losing host's stage documents are deleted.
  */
 
 export interface CommitInput {
   hub: string;
   instanceId: string;
-  /** The instance document to write: replace If-Match `ifMatch`, or create when `ifMatch` is undefined. */
-  instance?: { body: InstanceDoc; ifMatch?: string };
+  /**
+   * The instance document to write: replace If-Match `ifMatch`, or create when `ifMatch` is undefined. `before` is
+   * the document as stored now: a staged commit leaves it visible until its parts are applied (without it, a new
+   * instance shows as Pending with no history meanwhile).
+   */
+  instance?: { body: InstanceDoc; ifMatch?: string; before?: InstanceDoc };
   upserts: WorkDoc[];
   deletes: string[];
   /** Names the stage documents if the commit is staged (unique per attempt). */
@@ -40,8 +47,9 @@ export type CommitPlan =
   | { kind: "single"; ops: OperationInput[] }
   | {
       kind: "staged";
+      /** The parts, in order; the last holds `final` (and nothing else). */
       stages: StageDoc[];
-      /** The deciding batch: the instance document with its `stage` mark. */
+      /** The deciding batch: the instance document as it was, with its `stage` mark. */
       deciding: OperationInput[];
       /** The instance document once every part is applied (the mark cleared). */
       final: InstanceDoc;
@@ -98,8 +106,9 @@ export function planCommit(input: CommitInput): CommitPlan {
     stages.push(current);
     return current;
   };
+  // A part's writes go in one transactional batch with a guard (a read of the instance): one operation less.
   const fits = (s: StageDoc, size: number) =>
-    s.upserts.length + s.deletes.length < DURABLE_LIMITS.batchOperations && currentBytes + size <= room;
+    s.upserts.length + s.deletes.length < DURABLE_LIMITS.batchOperations - 1 && currentBytes + size <= room;
   // History first, then deletes, then new work: a reader never sees work whose history is not stored.
   for (const d of input.upserts) {
     const size = docBytes(d);
@@ -116,8 +125,48 @@ export function planCommit(input: CommitInput): CommitPlan {
   }
   const final = { ...body };
   delete final.stage;
-  const marked: InstanceDoc = { ...body, stage: { token: input.token, parts: stages.length } };
+  const finalPart: StageDoc = {
+    id: stageId(input.token, stages.length),
+    pk,
+    kind: "stage",
+    hub: input.hub,
+    token: input.token,
+    part: stages.length,
+    upserts: [],
+    deletes: [],
+    final,
+  };
+  stages.push(finalPart);
+  const marked: InstanceDoc = {
+    ...visibleBefore(input.instance),
+    stage: { token: input.token, parts: stages.length, finalPart: finalPart.part },
+  };
   return { kind: "staged", stages, deciding: [instanceOp(input.instance, marked)], final };
+}
+
+/**
+ * What readers see while a staged commit is applied: the instance document as it was (system properties and any
+ * older mark dropped), or for a new instance the final one as Pending, with no output and no history yet.
+ */
+function visibleBefore(instance: NonNullable<CommitInput["instance"]>): InstanceDoc {
+  if (instance.before) {
+    const was = { ...instance.before };
+    for (const k of Object.keys(was))
+      if (k.startsWith("_")) delete (was as unknown as Record<string, unknown>)[k];
+    delete was.stage;
+    return was;
+  }
+  const pending: InstanceDoc = {
+    ...instance.body,
+    status: "Pending",
+    output: null,
+    customStatus: null,
+    historyChunks: 0,
+  };
+  delete pending.claim;
+  delete pending.start;
+  delete pending.stage;
+  return pending;
 }
 
 /**

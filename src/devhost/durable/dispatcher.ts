@@ -1,9 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { BulkOperationType } from "@azure/cosmos";
 import type { Clock } from "../../shared/changefeed/clock.js";
 import {
   type ActivityDoc,
-  asJson,
   type InstanceDoc,
   type MessageDoc,
   messageId,
@@ -15,7 +13,17 @@ import {
   type TimerDoc,
 } from "./documents.js";
 import { isTerminal } from "./engine.js";
+import {
+  addTrigger,
+  handOver,
+  LeaseOwnership,
+  type LocalEvent,
+  newTrigger,
+  onlyLostPages,
+  type Trigger,
+} from "./ownership.js";
 import { poisonEnding } from "./poison.js";
+import { SnapshotCache } from "./snapshot-cache.js";
 import type { HubStore } from "./store.js";
 import type { ApplyMessages, InstanceMessage, OrchestratorInvoker, WorkItemResult } from "./types.js";
 import { claimedActivity, pendingActivities, planWorkItem, snapshotAfter } from "./work-item-plan.js";
@@ -26,18 +34,11 @@ import { claimedActivity, pendingActivities, planWorkItem, snapshotAfter } from 
  * instance's last snapshot is cached by ETag, so a host that committed an instance's last step neither reads nor
  * queries it for the next; the commit's If-Match catches a stale cache (re-read, redo). Work items of one instance
  * run one at a time; at most `maxConcurrent` run at once. A work item that throws `maxAttempts` times is poison:
- * its instance fails with the reason and the hub moves on.
+ * its instance fails with the reason and the hub moves on. Which work items may commit after a lease moved, and
+ * the hand-over of results as messages: ownership.ts.
  */
 
-/** An event this host produced for an instance (an activity's result, a timer's firing) and the document it ends. */
-export interface LocalEvent {
-  message: InstanceMessage;
-  /** The activity or timer document the commit deletes; the event is dropped when it is gone (recorded already). */
-  sourceId: string;
-  sourceKind: "activity" | "timer";
-  /** False for an activity under its instance's claim (no document: a duplicate is dropped by the engine). */
-  stored: boolean;
-}
+export type { LocalEvent } from "./ownership.js";
 
 /** What a commit scheduled, for the host to start at once. */
 export interface CommittedWork {
@@ -72,29 +73,21 @@ interface Slot {
   local: Map<string, LocalEvent>;
   /** Renew this host's claim on the instance's activities, or take an expired one over (see claimRound). */
   claim: boolean;
+  /** What asked for the work item (feed pages under their leases, or anything else). */
+  trigger: Trigger;
   done: { resolve: () => void; reject: (e: unknown) => void }[];
   running: boolean;
 }
 
-/** Snapshots kept (LRU); ended instances are dropped at once. */
-const CACHED_INSTANCES = 5_000;
-/** Message ids consumed here lately: a feed page read before their deletion does not bring them back. */
-const CONSUMED_REMEMBERED = 20_000;
-/** Instances whose lease signal a host keeps. */
-const OWNERS_REMEMBERED = 50_000;
-/** Etags of its own commits a host recognises per instance. */
-const WRITTEN_REMEMBERED = 8;
 /** Lost commit races one work item re-reads and redoes before it counts as a failed attempt. */
 const MAX_RACES = 20;
+/** Staged commits one read finishes before it counts as a failed attempt (others keep committing). */
+const MAX_RESUMES = 5;
 
 export class OrchestrationDispatcher {
   private readonly slots = new Map<string, Slot>();
-  private readonly cache = new Map<string, PartitionSnapshot>();
-  private readonly consumed = new Set<string>();
-  /** The lease signal under which the feed last brought each instance here (see own). */
-  private readonly owners = new Map<string, AbortSignal>();
-  /** The last etags this host wrote per cached instance (the feed echoes them back). */
-  private readonly written = new Map<string, string[]>();
+  private readonly cache = new SnapshotCache();
+  private readonly ownership = new LeaseOwnership();
   private active = 0;
   private readonly gate: (() => void)[] = [];
   private seq = 0;
@@ -113,41 +106,19 @@ export class OrchestrationDispatcher {
     this.remember(instanceId, snapshot);
   }
 
-  /**
-   * The change feed delivered documents of this instance under a lease whose signal this is: while it holds, this
-   * host may commit the instance's work; once it fires (the lease moved, expired or the processor stopped), this
-   * host stops committing for the instance and hands the results it holds to the store as messages, for the
-   * lease's new owner. An instance the feed has not brought here yet (just started on this host) is not gated:
-   * its commits' If-Match decides.
-   */
+  /** The change feed delivered documents of this instance under a lease whose signal this is (ownership.ts). */
   own(instanceId: string, signal: AbortSignal): void {
-    this.owners.delete(instanceId);
-    this.owners.set(instanceId, signal);
-    if (this.owners.size > OWNERS_REMEMBERED) this.owners.delete(this.owners.keys().next().value as string);
-  }
-
-  private leaseLost(instanceId: string): boolean {
-    return this.owners.get(instanceId)?.aborted === true;
+    this.ownership.own(instanceId, signal);
   }
 
   /** Instances the feed brought here under a lease that still holds (tests: which instances are this host's). */
   get ownedInstances(): number {
-    let n = 0;
-    for (const signal of this.owners.values()) if (!signal.aborted) n++;
-    return n;
+    return this.ownership.ownedInstances;
   }
 
-  /** Forgets an instance's snapshot (another host changed it, it was purged). */
+  /** Forgets an instance's snapshot (another host changed it, it was purged): snapshot-cache.ts. */
   forget(instanceId: string, etag?: string): void {
-    const cached = this.cache.get(instanceId);
-    if (!cached) return;
-    // The feed brings this host's own commits too, often an older one than the cache holds: not a change.
-    if (
-      etag !== undefined &&
-      (cached.instance?._etag === etag || this.written.get(instanceId)?.includes(etag))
-    )
-      return;
-    this.cache.delete(instanceId);
+    this.cache.forget(instanceId, etag);
   }
 
   newMessageDoc(message: InstanceMessage): MessageDoc {
@@ -171,18 +142,26 @@ export class OrchestrationDispatcher {
     input: { message?: MessageDoc; local?: LocalEvent; signal?: AbortSignal; claim?: boolean } = {},
   ): Promise<void> {
     if (input.signal) this.own(instanceId, input.signal);
-    if (input.message && !input.local && this.consumed.has(`${input.message.pk}/${input.message.id}`)) {
+    if (input.message && !input.local && this.cache.wasConsumed(input.message.pk, input.message.id)) {
       // The feed's copy of a message this host already consumed (read before its deletion): nothing to do.
       return Promise.resolve();
     }
     let slot = this.slots.get(instanceId);
     if (!slot) {
-      slot = { messages: new Map(), local: new Map(), claim: false, done: [], running: false };
+      slot = {
+        messages: new Map(),
+        local: new Map(),
+        claim: false,
+        trigger: newTrigger(),
+        done: [],
+        running: false,
+      };
       this.slots.set(instanceId, slot);
     }
     if (input.message) slot.messages.set(input.message.id, input.message);
     if (input.local) slot.local.set(input.local.message.key, input.local);
     if (input.claim) slot.claim = true;
+    addTrigger(slot.trigger, input.signal);
     const s = slot;
     const promise = new Promise<void>((resolve, reject) => s.done.push({ resolve, reject }));
     if (!slot.running) void this.drive(instanceId, slot);
@@ -197,13 +176,15 @@ export class OrchestrationDispatcher {
         const messages = [...slot.messages.values()];
         const local = [...slot.local.values()];
         const claim = slot.claim;
+        const trigger = slot.trigger;
         slot.messages.clear();
         slot.local.clear();
         slot.claim = false;
+        slot.trigger = newTrigger();
         await this.acquire();
         try {
           if (this.stopped) throw new Error("The durable task hub is stopping.");
-          await this.workItem(instanceId, messages, local, claim);
+          await this.workItem(instanceId, messages, local, claim, trigger);
           for (const d of done) d.resolve();
         } catch (e) {
           for (const d of done) d.reject(e);
@@ -233,40 +214,19 @@ export class OrchestrationDispatcher {
   }
 
   private remember(instanceId: string, snap: PartitionSnapshot) {
-    this.cache.delete(instanceId);
-    if (snap.instance && isTerminal(snap.instance.status) && snap.messages.length === 0) {
-      // An ended instance needs nothing more from this host: nothing of it is kept.
-      this.written.delete(instanceId);
-      this.owners.delete(instanceId);
-      return;
-    }
-    const etag = snap.instance?._etag;
-    if (etag) {
-      const list = this.written.get(instanceId) ?? [];
-      list.push(etag);
-      if (list.length > WRITTEN_REMEMBERED) list.shift();
-      this.written.set(instanceId, list);
-    }
-    this.cache.set(instanceId, snap);
-    if (this.cache.size > CACHED_INSTANCES) {
-      const oldest = this.cache.keys().next().value as string;
-      this.cache.delete(oldest);
-      this.written.delete(oldest);
-    }
-  }
-
-  private markConsumed(pk: string, ids: string[]) {
-    for (const id of ids) {
-      this.consumed.add(`${pk}/${id}`);
-      if (this.consumed.size > CONSUMED_REMEMBERED)
-        this.consumed.delete(this.consumed.values().next().value as string);
-    }
+    // An ended instance needs nothing more from this host: nothing of it is kept.
+    if (!this.cache.remember(instanceId, snap)) this.ownership.forget(instanceId);
   }
 
   private async load(instanceId: string): Promise<PartitionSnapshot> {
     this.counters.loads++;
     let snap = await this.o.store.readPartition(instanceId);
-    if (snap.instance?.stage) {
+    // A staged commit in progress (interrupted, or another host's) is finished first, and a snapshot whose instance
+    // carries a mark is never used: its document is the instance as it was, and the chunks of a new execution look
+    // stale next to it; a commit over the mark would abandon that stage half-applied.
+    for (let resumed = 0; snap.instance?.stage; resumed++) {
+      if (resumed >= MAX_RESUMES)
+        throw new Error(`staged commits of '${instanceId}' kept coming; re-read later`);
       await this.o.store.resumeStage(snap);
       snap = await this.o.store.readPartition(instanceId);
     }
@@ -288,7 +248,8 @@ export class OrchestrationDispatcher {
     instanceId: string,
     fed: MessageDoc[],
     local: LocalEvent[],
-    claim = false,
+    claim: boolean,
+    trigger: Trigger,
   ): Promise<void> {
     this.counters.workItems++;
     let failures = 0;
@@ -296,13 +257,13 @@ export class OrchestrationDispatcher {
     let pendingLocal = local;
     let pendingFed = fed;
     for (;;) {
-      if (this.leaseLost(instanceId) && pendingLocal.length === 0) {
-        // The lease moved: the new owner runs it.
-        this.cache.delete(instanceId);
+      if (pendingLocal.length === 0 && onlyLostPages(trigger)) {
+        // The pages' lease moved: their new owner reads them again and runs it.
+        this.cache.drop(instanceId);
         return;
       }
       try {
-        const outcome = await this.round(instanceId, pendingFed, pendingLocal, claim);
+        const outcome = await this.round(instanceId, pendingFed, pendingLocal, claim, trigger);
         if (outcome === "idle" || outcome === "done") return;
         if (outcome === "lost") {
           this.counters.racesLost++;
@@ -314,7 +275,7 @@ export class OrchestrationDispatcher {
         pendingLocal = [];
         races = 0;
       } catch (e) {
-        this.cache.delete(instanceId);
+        this.cache.drop(instanceId);
         failures++;
         this.o.log(
           "warning",
@@ -334,12 +295,13 @@ export class OrchestrationDispatcher {
     instanceId: string,
     fed: MessageDoc[],
     local: LocalEvent[],
-    claim = false,
+    claim: boolean,
+    trigger: Trigger,
   ): Promise<"idle" | "lost" | "committed" | "done"> {
     const snap = this.cache.get(instanceId) ?? (await this.load(instanceId));
     const pk = this.o.store.pk(instanceId);
     for (const m of fed) {
-      if (!snap.ids.has(m.id) && !this.consumed.has(`${pk}/${m.id}`)) {
+      if (!snap.ids.has(m.id) && !this.cache.wasConsumed(pk, m.id)) {
         snap.messages.push(m);
         snap.ids.add(m.id);
       }
@@ -348,7 +310,7 @@ export class OrchestrationDispatcher {
     const live = local.filter((l) => !l.stored || snap.ids.has(l.sourceId));
     const settledEarly = local.filter((l) => l.stored && !snap.ids.has(l.sourceId));
     if (settledEarly.length > 0) this.o.committed(this.emptyWork(instanceId, snap, settledEarly));
-    if (this.leaseLost(instanceId)) {
+    if (this.ownership.mustNotCommit(instanceId, live, trigger)) {
       await this.handOff(instanceId, live);
       return "idle";
     }
@@ -373,7 +335,7 @@ export class OrchestrationDispatcher {
       else this.remember(instanceId, snap);
       return "idle";
     }
-    if (this.leaseLost(instanceId)) {
+    if (this.ownership.mustNotCommit(instanceId, live, trigger)) {
       await this.handOff(instanceId, live);
       return "idle";
     }
@@ -419,33 +381,19 @@ export class OrchestrationDispatcher {
     return outcome === "lost" ? "lost" : "done";
   }
 
-  /**
-   * Results this host holds for an instance whose lease moved (or that cannot apply yet): each stored as a message (its key makes it
-   * idempotent) in one batch with the deletion of its activity or timer document, so the new owner applies it
-   * once; a result whose document is gone was recorded already.
-   */
+  /** Results this host must not or cannot apply yet, handed over as messages (ownership.ts, handOver). */
   private async handOff(
     instanceId: string,
     local: LocalEvent[],
     why: "lease" | "waits" = "lease",
   ): Promise<void> {
-    this.cache.delete(instanceId);
-    const pk = this.o.store.pk(instanceId);
-    for (const l of local) {
-      const doc = this.newMessageDoc(l.message);
-      const r = await this.o.store.batch(pk, [
-        { operationType: BulkOperationType.Create, resourceBody: asJson(doc) },
-        ...(l.stored ? [{ operationType: BulkOperationType.Delete, id: l.sourceId } as const] : []),
-      ]);
-      if (!r.ok && r.status === 409 && l.stored) await this.o.store.deleteIds(pk, [l.sourceId]);
-      else if (!r.ok && r.status !== 404) throw new Error(`handing a result over failed with ${r.status}`);
-      this.o.log(
-        "debug",
-        why === "lease"
-          ? `Instance '${instanceId}': its lease moved; ${l.message.key} handed over as a message.`
-          : `Instance '${instanceId}': ${l.message.key} cannot apply yet; it waits as a message.`,
-      );
-    }
+    this.cache.drop(instanceId);
+    const o = {
+      store: this.o.store,
+      newMessageDoc: (m: InstanceMessage) => this.newMessageDoc(m),
+      log: this.o.log,
+    };
+    await handOver(o, instanceId, local, why);
     if (local.length > 0) this.o.committed(this.emptyWork(instanceId, snapshotOf([]), local));
   }
 
@@ -486,20 +434,27 @@ export class OrchestrationDispatcher {
       hub: this.o.hub,
       instanceId,
       ...(plan.body
-        ? { instance: { body: plan.body, ...(snap.instance ? { ifMatch: snap.instance._etag ?? "" } : {}) } }
+        ? {
+            instance: {
+              body: plan.body,
+              ...(snap.instance ? { ifMatch: snap.instance._etag ?? "", before: snap.instance } : {}),
+            },
+          }
         : {}),
       upserts: plan.upserts,
       deletes: plan.deletes,
       token: randomUUID().replaceAll("-", ""),
     });
     if (!outcome.committed) {
-      this.cache.delete(instanceId);
+      this.cache.drop(instanceId);
       this.o.log("debug", `Instance '${instanceId}': commit lost a race (${outcome.status}); re-reading.`);
       return "lost";
     }
-    this.markConsumed(this.o.store.pk(instanceId), plan.deletes);
-    const next = snapshotAfter(snap, plan, outcome.etag);
-    this.remember(instanceId, next);
+    this.cache.markConsumed(this.o.store.pk(instanceId), plan.deletes);
+    const next = snapshotAfter(snap, plan, outcome.etag ?? "");
+    // Another host finished applying this staged commit: the instance's etag is not known here (re-read next).
+    if (outcome.etag === undefined) this.cache.drop(instanceId);
+    else this.remember(instanceId, next);
     if (plan.staleHistory.length > 0) this.cleanup(instanceId, plan.staleHistory);
     this.o.committed({
       instanceId,
@@ -534,7 +489,7 @@ export class OrchestrationDispatcher {
       const inst = snap.instance;
       if (!inst || isTerminal(inst.status)) {
         await this.o.store.deleteIds(pk, pending);
-        this.cache.delete(instanceId);
+        this.cache.drop(instanceId);
         this.o.committed({ ...this.emptyWork(instanceId, snap, local), terminal: true });
         return;
       }

@@ -16,10 +16,16 @@ export interface Doc {
   _ts?: number;
 }
 
-/** A staged commit in progress: its parts (`stage-<token>-<n>`) are applied before anything else of the instance. */
+/**
+ * A staged commit in progress: its parts (`stage-<token>-<n>`) are applied before anything else of the instance.
+ * The marked instance document is the instance as it was (readers see the commit once it is whole); the part
+ * `finalPart` holds the instance document the commit ends with. Marks written before that part existed have no
+ * `finalPart`: their marked document is the final one.
+ */
 export interface StageMarker {
   token: string;
   parts: number;
+  finalPart?: number;
 }
 
 export interface InstanceDoc extends Doc, Omit<OrchestrationState, "history"> {
@@ -87,6 +93,8 @@ export interface StageDoc extends Doc {
   part: number;
   upserts: WorkDoc[];
   deletes: string[];
+  /** The last part: the instance document once every other part is applied (written with its deletion). */
+  final?: InstanceDoc;
 }
 export type WorkDoc = HistoryDoc | MessageDoc | ActivityDoc | TimerDoc | OutboxDoc;
 export type AnyDoc = InstanceDoc | WorkDoc | StageDoc;

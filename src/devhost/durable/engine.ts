@@ -60,7 +60,7 @@ export {
   UPPER_SCHEMA_VERSION,
   UPPER_SCHEMA_VERSION_NEW,
 } from "./protocol.js";
-export { mayRetry, retryDelayMs } from "./retries.js";
+export { retryDelayMs, withinRetryTimeout } from "./retries.js";
 
 const TERMINAL = new Set(["Completed", "Failed", "Terminated"]);
 
@@ -385,10 +385,12 @@ async function replay(
   const retrying = incoming.filter((e) => takesRetryId(book, e, now));
   const ordered =
     retrying.length === 0 ? incoming : [...retrying, ...incoming.filter((e) => !retrying.includes(e))];
+  let expired: { reason: string; details: FailureDetails } | undefined;
   for (const ev of ordered) {
     newEvents.push(ev);
     const c = retryStep(book, ev, at);
-    if (c?.kind === "timer") {
+    if (c?.kind === "expired") expired ??= c;
+    else if (c?.kind === "timer") {
       schedule(historyEvent(HistoryEventType.TimerCreated, at, { FireAt: c.fireAt }, c.timerId));
       work.push({
         kind: "timer",
@@ -403,19 +405,11 @@ async function replay(
     }
   }
 
-  // 2. The orchestrator, on stored history + this work item's events so far.
-  const history = [...state.history, ...newEvents];
-  const outcome = readOrchestratorOutcome(await invoke(state.name, triggerInput(state, history)));
-  const reply = "reply" in outcome ? outcome.reply : undefined;
-  const statusText = reply?.customStatus === undefined ? undefined : toJsonText(reply.customStatus);
-  const statusProblem = customStatusFailure(statusText);
   let next: OrchestrationState = {
     ...state,
-    customStatus: statusText === undefined || statusProblem ? state.customStatus : statusText,
     lastUpdatedTime: at,
     engine: book as unknown as Record<string, unknown>,
   };
-
   const fail = (why: string, given?: FailureDetails): ReplayResult => {
     const reason = boundedText(why);
     const details = given ? boundedFailureDetails(given) : undefined;
@@ -437,6 +431,16 @@ async function replay(
     return { state: next, newEvents, work: parentWork };
   };
   const failOver = (p: LimitFailure) => fail(p.reason, p.details);
+  // A retryable task failed past its retry timeout: the SDK would wait for ever (retries.ts, expiredFailure).
+  if (expired) return failOver(expired);
+
+  // 2. The orchestrator, on stored history + this work item's events so far.
+  const history = [...state.history, ...newEvents];
+  const outcome = readOrchestratorOutcome(await invoke(state.name, triggerInput(state, history)));
+  const reply = "reply" in outcome ? outcome.reply : undefined;
+  const statusText = reply?.customStatus === undefined ? undefined : toJsonText(reply.customStatus);
+  const statusProblem = customStatusFailure(statusText);
+  if (statusText !== undefined && !statusProblem) next = { ...next, customStatus: statusText };
 
   if (statusProblem) return failOver(statusProblem);
   if ("failure" in outcome) return fail(outcome.failure, reply?.failureDetails);

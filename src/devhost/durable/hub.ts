@@ -9,16 +9,16 @@ import { TaskHubClientBase } from "./client-operations.js";
 import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";
 import type { ActivityDoc, AnyDoc, MessageDoc, OutboxDoc, PartitionSnapshot, TimerDoc } from "./documents.js";
 import { applyMessages } from "./engine.js";
+import { timerFiredMessage } from "./protocol.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
 import { HubStore, statusOf } from "./store.js";
 import { TimerService } from "./timers.js";
-import {
-  type ActivityInvoker,
-  type ApplyMessages,
-  type HistoryEvent,
-  HistoryEventType,
-  type InstanceMessage,
-  type OrchestratorInvoker,
+import type {
+  ActivityInvoker,
+  ApplyMessages,
+  HistoryEvent,
+  InstanceMessage,
+  OrchestratorInvoker,
 } from "./types.js";
 
 export { TaskHubError, validateInstanceId } from "./errors.js";
@@ -306,19 +306,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
       `Timer ${doc.id} of '${doc.instanceId}'`,
       this.dispatcher.schedule(doc.instanceId, {
         local: {
-          message: {
-            key: `timer-${doc.executionId}-${doc.timerId}`,
-            instanceId: doc.instanceId,
-            executionId: doc.executionId,
-            event: {
-              EventType: HistoryEventType.TimerFired,
-              EventId: -1,
-              IsPlayed: false,
-              Timestamp: new Date(this.clock.now()).toISOString(),
-              TimerId: doc.timerId,
-              FireAt: doc.fireAt,
-            },
-          },
+          message: timerFiredMessage(doc, new Date(this.clock.now()).toISOString()),
           sourceId: doc.id,
           sourceKind: "timer",
           stored: true,

@@ -4,6 +4,7 @@ import {
   type FailureDetails,
   type HistoryEvent,
   HistoryEventType,
+  type InstanceMessage,
   type OrchestrationState,
   type OrchestrationTriggerInput,
   type OrchestratorAction,
@@ -33,6 +34,29 @@ export function historyEvent(
   id = -1,
 ) {
   return { EventType: type, EventId: id, IsPlayed: false, Timestamp: now, ...fields } as HistoryEvent;
+}
+
+/** The idempotency key of a durable timer's firing (docs/durable-design.md, message keys). */
+export const timerFiredKey = (executionId: string, timerId: number): string =>
+  `timer-${executionId}-${timerId}`;
+
+/**
+ * The message a durable timer sends its instance when it comes due: `TimerFired` (TimerId, FireAt) stamped with
+ * the time it fired (the hub's clock; a virtual clock fires it at `fireAt` exactly).
+ */
+export function timerFiredMessage(
+  timer: { instanceId: string; executionId: string; timerId: number; fireAt: string },
+  firedAt: string,
+): InstanceMessage {
+  return {
+    key: timerFiredKey(timer.executionId, timer.timerId),
+    instanceId: timer.instanceId,
+    executionId: timer.executionId,
+    event: historyEvent(HistoryEventType.TimerFired, firedAt, {
+      TimerId: timer.timerId,
+      FireAt: timer.fireAt,
+    }),
+  };
 }
 
 /** JSON text of a value; undefined → null (no payload). */

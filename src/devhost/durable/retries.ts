@@ -1,4 +1,10 @@
-import type { ActionTypeNumber, HistoryEvent, OrchestrationState, RetryOptionsWire } from "./types.js";
+import type {
+  ActionTypeNumber,
+  FailureDetails,
+  HistoryEvent,
+  OrchestrationState,
+  RetryOptionsWire,
+} from "./types.js";
 import { HistoryEventType } from "./types.js";
 
 /**
@@ -54,9 +60,13 @@ export function retryDelayMs(options: RetryOptionsWire, attempt: number): number
   return Math.max(0, Math.round(delay));
 }
 
-/** Whether another attempt may start (attempts left, and within retryTimeout of the first attempt). */
-export function mayRetry(options: RetryOptionsWire, attempt: number, firstAt: string, now: Date): boolean {
-  if (attempt >= options.maxNumberOfAttempts) return false;
+/**
+ * Whether a failed attempt is followed by a retry timer (DTFx RetryInterceptor.ComputeNextDelay): while `now` is
+ * within retryTimeoutInMilliseconds of the first attempt — after the last attempt too (DTFx waits the delay, and
+ * the SDK fails the task when that timer fires). The timeout is looked at only there: once the timer fires, the
+ * next attempt runs if any is left, however late (DTFx's loop).
+ */
+export function withinRetryTimeout(options: RetryOptionsWire, firstAt: string, now: Date): boolean {
   const timeout = options.retryTimeoutInMilliseconds;
   if (timeout !== undefined && timeout > 0 && timeout < Number.MAX_SAFE_INTEGER) {
     return now.getTime() - Date.parse(firstAt) < timeout;
@@ -64,10 +74,14 @@ export function mayRetry(options: RetryOptionsWire, attempt: number, firstAt: st
   return true;
 }
 
-/** What one incoming event means for a retryable task: a retry timer to create, or the next attempt to schedule. */
+/**
+ * What one incoming event means for a retryable task: a retry timer to create, the next attempt to schedule, or —
+ * a failed attempt past the retry timeout — the end of the instance (`expired`).
+ */
 export type RetryConsequence =
   | { kind: "timer"; timerId: number; fireAt: string }
-  | { kind: "attempt"; track: RetryTrack };
+  | { kind: "attempt"; track: RetryTrack }
+  | { kind: "expired"; reason: string; details: FailureDetails };
 
 function trackOf(book: Bookkeeping, incoming: HistoryEvent, now: Date) {
   if (
@@ -76,17 +90,18 @@ function trackOf(book: Bookkeeping, incoming: HistoryEvent, now: Date) {
   ) {
     const id = Number(incoming.TaskScheduledId);
     const track = Object.values(book.retries).find((t) => t.taskId === id && t.timerId === undefined);
-    return track ? { track, failed: true as const } : undefined;
+    if (!track) return undefined;
+    return {
+      track,
+      failed: true as const,
+      expired: !withinRetryTimeout(track.options, track.firstScheduledAt, now),
+    };
   }
   if (incoming.EventType === HistoryEventType.TimerFired) {
     const id = Number(incoming.TimerId);
     const track = Object.values(book.retries).find((t) => t.timerId === id);
     if (!track) return undefined;
-    return {
-      track,
-      failed: false as const,
-      again: mayRetry(track.options, track.attempt, track.firstScheduledAt, now),
-    };
+    return { track, failed: false as const, again: track.attempt < track.options.maxNumberOfAttempts };
   }
   return undefined;
 }
@@ -99,7 +114,37 @@ function trackOf(book: Bookkeeping, incoming: HistoryEvent, now: Date) {
  */
 export function takesRetryId(book: Bookkeeping, incoming: HistoryEvent, now: Date): boolean {
   const t = trackOf(book, incoming, now);
-  return t !== undefined && (t.failed || t.again);
+  return t !== undefined && (t.failed ? !t.expired : t.again);
+}
+
+/**
+ * Why the instance fails when an attempt fails past its retry timeout. DTFx then creates no retry timer and fails
+ * the task at once, but durable-functions' RetryableTask always waits for a retry timer after a failed attempt, so
+ * on Azure the orchestration waits for ever, its catch never reached
+ * (https://github.com/Azure/azure-functions-durable-js/issues/629). The dev host fails it instead, saying why.
+ */
+function expiredFailure(
+  track: RetryTrack,
+  failed: HistoryEvent,
+): { reason: string; details: FailureDetails } {
+  const what = `${track.kind === "activity" ? "Activity" : "Sub-orchestration"} '${track.name}'`;
+  const last = failed.FailureDetails as FailureDetails | undefined;
+  const lastText = last?.ErrorMessage ?? (failed.Reason as string | undefined) ?? "";
+  const reason =
+    `${what} failed on attempt ${track.attempt} of ${track.options.maxNumberOfAttempts} after its retry timeout ` +
+    `(retryTimeoutInMilliseconds: ${track.options.retryTimeoutInMilliseconds}) had expired. Durable Task schedules ` +
+    "no retry then, and durable-functions waits for one that never comes (on Azure the orchestration would stay " +
+    "Running: https://github.com/Azure/azure-functions-durable-js/issues/629), so the dev host fails the " +
+    `orchestration. Last failure: ${lastText}`;
+  return {
+    reason,
+    details: {
+      ErrorType: "RetryTimeoutExpired",
+      ErrorMessage: reason,
+      IsNonRetriable: true,
+      ...(last ? { InnerFailure: last } : {}),
+    },
+  };
 }
 
 /** A retryable task that ended (its attempt succeeded, or no attempt is left) is forgotten: `book` stays small. */
@@ -130,12 +175,14 @@ export function retryStep(
   if (!t) return undefined;
   const { track } = t;
   if (t.failed) {
+    if (t.expired) {
+      forget(book, track);
+      return { kind: "expired", ...expiredFailure(track, incoming) };
+    }
     const timerId = book.next++;
-    const delay = mayRetry(track.options, track.attempt, track.firstScheduledAt, now)
-      ? retryDelayMs(track.options, track.attempt)
-      : 0;
     track.timerId = timerId;
-    return { kind: "timer", timerId, fireAt: new Date(now.getTime() + delay).toISOString() };
+    const fireAt = new Date(now.getTime() + retryDelayMs(track.options, track.attempt));
+    return { kind: "timer", timerId, fireAt: fireAt.toISOString() };
   }
   track.timerId = undefined;
   if (!t.again) {

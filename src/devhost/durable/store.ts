@@ -24,8 +24,14 @@ import { DURABLE_LIMITS } from "./limits.js";
 export const statusOf = (e: unknown): number | undefined =>
   (e as { code?: number; statusCode?: number })?.code ?? (e as { statusCode?: number })?.statusCode;
 
-/** The outcome of a commit: stored, or another writer changed the instance first (re-read and redo). */
-export type CommitOutcome = { committed: true; etag: string } | { committed: false; status: number };
+/**
+ * The outcome of a commit: stored (with the instance's new etag; undefined when another host finished applying
+ * this staged commit, so the etag this host could name may be stale), or another writer changed the instance
+ * first (re-read and redo).
+ */
+export type CommitOutcome =
+  | { committed: true; etag: string | undefined }
+  | { committed: false; status: number };
 
 /** Pending work a host looks for periodically (a crashed host's, or what a checkpointed feed page held). */
 export interface PendingWork {
@@ -134,7 +140,7 @@ export class HubStore {
       ).catch(() => undefined);
       return this.lostOrThrow(decided.status, input.instanceId);
     }
-    const etag = await this.applyStage(plan.final, decided.etag, plan.stages);
+    const etag = await this.applyStage(pk, decided.etag, plan.stages);
     return { committed: true, etag };
   }
 
@@ -144,13 +150,36 @@ export class HubStore {
   }
 
   /**
-   * Applies a decided stage's parts (each idempotent: a re-run after a crash writes the same documents) and clears
-   * the instance's mark; returns the instance's new etag.
+   * Applies a decided stage, and makes the commit visible: each part's upserts in one transactional batch that
+   * first checks that the instance still carries this stage (a Read If-Match `etag`, the marked document's) — so
+   * a host finishing a stage late, after another finished it and the instance moved on, never writes back what a
+   * later commit deleted — then its deletes (404 tolerated: what a commit consumed never comes back under the same
+   * id) and its stage document; last one batch replaces the instance document by the final one (If-Match) and
+   * deletes the part that held it. Returns the instance's new etag, or undefined when another host finished it.
    */
-  async applyStage(final: InstanceDoc, etag: string, stages: StageDoc[]): Promise<string> {
-    const pk = final.pk;
-    for (const s of [...stages].sort((a, b) => a.part - b.part)) {
-      await this.applyIdempotently(pk, s.upserts, s.deletes);
+  async applyStage(
+    pk: string,
+    etag: string,
+    stages: StageDoc[],
+    legacyFinal?: InstanceDoc,
+  ): Promise<string | undefined> {
+    const parts = [...stages].sort((a, b) => a.part - b.part);
+    const last = parts.find((s) => s.final !== undefined);
+    const final = last?.final ?? legacyFinal;
+    if (!final) throw new Error(`Durable task hub: the staged commit of '${pk}' has no final part.`);
+    for (const s of parts) {
+      if (s === last) continue;
+      if (s.upserts.length > 0) {
+        const guarded = await this.batch(pk, [
+          // Read's If-Match is honoured in a transactional batch; the SDK's type omits the field.
+          { operationType: BulkOperationType.Read, id: INSTANCE_ID, ifMatch: etag } as OperationInput,
+          ...s.upserts.map(
+            (d) => ({ operationType: BulkOperationType.Upsert, resourceBody: asJson(d) }) as OperationInput,
+          ),
+        ]);
+        if (!guarded.ok) return this.finishedElsewhere(guarded.status, pk);
+      }
+      await this.deleteIds(pk, s.deletes);
       await this.deleteIds(pk, [s.id]);
     }
     const r = await this.batch(pk, [
@@ -160,21 +189,40 @@ export class HubStore {
         resourceBody: asJson(final),
         ifMatch: etag,
       },
+      ...(last ? [{ operationType: BulkOperationType.Delete, id: last.id } as const] : []),
     ]);
-    if (!r.ok) throw new Error(`Durable task hub: finishing a staged commit failed with ${r.status}.`);
-    return r.etag;
+    return r.ok ? r.etag : this.finishedElsewhere(r.status, pk);
   }
 
-  /** Finishes an interrupted stage found in a snapshot (the instance carries the mark). */
-  async resumeStage(snapshot: PartitionSnapshot): Promise<void> {
+  /** A stage's guard or final batch refused: another host finished it (the instance moved on), else an error. */
+  private finishedElsewhere(status: number, pk: string): undefined {
+    if (status === 412 || status === 404) return undefined;
+    throw new Error(`Durable task hub: finishing a staged commit of '${pk}' failed with ${status}.`);
+  }
+
+  /**
+   * Finishes an interrupted stage found in a snapshot (the instance carries the mark); the instance's new etag, or
+   * undefined when someone else finished it first. A part missing from the snapshot was applied already.
+   */
+  async resumeStage(snapshot: PartitionSnapshot): Promise<string | undefined> {
     const inst = snapshot.instance;
-    if (!inst?.stage) return;
-    const stages = snapshot.stages.filter((s) => s.token === inst.stage?.token);
-    const final = { ...inst };
-    delete final.stage;
-    delete final._etag;
-    delete final._ts;
-    await this.applyStage(final, inst._etag ?? "", stages);
+    if (!inst?.stage) return inst?._etag;
+    const mark = inst.stage;
+    const stages = snapshot.stages.filter((s) => s.token === mark.token);
+    let legacyFinal: InstanceDoc | undefined;
+    if (mark.finalPart === undefined) {
+      // A mark written before stages had a final part: the marked document is the final one.
+      legacyFinal = { ...inst };
+      delete legacyFinal.stage;
+      delete legacyFinal._etag;
+      delete legacyFinal._ts;
+    } else if (!stages.some((s) => s.part === mark.finalPart)) {
+      // The final part goes only with the mark: a snapshot that has the mark and not the part is behind.
+      throw new Error(
+        `Durable task hub: the snapshot of '${inst.pk}' lacks its stage's final part; re-read.`,
+      );
+    }
+    return this.applyStage(inst.pk, inst._etag ?? "", stages, legacyFinal);
   }
 
   /** Upserts and deletes (404 tolerated), at most 100 operations per request; not atomic, safe to repeat. */

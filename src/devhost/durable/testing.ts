@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import { applyMessage, isTerminal, readOrchestratorOutcome, triggerInput } from "./engine.js";
+import { timerFiredKey, timerFiredMessage } from "./protocol.js";
 import {
   type HistoryEvent,
   HistoryEventType,
@@ -186,21 +187,9 @@ export async function runOrchestration(
     if (result.newEvents.length > 0) episodes++;
     for (const w of result.work) {
       if (w.kind === "timer") {
-        push(Date.parse(w.fireAt), {
-          key: `timer-${w.executionId}-${w.timerId}`,
-          instanceId: w.instanceId,
-          executionId: w.executionId,
-          event: {
-            EventType: HistoryEventType.TimerFired,
-            EventId: -1,
-            IsPlayed: false,
-            Timestamp: w.fireAt,
-            TimerId: w.timerId,
-            FireAt: w.fireAt,
-          },
-        });
+        push(Date.parse(w.fireAt), timerFiredMessage(w, w.fireAt));
       } else if (w.kind === "cancelTimer") {
-        const key = `timer-${w.executionId}-${w.timerId}`;
+        const key = timerFiredKey(w.executionId, w.timerId);
         const i = queue.findIndex((p) => p.message.key === key);
         if (i >= 0) queue.splice(i, 1);
       } else if (w.kind === "message") {

@@ -1,0 +1,125 @@
+import { BulkOperationType } from "@azure/cosmos";
+import { asJson, type MessageDoc } from "./documents.js";
+import type { HubStore } from "./store.js";
+import type { InstanceMessage } from "./types.js";
+
+/**
+ * Lease ownership and hand-over (docs/durable-design.md, "Lease loss"): under which change feed lease each
+ * instance last came to this host, whether a work item may commit, and the hand-over of results this host holds
+ * but must not apply (the instance's lease moved) or cannot apply yet — each stored as a message, for whoever
+ * runs the instance next.
+ */
+
+/** An event this host produced for an instance (an activity's result, a timer's firing) and the document it ends. */
+export interface LocalEvent {
+  message: InstanceMessage;
+  /** The activity or timer document the commit deletes; the event is dropped when it is gone (recorded already). */
+  sourceId: string;
+  sourceKind: "activity" | "timer";
+  /** False for an activity under its instance's claim (no document: a duplicate is dropped by the engine). */
+  stored: boolean;
+}
+
+/**
+ * What asked for a work item: change feed pages (their lease signals), or anything else (a write or result of
+ * this host, the pending-work scan, a claim coming due). Only a work item asked for by pages alone, all of whose
+ * leases were lost, is left to the leases' new owner: it reads those pages again. Anything else has no page to be
+ * read again — dropping it could strand the instance (a lease lost and taken back by this host brings nothing
+ * new) — so it runs; the commit's If-Match decides a race with the new owner.
+ */
+export interface Trigger {
+  pages: Set<AbortSignal>;
+  other: boolean;
+}
+
+export const newTrigger = (): Trigger => ({ pages: new Set(), other: false });
+
+/** Adds what asked: a page under `signal`, or (no signal) anything else. */
+export function addTrigger(t: Trigger, signal: AbortSignal | undefined): void {
+  if (signal) t.pages.add(signal);
+  else t.other = true;
+}
+
+export const onlyLostPages = (t: Trigger): boolean =>
+  !t.other && t.pages.size > 0 && [...t.pages].every((s) => s.aborted);
+
+/** Instances whose lease signal a host keeps. */
+const OWNERS_REMEMBERED = 50_000;
+
+export class LeaseOwnership {
+  /** The lease signal under which the feed last brought each instance here (see own). */
+  private readonly owners = new Map<string, AbortSignal>();
+
+  /**
+   * The change feed delivered documents of this instance under a lease whose signal this is: while it holds, this
+   * host applies the results it holds for the instance; once it fires (the lease moved, expired or the processor
+   * stopped), it hands them to the store as messages, for the lease's owner. An instance the feed has not brought
+   * here yet (just started on this host) is not gated: its commits' If-Match decides.
+   */
+  own(instanceId: string, signal: AbortSignal): void {
+    this.owners.delete(instanceId);
+    this.owners.set(instanceId, signal);
+    if (this.owners.size > OWNERS_REMEMBERED) this.owners.delete(this.owners.keys().next().value as string);
+  }
+
+  /** An ended instance needs nothing more from this host. */
+  forget(instanceId: string): void {
+    this.owners.delete(instanceId);
+  }
+
+  /** The lease under which the feed last brought the instance here was lost. */
+  lost(instanceId: string): boolean {
+    return this.owners.get(instanceId)?.aborted === true;
+  }
+
+  /** Instances the feed brought here under a lease that still holds (tests: which instances are this host's). */
+  get ownedInstances(): number {
+    let n = 0;
+    for (const signal of this.owners.values()) if (!signal.aborted) n++;
+    return n;
+  }
+
+  /**
+   * Whether a work item must not commit: one holding results (`live`) when the instance's lease moved (they are
+   * handed over: the lease's owner applies them), one asked for by lost pages alone (see Trigger).
+   */
+  mustNotCommit(instanceId: string, live: LocalEvent[], trigger: Trigger): boolean {
+    return live.length > 0 ? this.lost(instanceId) : onlyLostPages(trigger);
+  }
+}
+
+export interface HandOverOptions {
+  store: HubStore;
+  newMessageDoc: (message: InstanceMessage) => MessageDoc;
+  log: (level: "debug", message: string) => void;
+}
+
+/**
+ * Stores results this host holds for an instance as messages — each (its key makes it idempotent) in one batch
+ * with the deletion of its activity or timer document — so that whoever runs the instance next applies each once;
+ * a result whose document is gone was recorded already. `why`: the instance's lease moved, or the result cannot
+ * apply yet (the instance is suspended, pending, continued as new, or the result needs a replay of its own).
+ */
+export async function handOver(
+  o: HandOverOptions,
+  instanceId: string,
+  local: LocalEvent[],
+  why: "lease" | "waits",
+): Promise<void> {
+  const pk = o.store.pk(instanceId);
+  for (const l of local) {
+    const doc = o.newMessageDoc(l.message);
+    const r = await o.store.batch(pk, [
+      { operationType: BulkOperationType.Create, resourceBody: asJson(doc) },
+      ...(l.stored ? [{ operationType: BulkOperationType.Delete, id: l.sourceId } as const] : []),
+    ]);
+    if (!r.ok && r.status === 409 && l.stored) await o.store.deleteIds(pk, [l.sourceId]);
+    else if (!r.ok && r.status !== 404) throw new Error(`handing a result over failed with ${r.status}`);
+    o.log(
+      "debug",
+      why === "lease"
+        ? `Instance '${instanceId}': its lease moved; ${l.message.key} handed over as a message.`
+        : `Instance '${instanceId}': ${l.message.key} cannot apply yet; it waits as a message.`,
+    );
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * A staged commit (one too large for a transactional batch: docs/durable-design.md, "Commits") seen from outside
+ * while its parts are still being written, and finished by someone else. What two side-by-side CI runs caught: a
+ * recovered fan-out was shown Completed while its history held 32 of 1,000 completions — the deciding batch made
+ * the new status visible before the parts holding its history landed.
+ *
+ * The host stops in the middle of a commit deterministically: its Cosmos client holds every write to the task hub
+ * container once the deciding batch (the instance document carrying a `stage` mark) has been answered, after
+ * letting `k` more writes through — as if the process died there. Another host finishes the commit.
+ */
+import type { Container, Database } from "@azure/cosmos";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { planCommit } from "../../src/devhost/durable/commit-plan.js";
+import {
+  asJson,
+  INSTANCE_ID,
+  type InstanceDoc,
+  type MessageDoc,
+  partitionKeyOf,
+} from "../../src/devhost/durable/documents.js";
+import { activityResultEvent } from "../../src/devhost/durable/engine.js";
+import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
+import { HubStore } from "../../src/devhost/durable/store.js";
+import { type ActivityWorkItem, HistoryEventType } from "../../src/devhost/durable/types.js";
+import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { faultPlugins } from "../support/faults.js";
+import { until } from "../support/until.js";
+import {
+  countOf,
+  createHub,
+  duplicateCompletions,
+  Gate,
+  type Gen,
+  historyOf,
+  isFinished,
+  stopAll,
+  unthrottledHubContainers,
+  waitForStatus,
+} from "./hub-harness.js";
+
+/** More completions than one batch can delete: the commit recording them is staged. */
+const FAN = 150;
+const HUB = "StageHub";
+
+let t: TestEmulator;
+let db: Database;
+const hubs: CosmosTaskHub[] = [];
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  db = (await t.client.databases.create({ id: uniqueName("durable-stage") })).database;
+});
+
+afterAll(async () => {
+  await stopAll(hubs);
+  await t?.close();
+});
+
+const fanIn: Gen = function* (ctx) {
+  const results = (yield ctx.df.Task.all(
+    Array.from({ length: FAN }, (_v, i) => ctx.df.callActivity("hang", i)),
+  )) as number[];
+  return results.reduce((x, y) => x + y, 0);
+};
+
+/** The hub's containers through a client that holds every write once a deciding batch went through (and `k` more). */
+function stoppingAfterDecision(containers: { container: Container; leaseContainer: Container }, k: number) {
+  const state = { decided: false, passed: 0, held: 0 };
+  const hubDocs = `/colls/${containers.container.id}/docs`;
+  const client = t.newClient(
+    faultPlugins({
+      match: (ctx) =>
+        // Writes only: reads and queries (POSTs too) pass.
+        ctx.method !== "GET" &&
+        ctx.operationType !== "read" &&
+        ctx.operationType !== "query" &&
+        decodeURIComponent(ctx.path ?? "").includes(hubDocs),
+      run: async (ctx, next) => {
+        if (state.decided && state.passed++ >= k) {
+          state.held++;
+          return new Promise<never>(() => {});
+        }
+        const answer = await next();
+        const body = typeof ctx.body === "string" ? ctx.body : JSON.stringify(ctx.body ?? null);
+        if (ctx.operationType === "batch" && body.includes('"stage":{"token"')) state.decided = true;
+        return answer;
+      },
+    }),
+  );
+  const database = client.database(db.id);
+  return {
+    state,
+    container: database.container(containers.container.id),
+    leaseContainer: database.container(containers.leaseContainer.id),
+  };
+}
+
+describe("task hub: a staged commit in the middle", () => {
+  for (const k of [0, 1]) {
+    it(`shows the instance as it was until the commit's parts land (stopped ${k} writes after the decision); another host finishes it with the whole history`, async () => {
+      const containers = await unthrottledHubContainers(db);
+      const client = createHub({ ...containers, hubName: HUB, orchestrators: {}, activities: {} });
+      const instanceId = `fan-${k}`;
+
+      // Host A schedules the fan-out; its activities never return, and its claim outlives the test.
+      const never = new Gate();
+      const a = createHub({
+        ...containers,
+        hubName: HUB,
+        instanceName: "A",
+        orchestrators: { fanIn },
+        activities: {
+          hang: async (i) => {
+            await never.pass();
+            return i;
+          },
+        },
+        options: { activityLockMs: 600_000, maxConcurrentActivities: FAN },
+      });
+      hubs.push(a);
+      await a.start();
+      await a.startNew("fanIn", { instanceId });
+      const scheduled = await until("the fan-out to be scheduled", async () => {
+        const h = await historyOf(client, instanceId);
+        return countOf(h, "TaskScheduled") === FAN ? h : undefined;
+      });
+      await a.abandon();
+
+      // Every result waits as a message (as a host hands results over): one work item records them all, staged.
+      const status = await client.getStatus(instanceId);
+      expect(status?.runtimeStatus).toBe("Running");
+      const executionId = (
+        await containers.container.item("instance", partitionKeyOf(HUB, instanceId)).read()
+      ).resource?.executionId as string;
+      for (const e of scheduled.filter((x) => x.EventType === "TaskScheduled")) {
+        const item: ActivityWorkItem = {
+          instanceId,
+          executionId,
+          taskScheduledId: Number(e.EventId),
+          name: "hang",
+          input: String(e.EventId),
+        };
+        const doc = a.dispatcher.newMessageDoc({
+          key: `task-${executionId}-${item.taskScheduledId}`,
+          instanceId,
+          executionId,
+          event: activityResultEvent(item, { result: String(e.EventId) }, new Date(), 1 << 20),
+        });
+        await containers.container.items.create(doc);
+      }
+
+      // Host B records them and stops in the middle of that commit.
+      const stopping = stoppingAfterDecision(containers, k);
+      const b = createHub({
+        container: stopping.container,
+        leaseContainer: stopping.leaseContainer,
+        hubName: HUB,
+        instanceName: "B",
+        orchestrators: { fanIn },
+        activities: {},
+      });
+      await b.start();
+      await until("host B to stop in the middle of its commit", async () =>
+        stopping.state.held > 0 ? true : undefined,
+      );
+
+      // Undecided to readers: the instance as it was, with the history it had (no partial episode).
+      const between = await client.getStatus(instanceId, { showHistory: true });
+      expect(between?.runtimeStatus).toBe("Running");
+      const shown = (between?.historyEvents ?? []) as { EventType: string }[];
+      expect(shown.filter((e) => e.EventType === "TaskScheduled")).toHaveLength(FAN);
+      expect(shown.filter((e) => e.EventType === "TaskCompleted")).toHaveLength(0);
+      // B stays stopped where it is (a page it handles never ends: waiting for it would hang); it dispatches nothing.
+      void b.abandon();
+
+      // Host C finishes B's commit: Completed, with every completion in its history exactly once.
+      const c = createHub({
+        ...containers,
+        hubName: HUB,
+        instanceName: "C",
+        orchestrators: { fanIn },
+        activities: {},
+      });
+      hubs.push(c);
+      await c.start();
+      const done = await waitForStatus(client, instanceId, isFinished);
+      expect(done).toMatchObject({ runtimeStatus: "Completed", output: ((FAN - 1) * FAN) / 2 });
+      const history = await historyOf(client, instanceId);
+      expect(countOf(history, "TaskScheduled")).toBe(FAN);
+      expect(countOf(history, "TaskCompleted")).toBe(FAN);
+      expect(duplicateCompletions(history)).toEqual([]);
+      const { resources: left } = await containers.container.items
+        .query<{ id: string }>({
+          query: "SELECT c.id FROM c WHERE c.pk = @pk AND c.kind IN ('stage', 'message')",
+          parameters: [{ name: "@pk", value: partitionKeyOf(HUB, instanceId) }],
+        })
+        .fetchAll();
+      expect(left).toEqual([]);
+      await c.stop();
+    });
+  }
+});
+
+describe("task hub store: a staged commit finished twice", () => {
+  it("a host finishing a stage late (another finished it, a later commit deleted what it wrote) writes nothing back", async () => {
+    const { container } = await unthrottledHubContainers(db);
+    const store = new HubStore(container, HUB);
+    const instanceId = "late";
+    const pk = store.pk(instanceId);
+    const version = (n: number): InstanceDoc => ({
+      id: INSTANCE_ID,
+      pk,
+      kind: "instance",
+      hub: HUB,
+      instanceId,
+      executionId: "e",
+      name: "o",
+      input: null,
+      status: "Running",
+      output: null,
+      customStatus: null,
+      createdTime: "2026-01-01T00:00:00.000Z",
+      lastUpdatedTime: `2026-01-01T00:00:0${n}.000Z`,
+      engine: {},
+      historyChunks: 0,
+    });
+    const message = (n: number): MessageDoc => ({
+      id: `msg-event-${n}`,
+      pk,
+      kind: "message",
+      hub: HUB,
+      instanceId,
+      seq: n,
+      message: {
+        key: `event-${n}`,
+        instanceId,
+        event: { EventType: HistoryEventType.EventRaised, EventId: -1, IsPlayed: false, Timestamp: "t" },
+      },
+    });
+    const created = await store.batch(pk, [{ operationType: "Create", resourceBody: asJson(version(1)) }]);
+    if (!created.ok) throw new Error(`create: ${created.status}`);
+
+    // A commit writing 120 messages: staged. Its stage documents and deciding batch are written, then a host
+    // reads the partition (the mark and the parts) — and is slow.
+    const messages = Array.from({ length: 120 }, (_v, i) => message(i));
+    const plan = planCommit({
+      hub: HUB,
+      instanceId,
+      instance: { body: version(2), ifMatch: created.etag, before: version(1) },
+      upserts: messages,
+      deletes: [],
+      token: "first",
+    });
+    expect(plan.kind).toBe("staged");
+    if (plan.kind !== "staged") return;
+    for (const s of plan.stages) await container.items.upsert(s);
+    const decided = await store.batch(pk, plan.deciding);
+    expect(decided.ok).toBe(true);
+    const stale = await store.readPartition(instanceId);
+    expect(stale.instance?.stage).toBeDefined();
+
+    // Another host finishes it, and a later commit consumes the messages.
+    await store.resumeStage(await store.readPartition(instanceId));
+    const now = await store.readPartition(instanceId);
+    expect(now.instance?.stage).toBeUndefined();
+    expect(now.messages).toHaveLength(120);
+    const consumed = await store.commit({
+      hub: HUB,
+      instanceId,
+      instance: { body: version(3), ifMatch: now.instance?._etag ?? "", before: now.instance },
+      upserts: [],
+      deletes: messages.slice(0, 10).map((m) => m.id),
+      token: "second",
+    });
+    expect(consumed.committed).toBe(true);
+
+    // The slow host finishes the first commit from what it read: nothing comes back, nothing changes.
+    await store.resumeStage(stale).catch(() => undefined);
+    const after = await store.readPartition(instanceId);
+    expect(after.messages.map((m) => m.id).sort()).toEqual(
+      messages
+        .slice(10)
+        .map((m) => m.id)
+        .sort(),
+    );
+    expect(after.instance).toMatchObject({ lastUpdatedTime: version(3).lastUpdatedTime });
+    expect(after.instance?.stage).toBeUndefined();
+    expect(after.stages).toEqual([]);
+  });
+});
