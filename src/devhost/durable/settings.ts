@@ -97,11 +97,11 @@ export const DURABLE_HUB_SETTINGS = {
   stopGraceMs: {
     setting: "DURABLE_STOP_GRACE_MS",
     unit: "ms",
-    default: 5_000,
+    default: 200,
     min: 0,
     max: 600_000,
     description:
-      "On stop, how long running activities may take to finish and record their results, and then how long the dispatch leases' hand-off may take. An activity still running after it is left to run again elsewhere once its claim expires.",
+      "On stop, how long running activities may take to finish and record their results, and then how long the dispatch leases' hand-off may take. An activity still running after it is left to run again elsewhere once its claim expires. Short by default, so that a dev host's stop (Ctrl-C, --watch) ends within its 2 s bound.",
   },
   waitPollMs: {
     setting: "DURABLE_WAIT_POLL_MS",
