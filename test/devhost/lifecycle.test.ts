@@ -1,6 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -9,27 +7,14 @@ import {
   startDevHost,
   type TriggerRunnerFactory,
 } from "../../src/devhost/index.js";
+import { scratchApps } from "../support/scratch-apps.js";
 import { settled, waitUntil } from "../support/until.js";
 
 const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
 
-// Throwaway apps live inside the repository (under the git-ignored .data/) so that they resolve @azure/functions.
-const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
-const created: string[] = [];
-afterAll(() => {
-  for (const dir of created) rmSync(dir, { recursive: true, force: true });
-});
-
-function appDir(files: Record<string, string>): string {
-  mkdirSync(scratch, { recursive: true });
-  const dir = mkdtempSync(join(scratch, "app-"));
-  created.push(dir);
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(join(dir, name, ".."), { recursive: true });
-    writeFileSync(join(dir, name), text);
-  }
-  return dir;
-}
+const apps = scratchApps("app-");
+afterAll(() => apps.removeAll());
+const appDir = (files: Record<string, string>) => apps.write(files);
 
 async function startError(options: Parameters<typeof startDevHost>[0]): Promise<DevHostError> {
   try {

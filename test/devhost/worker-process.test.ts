@@ -1,36 +1,24 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
-import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { rawCall } from "../support/raw-http.js";
+import { scratchApps } from "../support/scratch-apps.js";
 import { waitUntil } from "../support/until.js";
 
-// Throwaway apps live inside the repository (under the git-ignored .data/) so that they resolve @azure/functions.
-const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
-const created: string[] = [];
-afterAll(() => {
-  for (const dir of created) rmSync(dir, { recursive: true, force: true });
-});
+const apps = scratchApps("worker-");
+afterAll(() => apps.removeAll());
 
 function appDir(files: Record<string, string>): string {
-  mkdirSync(scratch, { recursive: true });
-  const dir = mkdtempSync(join(scratch, "worker-"));
-  created.push(dir);
-  const all: Record<string, string> = {
+  return apps.write({
     "package.json": JSON.stringify({ name: "w", type: "module", main: "src/*.js" }),
     "host.json": JSON.stringify({ version: "2.0" }),
     ...files,
-  };
-  for (const [name, text] of Object.entries(all)) {
-    mkdirSync(join(dir, name, ".."), { recursive: true });
-    writeFileSync(join(dir, name), text);
-  }
-  return dir;
+  });
 }
 
 const APP = `
