@@ -51,7 +51,8 @@ function startHost(): Host {
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   void exited.then((code) => {
-    if (code !== 0 && code !== null) console.log(`host exited ${code}:\n${text.split("\n").slice(-15).join("\n")}`);
+    if (code !== 0 && code !== null)
+      console.log(`host exited ${code}:\n${text.split("\n").slice(-15).join("\n")}`);
   });
   return { child, seen, exited, started };
 }
