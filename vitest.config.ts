@@ -3,8 +3,9 @@ import { configDefaults, defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.ts) runs them.
-    exclude: [...configDefaults.exclude, "test/browser/**"],
+    // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.ts) runs them; the interop tests
+    // need the .NET SDK: `npm run test:interop` (vitest.interop.config.ts).
+    exclude: [...configDefaults.exclude, "test/browser/**", "test/interop/**"],
     // Integration tests start real servers, child processes and builds on real sockets. A timeout here only ends
     // a test that hangs: it must be far above what the slowest test needs on a loaded 2-core machine, so that CI
     // is never red by chance. With two `npm test` runs side by side (and other work) on 2 cores, the packaging

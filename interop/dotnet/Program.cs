@@ -30,6 +30,8 @@ internal static class Program
                         Output.Line(new { ev = "account", id = account.Id, consistency = account.Consistency.DefaultConsistencyLevel.ToString() });
                         return 0;
                     }
+                case "processor":
+                    return await ProcessorHost.Run(config.ToObject<ClientConfig>()!, config.ToObject<ProcessorConfig>()!);
                 case "query":
                     return await RunQuery(config);
                 case "suite":

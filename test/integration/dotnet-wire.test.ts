@@ -1,4 +1,10 @@
-import { ChangeFeedMode, ChangeFeedStartFrom, type Container, type Database } from "@azure/cosmos";
+import {
+  ChangeFeedMode,
+  ChangeFeedStartFrom,
+  type Container,
+  type Database,
+  PartitionKeyKind,
+} from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeRid, documentSeqOfRid } from "../../src/emulator/store/rid.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
@@ -24,7 +30,11 @@ async function newContainer(ranges: number, paths = ["/pk"]): Promise<{ containe
   const { container, resource } = await db.containers.create(
     {
       id: uniqueName("c"),
-      partitionKey: { paths, version: 2, kind: paths.length > 1 ? "MultiHash" : "Hash" },
+      partitionKey: {
+        paths,
+        version: 2,
+        kind: paths.length > 1 ? PartitionKeyKind.MultiHash : PartitionKeyKind.Hash,
+      },
     },
     { offerThroughput: ranges * 6_000 },
   );
@@ -242,7 +252,9 @@ describe("ORDER BY resumed as the .NET SDK resumes it", () => {
       .fetchAll();
     const pkranges = await container.readPartitionKeyRanges().fetchAll();
     const rangeOf = async (id: string) =>
-      (await container.item(id, `k${id.slice(1)}`).read()).headers["x-ms-session-token"]?.split(":")[0];
+      String((await container.item(id, `k${id.slice(1)}`).read()).headers["x-ms-session-token"]).split(
+        ":",
+      )[0];
     const ascRanges = await Promise.all(asc.map((d) => rangeOf(d.id)));
     const descRanges = await Promise.all(desc.map((d) => rangeOf(d.id)));
     expect(pkranges.resources.length).toBe(2);
