@@ -421,8 +421,13 @@ function send(res: ServerResponse, reply: Reply, activityId: string): void {
     "x-ms-gatewayversion": "version=2.14.0",
     ...reply.headers,
   };
-  let payload: string | undefined;
-  if (reply.body !== undefined && reply.status !== 204 && reply.status !== 304) {
+  let payload: string | Buffer | undefined;
+  if (Buffer.isBuffer(reply.body) && reply.status !== 204 && reply.status !== 304) {
+    // A binary answer (a .NET batch's HybridRow stream).
+    payload = reply.body;
+    headers["content-type"] = "application/octet-stream";
+    headers["content-length"] = String(payload.length);
+  } else if (reply.body !== undefined && reply.status !== 204 && reply.status !== 304) {
     payload = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body);
     headers["content-type"] = "application/json";
     headers["content-length"] = String(Buffer.byteLength(payload));

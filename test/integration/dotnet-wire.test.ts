@@ -1,3 +1,6 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { crc32 } from "node:zlib";
 import {
   ChangeFeedMode,
   ChangeFeedStartFrom,
@@ -6,6 +9,7 @@ import {
   PartitionKeyKind,
 } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { masterKeyHeaders } from "../../src/emulator/auth.js";
 import { decodeRid, documentSeqOfRid } from "../../src/emulator/store/rid.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
@@ -284,5 +288,124 @@ describe("all versions and deletes as .NET reads it", () => {
       { tenant: "t1", user: "u1" },
       { tenant: "t1", user: "u1" },
     ]);
+  });
+});
+
+describe("transactional batch and bulk as the .NET SDK sends them (HybridRow RecordIO)", () => {
+  const fixture = (name: string) =>
+    readFileSync(fileURLToPath(new URL(`../fixtures/dotnet-batch/${name}.bin`, import.meta.url)));
+
+  /**
+   * Reads the answer as the .NET SDK does (written here from the format, not with the emulator's code): a
+   * Segment row, then per operation a Record row (body length, CRC-32) and a BatchResult row — presence bits
+   * (statusCode, subStatusCode, eTag, resourceBody), the two int32s, then eTag and resourceBody when present.
+   */
+  function readResults(
+    body: Buffer,
+  ): { status: number; substatus: number; etag?: string; doc?: Record<string, unknown> }[] {
+    expect(body[0]).toBe(0x81);
+    expect(body.readUInt32LE(1)).toBe(2147473648);
+    let at = body.readInt32LE(6);
+    const results = [];
+    const varuint = () => {
+      let v = 0;
+      for (let shift = 0; ; shift += 7) {
+        const b = body[at++];
+        v |= (b & 0x7f) << shift;
+        if ((b & 0x80) === 0) return v;
+      }
+    };
+    while (at < body.length) {
+      expect(body.readUInt32LE(at + 1)).toBe(2147473649);
+      const length = body.readInt32LE(at + 5);
+      const crc = body.readUInt32LE(at + 9);
+      at += 13;
+      const row = body.subarray(at, at + length);
+      expect(crc32(row)).toBe(crc);
+      expect(row.readUInt32LE(1)).toBe(2145473649);
+      const presence = row[5];
+      const result: { status: number; substatus: number; etag?: string; doc?: Record<string, unknown> } = {
+        status: row.readInt32LE(6),
+        substatus: row.readInt32LE(10),
+      };
+      const end = at + length;
+      at += 14;
+      if (presence & 0b100) {
+        const n = varuint();
+        result.etag = body.subarray(at, at + n).toString("utf8");
+        at += n;
+      }
+      if (presence & 0b1000) {
+        const n = varuint();
+        result.doc = JSON.parse(body.subarray(at, at + n).toString("utf8"));
+        at += n;
+      }
+      results.push(result);
+      at = end;
+    }
+    return results;
+  }
+
+  async function postBatch(container: Container, body: Buffer, headers: Record<string, string>) {
+    const res = await fetch(new URL(`dbs/${db.id}/colls/${container.id}/docs`, t.emulator.endpoint), {
+      method: "POST",
+      headers: {
+        ...masterKeyHeaders(t.emulator.key, "POST", `dbs/${db.id}/colls/${container.id}/docs`),
+        "x-ms-cosmos-is-batch-request": "true",
+        ...headers,
+      },
+      body,
+    });
+    return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
+  }
+
+  it("commits a transactional batch and answers each operation in HybridRow", async () => {
+    const { container } = await newContainer(1);
+    await container.items.create({ id: "tb0", pk: "tb", n: 0 });
+    // Create tb1, upsert tb2, replace tb0, read tb1, patch tb2 (incr /n): as the .NET SDK 3.64 sent them.
+    const res = await postBatch(container, fixture("transactional-commit"), {
+      "x-ms-cosmos-batch-atomic": "true",
+      "x-ms-documentdb-partitionkey": '["tb"]',
+    });
+    expect(res.status).toBe(200);
+    const results = readResults(res.body);
+    expect(results.map((r) => r.status)).toEqual([201, 201, 200, 200, 200]);
+    expect(results[3].doc).toMatchObject({ id: "tb1", n: 1 });
+    expect(results[4].doc).toMatchObject({ id: "tb2", n: 3 });
+    expect(results.every((r) => r.etag?.startsWith('"'))).toBe(true);
+    expect((await container.item("tb0", "tb").read()).resource?.n).toBe(10);
+  });
+
+  it("a failing operation fails the batch: 409 for it, 424 for the other, nothing written", async () => {
+    const { container } = await newContainer(1);
+    await container.items.create({ id: "tb1", pk: "tb" });
+    // Create tb3, create tb1 (exists).
+    const res = await postBatch(container, fixture("transactional-conflict"), {
+      "x-ms-cosmos-batch-atomic": "true",
+      "x-ms-documentdb-partitionkey": '["tb"]',
+    });
+    expect(res.status).toBe(207);
+    expect(readResults(res.body).map((r) => r.status)).toEqual([424, 409]);
+    expect((await container.item("tb3", "tb").read()).statusCode).toBe(404);
+  });
+
+  it("runs bulk operations each with its own partition key", async () => {
+    const { container } = await newContainer(1);
+    await container.items.create({ id: "bulk3", pk: "bk3" });
+    // Create bulk1, bulk3 (exists), bulk4.
+    const res = await postBatch(container, fixture("bulk-creates"), { "x-ms-cosmos-batch-atomic": "false" });
+    expect(res.status).toBe(207);
+    expect(readResults(res.body).map((r) => r.status)).toEqual([201, 409, 201]);
+    expect((await container.item("bulk4", "bk4").read()).statusCode).toBe(200);
+  });
+
+  it("a stream whose record does not match its CRC is a 400 and writes nothing", async () => {
+    const { container } = await newContainer(1);
+    const body = Buffer.from(fixture("bulk-creates"));
+    body[body.length - 3] ^= 0xff;
+    const res = await postBatch(container, body, { "x-ms-cosmos-batch-atomic": "false" });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body.toString()).message).toMatch(/HybridRow/);
+    expect((await container.items.readAll().fetchAll()).resources).toEqual([]);
   });
 });
