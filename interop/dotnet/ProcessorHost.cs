@@ -23,6 +23,8 @@ internal sealed class ProcessorConfig
     public int LeaseRenewInterval { get; set; }
     /// <summary>How long each batch's handler takes (so a stop or kill lands while batches are in flight).</summary>
     public int HandlerDelayMs { get; set; }
+    /// <summary>One <c>batch</c> line per handler call (its size) instead of a line per document (for the bench).</summary>
+    public bool ReportBatches { get; set; }
 }
 
 /// <summary>
@@ -48,7 +50,8 @@ internal static class ProcessorHost
             "latest" => monitored.GetChangeFeedProcessorBuilder<JObject>(config.ProcessorName,
                 async (ChangeFeedProcessorContext context, IReadOnlyCollection<JObject> docs, CancellationToken _) =>
                 {
-                    foreach (JObject d in docs)
+                    if (config.ReportBatches) Output.Line(new { ev = "batch", host, lease = context.LeaseToken, count = docs.Count });
+                    else foreach (JObject d in docs)
                         Output.Line(new { ev = "doc", host, lease = context.LeaseToken, id = (string?)d["id"], lsn = (long?)d["_lsn"] });
                     if (config.HandlerDelayMs > 0) await Task.Delay(config.HandlerDelayMs);
                 }),

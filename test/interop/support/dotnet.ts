@@ -76,6 +76,8 @@ export interface DotnetProcessorConfig {
   leaseExpirationInterval?: number;
   leaseRenewInterval?: number;
   handlerDelayMs?: number;
+  /** One `batch` line per handler call instead of a `doc` line per document. */
+  reportBatches?: boolean;
 }
 
 /** One .NET Change Feed Processor host in its own process. */
@@ -94,7 +96,7 @@ export class DotnetProcessorHost {
       this.stderr += d.toString();
     });
     createInterface({ input: this.child.stdout as NonNullable<ChildProcess["stdout"]> }).on("line", (l) =>
-      this.lines.push(parseLine(l)),
+      this.lines.push({ ...parseLine(l), receivedAt: Date.now() }),
     );
     this.exited = new Promise((resolve) => this.child.once("close", resolve));
   }

@@ -5,7 +5,7 @@ import type { LookupFunction } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Container, CosmosClient } from "@azure/cosmos";
-import { type RunningEmulator, startEmulator } from "../../../src/emulator/index.js";
+import { type EmulatorOptions, type RunningEmulator, startEmulator } from "../../../src/emulator/index.js";
 import {
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
@@ -26,7 +26,7 @@ export interface TlsEmulator {
   close(): Promise<void>;
 }
 
-export async function startTlsEmulator(): Promise<TlsEmulator> {
+export async function startTlsEmulator(options: EmulatorOptions = {}): Promise<TlsEmulator> {
   const dir = mkdtempSync(join(tmpdir(), "interop-tls-"));
   execFileSync(
     "openssl",
@@ -44,6 +44,7 @@ export async function startTlsEmulator(): Promise<TlsEmulator> {
     { stdio: "ignore" },
   );
   const emulator = await startEmulator({
+    ...options,
     port: 0,
     tls: { certFile: join(dir, "cert.pem"), keyFile: join(dir, "key.pem") },
   });
@@ -112,6 +113,11 @@ export class NodeProcessorHost {
   readonly errors: string[] = [];
   /** Leases this host took (each may re-deliver the batch that was in flight when it moved). */
   acquisitions = 0;
+  /** Documents handed to the handler. */
+  delivered = 0;
+  /** When the first and the latest batch reached the handler (Date.now()). */
+  firstBatchAt = 0;
+  lastBatchAt = 0;
   readonly processor: ChangeFeedProcessor<Changed>;
 
   constructor(
@@ -123,6 +129,13 @@ export class NodeProcessorHost {
       mode?: "latestVersion" | "allVersionsAndDeletes";
       startFromBeginning?: boolean;
       maxItems?: number;
+      /** Instead of TEST_INTERVALS (the bench runs Microsoft's defaults ÷ a scale). */
+      intervals?: Partial<typeof TEST_INTERVALS> & {
+        leaseWatchInterval?: number;
+        maxCheckpointDelay?: number;
+      };
+      /** Count documents instead of keeping each delivery (the bench). */
+      countOnly?: boolean;
     },
   ) {
     this.processor = createChangeFeedProcessor<Changed>(
@@ -138,8 +151,13 @@ export class NodeProcessorHost {
         leaseWatchInterval: 250,
         // One checkpoint per batch, as .NET: a re-delivery after a takeover is at most the batch in flight.
         maxCheckpointDelay: 0,
+        ...options.intervals,
       },
       async (docs, ctx) => {
+        this.delivered += docs.length;
+        this.lastBatchAt = Date.now();
+        if (this.firstBatchAt === 0) this.firstBatchAt = this.lastBatchAt;
+        if (options.countOnly) return;
         for (const d of docs) {
           const meta = d.metadata;
           this.deliveries.push(
