@@ -25,6 +25,7 @@ import {
   partitionKeyRanges,
   readAccount,
 } from "./routes/resources.js";
+import { ridBasedPath } from "./routes/rid-paths.js";
 import { RuModel } from "./ru/charges.js";
 import { RuMeter } from "./ru/meter.js";
 import { Account } from "./store/account.js";
@@ -281,10 +282,12 @@ function dispatch(
   meter: RuMeter,
   admin: AdminHooks,
 ): Reply | Promise<Reply> {
-  const segments = pathSegments(req.url ?? "/");
+  const requested = pathSegments(req.url ?? "/");
+  const byRid = ridBasedPath(account, requested);
+  const segments = byRid?.segments ?? requested;
   const method = req.method ?? "GET";
   const headers = req.headers;
-  const resource = signedResource(segments);
+  const resource = byRid?.signed ?? signedResource(segments);
   auth.verify(
     method,
     resource.type,
@@ -321,7 +324,7 @@ function dispatch(
   const feed = segments[4];
   if (feed === "pkranges" && n === 5) {
     if (method !== "GET") throw methodNotAllowed(ctx);
-    return partitionKeyRanges(c);
+    return partitionKeyRanges(ctx, c);
   }
   // POST dbs/{db}/colls/{c}/operations/partitionkeydelete: container.deleteAllItemsForPartitionKey.
   const partitionKeyDelete = feed === "operations" && n === 6 && segments[5] === "partitionkeydelete";
@@ -418,8 +421,13 @@ function send(res: ServerResponse, reply: Reply, activityId: string): void {
     "x-ms-gatewayversion": "version=2.14.0",
     ...reply.headers,
   };
-  let payload: string | undefined;
-  if (reply.body !== undefined && reply.status !== 204 && reply.status !== 304) {
+  let payload: string | Buffer | undefined;
+  if (Buffer.isBuffer(reply.body) && reply.status !== 204 && reply.status !== 304) {
+    // A binary answer (a .NET batch's HybridRow stream).
+    payload = reply.body;
+    headers["content-type"] = "application/octet-stream";
+    headers["content-length"] = String(payload.length);
+  } else if (reply.body !== undefined && reply.status !== 204 && reply.status !== 304) {
     payload = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body);
     headers["content-type"] = "application/json";
     headers["content-length"] = String(Buffer.byteLength(payload));

@@ -6,6 +6,7 @@ import { WORKER_MAX_ROWS } from "./jobs.js";
 import { QueryCompileError } from "./parser.js";
 import { type PartitionedQueryExecutionInfo, queryPlan } from "./plan.js";
 import { runInWorker } from "./pool.js";
+import { parseResumeFilter, type ResumeFilter } from "./resume-filter.js";
 
 /**
  * The emulator's query engine: its own parser and evaluator of the NoSQL query language (parser.ts,
@@ -21,6 +22,8 @@ export interface QueryParameter {
 export interface SqlQuerySpec {
   query: string;
   parameters?: QueryParameter[];
+  /** Where a resumed ORDER BY query starts (sent by the .NET SDK; see resume-filter.ts). */
+  resumeFilter?: ResumeFilter;
 }
 
 /**
@@ -49,7 +52,8 @@ export function parseQuerySpec(body: unknown): SqlQuerySpec {
       }
     }
   }
-  return checkLength({ query: spec.query, parameters: spec.parameters ?? undefined });
+  const resumeFilter = parseResumeFilter((body as { resumeFilter?: unknown }).resumeFilter);
+  return checkLength({ query: spec.query, parameters: spec.parameters ?? undefined, resumeFilter });
 }
 
 function checkLength(spec: SqlQuerySpec): SqlQuerySpec {
@@ -103,6 +107,8 @@ export interface QueryDocument {
   body: unknown;
   /** The document's stored JSON (what a worker thread receives). */
   json: string;
+  /** Its physical range's position (ORDER BY ties: ranges left to right, as the SDKs merge them). */
+  tieGroup?: number;
 }
 
 export interface QueryOutcome {
@@ -159,6 +165,7 @@ export function runDocumentQuery(
           parameters: parametersOf(spec),
           compositeIndexes: options.compositeIndexes,
           maxRows: INLINE_MAX_ROWS,
+          tieGroups: tieGroupsOf(docs),
         },
       );
       return { rows, rowsAreJson: false, sources, compileMs, executionMs: performance.now() - t1 };
@@ -168,6 +175,10 @@ export function runDocumentQuery(
     }
   }
   return runOffThread(spec, docs, options, compileMs);
+}
+
+function tieGroupsOf(docs: readonly QueryDocument[]): number[] | undefined {
+  return docs.some((d) => d.tieGroup !== undefined) ? docs.map((d) => d.tieGroup ?? 0) : undefined;
 }
 
 async function runOffThread(
@@ -183,6 +194,7 @@ async function runOffThread(
       parameters: spec.parameters ?? [],
       docs: docs.map((d) => d.json),
       compositeIndexes: options.compositeIndexes,
+      tieGroups: tieGroupsOf(docs),
     });
   } catch (e) {
     throw new CosmosError(

@@ -36,6 +36,12 @@ export interface ExecuteOptions {
   compositeIndexes?: readonly (readonly CompositeIndexPath[])[];
   /** Stop with RowLimitExceeded once FROM/JOIN have produced this many rows. */
   maxRows?: number;
+  /**
+   * Per document: its physical range's position. Rows whose ORDER BY items tie come range by range, left to right
+   * (as the SDKs merge ranges), and within a range in index order in the first item's direction (reversed for DESC,
+   * as the service returns them and as the .NET SDK expects when it resumes between equal values).
+   */
+  tieGroups?: readonly number[];
 }
 
 /** Thrown when a query produces more rows than `maxRows` allows. */
@@ -169,13 +175,19 @@ class Compiler {
       } else units = rows;
 
       if (sortKeys.length > 0) {
-        const keyed = units.map((u) => ({ u, keys: sortKeys.map((s) => s.key(u.env)) }));
+        const keyed = units.map((u, i) => ({ u, i, keys: sortKeys.map((s) => s.key(u.env)) }));
         keyed.sort((a, b) => {
           for (let i = 0; i < sortKeys.length; i++) {
             const c = compareValues(a.keys[i], b.keys[i]);
             if (c !== 0) return sortKeys[i].desc ? -c : c;
           }
-          return 0;
+          // Ties: see ExecuteOptions.tieGroups.
+          const groups = this.options.tieGroups;
+          if (groups && a.u.src >= 0 && b.u.src >= 0) {
+            const g = (groups[a.u.src] ?? 0) - (groups[b.u.src] ?? 0);
+            if (g !== 0) return g;
+          }
+          return sortKeys[0].desc ? b.i - a.i : a.i - b.i;
         });
         units = keyed.map((k) => k.u);
       }

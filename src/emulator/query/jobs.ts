@@ -8,6 +8,8 @@ export interface QueryJob {
   /** The documents' stored JSON (cheaper to copy across threads than object graphs). */
   docs: string[];
   compositeIndexes?: CompositeIndexPath[][];
+  /** Each document's ORDER BY tie group (see ExecuteOptions.tieGroups). */
+  tieGroups?: number[];
 }
 
 export type QueryJobResult =

@@ -13,6 +13,7 @@ parentPort?.on("message", (job: QueryJob) => {
       parameters: new Map(job.parameters.map((p) => [p.name, p.value])),
       compositeIndexes: job.compositeIndexes,
       maxRows: WORKER_MAX_ROWS,
+      tieGroups: job.tieGroups,
     });
     reply = {
       id: job.id,

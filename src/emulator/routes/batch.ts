@@ -13,6 +13,7 @@ import {
   requestedRange,
 } from "./context.js";
 import { chargeFor, docHeaders, indexedPaths, patchInto, requirePartitionKey } from "./documents.js";
+import { decodeBatchOperations, encodeBatchResults, isHybridRowBody } from "./hybrid-row.js";
 
 type OperationType = "create" | "upsert" | "read" | "replace" | "delete" | "patch";
 
@@ -37,6 +38,8 @@ interface BatchOperation {
   patch?: PatchRequest;
   ifMatch?: string;
   ifNoneMatch?: string;
+  /** Answer without the document (the .NET SDK's per-operation `minimalReturnPreference`). */
+  minimal?: boolean;
 }
 
 interface OperationResult {
@@ -97,6 +100,7 @@ function parseOperations(raw: unknown, c: Container, needsOwnPartitionKey: boole
         );
       }
     }
+    if (op.minimalReturnPreference === true) parsed.minimal = true;
     for (const name of ["ifMatch", "ifNoneMatch"] as const) {
       const v = op[name];
       if (v !== undefined && typeof v !== "string") fail(`has a ${name} that is not a string.`);
@@ -134,7 +138,7 @@ function runOperation(ws: WriteSet, c: Container, op: BatchOperation, pkKey: str
     statusCode,
     requestCharge: charge,
     eTag: doc.etag,
-    resourceBody: doc.body,
+    ...(op.minimal ? {} : { resourceBody: doc.body }),
   });
   switch (op.type) {
     case "create": {
@@ -196,6 +200,10 @@ function dependencyFailed(): OperationResult {
  * SDK sends for bulk (the JS SDK's `continueOnError` defaults to true) — or no header runs them all.
  */
 export function batch(ctx: RequestContext, c: Container): Reply {
+  // The .NET SDK sends (and reads) a HybridRow stream, the other SDKs JSON: answer in the request's format.
+  const hybrid = isHybridRowBody(ctx.body);
+  const requested = (): unknown => (hybrid ? decodeBatchOperations(ctx.body) : jsonBody(ctx));
+  const answer = (results: OperationResult[]) => (hybrid ? encodeBatchResults(results) : results);
   const atomic = header(ctx, "x-ms-cosmos-batch-atomic")?.toLowerCase() !== "false";
   const range = requestedRange(ctx, c);
   const headers: Record<string, string> = {
@@ -205,7 +213,7 @@ export function batch(ctx: RequestContext, c: Container): Reply {
   if (atomic) {
     const pk = requirePartitionKey(ctx, c);
     const headerPk = canonicalPartitionKey(pk);
-    const ops = parseOperations(jsonBody(ctx), c, false);
+    const ops = parseOperations(requested(), c, false);
     if (ops.some((op) => op.partitionKey && canonicalPartitionKey(op.partitionKey) !== headerPk)) {
       throw badRequest(
         "One or more operations within the batch request have a different partition key value than the request.",
@@ -219,15 +227,15 @@ export function batch(ctx: RequestContext, c: Container): Reply {
       } catch (e) {
         if (!(e instanceof CosmosError)) throw e; // nothing was committed
         const all = ops.map((_, j) => (j === i ? failure(e) : dependencyFailed()));
-        return { status: 207, body: all, headers, charge: 1, kind: "batch" };
+        return { status: 207, body: answer(all), headers, charge: 1, kind: "batch" };
       }
     }
     c.commit(ws.mutations, ws.nowMs);
     Object.assign(headers, docHeaders(c, undefined, c.epkOf(pk)));
     delete headers.etag;
-    return { status: 200, body: results, headers, charge: sum(results), kind: "batch" };
+    return { status: 200, body: answer(results), headers, charge: sum(results), kind: "batch" };
   }
-  const ops = parseOperations(jsonBody(ctx), c, true);
+  const ops = parseOperations(requested(), c, true);
   const continueOnError = header(ctx, "x-ms-cosmos-batch-continue-on-error")?.toLowerCase() !== "false";
   const results: OperationResult[] = [];
   let stopped = false;
@@ -262,7 +270,7 @@ export function batch(ctx: RequestContext, c: Container): Reply {
     if (result.statusCode >= 400 && !continueOnError) stopped = true;
   }
   const status = results.every((r) => r.statusCode < 400) ? 200 : 207;
-  return { status, body: results, headers, charge: sum(results), kind: "bulk" };
+  return { status, body: answer(results), headers, charge: sum(results), kind: "bulk" };
 }
 
 function sum(results: OperationResult[]): number {

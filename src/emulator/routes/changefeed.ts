@@ -1,4 +1,5 @@
 import { badRequest } from "../errors.js";
+import type { PartitionKeyComponent } from "../partitioning/epk.js";
 import { changeFeedCharge } from "../ru/charges.js";
 import { type Container, DEFAULT_CHANGE_FEED_PAGE, type FeedStart, type Scope } from "../store/container.js";
 import { ChangeOp, type LogEntry } from "../store/types.js";
@@ -57,7 +58,22 @@ function withLsn(json: string, lsn: number): string {
 
 const OPERATION_NAMES = ["create", "replace", "delete"] as const;
 
-function allVersionsItem(e: LogEntry): string {
+/**
+ * A document's partition key as the all-versions feed names it: an object from each partition key path (without its
+ * leading `/`) to the value (the .NET SDK reads it as a dictionary: `{"pk1": "value1", "pk2": "value2"}` for a
+ * hierarchical key); a missing (None) component has no entry.
+ */
+function partitionKeyObject(c: Container, values: readonly PartitionKeyComponent[]): Record<string, unknown> {
+  const named: Record<string, unknown> = {};
+  c.pk.paths.forEach((path, i) => {
+    const v = values[i];
+    if (v !== null && typeof v === "object") return;
+    named[path.slice(1)] = v;
+  });
+  return named;
+}
+
+function allVersionsItem(c: Container, e: LogEntry): string {
   const metadata = JSON.stringify({
     operationType: OPERATION_NAMES[e.op],
     lsn: e.lsn,
@@ -65,7 +81,7 @@ function allVersionsItem(e: LogEntry): string {
     previousImageLSN: e.previousLsn,
     ...(e.op === ChangeOp.Delete ? { timeToLiveExpired: e.ttlExpired } : {}),
     id: e.doc.id,
-    partitionKey: e.doc.pkValues,
+    partitionKey: partitionKeyObject(c, e.doc.pkValues),
   });
   if (e.op === ChangeOp.Delete)
     return `{"previous":${withLsn(e.doc.json, e.previousLsn)},"metadata":${metadata}}`;
@@ -92,6 +108,8 @@ export function changeFeed(ctx: RequestContext, c: Container, aim: string): Repl
     "x-ms-alt-content-path": altContentPath("dbs", c.databaseId, "colls", c.id),
     "x-ms-session-token": `${rangeId ?? scope.ranges[0].id}:-1#${sessionLsn}`,
     lsn: String(sessionLsn),
+    // Also on a 304: the .NET SDK parses it on every change feed page (int.Parse, so a missing one throws).
+    "x-ms-item-count": "0",
   };
   if (rangeId !== undefined) headers["x-ms-documentdb-partitionkeyrangeid"] = rangeId;
   if (start === "now") {
@@ -102,7 +120,7 @@ export function changeFeed(ctx: RequestContext, c: Container, aim: string): Repl
   headers.etag = `"${page.continuationLsn}"`;
   if (page.entries.length === 0)
     return { status: 304, headers, charge: changeFeedCharge(0), kind: "changeFeed" };
-  const items = page.entries.map((e) => (allVersions ? allVersionsItem(e) : withLsn(e.doc.json, e.lsn)));
+  const items = page.entries.map((e) => (allVersions ? allVersionsItem(c, e) : withLsn(e.doc.json, e.lsn)));
   headers["x-ms-item-count"] = String(items.length);
   return {
     status: 200,

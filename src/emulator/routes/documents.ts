@@ -48,15 +48,30 @@ export function chargeFor(c: Container, doc: StoredDoc): number {
   return writeCharge(doc.json.length, indexedPaths(c, doc.body));
 }
 
-/** The answer to a write of one document: the stored version, its headers and charge. */
+/**
+ * Whether the client asked for no body on a write (`Prefer: return=minimal`: the .NET SDK's
+ * `EnableContentResponseOnWrite = false`); the service then answers with the headers alone.
+ */
+export function minimalReturn(ctx: RequestContext): boolean {
+  return header(ctx, "prefer")?.toLowerCase().replace(/\s/g, "") === "return=minimal";
+}
+
+/** The answer to a write of one document: the stored version (unless minimal), its headers and charge. */
 function writeReply(
+  ctx: RequestContext,
   c: Container,
   doc: StoredDoc,
   status: number,
   kind: OperationKind,
   charge = chargeFor(c, doc),
 ): Reply {
-  return { status, body: doc.json, headers: docHeaders(c, doc), charge, kind };
+  return {
+    status,
+    body: minimalReturn(ctx) ? undefined : doc.json,
+    headers: docHeaders(c, doc),
+    charge,
+    kind,
+  };
 }
 
 /** The partition key the request names in its header, checked against the container definition. */
@@ -100,11 +115,11 @@ export function postDocuments(ctx: RequestContext, c: Container): Reply | Promis
   if (isTrue(ctx, "x-ms-documentdb-is-upsert")) {
     const { doc, created } = ws.upsert(body, { ifMatch: header(ctx, "if-match") });
     c.commit(ws.mutations, ws.nowMs);
-    return writeReply(c, doc, created ? 201 : 200, "upsert");
+    return writeReply(ctx, c, doc, created ? 201 : 200, "upsert");
   }
   const doc = ws.create(body);
   c.commit(ws.mutations, ws.nowMs);
-  return writeReply(c, doc, 201, "create");
+  return writeReply(ctx, c, doc, 201, "create");
 }
 
 /** GET/PUT/PATCH/DELETE /docs/{id}. */
@@ -130,14 +145,14 @@ export function documentOperation(ctx: RequestContext, c: Container, id: string)
       const ws = c.beginWrite();
       const doc = ws.replace(key, body, { ifMatch });
       c.commit(ws.mutations, ws.nowMs);
-      return writeReply(c, doc, 200, "replace");
+      return writeReply(ctx, c, doc, 200, "replace");
     }
     case "PATCH": {
       const patch = parsePatchRequest(jsonBody(ctx));
       const ws = c.beginWrite();
       const doc = patchInto(ws, c, key, patch, ifMatch);
       c.commit(ws.mutations, ws.nowMs);
-      return writeReply(c, doc, 200, "patch", patchCharge(doc.json.length, indexedPaths(c, doc.body)));
+      return writeReply(ctx, c, doc, 200, "patch", patchCharge(doc.json.length, indexedPaths(c, doc.body)));
     }
     case "DELETE": {
       const ws = c.beginWrite();

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { badRequest } from "../errors.js";
+import type { Query } from "../query/ast.js";
 import {
   compileTimed,
   parseQuerySpec,
@@ -11,9 +12,10 @@ import {
 } from "../query/engine.js";
 import type { CompositeIndexPath } from "../query/evaluate.js";
 import { isRewrittenOrderByQuery, printQuery } from "../query/plan.js";
+import { type ResumeFilter, rowsAfterResumePoint } from "../query/resume-filter.js";
 import { queryCharge } from "../ru/charges.js";
 import type { Container, Scope } from "../store/container.js";
-import { decodeRid } from "../store/rid.js";
+import { documentSeqOfRid } from "../store/rid.js";
 import type { StoredDoc } from "../store/types.js";
 import {
   altContentPath,
@@ -90,7 +92,9 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
   const pageSize = maxItemCount(ctx, DEFAULT_QUERY_PAGE);
   const scope = requestScope(ctx, c);
   const scopeKey = scopeKeyOf(ctx, scope);
-  const params = JSON.stringify(spec.parameters ?? []);
+  // A resume point is part of the query: a continuation of one resumed query does not continue another.
+  const params =
+    JSON.stringify(spec.parameters ?? []) + (spec.resumeFilter ? JSON.stringify(spec.resumeFilter) : "");
   const exact = hash(`${spec.query}\u0000${params}`);
   const shape = isRewrittenOrderByQuery(ast)
     ? hash(`${printQuery({ ...ast, where: undefined })}\u0000${params}`)
@@ -147,7 +151,8 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
 
   const docs = orderedDocuments(c, scope, scopeKey);
   const outcome = runDocumentQuery(spec, docs, { compositeIndexes: compositeIndexesOf(c), parsed });
-  const finish = (o: QueryOutcome): Reply => {
+  const finish = (outcome: QueryOutcome): Reply => {
+    const o = spec.resumeFilter ? resumed(outcome, spec.resumeFilter, ast) : outcome;
     const snap: QuerySnapshot = {
       rows: o.rows,
       rowsAreJson: o.rowsAreJson,
@@ -167,6 +172,18 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
     });
   };
   return outcome instanceof Promise ? outcome.then(finish) : finish(outcome);
+}
+
+/** The rows of a rewritten ORDER BY query after the resume point the .NET SDK sent (resume-filter.ts). */
+function resumed(o: QueryOutcome, filter: ResumeFilter, ast: Query): QueryOutcome {
+  if (!isRewrittenOrderByQuery(ast)) throw badRequest("resumeFilter is only valid on an ORDER BY query.");
+  const rows = o.rowsAreJson ? o.rows.map((r) => JSON.parse(r as string) as unknown) : o.rows;
+  const kept = rowsAfterResumePoint(
+    rows,
+    filter,
+    (ast.orderBy ?? []).map((s) => s.desc),
+  );
+  return { ...o, rows: kept.map((i) => o.rows[i]), sources: kept.map((i) => o.sources[i]) };
 }
 
 function newSnapshot(snap: QuerySnapshot, now: number): string {
@@ -358,9 +375,13 @@ function orderedDocuments(c: Container, scope: Scope | undefined, scopeKey: stri
   const fresh = (e: OrderedEntry) => !e.firstToExpire || c.getLive(e.firstToExpire.key) === e.firstToExpire;
   if (hit && hit.lsn === c.lsn && hit.layout === layout && fresh(hit)) return hit.docs;
   const stored = c.documentsIn(scope);
-  const keyed = stored.map((d) => ({ d, key: `${c.rangeFor(d.epk).minInclusive}\u0000${ridOrder(d)}` }));
+  const rangeIndex = new Map(c.ranges.map((r, i) => [r, i]));
+  const keyed = stored.map((d) => {
+    const range = c.rangeFor(d.epk);
+    return { d, tieGroup: rangeIndex.get(range) ?? 0, key: `${range.minInclusive}\u0000${ridOrder(d)}` };
+  });
   keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const docs = keyed.map(({ d }) => ({ body: d.body, json: d.json, epk: d.epk }));
+  const docs = keyed.map(({ d, tieGroup }) => ({ body: d.body, json: d.json, epk: d.epk, tieGroup }));
   let firstToExpire: StoredDoc | undefined;
   for (const d of stored)
     if (
@@ -378,9 +399,10 @@ function orderedDocuments(c: Container, scope: Scope | undefined, scopeKey: stri
   return docs;
 }
 
+/** Ties are in document-key order (what .NET compares when it resumes an ORDER BY continuation), fixed-width. */
 function ridOrder(d: StoredDoc): string {
   const rid = d.body._rid;
-  return typeof rid === "string" ? decodeRid(rid).toString("hex") : d.id;
+  return typeof rid === "string" ? documentSeqOfRid(rid).toString(16).padStart(14, "0") : d.id;
 }
 
 function compositeIndexesOf(c: Container): CompositeIndexPath[][] {

@@ -174,7 +174,21 @@ export function container(ctx: RequestContext, dbId: string, collId: string): Re
   }
 }
 
-export function partitionKeyRanges(c: Container): Reply {
+/**
+ * The container's live partition key ranges. Its etag changes with the layout (a split or merge); read as a change
+ * feed (`A-IM: Incremental feed`, as the .NET SDK's PartitionKeyRangeCache reads it, looping until a 304) with the
+ * current etag in `If-None-Match`, the answer is 304: nothing changed.
+ */
+export function partitionKeyRanges(ctx: RequestContext, c: Container): Reply {
+  const etag = `"${c.nextRangeId}"`;
+  if (header(ctx, "a-im") !== undefined && header(ctx, "if-none-match") === etag) {
+    return {
+      status: 304,
+      headers: { etag, "x-ms-content-path": c.rid },
+      charge: RuModel.metadata,
+      kind: "metadata",
+    };
+  }
   const ts = Math.floor(Date.now() / 1000);
   const n = c.ranges.length;
   const ranges = c.ranges.map((r) => ({
@@ -194,7 +208,7 @@ export function partitionKeyRanges(c: Container): Reply {
   return meta(
     200,
     { _rid: c.rid, PartitionKeyRanges: ranges, _count: ranges.length },
-    { "x-ms-content-path": c.rid, etag: `"${c.nextRangeId}"` },
+    { "x-ms-content-path": c.rid, etag },
   );
 }
 

@@ -3,7 +3,7 @@ import type { RuMeter } from "../ru/meter.js";
 import { ThroughputBudget } from "../ru/throughput.js";
 import { Container, type ContainerHooks, validateId } from "./container.js";
 import type { SqlitePersistence } from "./persistence.js";
-import { decodeRid, encodeRid } from "./rid.js";
+import { containerRidPart, decodeRid, encodeRid } from "./rid.js";
 import type { JsonObject, PartitionKeyDefinition, PartitionKeyRangeInfo } from "./types.js";
 
 // Throughput limits of the service (learn.microsoft.com/azure/cosmos-db/concepts-limits, "Provisioned
@@ -213,7 +213,7 @@ export class Account {
     validateDefaultTtl(body.defaultTtl);
     const indexingPolicy = normalizeIndexingPolicy(body.indexingPolicy);
     const seq = this.nextSeq();
-    const r = rid([...decodeRid(db.rid), ...u32(seq)]);
+    const r = rid([...decodeRid(db.rid), ...containerRidPart(seq)]);
     const definition: JsonObject = {
       id,
       indexingPolicy,

@@ -16,7 +16,7 @@ import {
 } from "../partitioning/epk.js";
 import type { ThroughputBudget } from "../ru/throughput.js";
 import type { SavedChange } from "./persistence.js";
-import { decodeRid, encodeRid } from "./rid.js";
+import { decodeRid, documentRid, documentSeqOfRid, encodeRid } from "./rid.js";
 import {
   ChangeOp,
   type JsonObject,
@@ -460,11 +460,7 @@ export class Container {
     if (previous) {
       rid = previous.body._rid as string;
     } else {
-      const b = Buffer.alloc(16);
-      this.ridBytes.copy(b, 0, 0, Math.min(8, this.ridBytes.length));
-      b.writeUInt32BE(++this.docSeq, 12);
-      b[8] = 0x80; // keep document rids distinct from container rids
-      rid = encodeRid(b);
+      rid = documentRid(this.ridBytes, ++this.docSeq);
     }
     const etag = `"${lsn.toString(16).padStart(8, "0")}-0000-0000-0000-${ts.toString(16).padStart(12, "0")}"`;
     const stored: JsonObject = {};
@@ -573,7 +569,7 @@ export class Container {
       writtenAtMs: saved.atMs,
       expiresAtMs: ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : (ts + ttl) * 1000,
     };
-    const seq = decodeRid(body._rid as string).readUInt32BE(12);
+    const seq = documentSeqOfRid(body._rid as string);
     if (seq > this.docSeq) this.docSeq = seq;
     this.apply({ ...saved, doc, superseded: false });
   }
