@@ -16,10 +16,15 @@ export const LIFECYCLE = {
    */
   stopDrainMs: 1_500,
   /**
-   * The whole graceful stop's bound: drain, trigger leases released, durable hub, dashboard, emulator. Past it the
-   * CLI says what it was still waiting for and exits 1.
+   * The graceful stop's bound for everything the app runs: in-flight work is cut at `stopDrainMs`, a trigger's
+   * lease hand-off at `triggerHandoffMs`, running activities at DURABLE_STOP_GRACE_MS, so on a machine with a core
+   * to spare the whole stop (leases released, durable hub, dashboard, emulator) ends well within it. Past it the
+   * CLI says what it still waits for — only the dev host's own Cosmos DB requests are left then — and gives them
+   * until `stopGiveUpMs`.
    */
   stopDeadlineMs: 2_000,
+  /** Past this the CLI stops waiting for a stop (a Cosmos DB account that no longer answers) and exits 1. */
+  stopGiveUpMs: 10_000,
   /**
    * On stop, how long a Cosmos DB trigger keeps processing its released leases until another host takes them (the
    * processor's `handoffTimeout`; its default, the acquire interval + 2 s, would not fit in `stopDeadlineMs`).
