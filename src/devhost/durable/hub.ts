@@ -9,6 +9,7 @@ import { TaskHubClientBase } from "./client-operations.js";
 import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";
 import type { ActivityDoc, AnyDoc, MessageDoc, OutboxDoc, PartitionSnapshot, TimerDoc } from "./documents.js";
 import { applyMessages } from "./engine.js";
+import { type TokenGetter, withHttpActivity } from "./http-activity.js";
 import { timerFiredMessage } from "./protocol.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
 import { HubStore, statusOf } from "./store.js";
@@ -54,6 +55,10 @@ export interface CosmosTaskHubOptions {
   activityLockMs?: number;
   waitPollMs?: number;
   stopGraceMs?: number;
+  /** context.df.callHttp's timeout of one HTTP exchange (ms). */
+  httpTimeoutMs?: number;
+  /** How callHttp's managed identity token source gets a token (DefaultAzureCredential unless a test passes one). */
+  getHttpToken?: TokenGetter;
   /** Lease timing of the dispatch processor (ms). */
   leaseAcquireIntervalMs?: number;
   leaseExpirationIntervalMs?: number;
@@ -76,6 +81,7 @@ export const TaskHubDefaults = {
   activityLockMs: d.activityLockMs.default,
   waitPollMs: d.waitPollMs.default,
   stopGraceMs: d.stopGraceMs.default,
+  httpTimeoutMs: d.httpTimeoutMs.default,
 } as const;
 
 export class CosmosTaskHub extends TaskHubClientBase {
@@ -127,7 +133,11 @@ export class CosmosTaskHub extends TaskHubClientBase {
       lockMs: v("activityLockMs"),
       maxConcurrent: v("maxConcurrentActivities"),
       maxPayloadBytes: v("maxPayloadBytes"),
-      invoke: options.invokeActivity,
+      invoke: withHttpActivity(options.invokeActivity, {
+        timeoutMs: v("httpTimeoutMs"),
+        maxPayloadBytes: v("maxPayloadBytes"),
+        ...(options.getHttpToken ? { getToken: options.getHttpToken } : {}),
+      }),
       completed: (doc, event) => this.activityCompleted(doc, event),
       log,
     });
