@@ -17,6 +17,7 @@ import {
 } from "./http-errors.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
 import type { InstanceStatus, RuntimeStatus, TaskHubClient } from "./types.js";
+import { entityRouteRefusal, rewindRefusal } from "./unsupported.js";
 
 export { MAX_LIST_PAGE_SIZE, MAX_WAIT_SECONDS } from "./client-api-input.js";
 export type { DurableApiResponse } from "./http-errors.js";
@@ -296,7 +297,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
         `This orchestration has status ${s.runtimeStatus}, but only orchestrations in the "Failed" state can be rewound.`,
       );
     }
-    return json(501, "Rewind is not supported by the dev host's task hub (Cosmos DB).");
+    return json(501, rewindRefusal(instanceId));
   };
 
   const instances = async (c: Ctx, method: string): Promise<DurableApiResponse> => {
@@ -344,7 +345,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
       return problem(
         501,
         "NotSupported",
-        "Durable entities are not supported by the dev host: entity functions, signalEntity and readEntityState need the Azure Functions host.",
+        entityRouteRefusal(method, `${DURABLE_WEBHOOK_PATH}/${rest.slice(0, 200)}`),
       );
     }
     if (controller !== "orchestrators" && controller !== "instances") {

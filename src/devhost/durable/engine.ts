@@ -38,6 +38,7 @@ import {
   type OutboundWork,
   type WorkItemResult,
 } from "./types.js";
+import { describeEntityAction, entityActionRefusal } from "./unsupported.js";
 
 /**
  * The replay engine (docs/durable-design.md): applies one work item — all pending messages of one orchestration
@@ -566,9 +567,7 @@ async function replay(
       case ActionType.SignalEntity:
       case ActionType.LockEntities:
       case ActionType.ReleaseEntities:
-        return fail(
-          "Durable entities (callEntity, signalEntity, lock) are not supported by the dev host; see docs/durable.md.",
-        );
+        return fail(entityActionRefusal(describeEntityAction(a)));
       default:
         return fail(`The orchestrator returned an action of unknown type ${String(a.actionType)}.`);
     }

@@ -17,6 +17,7 @@ import {
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "./hub.js";
 import { readDurableHubSettings } from "./settings.js";
 import type { ActivityInvoker, OrchestratorInvoker, TaskHubClient } from "./types.js";
+import { entityFunctionRefusal } from "./unsupported.js";
 
 /**
  * Durable Functions in the dev host: starts the Cosmos DB task hub when the app has durable functions, invokes
@@ -145,9 +146,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
       orchestrationTrigger: async () => noopRunner,
       activityTrigger: async () => noopRunner,
       entityTrigger: async (fn, context) => {
-        context.logger.warn(
-          `The '${fn.metadata.name}' function will not run: durable entities are not supported by the dev host (see docs/durable.md).`,
-        );
+        context.logger.warn(entityFunctionRefusal(fn.metadata.name));
         return { stop: async () => {} };
       },
     },
