@@ -5,6 +5,7 @@ import {
   type LimitFailure,
   payloadFailure,
 } from "./engine-limits.js";
+import { entityActionWork } from "./entity-engine.js";
 import { HTTP_ACTIVITY_NAME } from "./http-activity.js";
 import { httpPollStep, takesHttpPollId, trackHttpCall } from "./http-polling.js";
 import {
@@ -564,7 +565,20 @@ async function replay(
         break;
       }
       case ActionType.CallEntity:
-      case ActionType.SignalEntity:
+      case ActionType.SignalEntity: {
+        const id = book.next++;
+        record.id = id;
+        const tooBig = payloadFailure(
+          toJsonText(a.input),
+          `The input of entity operation '${String(a.operation)}'`,
+          limits.maxPayloadBytes,
+        );
+        if (tooBig) return failOver(tooBig);
+        const sent = entityActionWork(state, a, id, a.actionType === ActionType.SignalEntity, at);
+        schedule(sent.event);
+        work.push(sent.work);
+        break;
+      }
       case ActionType.LockEntities:
       case ActionType.ReleaseEntities:
         return fail(entityActionRefusal(describeEntityAction(a)));

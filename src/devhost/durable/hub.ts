@@ -9,6 +9,7 @@ import { TaskHubClientBase } from "./client-operations.js";
 import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";
 import type { ActivityDoc, AnyDoc, MessageDoc, OutboxDoc, PartitionSnapshot, TimerDoc } from "./documents.js";
 import { applyMessages } from "./engine.js";
+import { type EntityInvoker, withEntities } from "./entity-engine.js";
 import { type TokenGetter, withHttpActivity } from "./http-activity.js";
 import { timerFiredMessage } from "./protocol.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
@@ -66,6 +67,8 @@ export interface CosmosTaskHubOptions {
   instanceName?: string;
   /** Durable time: episode timestamps, timers, activity claims (tests pass a FakeClock). */
   clock?: Clock;
+  /** Runs an entity function (df.app.entity); without it an entity operation fails with the reason. */
+  invokeEntity?: EntityInvoker;
   /** Replaces the engine (tests). */
   applyMessages?: ApplyMessages;
 }
@@ -117,7 +120,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
       hub: this.hubName,
       clock: this.clock,
       owner: this.owner,
-      apply: options.applyMessages ?? applyMessages,
+      apply: withEntities(options.applyMessages ?? applyMessages, options.invokeEntity),
       invoke: options.invokeOrchestrator,
       maxConcurrent: v("maxConcurrentOrchestrations"),
       maxAttempts: v("maxWorkItemAttempts"),
