@@ -1,8 +1,10 @@
 /**
  * The dev host runs test/fixtures/app-durable-http unmodified (its functions in the worker process, the durable HTTP
  * API over loopback): callHttp against a loopback server (200, a 202 polled to completion, 500 as a response, a
- * timeout the orchestrator catches), restart end to end (same id and a new one), and what the dev host does not
- * support — rewind, entities — answered with the API named and "a limit of this dev host" in the body, no file links.
+ * timeout the orchestrator catches), restart end to end (same id and a new one), entities (a client's signalEntity
+ * and readEntityState, an orchestration's callEntity, the API's entity routes), and what the dev host does not
+ * support — rewind, entity listing, critical sections — answered with the API named and "a limit of this dev host"
+ * in the body, no file links.
  */
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -150,27 +152,47 @@ describe("dev host: restart and what is not supported", () => {
     expect(text).not.toContain("docs/");
   });
 
-  it("entities: the API's routes, a client's signalEntity and an orchestration's callEntity name the API and the limit", async () => {
-    const route = await fetch(`${api}/entities/counter/k1`);
-    expect(route.status).toBe(501);
-    const routeText = await route.text();
-    expect(routeText).toContain("GET /runtime/webhooks/durabletask/entities/counter/k1");
-    expect(routeText).toMatch(LIMIT);
-
-    const signal = await fetch(`${base}/api/counter/k1`, { method: "POST" });
-    expect(signal.status).toBe(500);
-    const signalText = await signal.text();
-    expect(signalText).toContain("signalEntity");
-    expect(signalText).toMatch(/limit of this dev host/);
-
+  it("entities: a client's signalEntity and readEntityState, an orchestration's callEntity, the HTTP API's routes", async () => {
+    expect((await fetch(`${base}/api/counter/k1`, { method: "POST" })).status).toBe(202);
     const links = await start("useCounter");
+    expect((await poll(links.statusQueryGetUri)).body).toMatchObject({
+      runtimeStatus: "Completed",
+      output: "added",
+    });
+    // The signal and the call are two senders: both are applied (the signal's work item may run after the call's).
+    const deadline = Date.now() + WAIT_MS;
+    let read: unknown;
+    while (Date.now() < deadline) {
+      read = await (await fetch(`${base}/api/counter/k1`)).json();
+      if ((read as { entityState?: number }).entityState === 2) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(read).toEqual({ entityExists: true, entityState: 2 });
+    const route = await fetch(`${api}/entities/counter/k1`);
+    expect(route.status).toBe(200);
+    expect(await route.json()).toBe(2);
+    const signal = await fetch(`${api}/entities/counter/k1?op=add`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "5",
+    });
+    expect(signal.status).toBe(202);
+    expect((await fetch(`${api}/entities/counter/nobody`)).status).toBe(404);
+    expect(await (await fetch(`${base}/api/counter/nobody`)).json()).toMatchObject({ entityExists: false });
+  });
+
+  it("what entities lack here (listing, critical sections) names the API and the limit, no file links", async () => {
+    const listing = await fetch(`${api}/entities`);
+    expect(listing.status).toBe(501);
+    const listingText = await listing.text();
+    expect(listingText).toContain("GET /runtime/webhooks/durabletask/entities");
+    expect(listingText).toMatch(LIMIT);
+    const links = await start("useLock");
     const done = await poll(links.statusQueryGetUri);
     expect(done.body.runtimeStatus).toBe("Failed");
     const reason = JSON.stringify(done.body.output);
-    expect(reason).toContain("context.df.callEntity('@counter@k1', 'add')");
+    expect(reason).toContain("context.df.lock(['@counter@k1'])");
     expect(reason).toMatch(LIMIT);
-    const warning = logs.map((l) => l.message).find((m) => m.includes("'counter' entity function"));
-    expect(warning).toMatch(LIMIT);
-    for (const text of [routeText, signalText, reason, warning]) expect(text).not.toContain("docs/");
+    for (const text of [listingText, reason]) expect(text).not.toContain("docs/");
   });
 });

@@ -8,7 +8,7 @@ import { payloadProblem } from "./limits.js";
  *
  * The dev host sends one operation per invocation: the extension keeps a batch's final state even when an operation
  * in it threw, and durable-functions' Entity handler shares one state across the batch, so only a batch of one lets
- * a throwing operation fail alone and leave the state as it was before it. Not yet wired to the task hub (issue 23).
+ * a throwing operation fail alone and leave the state as it was before it. Run on the hub by entity-engine.ts.
  */
 
 /** The stored part of an entity between operations (the extension's SchedulerState `exists` / `state`). */

@@ -31,7 +31,7 @@ export type EntityInvoker = (
   input: ReturnType<typeof entityTriggerInput>,
 ) => Promise<{ returned: unknown } | { thrown: unknown }>;
 
-interface RequestWire {
+export interface RequestWire {
   id: string;
   op: string;
   signal: boolean;
@@ -43,7 +43,7 @@ interface RequestWire {
 export const isEntityId = (instanceId: string): boolean => parseEntitySchedulerId(instanceId) !== undefined;
 
 /** The stored part of an entity (kept in the instance's `engine` field). */
-export function entityStoredOf(state: OrchestrationState | undefined): EntityStored {
+export function entityStoredOf(state: { engine?: Record<string, unknown> } | undefined): EntityStored {
   const e = state?.engine?.entity as EntityStored | undefined;
   return e ? { exists: e.exists, state: e.state ?? undefined } : { exists: false, state: undefined };
 }

@@ -9,22 +9,20 @@ import { ActionType, type OrchestratorAction } from "./types.js";
 const LIMIT =
   "a limit of this dev host, not of the app or of Azure Functions: it runs under Azure Functions Core Tools (func start) or in Azure";
 
-/** The start of every entity refusal (the dev host's HTTP layer recognizes it in a failed call's error). */
-export const ENTITY_REFUSAL = "Durable entities are not supported by the dev host";
+/**
+ * The start of every entity refusal (the dev host's HTTP layer, hostLimits.ts, recognizes "Durable entities are not
+ * supported by the dev host" in a failed call's error and puts the reason in the 500's body).
+ */
+export const ENTITY_REFUSAL = "Durable entities are not supported by the dev host in full";
 
-/** An orchestration's entity action (`what` names it: "context.df.callEntity('counter@k1', 'add')"). */
+/** An orchestration's entity action the dev host does not run (`what` names it: "context.df.lock(['@counter@k1'])"). */
 export function entityActionRefusal(what: string): string {
-  return `${ENTITY_REFUSAL}: the orchestration called ${what} (${LIMIT}).`;
+  return `${ENTITY_REFUSAL}: the orchestration called ${what}; critical sections are ${LIMIT}.`;
 }
 
-/** A `df.app.entity` function at start. */
-export function entityFunctionRefusal(functionName: string): string {
-  return `The '${functionName}' entity function (df.app.entity) will not run. ${ENTITY_REFUSAL} (${LIMIT}).`;
-}
-
-/** The HTTP API's entity routes (what the durable client's signalEntity, readEntityState, getEntities call). */
+/** The HTTP API's entity routes the dev host does not serve (the durable client's getEntities, cleanEntityStorage). */
 export function entityRouteRefusal(method: string, path: string): string {
-  return `${ENTITY_REFUSAL}: ${method} ${path} (the durable client's signalEntity, readEntityState, getEntities, cleanEntityStorage) is ${LIMIT}.`;
+  return `${ENTITY_REFUSAL}: ${method} ${path} (the durable client's getEntities, cleanEntityStorage) is ${LIMIT}.`;
 }
 
 /** Rewind (the durable client's rewind, POST instances/{id}/rewind), after the extension's own checks. */
