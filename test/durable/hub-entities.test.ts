@@ -106,3 +106,31 @@ describe("entities on the task hub", () => {
     expect(ran).toEqual(["k1:add:1", "k1:add:2", "k1:add:3", "k1:poison:", "k1:add:10", "k1:get:"]);
   });
 });
+
+describe("entities: one sender's signals", () => {
+  it("are applied one at a time in the order sent; entities stay out of the orchestration listing", async () => {
+    const log: string[] = [];
+    const hub = createHub({
+      ...(await hubContainers(db)),
+      orchestrators,
+      activities: {},
+      log,
+      options: { invokeEntity },
+    });
+    hubs.push(hub);
+    await hub.start();
+    ran.length = 0;
+    for (let i = 1; i <= 20; i++) await hub.signalEntity("counter", "order", "add", JSON.stringify(i));
+    const deadline = Date.now() + 60_000;
+    let state: string | undefined;
+    while (Date.now() < deadline) {
+      state = (await hub.readEntity("counter", "order"))?.state;
+      if (state === "210") break;
+      await hub.waitForChange("@counter@order", 200);
+    }
+    expect(state).toBe("210");
+    expect(ran).toEqual(Array.from({ length: 20 }, (_, i) => `order:add:${i + 1}`));
+    const listed = await hub.list({});
+    expect(listed.instances.map((s) => s.instanceId)).not.toContain("@counter@order");
+  });
+});
