@@ -39,6 +39,9 @@ beforeAll(async () => {
         res.setHeader("x-one", "1");
         res.setHeader("set-cookie", ["a=1", "b=2"]);
         res.end(JSON.stringify({ hello: "world" }));
+      } else if (req.url === "/moved") {
+        res.writeHead(302, { Location: "/ok" });
+        res.end();
       } else if (req.url === "/boom") {
         res.statusCode = 500;
         res.end("it broke");
@@ -95,6 +98,14 @@ describe("BuiltIn::HttpActivity", () => {
   it("sends content without a type as text/plain, as the extension", async () => {
     await runDurableHttpRequest(request({ method: "PUT", uri: `${base}/ok`, content: "plain" }), options);
     expect(seen.at(-1)?.headers["content-type"]).toBe("text/plain");
+  });
+
+  it("follows a redirect, as the extension's HttpClient", async () => {
+    const res = responseOf(
+      await runDurableHttpRequest(request({ method: "GET", uri: `${base}/moved` }), options),
+    );
+    expect(res.statusCode).toBe(200);
+    expect(seen.slice(-2).map((s) => s.url)).toEqual(["/moved", "/ok"]);
   });
 
   it("returns a 500 as a response, not a failure", async () => {

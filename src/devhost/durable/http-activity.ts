@@ -172,7 +172,8 @@ export async function runDurableHttpRequest(input: string | null, o: HttpActivit
       ...(r.content !== undefined && r.content !== null && method !== "GET" && method !== "HEAD"
         ? { body: r.content }
         : {}),
-      redirect: "manual",
+      // The extension's HttpClientHandler follows redirects (AllowAutoRedirect's default); so does fetch here.
+      redirect: "follow",
       signal,
     });
     const content = await boundedText(res, o.maxPayloadBytes);
