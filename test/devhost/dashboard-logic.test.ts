@@ -401,7 +401,7 @@ describe("the orchestrations panel", () => {
     expect(queries).toEqual([
       {
         query:
-          "SELECT c.instanceId, c.name, c.status, c.createdTime, c.lastUpdatedTime FROM c WHERE c.kind = 'instance' AND c.hub = @hub",
+          "SELECT c.instanceId, c.name, c.status, c.createdTime, c.lastUpdatedTime FROM c WHERE c.kind = 'instance' AND c.hub = @hub AND NOT STARTSWITH(c.instanceId, '@')",
         parameters: [{ name: "@hub", value: "H" }],
       },
     ]);

@@ -111,7 +111,7 @@ describe("dev host: Durable Functions", () => {
     expect((await fetch(`${api}/instances/term-1/raiseEvent/approve`, { method: "POST" })).status).toBe(410);
     const purge = await fetch(`${api}/instances/term-1`, { method: "DELETE" });
     expect(await purge.json()).toEqual({ instancesDeleted: 1 });
-    expect((await fetch(`${api}/entities/counter/one`)).status).toBe(501);
+    expect((await fetch(`${api}/entities/counter/one`)).status).toBe(404);
   });
 
   it("sub-orchestrations (named and unnamed) and continueAsNew through the Cosmos DB task hub", async () => {

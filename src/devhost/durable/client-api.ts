@@ -1,4 +1,5 @@
 import type { BuiltinRequest, BuiltinResponse, BuiltinRoutes } from "../http/server.js";
+import { entityRoute } from "./client-api-entities.js";
 import { boolParam, checkText, filterOf, jsonPayload, secondsParam, single } from "./client-api-input.js";
 import {
   DEFAULT_CONNECTION_NAME,
@@ -17,6 +18,7 @@ import {
 } from "./http-errors.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
 import type { InstanceStatus, RuntimeStatus, TaskHubClient } from "./types.js";
+import { rewindRefusal } from "./unsupported.js";
 
 export { MAX_LIST_PAGE_SIZE, MAX_WAIT_SECONDS } from "./client-api-input.js";
 export type { DurableApiResponse } from "./http-errors.js";
@@ -296,7 +298,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
         `This orchestration has status ${s.runtimeStatus}, but only orchestrations in the "Failed" state can be rewound.`,
       );
     }
-    return json(501, "Rewind is not supported by the dev host's task hub (Cosmos DB).");
+    return json(501, rewindRefusal(instanceId));
   };
 
   const instances = async (c: Ctx, method: string): Promise<DurableApiResponse> => {
@@ -340,14 +342,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
     const [head = "", ...tail] = parts;
     const controller = head.toLowerCase();
 
-    if (controller === "entities") {
-      return problem(
-        501,
-        "NotSupported",
-        "Durable entities are not supported by the dev host: entity functions, signalEntity and readEntityState need the Azure Functions host.",
-      );
-    }
-    if (controller !== "orchestrators" && controller !== "instances") {
+    if (controller !== "orchestrators" && controller !== "instances" && controller !== "entities") {
       return problem(
         404,
         "NoSuchEndpoint",
@@ -376,6 +371,18 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
       where,
     };
 
+    if (controller === "entities") {
+      where.route = `${method} entities`;
+      return entityRoute(
+        hub,
+        method,
+        `${DURABLE_WEBHOOK_PATH}/${rest.slice(0, 200)}`,
+        tail,
+        req.query,
+        req.body,
+        maxPayloadBytes(),
+      );
+    }
     if (controller === "orchestrators") {
       const [name, instanceId, extra] = tail;
       where.route = `${method} orchestrators/{name}${instanceId === undefined ? "" : "/{instanceId}"}`;

@@ -10,6 +10,8 @@ import {
   snapshotOf,
 } from "./documents.js";
 import { isTerminal } from "./engine.js";
+import { entitySchedulerId } from "./entity-batch.js";
+import { entityOperationMessage, entityStoredOf } from "./entity-engine.js";
 import { TaskHubError, validateInstanceId } from "./errors.js";
 import { checkPayload } from "./limits.js";
 import { historyView, instancesQuery, runtimeStatusOf } from "./status-view.js";
@@ -202,6 +204,25 @@ export abstract class TaskHubClientBase implements TaskHubClient {
     await this.store.container.items.create(doc);
     this.messageWritten(instanceId, doc);
     return "ok";
+  }
+
+  async signalEntity(name: string, key: string, operation: string, input: string | null): Promise<void> {
+    const instanceId = validateInstanceId(entitySchedulerId(name, key));
+    checkPayload(input, `The input of entity operation '${operation}'`, this.limits.maxPayloadBytes);
+    const at = new Date(this.clock.now()).toISOString();
+    const message = entityOperationMessage(
+      instanceId,
+      { id: randomUUID(), op: operation, signal: true, ...(input === null ? {} : { input }) },
+      at,
+    );
+    const doc: MessageDoc = this.newMessageDoc(message);
+    await this.store.container.items.create(doc);
+    this.messageWritten(instanceId, doc);
+  }
+
+  async readEntity(name: string, key: string) {
+    const inst = await this.readInstance(validateInstanceId(entitySchedulerId(name, key)));
+    return inst ? entityStoredOf(inst) : undefined;
   }
 
   private event(type: HistoryEvent["EventType"], fields: Record<string, unknown>): HistoryEvent {

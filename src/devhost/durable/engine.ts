@@ -5,6 +5,9 @@ import {
   type LimitFailure,
   payloadFailure,
 } from "./engine-limits.js";
+import { entityActionWork } from "./entity-engine.js";
+import { HTTP_ACTIVITY_NAME } from "./http-activity.js";
+import { httpPollStep, takesHttpPollId, trackHttpCall } from "./http-polling.js";
 import {
   completionId,
   decodeProcessedInput,
@@ -36,6 +39,7 @@ import {
   type OutboundWork,
   type WorkItemResult,
 } from "./types.js";
+import { describeEntityAction, entityActionRefusal } from "./unsupported.js";
 
 /**
  * The replay engine (docs/durable-design.md): applies one work item — all pending messages of one orchestration
@@ -253,7 +257,7 @@ function startOf(
     lastUpdatedTime: at,
     ...(start.parent ? { parent: start.parent } : {}),
     history: [],
-    engine: { next: 0, leaves: [], retries: {} },
+    engine: { next: 0, leaves: [], retries: {}, polls: {} },
   };
   const started = historyEvent(HistoryEventType.ExecutionStarted, at, {
     Name: start.name,
@@ -382,7 +386,7 @@ async function replay(
   //    next attempt. Those events go first (retries.ts, takesRetryId), so the SDK, which resumes the generator
   //    after each event, counts their ids before any id of a new action, as the engine does below.
   const now = new Date(at);
-  const retrying = incoming.filter((e) => takesRetryId(book, e, now));
+  const retrying = incoming.filter((e) => takesRetryId(book, e, now) || takesHttpPollId(book, e));
   const ordered =
     retrying.length === 0 ? incoming : [...retrying, ...incoming.filter((e) => !retrying.includes(e))];
   let expired: { reason: string; details: FailureDetails } | undefined;
@@ -402,6 +406,19 @@ async function replay(
     } else if (c?.kind === "attempt") {
       const t = c.track;
       scheduleTask(state, t.kind, t.name, t.input, t.taskId, at, schedule, work, t);
+    }
+    const poll = httpPollStep(book, ev, at);
+    if (poll?.kind === "timer") {
+      schedule(historyEvent(HistoryEventType.TimerCreated, at, { FireAt: poll.fireAt }, poll.timerId));
+      work.push({
+        kind: "timer",
+        instanceId: state.instanceId,
+        executionId: state.executionId,
+        timerId: poll.timerId,
+        fireAt: poll.fireAt,
+      });
+    } else if (poll?.kind === "poll") {
+      scheduleTask(state, "activity", HTTP_ACTIVITY_NAME, poll.request, poll.taskId, at, schedule, work);
     }
   }
 
@@ -536,17 +553,35 @@ async function replay(
       case ActionType.ContinueAsNew:
         continueAsNew = a;
         break;
-      case ActionType.CallHttp:
-        return fail(
-          "callHttp is not supported by the dev host (durable HTTP calls need the Functions host).",
-        );
+      case ActionType.CallHttp: {
+        // The extension schedules the built-in HTTP activity (http-activity.ts); its result is the response.
+        const id = book.next++;
+        record.id = id;
+        const input = toJsonText(a.httpRequest);
+        const tooBig = payloadFailure(input, "The request of callHttp", limits.maxPayloadBytes);
+        if (tooBig) return failOver(tooBig);
+        trackHttpCall(book, id, input);
+        scheduleTask(state, "activity", HTTP_ACTIVITY_NAME, input, id, at, schedule, work);
+        break;
+      }
       case ActionType.CallEntity:
-      case ActionType.SignalEntity:
+      case ActionType.SignalEntity: {
+        const id = book.next++;
+        record.id = id;
+        const tooBig = payloadFailure(
+          toJsonText(a.input),
+          `The input of entity operation '${String(a.operation)}'`,
+          limits.maxPayloadBytes,
+        );
+        if (tooBig) return failOver(tooBig);
+        const sent = entityActionWork(state, a, id, a.actionType === ActionType.SignalEntity, at);
+        schedule(sent.event);
+        work.push(sent.work);
+        break;
+      }
       case ActionType.LockEntities:
       case ActionType.ReleaseEntities:
-        return fail(
-          "Durable entities (callEntity, signalEntity, lock) are not supported by the dev host; see docs/durable.md.",
-        );
+        return fail(entityActionRefusal(describeEntityAction(a)));
       default:
         return fail(`The orchestrator returned an action of unknown type ${String(a.actionType)}.`);
     }

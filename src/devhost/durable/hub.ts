@@ -9,6 +9,8 @@ import { TaskHubClientBase } from "./client-operations.js";
 import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";
 import type { ActivityDoc, AnyDoc, MessageDoc, OutboxDoc, PartitionSnapshot, TimerDoc } from "./documents.js";
 import { applyMessages } from "./engine.js";
+import { type EntityInvoker, withEntities } from "./entity-engine.js";
+import { type TokenGetter, withHttpActivity } from "./http-activity.js";
 import { timerFiredMessage } from "./protocol.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
 import { HubStore, statusOf } from "./store.js";
@@ -54,6 +56,10 @@ export interface CosmosTaskHubOptions {
   activityLockMs?: number;
   waitPollMs?: number;
   stopGraceMs?: number;
+  /** context.df.callHttp's timeout of one HTTP exchange (ms). */
+  httpTimeoutMs?: number;
+  /** How callHttp's managed identity token source gets a token (DefaultAzureCredential unless a test passes one). */
+  getHttpToken?: TokenGetter;
   /** Lease timing of the dispatch processor (ms). */
   leaseAcquireIntervalMs?: number;
   leaseExpirationIntervalMs?: number;
@@ -61,6 +67,8 @@ export interface CosmosTaskHubOptions {
   instanceName?: string;
   /** Durable time: episode timestamps, timers, activity claims (tests pass a FakeClock). */
   clock?: Clock;
+  /** Runs an entity function (df.app.entity); without it an entity operation fails with the reason. */
+  invokeEntity?: EntityInvoker;
   /** Replaces the engine (tests). */
   applyMessages?: ApplyMessages;
 }
@@ -76,6 +84,7 @@ export const TaskHubDefaults = {
   activityLockMs: d.activityLockMs.default,
   waitPollMs: d.waitPollMs.default,
   stopGraceMs: d.stopGraceMs.default,
+  httpTimeoutMs: d.httpTimeoutMs.default,
 } as const;
 
 export class CosmosTaskHub extends TaskHubClientBase {
@@ -111,7 +120,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
       hub: this.hubName,
       clock: this.clock,
       owner: this.owner,
-      apply: options.applyMessages ?? applyMessages,
+      apply: withEntities(options.applyMessages ?? applyMessages, options.invokeEntity),
       invoke: options.invokeOrchestrator,
       maxConcurrent: v("maxConcurrentOrchestrations"),
       maxAttempts: v("maxWorkItemAttempts"),
@@ -127,7 +136,11 @@ export class CosmosTaskHub extends TaskHubClientBase {
       lockMs: v("activityLockMs"),
       maxConcurrent: v("maxConcurrentActivities"),
       maxPayloadBytes: v("maxPayloadBytes"),
-      invoke: options.invokeActivity,
+      invoke: withHttpActivity(options.invokeActivity, {
+        timeoutMs: v("httpTimeoutMs"),
+        maxPayloadBytes: v("maxPayloadBytes"),
+        ...(options.getHttpToken ? { getToken: options.getHttpToken } : {}),
+      }),
       completed: (doc, event) => this.activityCompleted(doc, event),
       log,
     });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { DEFAULT_HTTP_ASYNC_SLEEP_MS } from "./http-activity.js";
 import {
   ActionType,
   type FailureDetails,
@@ -139,7 +140,7 @@ export function triggerInput(state: OrchestrationState, history: HistoryEvent[])
     upperSchemaVersionNew: UPPER_SCHEMA_VERSION_NEW,
     longRunningTimerIntervalDuration: "3.00:00:00",
     maximumShortTimerDuration: "6.00:00:00",
-    defaultHttpAsyncRequestSleepTimeMillseconds: 30_000,
+    defaultHttpAsyncRequestSleepTimeMillseconds: DEFAULT_HTTP_ASYNC_SLEEP_MS,
   };
 }
 

@@ -43,12 +43,22 @@ export interface Bookkeeping {
   next: number;
   leaves: LeafRecord[];
   retries: Record<string, RetryTrack>;
+  /** callHttp requests polling a 202 (http-polling.ts), keyed by the CallHttp action's id. */
+  polls: Record<string, HttpPollTrack>;
+}
+
+/** A callHttp with the asynchronous pattern: the request, the HTTP task running, the poll timer pending. */
+export interface HttpPollTrack {
+  /** JSON text of the DurableHttpRequest the next poll sends. */
+  request: string;
+  taskId: number;
+  timerId?: number;
 }
 
 export function bookkeeping(state: OrchestrationState): Bookkeeping {
   // A copy: a work item may be re-run on the stored state (a lost commit race), so it never mutates its input.
   const e = structuredClone(state.engine) as Partial<Bookkeeping>;
-  return { next: e.next ?? 0, leaves: e.leaves ?? [], retries: e.retries ?? {} };
+  return { next: e.next ?? 0, leaves: e.leaves ?? [], retries: e.retries ?? {}, polls: e.polls ?? {} };
 }
 
 /** The delay before attempt `attempt + 1` after `attempt` failed (DTFx RetryInterceptor.ComputeNextDelay). */

@@ -14,6 +14,7 @@ import {
   durableClientInputData,
   ensureWebsiteHostname,
 } from "./client-binding.js";
+import type { EntityInvoker } from "./entity-engine.js";
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "./hub.js";
 import { readDurableHubSettings } from "./settings.js";
 import type { ActivityInvoker, OrchestratorInvoker, TaskHubClient } from "./types.js";
@@ -129,6 +130,26 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
     return { result: JSON.stringify(outcome.result ?? null) };
   };
 
+  // Entity names are case-insensitive (the scheduler id `@name@key` has the name in lower case, as the extension's).
+  const invokeEntity: EntityInvoker = async (name, input) => {
+    const fn = app?.functions.find(
+      (f) =>
+        f.metadata.name.toLowerCase() === name.toLowerCase() && isType(f, "entityTrigger") && !disabled(f),
+    );
+    if (!app || !logger || !fn) {
+      return {
+        thrown: new Error(`The function '${name}' doesn't exist, is disabled, or is not an entity function.`),
+      };
+    }
+    const outcome = await invokeFunction(app, fn, logger, {
+      reason: "(null)",
+      inputData: [{ name: fn.triggerName, data: { json: JSON.stringify(input) } }],
+      extensions: options.extensions(),
+    });
+    if (outcome.error !== undefined) return { thrown: outcome.error };
+    return { returned: JSON.parse(JSON.stringify(outcome.result ?? null)) };
+  };
+
   const hubName = () => app?.durableHubName ?? DEFAULT_HUB_NAME;
   const requireHub = (): TaskHubClient => {
     if (!hub) {
@@ -144,12 +165,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
     triggers: {
       orchestrationTrigger: async () => noopRunner,
       activityTrigger: async () => noopRunner,
-      entityTrigger: async (fn, context) => {
-        context.logger.warn(
-          `The '${fn.metadata.name}' function will not run: durable entities are not supported by the dev host (see docs/durable.md).`,
-        );
-        return { stop: async () => {} };
-      },
+      entityTrigger: async () => noopRunner,
     },
     inputs: {
       durableClient: async (binding) => {
@@ -183,7 +199,11 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
       app = loaded;
       logger = log;
       const durable = loaded.functions.some(
-        (f) => isType(f, "orchestrationTrigger") || isType(f, "activityTrigger") || usesDurableClient(f),
+        (f) =>
+          isType(f, "orchestrationTrigger") ||
+          isType(f, "activityTrigger") ||
+          isType(f, "entityTrigger") ||
+          usesDurableClient(f),
       );
       if (!durable) return;
       const storage = loaded.config.durableStorageProvider;
@@ -207,6 +227,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
         hubName: hubName(),
         invokeOrchestrator,
         invokeActivity,
+        invokeEntity,
         ...knobs,
         log: (level, message) => log.log(level, message, { category: "DurableTask.Core" }),
       };

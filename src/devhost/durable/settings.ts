@@ -112,6 +112,15 @@ export const DURABLE_HUB_SETTINGS = {
     description:
       "Create-and-wait and waitForCompletion: how often a waiting request reads the instance to see another host's progress (this host's own commits and change feed wake it at once).",
   },
+  httpTimeoutMs: {
+    setting: "DURABLE_HTTP_TIMEOUT_MS",
+    unit: "ms",
+    default: 240_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      "context.df.callHttp: how long one HTTP exchange (connect, headers, whole body) may take before its task fails with a TimeoutException; the Durable extension's HttpClient timeout (240 s). Each poll of the 202 pattern is one exchange.",
+  },
 } as const;
 
 export type DurableHubSettings = { -readonly [K in keyof typeof DURABLE_HUB_SETTINGS]: number };

@@ -23,7 +23,8 @@ export function instancesQuery(
   > = {},
   fields?: readonly string[],
 ): { query: string; parameters: { name: string; value: string | string[] }[] } {
-  const where = ["c.kind = 'instance'", "c.hub = @hub"];
+  // Entities (`@name@key`) are instances of the hub too; orchestration queries leave them out, as the extension's.
+  const where = ["c.kind = 'instance'", "c.hub = @hub", "NOT STARTSWITH(c.instanceId, '@')"];
   const parameters: { name: string; value: string | string[] }[] = [{ name: "@hub", value: hubName }];
   if (filter.createdTimeFrom) {
     where.push("c.createdTime >= @from");

@@ -225,6 +225,10 @@ export interface TaskHubClient {
   resume(instanceId: string, reason: string | null): Promise<"ok" | "notFound" | "notRunning">;
   purge(instanceId: string): Promise<number>;
   purgeMany(filter: InstanceFilter): Promise<number>;
+  /** Queues an operation for the entity `@name@key` (created by its first operation); input as JSON text. */
+  signalEntity?(name: string, key: string, operation: string, input: string | null): Promise<void>;
+  /** The entity's stored state (JSON text), undefined when it never ran an operation. */
+  readEntity?(name: string, key: string): Promise<{ exists: boolean; state: string | undefined } | undefined>;
   /** Resolves when the instance's status document changes or `timeoutMs` passes. */
   /**
    * Resolves when the instance may have changed: at once when it is known to differ from `since` (the

@@ -1,0 +1,136 @@
+/**
+ * Entities on the task hub (emulator, real durable-functions orchestrators and Entity handler): an orchestration's
+ * callEntity gets the operation's result, operations from one orchestration run in the order it sent them, the state
+ * persists between work items, signalEntity is delivered, and a throwing operation fails only that call (the caller
+ * catches it) with the state as it was.
+ */
+import { createRequire } from "node:module";
+import type { Database } from "@azure/cosmos";
+import { InvocationContext } from "@azure/functions";
+import type { EntityContext } from "durable-functions";
+import * as df from "durable-functions";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
+import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
+import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { createHub, type Gen, hubContainers, isFinished, stopAll, waitForStatus } from "./hub-harness.js";
+
+const require = createRequire(import.meta.url);
+const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
+  createEntityFunction: (
+    fn: (ctx: EntityContext<unknown>) => unknown,
+  ) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
+};
+
+const counter = createEntityFunction((context) => {
+  const current = context.df.getState(() => 0) as number;
+  switch (context.df.operationName) {
+    case "add":
+      context.df.setState(current + (context.df.getInput() as number));
+      break;
+    case "get":
+      context.df.return(current);
+      break;
+    case "poison":
+      context.df.setState(-1000);
+      throw new Error("poisoned");
+  }
+});
+/** Operations the counter ran, in order (`key:op:input`). */
+const ran: string[] = [];
+const invokeEntity: EntityInvoker = async (name, input) => {
+  if (name !== "counter") return { thrown: new Error(`no entity ${name}`) };
+  const op = input.batch[0];
+  ran.push(`${input.self.key}:${op?.name}:${op?.input ?? ""}`);
+  try {
+    const returned = await counter(
+      JSON.parse(JSON.stringify(input)),
+      new InvocationContext({ functionName: name }),
+    );
+    return { returned: JSON.parse(JSON.stringify(returned)) };
+  } catch (e) {
+    return { thrown: e };
+  }
+};
+
+const orchestrators: Record<string, Gen> = {
+  useCounter: function* (ctx) {
+    const id = new df.EntityId("counter", ctx.df.getInput() as string);
+    for (const n of [1, 2, 3]) yield ctx.df.callEntity(id, "add", n);
+    let error = "";
+    try {
+      yield ctx.df.callEntity(id, "poison");
+    } catch (e) {
+      error = (e as Error).message;
+    }
+    ctx.df.signalEntity(id, "add", 10);
+    const after = yield ctx.df.callEntity(id, "get");
+    return { after, error };
+  },
+};
+
+let t: TestEmulator;
+let db: Database;
+const hubs: CosmosTaskHub[] = [];
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  db = (await t.client.databases.create({ id: uniqueName("durable-entities") })).database;
+});
+
+afterAll(async () => {
+  await stopAll(hubs);
+  await t?.close();
+});
+
+describe("entities on the task hub", () => {
+  it("callEntity, signalEntity, order, persisted state, a throwing operation rolled back", async () => {
+    const log: string[] = [];
+    const hub = createHub({
+      ...(await hubContainers(db)),
+      orchestrators,
+      activities: {},
+      log,
+      options: { invokeEntity },
+    });
+    hubs.push(hub);
+    await hub.start();
+    const id = uniqueName("e");
+    await hub.startNew("useCounter", { instanceId: id, input: JSON.stringify("k1") });
+    const status = await waitForStatus(hub, id, isFinished, log);
+    expect(status.runtimeStatus).toBe("Completed");
+    expect(status.output).toEqual({
+      after: 16,
+      error: expect.stringContaining("Operation 'poison' of entity '@counter@k1' failed"),
+    });
+    expect(ran).toEqual(["k1:add:1", "k1:add:2", "k1:add:3", "k1:poison:", "k1:add:10", "k1:get:"]);
+  });
+});
+
+describe("entities: one sender's signals", () => {
+  it("are applied one at a time in the order sent; entities stay out of the orchestration listing", async () => {
+    const log: string[] = [];
+    const hub = createHub({
+      ...(await hubContainers(db)),
+      orchestrators,
+      activities: {},
+      log,
+      options: { invokeEntity },
+    });
+    hubs.push(hub);
+    await hub.start();
+    ran.length = 0;
+    for (let i = 1; i <= 20; i++) await hub.signalEntity("counter", "order", "add", JSON.stringify(i));
+    const deadline = Date.now() + 60_000;
+    let state: string | undefined;
+    while (Date.now() < deadline) {
+      state = (await hub.readEntity("counter", "order"))?.state;
+      if (state === "210") break;
+      await hub.waitForChange("@counter@order", 200);
+    }
+    expect(state).toBe("210");
+    expect(ran).toEqual(Array.from({ length: 20 }, (_, i) => `order:add:${i + 1}`));
+    const listed = await hub.list({});
+    expect(listed.instances.map((s) => s.instanceId)).not.toContain("@counter@order");
+  });
+});
