@@ -10,6 +10,7 @@ import { LeaseMode } from "./leases/lease.js";
 import { openLeaseStore } from "./leases/open.js";
 import { LeaseOperationCounters, type LeaseStore } from "./leases/store.js";
 import { LeaseView } from "./leases/view.js";
+import { releaseLeftovers } from "./leftover-release.js";
 import { LoadBalancer } from "./load-balancer.js";
 import { type ChangeFeedProcessorOptions, type ResolvedOptions, resolveOptions } from "./options.js";
 import { OwnedLeases } from "./owned-leases.js";
@@ -210,8 +211,9 @@ export class ChangeFeedProcessor<
   /**
    * Stops: releases every lease (Owner null, continuation kept). With other live hosts and a handoff timeout,
    * each lease is handed to a chosen successor and released just before that successor's watch slot, and this
-   * host keeps processing it until it is taken, so the feed does not pause. Stopping a processor that is still
-   * starting stops it as soon as the start is over (or interrupts its bootstrap wait).
+   * host keeps processing it until it is taken, so the feed does not pause. Last, any lease the view still shows
+   * as this host's (closed on its local deadline, or its release failed) is released too. Stopping a processor
+   * that is still starting stops it as soon as the start is over (or interrupts its bootstrap wait).
    */
   async stop(options: StopOptions = {}): Promise<void> {
     if (this.state === "starting") {
@@ -243,6 +245,17 @@ export class ChangeFeedProcessor<
     );
     await Promise.allSettled(entries.map((s) => s.done));
     await r.owned.closeAll();
+    await releaseLeftovers({
+      store: r.store,
+      view: r.view,
+      me: this.options.instanceName,
+      clock: this.clock,
+      retryInterval: this.options.leaseRenewInterval,
+      giveUpAfter: this.options.leaseExpirationInterval,
+      released: (token) => this.events.fire("released", token),
+      report: (e, token) => this.events.report(e, token),
+      signal: this.hardStop.signal,
+    });
     this.state = "stopped";
   }
 }
