@@ -224,7 +224,13 @@ describe("task hub: two hosts", () => {
         orchestrators,
         activities: activitiesOn(name),
         log: own,
-        options: { maxConcurrentActivities: 100 },
+        // Leases that do not expire within the test (a loaded machine delays renewals): the one move is B taking a
+        // lease from A by balancing, not a lease flapping back and forth.
+        options: {
+          maxConcurrentActivities: 100,
+          leaseRenewIntervalMs: 1_000,
+          leaseExpirationIntervalMs: 10_000,
+        },
       });
       hubs.push(hub);
       return hub;

@@ -363,9 +363,11 @@ describe("balancing", () => {
     const handler = async (docs: Doc[]) => {
       for (const d of docs) handled.add(d.id);
     };
-    // A handoff timeout no test outlives: stop() can only return because the other host took the leases.
-    const a = host(monitored, leases, "leaving", handler, { handoffTimeout: NEVER_MS });
-    const b = host(monitored, leases, "staying", handler, { handoffTimeout: NEVER_MS });
+    // A handoff timeout no test outlives: stop() can only return because the other host took the leases. Leases
+    // that do not expire within the test (a loaded machine delays renewals): every move is a hand-off, none a loss.
+    const opts = { handoffTimeout: NEVER_MS, leaseRenewInterval: 1_000, leaseExpirationInterval: 10_000 };
+    const a = host(monitored, leases, "leaving", handler, opts);
+    const b = host(monitored, leases, "staying", handler, opts);
     const released: string[] = [];
     a.on("released", (token) => released.push(token));
     await a.start();
