@@ -641,7 +641,8 @@ const ETAG_PATH = '/"_etag"/?';
 /**
  * Fills the service's defaults into an indexing policy and validates it (learn.microsoft.com/azure/cosmos-db/
  * index-policy): mode `consistent` (or `none`; new containers cannot choose `lazy`), `automatic: true`,
- * included `/*` when no paths are given; the root path `/*` must be included or excluded; `_etag` is
+ * included `/*` when no paths are given; the root path `/*` must be included or excluded (the first API's root
+ * `/` or `/?` counts as, and is stored as, `/*`); `_etag` is
  * excluded unless the policy names it; composite indexes have two or more paths whose `order` is `ascending`
  * (the default) or `descending`. Anything else comes back as given.
  */
@@ -688,6 +689,8 @@ export function normalizeIndexingPolicy(input: unknown): JsonObject {
   return policy;
 }
 
+const LEGACY_ROOT_PATHS = new Set(["/", "/?"]);
+
 function indexPaths(value: unknown, name: string): JsonObject[] {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) throw badRequest(`The indexingPolicy's ${name} must be an array of {path}.`);
@@ -697,6 +700,9 @@ function indexPaths(value: unknown, name: string): JsonObject[] {
     const path = (entry as JsonObject).path;
     if (typeof path !== "string" || !path.startsWith("/"))
       throw badRequest(`The ${name} path ${JSON.stringify(path)} is invalid; it must start with '/'.`);
+    // The first API's root path: "/" (and its scalar form "/?") meant the whole document; the service still accepts
+    // it and answers with the root wildcard it stands for.
+    if (LEGACY_ROOT_PATHS.has(path)) return { ...(entry as JsonObject), path: "/*" };
     return { ...(entry as JsonObject) };
   });
 }
