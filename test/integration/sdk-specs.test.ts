@@ -1,4 +1,4 @@
-import type { Database } from "@azure/cosmos";
+import type { Container, Database, OfferDefinition } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 
@@ -77,5 +77,60 @@ describe("cross-partition queries of the SDK's specs", () => {
       .fetchAll();
     // SELECT VALUE of an undefined value yields no row (as any VALUE projection of undefined).
     expect(values.sort()).toEqual(["a", "b", null]);
+  });
+});
+
+describe("the offer of a container created without throughput", () => {
+  const burst = async (container: Container, round: string): Promise<number[]> => {
+    // ~10 RU per 2 KB write: 100 at once need ~1000 RU, more than a 400 RU/s second holds.
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 100 }, (_, i) =>
+        container.items.create({ id: `${round}${i}`, pk: "a", pad: "y".repeat(2000) }),
+      ),
+    );
+    return outcomes
+      .filter((o) => o.status === "rejected")
+      .map((o) => (o as PromiseRejectedResult).reason.code as number);
+  };
+
+  it("is 400 RU/s manual, readable and replaceable; enforced only once replaced", async () => {
+    const { container: created } = await db.containers.create({
+      id: uniqueName("plain"),
+      partitionKey: "/pk",
+    });
+    const { resource: offer, offer: ref } = await created.readOffer();
+    if (!offer || !ref) throw new Error("no offer");
+    expect(offer.content?.offerThroughput).toBe(400);
+    expect(offer.content?.offerAutopilotSettings).toBeUndefined();
+    expect(offer.offerResourceId).toBe((await created.read()).resource?._rid);
+
+    const noRetry = t.newClient({
+      connectionPolicy: {
+        retryOptions: {
+          maxRetryAttemptCount: 0,
+          fixedRetryIntervalInMilliseconds: 0,
+          maxWaitTimeInSeconds: 0,
+        },
+      },
+    });
+    const container = noRetry.database(db.id).container(created.id);
+    // Nobody chose this figure (the dev host creates its containers without throughput): no 429s.
+    expect(await burst(container, "x")).toEqual([]);
+
+    const { resource: replaced } = await ref.replace({
+      ...offer,
+      content: { offerThroughput: 500 },
+    } as unknown as OfferDefinition);
+    expect(replaced?.content?.offerThroughput).toBe(500);
+    expect((await created.readOffer()).resource?.content?.offerThroughput).toBe(500);
+    const after = await burst(container, "y");
+    expect(after.length).toBeGreaterThan(0);
+    expect(new Set(after)).toEqual(new Set([429]));
+  });
+
+  it("is none in a database with shared throughput (the database's offer serves it)", async () => {
+    const shared = (await t.client.databases.create({ id: uniqueName("shared"), throughput: 400 })).database;
+    const { container } = await shared.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
+    expect((await container.readOffer()).resource).toBeUndefined();
   });
 });

@@ -51,6 +51,13 @@ export interface Offer {
   ts: number;
   /** When the throughput was last replaced (seconds since epoch), if it was. */
   lastReplaceTs?: number;
+  /**
+   * Set on the offer the emulator gives a container created without throughput in a database without shared
+   * throughput (the service gives it 400 RU/s manual): readable and replaceable, but not enforced until a replace
+   * sets a throughput on purpose — the dev host's own containers (its durable task hub has no Azure counterpart)
+   * are created without throughput and must not be throttled by a figure nobody chose.
+   */
+  defaulted?: true;
 }
 
 /** An offer with the resource it belongs to. */
@@ -184,7 +191,7 @@ export class Account {
       _ts: this.nowSeconds(),
     };
     const offer = throughput && this.newOffer(throughput);
-    const db = new CosmosDatabase(id, r, resource, offer, this.budgetFor(throughput));
+    const db = new CosmosDatabase(id, r, resource, offer, this.budgetFor(offer));
     this.databases.set(id, db);
     this.saveDatabase(db);
     return db;
@@ -239,6 +246,7 @@ export class Account {
     };
     const rangeCount =
       rangeCountOverride ?? this.options.rangesPerContainer ?? initialRangeCount(throughput, db.throughput);
+    const offer = throughput ? this.newOffer(throughput) : db.offer ? undefined : this.defaultOffer();
     const c = new Container(
       dbId,
       id,
@@ -246,10 +254,10 @@ export class Account {
       definition,
       pk,
       { rangeCount },
-      this.budgetFor(throughput) ?? db.budget,
+      this.budgetFor(offer) ?? db.budget,
       this.hooks(),
     );
-    if (throughput) this.containerOffers.set(c, this.newOffer(throughput));
+    if (offer) this.containerOffers.set(c, offer);
     db.containers.set(id, c);
     this.saveContainer(c);
     return c;
@@ -345,6 +353,7 @@ export class Account {
     offer.etag = etagFor(this.nextSeq());
     offer.ts = this.nowSeconds();
     offer.lastReplaceTs = offer.ts;
+    delete offer.defaulted;
     this.applyOffer(entry);
     return entry;
   }
@@ -365,6 +374,8 @@ export class Account {
       }
       for (const c of db.containers.values()) {
         if (this.containerOffers.get(c) === entry.offer) {
+          // A default offer replaced on purpose is enforced from now on (when the account enforces throughput).
+          if (c.budget === undefined) c.budget = this.budgetFor(entry.offer);
           c.budget?.setRate(ru);
           this.saveContainer(c);
           return;
@@ -384,8 +395,15 @@ export class Account {
     };
   }
 
-  private budgetFor(t: Throughput | undefined): ThroughputBudget | undefined {
-    return t && this.options.enforceThroughput ? new ThroughputBudget(t.ruPerSecond) : undefined;
+  /** The service's offer for a container created without throughput: 400 RU/s manual (see Offer.defaulted). */
+  private defaultOffer(): Offer {
+    return { ...this.newOffer({ ruPerSecond: MIN_THROUGHPUT, autoscale: false }), defaulted: true };
+  }
+
+  private budgetFor(offer: Offer | undefined): ThroughputBudget | undefined {
+    return offer && !offer.defaulted && this.options.enforceThroughput
+      ? new ThroughputBudget(offer.throughput.ruPerSecond)
+      : undefined;
   }
 
   private hooks(): ContainerHooks {
@@ -448,13 +466,7 @@ export class Account {
     for (const r of p.loadResources("database")) {
       const saved = JSON.parse(r.json) as { body: JsonObject; throughput?: Throughput; offer?: Offer };
       const offer = saved.offer ?? (saved.throughput && this.newOffer(saved.throughput));
-      const db = new CosmosDatabase(
-        saved.body.id as string,
-        r.rid,
-        saved.body,
-        offer,
-        this.budgetFor(offer?.throughput),
-      );
+      const db = new CosmosDatabase(saved.body.id as string, r.rid, saved.body, offer, this.budgetFor(offer));
       this.databases.set(db.id, db);
       dbByRid.set(r.rid, db);
       if (!saved.offer && offer) legacy.push(() => this.saveDatabase(db));
@@ -463,7 +475,10 @@ export class Account {
       const saved = JSON.parse(r.json) as SavedContainer;
       const db = dbByRid.get(r.parentRid);
       if (!db) continue;
-      const offer = saved.offer ?? (saved.throughput && this.newOffer(saved.throughput));
+      // Containers saved without throughput before default offers existed get one, as new containers do.
+      const offer =
+        saved.offer ??
+        (saved.throughput ? this.newOffer(saved.throughput) : db.offer ? undefined : this.defaultOffer());
       const c = new Container(
         db.id,
         saved.definition.id as string,
@@ -471,7 +486,7 @@ export class Account {
         saved.definition,
         saved.pk,
         saved.layout,
-        this.budgetFor(offer?.throughput) ?? db.budget,
+        this.budgetFor(offer) ?? db.budget,
         this.hooks(),
       );
       if (offer) this.containerOffers.set(c, offer);
