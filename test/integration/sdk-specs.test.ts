@@ -1,6 +1,7 @@
-import type { Container, Database, OfferDefinition } from "@azure/cosmos";
+import { BulkOperationType, type Container, type Database, type OfferDefinition } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { rawRequest } from "../support/raw.js";
 
 // What Microsoft's own @azure/cosmos functional specs (sdk/cosmosdb/cosmos/test in Azure/azure-sdk-for-js) still saw
 // differ from the service here: each behaviour as the service has it, through the unmodified SDK over a socket.
@@ -132,5 +133,68 @@ describe("the offer of a container created without throughput", () => {
     const shared = (await t.client.databases.create({ id: uniqueName("shared"), throughput: 400 })).database;
     const { container } = await shared.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
     expect((await container.readOffer()).resource).toBeUndefined();
+  });
+});
+
+describe("batch and bulk requests", () => {
+  const post = (c: Container, body: unknown, headers: Record<string, string>) =>
+    rawRequest(t.emulator.endpoint, t.emulator.key, "POST", `/dbs/${db.id}/colls/${c.id}/docs`, {
+      body,
+      headers: { "x-ms-cosmos-is-batch-request": "true", ...headers },
+    });
+  const bulk = { "x-ms-cosmos-batch-atomic": "false" };
+  const fresh = async () =>
+    (await db.containers.create({ id: uniqueName("b"), partitionKey: { paths: ["/pk"] } })).container;
+  const create = (id: string, extra: Record<string, unknown> = {}) => ({
+    operationType: "Create",
+    partitionKey: '["A"]',
+    resourceBody: { id, pk: "A", ...extra },
+  });
+
+  it("a request over 2 MB is a 413 for the request; nothing is written", async () => {
+    const c = await fresh();
+    const pad = "x".repeat(700 * 1024);
+    const ops = [0, 1, 2].map((i) => create(`big${i}`, { pad }));
+    const res = await post(c, ops, bulk);
+    expect(res.status).toBe(413);
+    expect((res.body as { code?: string }).code).toBe("RequestEntityTooLarge");
+    // The SDK's transactional batch gets the same answer for the whole batch (the SDK wraps it in its own error).
+    await expect(
+      c.items.batch(
+        [0, 1, 2].map((i) => ({
+          operationType: BulkOperationType.Create,
+          resourceBody: { id: `b${i}`, pk: "A", pad },
+        })),
+        "A",
+      ),
+    ).rejects.toThrow(/Request size is too large/);
+    const { resources } = await c.items.readAll().fetchAll();
+    expect(resources).toEqual([]);
+  });
+
+  it("an unknown partition key range id is 410 with substatus 1002 (the SDK refreshes its routing map)", async () => {
+    const c = await fresh();
+    const res = await post(c, [create("r1")], { ...bulk, "x-ms-documentdb-partitionkeyrangeid": "77" });
+    expect(res.status).toBe(410);
+    expect(res.headers.get("x-ms-substatus")).toBe("1002");
+    expect((await c.items.readAll().fetchAll()).resources).toEqual([]);
+  });
+
+  it("Prefer: return=minimal answers every operation without its document", async () => {
+    const c = await fresh();
+    const res = await post(c, [create("m1"), create("m2")], { ...bulk, Prefer: "return=minimal" });
+    expect(res.status).toBe(200);
+    const results = res.body as { statusCode: number; eTag?: string; resourceBody?: unknown }[];
+    expect(results.map((r) => r.statusCode)).toEqual([201, 201]);
+    expect(results.every((r) => typeof r.eTag === "string" && r.resourceBody === undefined)).toBe(true);
+    const batch = await post(c, [create("m3")], {
+      "x-ms-cosmos-batch-atomic": "true",
+      "x-ms-documentdb-partitionkey": '["A"]',
+      Prefer: "return=minimal",
+    });
+    expect(batch.status).toBe(200);
+    expect((batch.body as { resourceBody?: unknown }[])[0].resourceBody).toBeUndefined();
+    const full = await post(c, [create("m4")], bulk);
+    expect((full.body as { resourceBody?: { id: string } }[])[0].resourceBody?.id).toBe("m4");
   });
 });

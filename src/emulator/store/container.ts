@@ -213,8 +213,9 @@ export class Container {
   rangeById(id: string): PhysicalRange {
     const r = this.ranges.find((x) => x.id === id);
     if (r) return r;
-    if (this.goneRanges.has(id)) throw partitionKeyRangeGone(id);
-    throw new CosmosError(404, "NotFound", `Partition key range '${id}' does not exist in ${this.link}.`);
+    // Split away or never known here: the service answers both with 410/1002, so the SDK refreshes its routing map
+    // (a 404 would fail the operation instead).
+    throw partitionKeyRangeGone(id);
   }
 
   rangesOverlapping(min: string, max: string): PhysicalRange[] {
