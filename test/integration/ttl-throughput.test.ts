@@ -48,6 +48,30 @@ describe("TTL", () => {
     expect(again.statusCode).toBe(201);
   });
 
+  it("expires exactly ttl seconds after the write, wherever in its second the write falls", async () => {
+    const { container } = await db.containers.create({
+      id: uniqueName("c"),
+      partitionKey: "/pk",
+      defaultTtl: 1,
+    });
+    // Written 900 ms into a second: counting from _ts (whole seconds) would expire it 100 ms later.
+    nowMs = Math.floor(nowMs / 1000) * 1000 + 1_900;
+    await container.items.create({ id: "edge", pk: "a" });
+    advance(999);
+    expect((await container.item("edge", "a").read()).statusCode).toBe(200);
+    advance(1);
+    expect((await container.item("edge", "a").read()).statusCode).toBe(StatusCodes.NotFound);
+    // An item ttl the same way, and from its last write (a replace restarts it).
+    await container.items.create({ id: "own", pk: "a", ttl: 2 });
+    advance(1_500);
+    await container.item("own", "a").replace({ id: "own", pk: "a", ttl: 2 });
+    advance(1_999);
+    expect((await container.item("own", "a").read()).statusCode).toBe(200);
+    advance(1);
+    expect((await container.item("own", "a").read()).statusCode).toBe(StatusCodes.NotFound);
+    await container.delete(); // its expired items are not the purge test's
+  });
+
   it("ignores item ttl when the container has no defaultTtl, and validates ttl values", async () => {
     const { container } = await db.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
     await container.items.create({ id: "x", pk: "a", ttl: 1 });

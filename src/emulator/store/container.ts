@@ -35,6 +35,16 @@ export const MAX_ITEM_BYTES = 2 * 1024 * 1024;
 export const MAX_ID_BYTES = 1023;
 /** Database and container ids: at most 255 characters. */
 export const MAX_RESOURCE_ID_LENGTH = 255;
+/**
+ * When a document written at `writtenAtMs` expires: exactly `ttl` seconds after the write ("the item expires ttl
+ * seconds after its last modified time", learn.microsoft.com/azure/cosmos-db/time-to-live). Counting from `_ts`
+ * (whole seconds) instead would cut up to a second off: a document with ttl 1 written at x.9 s would be gone 0.1 s
+ * later.
+ */
+function expiryOf(writtenAtMs: number, ttl: number | undefined): number {
+  return ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : writtenAtMs + ttl * 1000;
+}
+
 /** An item ttl is a 32-bit signed number of seconds ("Maximum TTL value: 2147483647", concepts-limits). */
 export const MAX_TTL_SECONDS = 2_147_483_647;
 /** Page size of a change feed read that names no x-ms-max-item-count. */
@@ -498,7 +508,7 @@ export class Container {
       lsn,
       etag,
       writtenAtMs: nowMs,
-      expiresAtMs: ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : (ts + ttl) * 1000,
+      expiresAtMs: expiryOf(nowMs, ttl),
     };
   }
 
@@ -554,7 +564,6 @@ export class Container {
     const body = JSON.parse(saved.json) as JsonObject;
     const pkValues = this.partitionKeyOf(body);
     const pkKey = canonicalPartitionKey(pkValues);
-    const ts = body._ts as number;
     const ttl =
       this.defaultTtl === undefined ? undefined : ((body.ttl as number | undefined) ?? this.defaultTtl);
     const doc: StoredDoc = {
@@ -568,7 +577,7 @@ export class Container {
       lsn: saved.lsn,
       etag: body._etag as string,
       writtenAtMs: saved.atMs,
-      expiresAtMs: ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : (ts + ttl) * 1000,
+      expiresAtMs: expiryOf(saved.atMs, ttl),
     };
     const seq = documentSeqOfRid(body._rid as string);
     if (seq > this.docSeq) this.docSeq = seq;
