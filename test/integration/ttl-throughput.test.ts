@@ -202,7 +202,9 @@ describe("request units and provisioned throughput", () => {
     );
     const c = noRetry.database(db.id).container(container.id);
     const outcomes = await Promise.allSettled(
-      Array.from({ length: 150 }, (_, i) => c.items.create({ id: `d${i}`, pk: "a", pad: "y".repeat(2000) })),
+      Array.from({ length: 150 }, (_, i) =>
+        c.items.create({ id: `d${i}`, pk: "a", pad: "y".repeat(60_000) }),
+      ),
     );
     const throttled = outcomes.filter((o) => o.status === "rejected");
     expect(throttled.length).toBeGreaterThan(0);
