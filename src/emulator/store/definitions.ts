@@ -1,5 +1,5 @@
 import { badRequest } from "../errors.js";
-import { validateId } from "./container.js";
+import { validateId } from "./ids.js";
 import type { JsonObject, PartitionKeyDefinition } from "./types.js";
 
 /**
