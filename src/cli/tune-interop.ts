@@ -36,7 +36,7 @@ export interface DotnetMeasured extends InteropMeasurement {
   sameScenario: boolean;
 }
 
-/** The tolerance bench:interop and bench:tuning judge the model by. */
+/** The tolerance the model is judged by: tune --measure's goal (MeasureDefaults.goalPct), bench:tuning, bench:interop. */
 export const MODEL_TOLERANCE_PCT = 15;
 
 const here = dirname(fileURLToPath(import.meta.url));
