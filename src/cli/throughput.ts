@@ -21,7 +21,7 @@ export interface ThroughputReport {
   mode: "manual" | "autoscale" | "none";
   /**
    * For a container without throughput of its own (mode "none"): its database's shared throughput, or null when the
-   * database has none either (serverless, or a container the emulator created without throughput).
+   * database has none either (serverless).
    */
   sharedFromDatabase?: SharedThroughput | null;
   /** Manual RU/s, or the autoscale floor (10 % of the maximum). */
@@ -129,7 +129,7 @@ export function nothingToChange(r: ThroughputReport): string {
     return `${r.resource} has no throughput of its own: it shares database ${db}'s (${describeShared(r.sharedFromDatabase)}); change that one, without --container.`;
   }
   if (r.sharedFromDatabase === null) {
-    return `${r.resource} has no throughput, nor has its database: nothing to change. On the embedded emulator a container created without throughput (as the dev host's are) has none and is never throttled; on Azure, a serverless account has none.`;
+    return `${r.resource} has no throughput, nor has its database: nothing to change (a serverless account has none; on the embedded emulator a container created without throughput gets the service's 400 RU/s, not enforced until set).`;
   }
   return `database ${r.resource} has no shared throughput: its containers have their own, if any (use --container <name>).`;
 }
@@ -140,7 +140,7 @@ export function formatThroughput(r: ThroughputReport): string {
       ? r.sharedFromDatabase
         ? `${r.resource}: no throughput of its own; shares database ${r.sharedFromDatabase.database}'s ${describeShared(r.sharedFromDatabase)}`
         : r.sharedFromDatabase === null
-          ? `${r.resource}: no throughput, nor has its database (a container the emulator created without throughput — never throttled — or a serverless account)`
+          ? `${r.resource}: no throughput, nor has its database (a serverless account)`
           : `${r.resource}: no shared throughput (its containers have their own, if any)`
       : r.mode === "autoscale"
         ? `${r.resource}: autoscale, max ${r.autoscaleMaxThroughput} RU/s (floor ${r.throughput} RU/s)`

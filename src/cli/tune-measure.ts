@@ -32,6 +32,7 @@ import {
 } from "../shared/tuning/model.js";
 import { CliInputError } from "./leases.js";
 import { parseDuration, type TuneCliOptions, tuneReport, tuningInputFromOptions } from "./tune.js";
+import { MODEL_TOLERANCE_PCT } from "./tune-interop.js";
 
 const HOUR = 3_600_000;
 
@@ -62,7 +63,7 @@ export const MeasureDefaults = {
   /** Rows whose model count in the window is below this are not held to the ±15 % goal (too few to compare). */
   meaningfulCount: 20,
   /** The goal: model within this many percent of the measurement. */
-  goalPct: 15,
+  goalPct: MODEL_TOLERANCE_PCT,
 } as const;
 
 export interface MeasureRequest {

@@ -1,17 +1,33 @@
 import { createRequire } from "node:module";
 import { type AlgorithmCost, type TuningInput, type TuningResult, tune } from "../shared/tuning/model.js";
 import { CliInputError } from "./leases.js";
+import {
+  compareWithMeasurement,
+  type DotnetMeasured,
+  formatDotnetMeasured,
+  type InteropMeasurement,
+  readInteropMeasurement,
+} from "./tune-interop.js";
 
 /** The model's answer plus this processor without its lease watch (each host lists leases per acquire interval). */
 export interface TuneReport extends TuningResult {
   oursWithoutWatch: AlgorithmCost;
+  /** The .NET processor measured by bench:interop, and the model's deviation from it (when results exist). */
+  dotnetMeasured?: DotnetMeasured;
 }
 
-/** `tune` for the three cases the CLI prints: ours with the watch, ours without it, and .NET / Functions trigger. */
-export function tuneReport(input: TuningInput): TuneReport {
+/**
+ * `tune` for the three cases the CLI prints: ours with the watch, ours without it, and .NET / Functions trigger
+ * (with the bench:interop measurement of .NET, read from bench/results/interop.json unless given; null: none).
+ */
+export function tuneReport(
+  input: TuningInput,
+  interop: InteropMeasurement | null = readInteropMeasurement() ?? null,
+): TuneReport {
   const result = tune(input);
   const oursWithoutWatch = tune({ ...result.input, leaseWatchIntervalMs: 0 }).ours;
-  return { ...result, oursWithoutWatch };
+  const dotnetMeasured = interop && compareWithMeasurement(result.input, interop);
+  return { ...result, oursWithoutWatch, ...(dotnetMeasured ? { dotnetMeasured } : {}) };
 }
 
 /** Options that only one of `tune`'s two modes reads: the model's sweep and chart, or the measurement's knobs. */
@@ -286,6 +302,7 @@ export function formatTune(r: TuneReport): string {
       `  lease container: ${f(a.leaseRequestsPerHour)} requests/h, ${f(a.leaseRuPerSecond)} RU/s; monitored: ${f(a.monitoredRuPerSecond)} RU/s; bootstrap ${a.bootstrapRequests} requests once`,
       `  failover after a crash: ${a.failoverMs.min / 1000}–${a.failoverMs.max / 1000} s; hand-off on stop: ≤ ${a.handoffMs / 1000} s`,
     );
+    if (a === r.dotnet && r.dotnetMeasured) out.push(...formatDotnetMeasured(r.dotnetMeasured));
   }
   return out.join("\n");
 }

@@ -45,6 +45,6 @@ export const partitionKeyRangeGone = (rangeId: string): CosmosError =>
   new CosmosError(
     410,
     "Gone",
-    `The partition key range ${rangeId} is gone (it was split); refresh the partition key ranges.`,
+    `The partition key range ${rangeId} is gone (split) or is not a range of this container; refresh the partition key ranges.`,
     SubStatus.PartitionKeyRangeGone,
   );

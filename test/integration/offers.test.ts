@@ -326,11 +326,11 @@ describe("offers API", () => {
       { offerThroughput: 400 },
     );
     const container = noRetry.database(db.id).container(created.id);
-    // ~10 RU per 2 KB write: 100 at once need ~1000 RU, more than a 400 RU/s second holds.
+    // ~22 RU per 60 KB write (published charges): 100 at once need ~2,200 RU, far more than a 400 RU/s second holds.
     const burst = async (round: string) => {
       const outcomes = await Promise.allSettled(
         Array.from({ length: 100 }, (_, i) =>
-          container.items.create({ id: `${round}${i}`, pk: "a", pad: "y".repeat(2000) }),
+          container.items.create({ id: `${round}${i}`, pk: "a", pad: "y".repeat(60_000) }),
         ),
       );
       return outcomes

@@ -48,6 +48,30 @@ describe("TTL", () => {
     expect(again.statusCode).toBe(201);
   });
 
+  it("expires exactly ttl seconds after the write, wherever in its second the write falls", async () => {
+    const { container } = await db.containers.create({
+      id: uniqueName("c"),
+      partitionKey: "/pk",
+      defaultTtl: 1,
+    });
+    // Written 900 ms into a second: counting from _ts (whole seconds) would expire it 100 ms later.
+    nowMs = Math.floor(nowMs / 1000) * 1000 + 1_900;
+    await container.items.create({ id: "edge", pk: "a" });
+    advance(999);
+    expect((await container.item("edge", "a").read()).statusCode).toBe(200);
+    advance(1);
+    expect((await container.item("edge", "a").read()).statusCode).toBe(StatusCodes.NotFound);
+    // An item ttl the same way, and from its last write (a replace restarts it).
+    await container.items.create({ id: "own", pk: "a", ttl: 2 });
+    advance(1_500);
+    await container.item("own", "a").replace({ id: "own", pk: "a", ttl: 2 });
+    advance(1_999);
+    expect((await container.item("own", "a").read()).statusCode).toBe(200);
+    advance(1);
+    expect((await container.item("own", "a").read()).statusCode).toBe(StatusCodes.NotFound);
+    await container.delete(); // its expired items are not the purge test's
+  });
+
   it("ignores item ttl when the container has no defaultTtl, and validates ttl values", async () => {
     const { container } = await db.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
     await container.items.create({ id: "x", pk: "a", ttl: 1 });
@@ -111,26 +135,38 @@ describe("TTL", () => {
 });
 
 describe("request units and provisioned throughput", () => {
-  it("charges point reads per KiB and writes more for larger documents", async () => {
+  it("charges reads and writes by size as the service's published charges", async () => {
     const { container } = await db.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
     const small = await container.items.create({ id: "s", pk: "a", v: "x" });
     const big = await container.items.create({ id: "b", pk: "a", v: "x".repeat(5000) });
     expect(big.requestCharge).toBeGreaterThan(small.requestCharge);
-    expect(small.requestCharge).toBeGreaterThanOrEqual(RuModel.writePerKiB);
+    expect(small.requestCharge).toBeGreaterThanOrEqual(RuModel.writeMinimum);
     expect((await container.item("s", "a").read()).requestCharge).toBe(1);
     const bigBytes = Buffer.byteLength(JSON.stringify(big.resource));
-    expect(bigBytes).toBeGreaterThan(5 * 1024);
-    expect((await container.item("b", "a").read()).requestCharge).toBe(Math.ceil(bigBytes / 1024));
+    expect(bigBytes).toBeGreaterThan(4 * 1024);
+    expect(bigBytes).toBeLessThan(8 * 1024);
+    // Published: a 4 KB read 1.14 RU, an 8 KB one 1.33 (understand-request-unit-consumption).
+    const bigRead = (await container.item("b", "a").read()).requestCharge;
+    expect(bigRead).toBeGreaterThan(1.14);
+    expect(bigRead).toBeLessThan(1.33);
+    // The issue's 110 KB create (555.7 RU before): published 22.67 RU at 64 KB and 48.19 at 128 KB, plus its few
+    // indexed paths; its read 4.76 to 9.95.
+    const large = await container.items.create({ id: "l", pk: "a", v: "x".repeat(110 * 1024) });
+    expect(large.requestCharge).toBeGreaterThan(22.67);
+    expect(large.requestCharge).toBeLessThan(48.19 + 1);
+    const largeRead = (await container.item("l", "a").read()).requestCharge;
+    expect(largeRead).toBeGreaterThan(4.76);
+    expect(largeRead).toBeLessThan(9.95);
     const q = await container.items.query("SELECT * FROM c").fetchAll();
     expect(q.requestCharge).toBeGreaterThan(RuModel.queryBase);
     const meter = t.emulator.meter.snapshot()[`${db.id}/${container.id}`];
-    expect(meter.create?.count).toBe(2);
-    expect(meter.read?.ru).toBe(1 + Math.ceil(bigBytes / 1024));
+    expect(meter.create?.count).toBe(3);
+    expect(meter.read?.ru).toBeCloseTo(1 + bigRead + largeRead, 2);
     // A failed request is charged too (as the service does), and metered.
     const miss = await container.item("missing", "a").read();
     expect(miss.statusCode).toBe(404);
     expect(miss.requestCharge).toBe(RuModel.failedRequest);
-    expect(t.emulator.meter.snapshot()[`${db.id}/${container.id}`].read?.count).toBe(3);
+    expect(t.emulator.meter.snapshot()[`${db.id}/${container.id}`].read?.count).toBe(4);
   });
 
   it("answers 429 with x-ms-retry-after-ms above the budget, and the SDK's retry then succeeds", async () => {
@@ -166,7 +202,9 @@ describe("request units and provisioned throughput", () => {
     );
     const c = noRetry.database(db.id).container(container.id);
     const outcomes = await Promise.allSettled(
-      Array.from({ length: 150 }, (_, i) => c.items.create({ id: `d${i}`, pk: "a", pad: "y".repeat(2000) })),
+      Array.from({ length: 150 }, (_, i) =>
+        c.items.create({ id: `d${i}`, pk: "a", pad: "y".repeat(60_000) }),
+      ),
     );
     const throttled = outcomes.filter((o) => o.status === "rejected");
     expect(throttled.length).toBeGreaterThan(0);

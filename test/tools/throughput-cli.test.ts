@@ -86,16 +86,11 @@ describe("cosmos-feed throughput", () => {
     expect(missing.stderr).toContain("does not exist");
   });
 
-  it("a container without throughput in a database without any (the dev host's): says so, not 'shared'", async () => {
+  it("a container created without throughput in a database without any (the dev host's): the service's 400 RU/s, settable", async () => {
     const read = JSON.parse((await cli(["--container", "bare", "--json"])).stdout);
-    expect(read).toMatchObject({ mode: "none", throughput: null, sharedFromDatabase: null });
-    expect((await cli(["--container", "bare"])).stdout).toContain("no throughput, nor has its database");
-    const set = await fail(cli(["--container", "bare", "--set", "800"]));
-    expect(set.code).toBe(1);
-    expect(set.stderr.trim().split("\n")).toHaveLength(1);
-    expect(set.stderr).toContain("has no throughput, nor has its database");
-    expect(set.stderr).toContain("created without throughput (as the dev host's are)");
-    expect(set.stderr).not.toContain("shared");
+    expect(read).toMatchObject({ mode: "manual", throughput: 400 });
+    const set = JSON.parse((await cli(["--container", "bare", "--set", "800", "--json"])).stdout);
+    expect(set).toMatchObject({ mode: "manual", throughput: 800, changed: { from: 400, to: 800 } });
     const database = await fail(cli(["--set", "800"]));
     expect(database.stderr).toContain(`database ${db.id} has no shared throughput`);
   });

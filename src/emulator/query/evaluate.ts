@@ -156,7 +156,8 @@ class Compiler {
         if (groupKeys.length === 0) groups.set("", rows);
         else {
           for (const r of rows) {
-            const k = canonicalJson(groupKeys.map((g) => g(r.env)));
+            // Each key on its own: a missing value (undefined) is its own group, apart from null.
+            const k = groupKeys.map((g) => canonicalJson(g(r.env))).join("\u0000");
             const list = groups.get(k);
             if (list) list.push(r);
             else groups.set(k, [r]);

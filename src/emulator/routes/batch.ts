@@ -12,7 +12,14 @@ import {
   type RequestContext,
   requestedRange,
 } from "./context.js";
-import { chargeFor, docHeaders, indexedPaths, patchInto, requirePartitionKey } from "./documents.js";
+import {
+  chargeFor,
+  docHeaders,
+  indexedPaths,
+  minimalReturn,
+  patchInto,
+  requirePartitionKey,
+} from "./documents.js";
 import { decodeBatchOperations, encodeBatchResults, isHybridRowBody } from "./hybrid-row.js";
 
 type OperationType = "create" | "upsert" | "read" | "replace" | "delete" | "patch";
@@ -53,6 +60,8 @@ interface OperationResult {
 
 /** The service's limit of operations in one batch request. */
 export const MAX_BATCH_OPERATIONS = 100;
+/** The service's limit of a batch or bulk request's payload (learn.microsoft.com/azure/cosmos-db/concepts-limits). */
+export const MAX_BATCH_REQUEST_BYTES = 2 * 1024 * 1024;
 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -200,9 +209,24 @@ function dependencyFailed(): OperationResult {
  * SDK sends for bulk (the JS SDK's `continueOnError` defaults to true) — or no header runs them all.
  */
 export function batch(ctx: RequestContext, c: Container): Reply {
+  // Over the limit the whole request is refused, before any operation is looked at (not 207 with per-operation 413s).
+  if (ctx.body.length > MAX_BATCH_REQUEST_BYTES) {
+    throw new CosmosError(
+      413,
+      "RequestEntityTooLarge",
+      `Request size is too large: a batch or bulk request may carry at most ${MAX_BATCH_REQUEST_BYTES} bytes; got ${ctx.body.length}.`,
+    );
+  }
   // The .NET SDK sends (and reads) a HybridRow stream, the other SDKs JSON: answer in the request's format.
   const hybrid = isHybridRowBody(ctx.body);
-  const requested = (): unknown => (hybrid ? decodeBatchOperations(ctx.body) : jsonBody(ctx));
+  // `Prefer: return=minimal` on the request: every operation answers without its document (as single writes).
+  const minimal = minimalReturn(ctx);
+  const requested = (): unknown => {
+    const ops = hybrid ? decodeBatchOperations(ctx.body) : jsonBody(ctx);
+    if (minimal && Array.isArray(ops))
+      for (const op of ops) if (isObject(op)) op.minimalReturnPreference = true;
+    return ops;
+  };
   const answer = (results: OperationResult[]) => (hybrid ? encodeBatchResults(results) : results);
   const atomic = header(ctx, "x-ms-cosmos-batch-atomic")?.toLowerCase() !== "false";
   const range = requestedRange(ctx, c);

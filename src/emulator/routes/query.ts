@@ -225,9 +225,9 @@ function page({ c, snapId, snap, offset, pageSize, binding, scanned, metricsWant
     "x-ms-item-count": String(rows.length),
   };
   const next = offset + rows.length;
-  // As the service: a page that stops at the page size carries a continuation, even when nothing follows
-  // (the next page is then empty and final).
-  if (next < snap.rows.length || (rows.length > 0 && rows.length === pageSize)) {
+  // The results are computed once, so a page knows whether anything follows: a last page that is exactly full
+  // carries no continuation (the SDK's hasMoreResults() turns false without fetching an empty page).
+  if (next < snap.rows.length) {
     snap.expiresAt = Date.now() + SNAPSHOT_TTL_MS;
     const token: QueryToken = { rid: c.rid, ...binding, snap: snapId, offset: next };
     headers["x-ms-continuation"] = JSON.stringify(token);

@@ -4,10 +4,13 @@
  * every figure below is in RU.
  */
 export const RuModel = {
-  /** Point read: per started KiB of the document, at least 1. */
-  pointReadPerKiB: 1,
-  /** Create / replace / upsert / delete: base cost per started KiB of the document written. */
-  writePerKiB: 5,
+  /** Point read of a document up to 1 KiB; larger ones follow PUBLISHED_CHARGES_BY_KIB. */
+  pointReadMinimum: 1,
+  /**
+   * Create / replace / upsert / delete of a document up to 1 KiB (the published 4.95, kept at the 5 the lease cost
+   * model was measured with); larger ones follow PUBLISHED_CHARGES_BY_KIB, never less than this.
+   */
+  writeMinimum: 5,
   /** Extra per indexed leaf property (zero when the container's indexingMode is "none"). */
   writePerIndexedPath: 0.1,
   /** Patch adds a read of the current document to the write. */
@@ -29,7 +32,44 @@ export const RuModel = {
 
 const KiB = 1024;
 const round2 = (n: number): number => Math.round(n * 100) / 100;
-const startedKiB = (bytes: number): number => Math.max(1, Math.ceil(bytes / KiB));
+
+/**
+ * The service's published charges by document size: [KiB, point read RU, write RU]
+ * (learn.microsoft.com/azure/cosmos-db/understand-request-unit-consumption, "Document size"; reads at session or
+ * eventual consistency). Sizes in between are interpolated linearly; the item limit is 2 MB, the table's last row.
+ */
+export const PUBLISHED_CHARGES_BY_KIB: readonly (readonly [number, number, number])[] = [
+  [1, 1.0, 4.95],
+  [2, 1.04, 6.29],
+  [4, 1.14, 6.67],
+  [8, 1.33, 7.04],
+  [16, 1.67, 9.52],
+  [32, 2.19, 11.23],
+  [64, 4.76, 22.67],
+  [128, 9.95, 48.19],
+  [256, 20.28, 98.29],
+  [512, 40.95, 184.57],
+  [1024, 145.9, 625.0],
+  [2048, 291.8, 1250.0],
+];
+
+/** The published charge (column 1: read, 2: write) of a document of `bytes`, interpolated between the rows. */
+function published(bytes: number, column: 1 | 2): number {
+  const kib = bytes / KiB;
+  const rows = PUBLISHED_CHARGES_BY_KIB;
+  if (kib <= rows[0][0]) return rows[0][column];
+  for (let i = 1; i < rows.length; i++) {
+    const [hiKiB] = rows[i];
+    if (kib <= hiKiB) {
+      const [loKiB] = rows[i - 1];
+      const lo = rows[i - 1][column];
+      const hi = rows[i][column];
+      return lo + ((kib - loKiB) / (hiKiB - loKiB)) * (hi - lo);
+    }
+  }
+  const last = rows[rows.length - 1];
+  return (last[column] * kib) / last[0];
+}
 
 /** Number of leaf (scalar) properties of a JSON value, the paths a consistent index writes. */
 export function countLeafPaths(value: unknown, limit = 10_000): number {
@@ -149,11 +189,13 @@ export function countIndexedPaths(policy: IndexPathPolicy | undefined, doc: unkn
 }
 
 export function pointReadCharge(bytes: number): number {
-  return startedKiB(bytes) * RuModel.pointReadPerKiB;
+  return round2(Math.max(RuModel.pointReadMinimum, published(bytes, 1)));
 }
 
 export function writeCharge(bytes: number, indexedPaths: number): number {
-  return round2(startedKiB(bytes) * RuModel.writePerKiB + indexedPaths * RuModel.writePerIndexedPath);
+  return round2(
+    Math.max(RuModel.writeMinimum, published(bytes, 2)) + indexedPaths * RuModel.writePerIndexedPath,
+  );
 }
 
 export function patchCharge(bytes: number, indexedPaths: number): number {

@@ -1,11 +1,4 @@
-import {
-  badRequest,
-  CosmosError,
-  conflict,
-  notFound,
-  partitionKeyRangeGone,
-  preconditionFailed,
-} from "../errors.js";
+import { badRequest, CosmosError, notFound, partitionKeyRangeGone } from "../errors.js";
 import { MAX_ITEM_NESTING, nestingDepth } from "../json.js";
 import {
   effectivePartitionKey,
@@ -15,7 +8,10 @@ import {
   splitPoint,
 } from "../partitioning/epk.js";
 import type { ThroughputBudget } from "../ru/throughput.js";
+import { MAX_ID_BYTES, MAX_RESOURCE_ID_LENGTH, validateId } from "./ids.js";
+import { canonicalPartitionKey, documentKey } from "./partition-keys.js";
 import type { SavedChange } from "./persistence.js";
+import { firstAfterLsn, firstAtOrAfterTime, PhysicalRange } from "./ranges.js";
 import { decodeRid, documentRid, documentSeqOfRid, encodeRid } from "./rid.js";
 import {
   ChangeOp,
@@ -25,60 +21,39 @@ import {
   type PartitionKeyRangeInfo,
   type StoredDoc,
 } from "./types.js";
+import { etagMatches, type WriteConditions, WriteSet } from "./write-set.js";
+
+// The container: documents, ranges, reads, feeds, materialize and commit. Ids, ranges, partition keys and the write
+// set have their own modules, re-exported here for the emulator's users.
+export {
+  MAX_ID_BYTES,
+  MAX_RESOURCE_ID_LENGTH,
+  validateId,
+  PhysicalRange,
+  etagMatches,
+  type WriteConditions,
+  WriteSet,
+};
 
 /** The service's item size limit (bytes of the serialized document). */
 export const MAX_ITEM_BYTES = 2 * 1024 * 1024;
 /**
- * The service's item id length limit, in UTF-8 bytes ("Maximum length of ID value: 1,023 bytes",
- * https://learn.microsoft.com/azure/cosmos-db/concepts-limits#per-item-limits).
+ * When a document written at `writtenAtMs` expires: exactly `ttl` seconds after the write ("the item expires ttl
+ * seconds after its last modified time", learn.microsoft.com/azure/cosmos-db/time-to-live). Counting from `_ts`
+ * (whole seconds) instead would cut up to a second off: a document with ttl 1 written at x.9 s would be gone 0.1 s
+ * later.
  */
-export const MAX_ID_BYTES = 1023;
-/** Database and container ids: at most 255 characters. */
-export const MAX_RESOURCE_ID_LENGTH = 255;
+function expiryOf(writtenAtMs: number, ttl: number | undefined): number {
+  return ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : writtenAtMs + ttl * 1000;
+}
+
 /** An item ttl is a 32-bit signed number of seconds ("Maximum TTL value: 2147483647", concepts-limits). */
 export const MAX_TTL_SECONDS = 2_147_483_647;
 /** Page size of a change feed read that names no x-ms-max-item-count. */
 export const DEFAULT_CHANGE_FEED_PAGE = 100;
 
 const SYSTEM_PROPERTIES = ["_rid", "_self", "_etag", "_attachments", "_ts", "_lsn"] as const;
-/** Database and container ids: no `/ \ ? #` (the SDK refuses them too). */
-const ILLEGAL_RESOURCE_ID = /[/\\?#]/;
-/**
- * Item ids: the service refuses `/` and `\`; `#` cannot travel in a URL (the SDK refuses it client side),
- * so it is refused at create rather than leaving an item no point operation can reach.
- */
-const ILLEGAL_ITEM_ID = /[/\\#]/;
 const NONE: Record<string, never> = Object.freeze({}) as Record<string, never>;
-
-/** One physical partition key range: its EPK bounds and its LSN-ordered change log. */
-export class PhysicalRange {
-  /** Every change in LSN order; superseded versions and deletes stay until compaction. */
-  log: LogEntry[] = [];
-  /** Entries of `log` no longer visible to the latest-version feed (superseded or deletes). */
-  dead = 0;
-  /** Highest LSN written into this range (the session token's LSN). */
-  lastLsn = 0;
-
-  constructor(
-    readonly id: string,
-    readonly minInclusive: string,
-    readonly maxExclusive: string,
-    readonly parents: string[],
-  ) {}
-
-  info(): PartitionKeyRangeInfo {
-    return {
-      id: this.id,
-      minInclusive: this.minInclusive,
-      maxExclusive: this.maxExclusive,
-      parents: this.parents,
-    };
-  }
-
-  contains(epk: string): boolean {
-    return epk >= this.minInclusive && (this.maxExclusive === "FF" || epk < this.maxExclusive);
-  }
-}
 
 /** Where a change feed or query reads: ranges, optionally narrowed to an EPK window or one logical partition. */
 export interface Scope {
@@ -119,9 +94,7 @@ export interface ContainerHooks {
   now: () => number;
 }
 
-export function canonicalPartitionKey(values: readonly PartitionKeyComponent[]): string {
-  return JSON.stringify(values);
-}
+export { canonicalPartitionKey } from "./partition-keys.js";
 
 /** `{}` — the SDK's None (undefined) partition key component. */
 function isNone(v: unknown): boolean {
@@ -213,8 +186,9 @@ export class Container {
   rangeById(id: string): PhysicalRange {
     const r = this.ranges.find((x) => x.id === id);
     if (r) return r;
-    if (this.goneRanges.has(id)) throw partitionKeyRangeGone(id);
-    throw new CosmosError(404, "NotFound", `Partition key range '${id}' does not exist in ${this.link}.`);
+    // Split away or never known here: the service answers both with 410/1002, so the SDK refreshes its routing map
+    // (a 404 would fail the operation instead).
+    throw partitionKeyRangeGone(id);
   }
 
   rangesOverlapping(min: string, max: string): PhysicalRange[] {
@@ -373,7 +347,7 @@ export class Container {
   }
 
   static docKey(pkKey: string, id: string): string {
-    return `${pkKey}\u0000${id}`;
+    return documentKey(pkKey, id);
   }
 
   /** Documents visible in a scope (for queries and read feeds). */
@@ -497,7 +471,7 @@ export class Container {
       lsn,
       etag,
       writtenAtMs: nowMs,
-      expiresAtMs: ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : (ts + ttl) * 1000,
+      expiresAtMs: expiryOf(nowMs, ttl),
     };
   }
 
@@ -553,7 +527,6 @@ export class Container {
     const body = JSON.parse(saved.json) as JsonObject;
     const pkValues = this.partitionKeyOf(body);
     const pkKey = canonicalPartitionKey(pkValues);
-    const ts = body._ts as number;
     const ttl =
       this.defaultTtl === undefined ? undefined : ((body.ttl as number | undefined) ?? this.defaultTtl);
     const doc: StoredDoc = {
@@ -567,7 +540,7 @@ export class Container {
       lsn: saved.lsn,
       etag: body._etag as string,
       writtenAtMs: saved.atMs,
-      expiresAtMs: ttl === undefined || ttl === -1 ? Number.POSITIVE_INFINITY : (ts + ttl) * 1000,
+      expiresAtMs: expiryOf(saved.atMs, ttl),
     };
     const seq = documentSeqOfRid(body._rid as string);
     if (seq > this.docSeq) this.docSeq = seq;
@@ -646,183 +619,4 @@ export class Container {
     }
     return dropped;
   }
-}
-
-function firstAfterLsn(log: LogEntry[], lsn: number): number {
-  let lo = 0;
-  let hi = log.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (log[mid].lsn <= lsn) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-function firstAtOrAfterTime(log: LogEntry[], ms: number): number {
-  let lo = 0;
-  let hi = log.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (log[mid].atMs < ms) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/**
- * Validates an id. Items (`what` = "document") follow the service's per-item rules (concepts-limits: at most
- * 1,023 bytes, no `/` or `\`), plus what the SDK's URLs cannot carry: `#`, the dot segments `.` and `..`
- * (URL normalization turns `docs/..` into another path) and a trailing `?` (an empty query is dropped), so
- * such an item is refused at create instead of being unreachable afterwards. A trailing space, `?` inside,
- * `%`, `+` and any other Unicode are accepted. Databases and containers keep the resource rules (no
- * `/ \ ? #`, no trailing space, at most 255 characters).
- */
-export function validateId(id: unknown, what = "document"): asserts id is string {
-  if (id === undefined) {
-    throw badRequest("The input content is invalid because the required properties - 'id; ' - are missing");
-  }
-  if (typeof id !== "string") throw badRequest(`The ${what} id must be a string; got ${JSON.stringify(id)}.`);
-  if (id.length === 0) throw badRequest(`The ${what} id must not be empty.`);
-  if (what !== "document") {
-    if (id.length > MAX_RESOURCE_ID_LENGTH)
-      throw badRequest(`The ${what} id is longer than ${MAX_RESOURCE_ID_LENGTH} characters.`);
-    if (ILLEGAL_RESOURCE_ID.test(id))
-      throw badRequest(`The ${what} id '${id}' contains an illegal character ('/', '\\', '?' or '#').`);
-    if (id.endsWith(" ")) throw badRequest(`The ${what} id '${id}' must not end with a space.`);
-    return;
-  }
-  const bytes = Buffer.byteLength(id);
-  if (bytes > MAX_ID_BYTES)
-    throw badRequest(`The document id is ${bytes} bytes long; the limit is ${MAX_ID_BYTES} bytes.`);
-  if (ILLEGAL_ITEM_ID.test(id))
-    throw badRequest(`The document id '${id}' contains an illegal character ('/', '\\' or '#').`);
-  if (id === "." || id === "..")
-    throw badRequest(`The document id '${id}' is a URL dot segment; no request URL could address it.`);
-  if (id.endsWith("?"))
-    throw badRequest(
-      `The document id '${id}' ends with '?'; request URLs drop an empty query, so no request could address it.`,
-    );
-}
-
-/** Options a single write can carry (If-Match). */
-export interface WriteConditions {
-  ifMatch?: string;
-}
-
-/**
- * A staged set of writes against one container. Reads see earlier staged writes; nothing is visible to
- * others until {@link Container.commit} applies `mutations`.
- */
-export class WriteSet {
-  readonly mutations: Mutation[] = [];
-  private readonly overlay = new Map<string, StoredDoc | null>();
-  /** The last LSN this write set allocated; the container's own counter moves only on commit. */
-  private lsn: number;
-
-  constructor(
-    readonly container: Container,
-    readonly nowMs: number,
-  ) {
-    this.lsn = container.lsn;
-  }
-
-  /** Current version as this write set sees it; expired documents are purged first (a TTL delete). */
-  get(key: string): StoredDoc | undefined {
-    if (this.overlay.has(key)) return this.overlay.get(key) ?? undefined;
-    const d = this.container.docs.get(key);
-    if (!d) return undefined;
-    if (d.expiresAtMs <= this.nowMs) {
-      this.expire(d);
-      return undefined;
-    }
-    return d;
-  }
-
-  expire(d: StoredDoc): void {
-    this.mutations.push({
-      op: ChangeOp.Delete,
-      doc: this.tombstone(d),
-      previousLsn: d.lsn,
-      ttlExpired: true,
-    });
-    this.overlay.set(d.key, null);
-  }
-
-  /** A delete record: the deleted version's content under a new LSN. */
-  private tombstone(d: StoredDoc): StoredDoc {
-    return { ...d, lsn: ++this.lsn };
-  }
-
-  private put(op: ChangeOp, body: JsonObject, previous: StoredDoc | undefined): StoredDoc {
-    // Allocated only once materialize succeeded: a refused write (413, bad ttl …) takes no LSN.
-    const doc = this.container.materialize(body, this.nowMs, previous, this.lsn + 1);
-    this.lsn++;
-    this.mutations.push({ op, doc, previousLsn: previous?.lsn ?? 0, ttlExpired: false });
-    this.overlay.set(doc.key, doc);
-    return doc;
-  }
-
-  keyOf(body: JsonObject): string {
-    validateId(body.id);
-    return Container.docKey(canonicalPartitionKey(this.container.partitionKeyOf(body)), body.id);
-  }
-
-  create(body: JsonObject): StoredDoc {
-    if (this.get(this.keyOf(body))) throw conflict();
-    return this.put(ChangeOp.Create, body, undefined);
-  }
-
-  upsert(body: JsonObject, cond: WriteConditions = {}): { doc: StoredDoc; created: boolean } {
-    const current = this.get(this.keyOf(body));
-    if (cond.ifMatch !== undefined && (!current || !etagMatches(cond.ifMatch, current.etag))) {
-      throw current ? preconditionFailed() : notFound();
-    }
-    return { doc: this.put(current ? ChangeOp.Replace : ChangeOp.Create, body, current), created: !current };
-  }
-
-  replace(key: string, body: JsonObject, cond: WriteConditions = {}): StoredDoc {
-    const current = this.get(key);
-    if (!current) throw notFound();
-    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
-    if (this.keyOf(body) !== key) {
-      throw badRequest("The id or partition key in the body does not match the document being replaced.");
-    }
-    return this.put(ChangeOp.Replace, body, current);
-  }
-
-  /** Replaces with a body computed from the current version (patch). */
-  update(key: string, next: (current: StoredDoc) => JsonObject, cond: WriteConditions = {}): StoredDoc {
-    const current = this.get(key);
-    if (!current) throw notFound();
-    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
-    const body = next(current);
-    if (this.keyOf(body) !== key) throw badRequest("A patch cannot change the id or the partition key.");
-    return this.put(ChangeOp.Replace, body, current);
-  }
-
-  delete(key: string, cond: WriteConditions = {}): StoredDoc {
-    const current = this.get(key);
-    if (!current) throw notFound();
-    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
-    this.mutations.push({
-      op: ChangeOp.Delete,
-      doc: this.tombstone(current),
-      previousLsn: current.lsn,
-      ttlExpired: false,
-    });
-    this.overlay.set(key, null);
-    return current;
-  }
-
-  read(key: string): StoredDoc {
-    const current = this.get(key);
-    if (!current) throw notFound();
-    return current;
-  }
-}
-
-/** If-Match: `*` matches any existing version; otherwise the exact (quoted) etag. */
-export function etagMatches(condition: string, etag: string): boolean {
-  return condition === "*" || condition === etag;
 }

@@ -1,0 +1,129 @@
+import { badRequest, conflict, notFound, preconditionFailed } from "../errors.js";
+import type { Container, Mutation } from "./container.js";
+import { validateId } from "./ids.js";
+import { canonicalPartitionKey, documentKey } from "./partition-keys.js";
+import { ChangeOp, type JsonObject, type StoredDoc } from "./types.js";
+
+/** Staged writes of one request (a single write, a batch, a bulk operation) before the container commits them. */
+
+/** Options a single write can carry (If-Match). */
+export interface WriteConditions {
+  ifMatch?: string;
+}
+
+/**
+ * A staged set of writes against one container. Reads see earlier staged writes; nothing is visible to
+ * others until {@link Container.commit} applies `mutations`.
+ */
+export class WriteSet {
+  readonly mutations: Mutation[] = [];
+  private readonly overlay = new Map<string, StoredDoc | null>();
+  /** The last LSN this write set allocated; the container's own counter moves only on commit. */
+  private lsn: number;
+
+  constructor(
+    readonly container: Container,
+    readonly nowMs: number,
+  ) {
+    this.lsn = container.lsn;
+  }
+
+  /** Current version as this write set sees it; expired documents are purged first (a TTL delete). */
+  get(key: string): StoredDoc | undefined {
+    if (this.overlay.has(key)) return this.overlay.get(key) ?? undefined;
+    const d = this.container.docs.get(key);
+    if (!d) return undefined;
+    if (d.expiresAtMs <= this.nowMs) {
+      this.expire(d);
+      return undefined;
+    }
+    return d;
+  }
+
+  expire(d: StoredDoc): void {
+    this.mutations.push({
+      op: ChangeOp.Delete,
+      doc: this.tombstone(d),
+      previousLsn: d.lsn,
+      ttlExpired: true,
+    });
+    this.overlay.set(d.key, null);
+  }
+
+  /** A delete record: the deleted version's content under a new LSN. */
+  private tombstone(d: StoredDoc): StoredDoc {
+    return { ...d, lsn: ++this.lsn };
+  }
+
+  private put(op: ChangeOp, body: JsonObject, previous: StoredDoc | undefined): StoredDoc {
+    // Allocated only once materialize succeeded: a refused write (413, bad ttl …) takes no LSN.
+    const doc = this.container.materialize(body, this.nowMs, previous, this.lsn + 1);
+    this.lsn++;
+    this.mutations.push({ op, doc, previousLsn: previous?.lsn ?? 0, ttlExpired: false });
+    this.overlay.set(doc.key, doc);
+    return doc;
+  }
+
+  keyOf(body: JsonObject): string {
+    validateId(body.id);
+    return documentKey(canonicalPartitionKey(this.container.partitionKeyOf(body)), body.id);
+  }
+
+  create(body: JsonObject): StoredDoc {
+    if (this.get(this.keyOf(body))) throw conflict();
+    return this.put(ChangeOp.Create, body, undefined);
+  }
+
+  upsert(body: JsonObject, cond: WriteConditions = {}): { doc: StoredDoc; created: boolean } {
+    const current = this.get(this.keyOf(body));
+    if (cond.ifMatch !== undefined && (!current || !etagMatches(cond.ifMatch, current.etag))) {
+      throw current ? preconditionFailed() : notFound();
+    }
+    return { doc: this.put(current ? ChangeOp.Replace : ChangeOp.Create, body, current), created: !current };
+  }
+
+  replace(key: string, body: JsonObject, cond: WriteConditions = {}): StoredDoc {
+    const current = this.get(key);
+    if (!current) throw notFound();
+    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
+    if (this.keyOf(body) !== key) {
+      throw badRequest("The id or partition key in the body does not match the document being replaced.");
+    }
+    return this.put(ChangeOp.Replace, body, current);
+  }
+
+  /** Replaces with a body computed from the current version (patch). */
+  update(key: string, next: (current: StoredDoc) => JsonObject, cond: WriteConditions = {}): StoredDoc {
+    const current = this.get(key);
+    if (!current) throw notFound();
+    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
+    const body = next(current);
+    if (this.keyOf(body) !== key) throw badRequest("A patch cannot change the id or the partition key.");
+    return this.put(ChangeOp.Replace, body, current);
+  }
+
+  delete(key: string, cond: WriteConditions = {}): StoredDoc {
+    const current = this.get(key);
+    if (!current) throw notFound();
+    if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
+    this.mutations.push({
+      op: ChangeOp.Delete,
+      doc: this.tombstone(current),
+      previousLsn: current.lsn,
+      ttlExpired: false,
+    });
+    this.overlay.set(key, null);
+    return current;
+  }
+
+  read(key: string): StoredDoc {
+    const current = this.get(key);
+    if (!current) throw notFound();
+    return current;
+  }
+}
+
+/** If-Match: `*` matches any existing version; otherwise the exact (quoted) etag. */
+export function etagMatches(condition: string, etag: string): boolean {
+  return condition === "*" || condition === etag;
+}
