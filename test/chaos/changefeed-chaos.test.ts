@@ -33,7 +33,7 @@ const TOTAL = KEYS * PER_KEY;
 /** Steady write rate asked for (documents/s); the throttle holds it nearer 450–550/s: ~40–45 s of writes. */
 const WRITE_RATE = 650;
 /**
- * Monitored container: 4 physical ranges sharing 3,000 RU/s. A create costs ~5.5 RU, so the writes alone
+ * Monitored container: 4 physical ranges sharing 3,000 RU/s. A create costs ~6.6 RU, so the writes alone
  * (~3,600 RU/s asked) exceed it, plus the hosts' change feed reads: both get 429s, which the SDK retries. (Only
  * while this machine keeps up with the rate: a heavy document written first makes the 429s certain.)
  */
@@ -247,9 +247,11 @@ describe("change feed processor under chaos", () => {
     const written: string[] = [];
     let writeRetries = 0;
     let splitInfo = "";
-    // One document worth more than two seconds of the container's throughput (~1,500 KiB × 5 RU): the container
-    // is in debt right after it, so the writer's first requests get 429s however fast this machine writes.
-    await monitored.items.create({ id: "heavy", pk: "heavy", n: 0, pad: "x".repeat(1_500_000) });
+    // A heavy document written four times, worth several seconds of its range's throughput (~1,500 KB: ~894 RU a
+    // write by the service's published charges, its range's share 750 RU/s): the range is in debt right after, so
+    // the writer's first requests to it get 429s however fast this machine writes.
+    const heavy = { id: "heavy", pk: "heavy", n: 0, pad: "x".repeat(1_500_000) };
+    for (let i = 0; i < 4; i++) await monitored.items.upsert({ ...heavy, n: i });
     const writeStart = Date.now();
     let issued = 0;
     const writeOne = async (doc: { id: string; pk: string; n: number }) => {
