@@ -247,11 +247,16 @@ describe("change feed processor under chaos", () => {
     const written: string[] = [];
     let writeRetries = 0;
     let splitInfo = "";
-    // A heavy document written four times, worth several seconds of its range's throughput (~1,500 KB: ~894 RU a
-    // write by the service's published charges, its range's share 750 RU/s): the range is in debt right after, so
-    // the writer's first requests to it get 429s however fast this machine writes.
-    const heavy = { id: "heavy", pk: "heavy", n: 0, pad: "x".repeat(1_500_000) };
-    for (let i = 0; i < 4; i++) await monitored.items.upsert({ ...heavy, n: i });
+    // Twelve heavy documents at once (~1,500 KB each: ~894 RU a write by the service's published charges), about
+    // 10,700 RU against a bucket of one second of the container's 3,000 RU/s: the container is deep in debt right
+    // after them (some of them get 429s themselves), so the writer's first requests are throttled however fast this
+    // machine writes. One key each: no per-key order to judge among them.
+    const pad = "x".repeat(1_500_000);
+    await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        monitored.items.upsert({ id: `heavy-${i}`, pk: `heavy-${i}`, n: 0, pad }),
+      ),
+    );
     const writeStart = Date.now();
     let issued = 0;
     const writeOne = async (doc: { id: string; pk: string; n: number }) => {
