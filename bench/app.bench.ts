@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   try {
     const http = await httpPhase(scratch);
     console.log(
-      `1. http GET: dev host p50 ${http.devhostP50Ms} ms vs bare ${http.bareP50Ms} ms → ${http.ratioP50}×`,
+      `1. http GET: dev host p50 ${http.devhostP50Ms} ms vs bare ${http.bareP50Ms} ms → +${http.addedP50Ms} ms, ${http.ratioP50}×`,
     );
 
     console.log(

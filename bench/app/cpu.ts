@@ -55,14 +55,21 @@ export function ownCpuMs(): number {
 interface CpuSample {
   at: number;
   host: number | undefined;
+  /** The dev host's own process alone (its event loop: HTTP, triggers, the task hub); the rest of host is the worker. */
+  hostProcess: number | undefined;
   emulator: number;
   bench: number;
 }
 
-/** CPU used by each process over a window (ms; host — with its worker process — null where /proc is not there). */
+/**
+ * CPU used by each process over a window (ms; host — with its worker process — null where /proc is not there;
+ * hostProcess the dev host's process alone, worker the app's worker process(es) below it).
+ */
 export interface CpuWindow {
   windowMs: number;
   host: number | null;
+  hostProcess: number | null;
+  worker: number | null;
   emulator: number;
   bench: number;
 }
@@ -81,6 +88,7 @@ export class CpuSampler {
       at: Date.now(),
       // The dev host runs the app in a worker process of its own: both are the host's cost.
       host: processTreeCpuMs(this.stack.host.child.pid),
+      hostProcess: processCpuMs(this.stack.host.child.pid),
       emulator,
       bench: ownCpuMs(),
     });
@@ -103,9 +111,16 @@ export class CpuSampler {
   window(until = Number.POSITIVE_INFINITY): CpuWindow {
     const a = this.samples[0];
     const b = this.samples.find((s) => s.at >= until) ?? this.samples[this.samples.length - 1];
+    const host = a.host === undefined || b.host === undefined ? null : Math.round(b.host - a.host);
+    const hostProcess =
+      a.hostProcess === undefined || b.hostProcess === undefined
+        ? null
+        : Math.round(b.hostProcess - a.hostProcess);
     return {
       windowMs: b.at - a.at,
-      host: a.host === undefined || b.host === undefined ? null : Math.round(b.host - a.host),
+      host,
+      hostProcess,
+      worker: host === null || hostProcess === null ? null : Math.max(0, host - hostProcess),
       emulator: Math.round(b.emulator - a.emulator),
       bench: Math.round(b.bench - a.bench),
     };

@@ -40,12 +40,17 @@ export interface FlowSummary {
   statusReadsPerFlow: number;
   statusReadsPerSecond: number;
   /**
-   * Medians over storms, first PUT → last endTime: host and emulator CPU ms per wall ms (1 = one core busy the
-   * whole time), host CPU ms per flow, and what one busy core of the host allows at that cost (1000 ÷ it).
+   * Medians over storms, first PUT → last endTime: host (its worker process included) and emulator CPU ms per
+   * wall ms (1 = one core busy the whole time), host CPU ms per flow; the same per flow for the dev host's process
+   * alone and for the app's worker process, each one event loop; and what one busy core allows for the busier of
+   * the two at its cost (1000 ÷ it).
    */
   hostCores: number | null;
   emulatorCores: number;
   hostCpuMsPerFlow: number | null;
+  hostProcessCpuMsPerFlow: number | null;
+  workerCpuMsPerFlow: number | null;
+  busiestLoop: "host process" | "worker process" | null;
   oneHostCoreFlowsPerSecond: number | null;
   /** Median per flow: Cosmos DB requests on all containers, and on the task hub container. */
   cosmosRequestsPerFlow: number;
@@ -63,6 +68,14 @@ function summarize(size: number, flows: StormRun[], ceiling: StormResult[]): Flo
   const ceilingPut = round1(median(ceiling.map((x) => x.putAnswersPerSecond)));
   const withHost = r.filter((x) => x.cpu.host !== null);
   const hostMsPerFlow = withHost.length ? median(withHost.map((x) => x.cpu.hostMsPerFlow ?? 0)) : null;
+  const hostProcessMsPerFlow = withHost.length
+    ? median(withHost.map((x) => x.cpu.hostProcessMsPerFlow ?? 0))
+    : null;
+  const workerMsPerFlow = withHost.length ? median(withHost.map((x) => x.cpu.workerMsPerFlow ?? 0)) : null;
+  const busiestMs =
+    hostProcessMsPerFlow === null || workerMsPerFlow === null
+      ? null
+      : Math.max(hostProcessMsPerFlow, workerMsPerFlow);
   const taskHub = (x: StormResult) =>
     Object.entries(x.cosmosPerFlow).find(([k]) => k.endsWith("durable-tasks"))?.[1] ?? { requests: 0, ru: 0 };
   return {
@@ -87,7 +100,15 @@ function summarize(size: number, flows: StormRun[], ceiling: StormResult[]): Flo
     hostCores: withHost.length ? round2(median(withHost.map((x) => x.cpu.hostCores ?? 0))) : null,
     emulatorCores: round2(median(r.map((x) => x.cpu.emulatorCores))),
     hostCpuMsPerFlow: hostMsPerFlow === null ? null : round1(hostMsPerFlow),
-    oneHostCoreFlowsPerSecond: hostMsPerFlow ? round1(1000 / hostMsPerFlow) : null,
+    hostProcessCpuMsPerFlow: hostProcessMsPerFlow === null ? null : round1(hostProcessMsPerFlow),
+    workerCpuMsPerFlow: workerMsPerFlow === null ? null : round1(workerMsPerFlow),
+    busiestLoop:
+      hostProcessMsPerFlow === null || workerMsPerFlow === null
+        ? null
+        : hostProcessMsPerFlow >= workerMsPerFlow
+          ? "host process"
+          : "worker process",
+    oneHostCoreFlowsPerSecond: busiestMs ? round1(1000 / busiestMs) : null,
     cosmosRequestsPerFlow: round1(
       median(r.map((x) => Object.values(x.cosmosPerFlow).reduce((a, c) => a + c.requests, 0))),
     ),

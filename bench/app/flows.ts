@@ -72,7 +72,14 @@ export interface StormResult {
    * flows' work, with the bench's reads until then; the ceiling: to the last PUT answer); its cores (CPU ÷ wall)
    * and per accepted PUT.
    */
-  cpu: CpuWindow & { hostCores: number | null; emulatorCores: number; hostMsPerFlow: number | null };
+  cpu: CpuWindow & {
+    hostCores: number | null;
+    emulatorCores: number;
+    hostMsPerFlow: number | null;
+    /** The dev host's process alone and its app's worker process: CPU ms per flow each. */
+    hostProcessMsPerFlow: number | null;
+    workerMsPerFlow: number | null;
+  };
   /** Cosmos DB requests and RU the storm cost, per accepted PUT, by container (emulator meter). */
   cosmosPerFlow: Record<string, { requests: number; ru: number }>;
 }
@@ -208,6 +215,9 @@ export async function storm(
     hostCores: window.host === null ? null : round2(window.host / Math.max(1, window.windowMs)),
     emulatorCores: round2(window.emulator / Math.max(1, window.windowMs)),
     hostMsPerFlow: window.host === null ? null : round1(window.host / Math.max(1, ops.length)),
+    hostProcessMsPerFlow:
+      window.hostProcess === null ? null : round1(window.hostProcess / Math.max(1, ops.length)),
+    workerMsPerFlow: window.worker === null ? null : round1(window.worker / Math.max(1, ops.length)),
   };
   const cosmosPerFlow: StormResult["cosmosPerFlow"] = {};
   for (const container of Object.keys(stats.meter)) {

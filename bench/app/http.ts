@@ -19,7 +19,14 @@ export interface HttpResult {
   bareP99Ms: number;
   ratioP50: number;
   ratioP99: number;
-  goalRatio: number;
+  /** Median over rounds of (dev host p50 − bare p50): what the dev host adds to one request. */
+  addedP50Ms: number;
+  /**
+   * Issue 21's goal, ≤ 0.5 ms added to a single request. It replaced the earlier ≤ 1.2× ratio, set while the app
+   * ran in the host's own process: the worker process adds a round trip over IPC, a fixed cost that a ratio to a
+   * ~1 ms handler cannot absorb. The ratio is still reported.
+   */
+  goalAddedMs: number;
 }
 
 export async function httpPhase(scratch: string): Promise<HttpResult> {
@@ -80,7 +87,8 @@ export async function httpPhase(scratch: string): Promise<HttpResult> {
         bareP99Ms: round2(median(rounds.map((x) => x.bare.p99))),
         ratioP50: round2(median(rounds.map((x) => x.devhost.p50 / x.bare.p50))),
         ratioP99: round2(median(rounds.map((x) => x.devhost.p99 / x.bare.p99))),
-        goalRatio: 1.2,
+        addedP50Ms: round2(median(rounds.map((x) => x.devhost.p50 - x.bare.p50))),
+        goalAddedMs: 0.5,
       };
     } finally {
       bare.server.close();

@@ -1,4 +1,5 @@
 /** App bench: the method text written into the results, and the notes — each computed from the run's numbers. */
+import os from "node:os";
 import { git } from "../lib/git.js";
 import { round1, round2 } from "../lib/stats.js";
 import type { ConcurrencyResult, ServerFigures } from "./concurrency.js";
@@ -24,7 +25,8 @@ export const METHOD = {
     "per operation (both stamped by the host, same machine clock), so the reading rate changes when the bench " +
     "learns the outcome, not the figures. N = 1 is sent singleFlowsPerRound times per round. Rates are medians " +
     "over storms, latencies percentiles pooled over all operations of a size. CPU: /proc/<pid>/stat of the host " +
-    "child, the emulator child's process.cpuUsage, this process's. Cosmos requests and RU: the emulator's meter.",
+    "child alone and of the processes below it (the app's worker process), the emulator child's process.cpuUsage, " +
+    "this process's. Cosmos requests and RU: the emulator's meter.",
   oldPolling:
     "Diagnostic: the same storm with every operation read in a loop with 20 ms pauses (the old bench's " +
     "settle()), against the paced reads at the same N, in the same run.",
@@ -121,11 +123,14 @@ export function notesFor(
   const g = goal;
   if (g && g.hostCpuMsPerFlow !== null) {
     notes.push(
-      `Where the time goes at ${g.size} at once: the dev host used ${g.hostCores} cores and the emulator ` +
-        `${g.emulatorCores} from the first PUT to the last Succeeded; the host spent ${g.hostCpuMsPerFlow} ms of CPU ` +
-        `per flow (its reads by the bench included), so its one event loop allows at most ` +
-        `${g.oneHostCoreFlowsPerSecond} flows/s at that cost; ${config.goalFlowsPerSecond} flows/s needs ≤ ` +
-        `${round1(1000 / config.goalFlowsPerSecond)} ms.`,
+      `Where the time goes at ${g.size} at once: the dev host used ${g.hostCores} cores (its own process and the ` +
+        `app's worker process together) and the emulator ${g.emulatorCores} from the first PUT to the last ` +
+        `Succeeded; per flow the host's process spent ${g.hostProcessCpuMsPerFlow} ms of CPU (HTTP, triggers, the ` +
+        `task hub, the bench's reads) and the worker process ${g.workerCpuMsPerFlow} ms (the app's handlers, ` +
+        `orchestrator replays and activities), ${g.hostCpuMsPerFlow} ms in all. Each is one event loop: the busier, ` +
+        `the ${g.busiestLoop}, allows at most ${g.oneHostCoreFlowsPerSecond} flows/s at that cost on a core of its ` +
+        `own (${config.goalFlowsPerSecond} flows/s needs ≤ ${round1(1000 / config.goalFlowsPerSecond)} ms in each), ` +
+        `and all three processes share ${os.cpus().length} cores.`,
     );
   }
   const { every20ms: old, paced, size } = flows.oldPolling;
@@ -138,8 +143,8 @@ export function notesFor(
   );
   notes.push(
     `HTTP GET through the dev host: p50 ${http.devhostP50Ms} ms vs ${http.bareP50Ms} ms for the same handler on ` +
-      `bare node:http (${http.ratioP50}×, goal ≤ ${http.goalRatio}×: ${metText(http.ratioP50 <= http.goalRatio)}); ` +
-      `p99 ${http.ratioP99}×.`,
+      `bare node:http: ${http.addedP50Ms} ms added (goal ≤ ${http.goalAddedMs} ms: ` +
+      `${metText(http.addedP50Ms <= http.goalAddedMs)}), ${http.ratioP50}× at p50 and ${http.ratioP99}× at p99.`,
     `PUT throughput with ${config.concurrency} clients: ${put.spreadOver100.acceptedPerSecond}/s over 100 ` +
       `subscriptions vs ${put.oneHot.acceptedPerSecond}/s on one (the lock serializes it: ` +
       `${Math.round(put.oneHot.contendedShare * 100)} % answered 409).`,
