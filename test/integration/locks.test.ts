@@ -85,6 +85,35 @@ describe("optimistic concurrency helpers", () => {
     expect(await readItem(c, "a", "a")).toBeUndefined();
   });
 
+  it("starts from a document the caller just read (one request fewer) and reads afresh when it lost the race", async () => {
+    const c = await dataContainer();
+    const seen: string[] = [];
+    const counting = t.newClient(
+      faultPlugins({
+        match: (ctx) => {
+          if (ctx.resourceType === "docs") seen.push(`${ctx.method} ${ctx.operationType}`);
+          return false;
+        },
+        run: (_ctx, next) => next(),
+      }),
+    );
+    const mine = counting.database(db.id).container(c.id);
+    const created = await createItem(c, { id: "k", n: 0 });
+    seen.length = 0;
+    const one = await updateItem<{ id: string; n: number }>(mine, "k", "k", (d) => ({ ...d, n: d.n + 1 }), {
+      current: created,
+    });
+    expect(one.n).toBe(1);
+    expect(seen).toEqual(["PUT replace"]);
+    // `created` is stale now: the replace is refused (412), then the item is read and the change applied to it.
+    seen.length = 0;
+    const two = await updateItem<{ id: string; n: number }>(mine, "k", "k", (d) => ({ ...d, n: d.n + 10 }), {
+      current: created,
+    });
+    expect(two.n).toBe(11);
+    expect(seen).toEqual(["PUT replace", "GET read", "PUT replace"]);
+  });
+
   it("loses no increment under 20 concurrent updaters (each its own client)", async () => {
     const c = await dataContainer();
     await createItem(c, { id: "counter", n: 0 });

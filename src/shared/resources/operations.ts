@@ -94,20 +94,27 @@ export async function pendingOperationOf(
 }
 
 /**
- * Read → change → replace If-Match of one operation (`mutate` returns undefined to leave it). A missing one
- * (expired) is left alone: false.
+ * Read → change → replace If-Match of one operation (`mutate` returns undefined to leave it); `options.current`,
+ * an operation the caller just read, saves the first read. The operation as stored after it; a missing one
+ * (expired) is left alone: undefined.
  */
 export async function updateOperation(
   ctx: AppContext,
   sub: string,
   operationId: string,
   mutate: (op: Stored<OperationDocument>) => OperationDocument | undefined,
-): Promise<boolean> {
+  options: { current?: Stored<OperationDocument> } = {},
+): Promise<Stored<OperationDocument> | undefined> {
   try {
-    await updateItem<OperationDocument>(ctx.containers.resources, operationDocId(operationId), sub, mutate);
-    return true;
+    return await updateItem<OperationDocument>(
+      ctx.containers.resources,
+      operationDocId(operationId),
+      sub,
+      mutate,
+      options,
+    );
   } catch (e) {
-    if (e instanceof NotFoundError) return false;
+    if (e instanceof NotFoundError) return undefined;
     throw e;
   }
 }

@@ -6,6 +6,7 @@ import type { AppContext } from "./context.js";
 import {
   ApiError,
   isTerminalOperation,
+  type OperationDocument,
   type ProvisioningState,
   parseOperationId,
   parseResourceName,
@@ -114,28 +115,43 @@ export async function validateStep(
     });
     return { proceed: false, reason };
   }
-  await setStep(ctx, input, orchestration, "validate");
-  if (resource.provisioningState === "Accepted") await setResourceState(ctx, input, "Provisioning");
+  // Both documents were just read: the writes below start from them (a lost race reads afresh).
+  await setStep(ctx, input, orchestration, "validate", op);
+  if (resource.provisioningState === "Accepted") await setResourceState(ctx, input, "Provisioning", resource);
   return { proceed: true };
 }
 
-/** Records the step on the operation (status Running). */
+/** The operation marked Running at `step` (undefined: leave it — finished, or already at that step). */
+function atStep(
+  op: Stored<OperationDocument>,
+  orchestration: { name: string; instanceId: string },
+  step: string,
+): OperationDocument | undefined {
+  if (isTerminalOperation(op.status)) return undefined;
+  if (op.status === "Running" && op.orchestration?.step === step) return undefined;
+  return { ...op, status: "Running", lastUpdatedTime: now(), orchestration: { ...orchestration, step } };
+}
+
+/**
+ * Records the step on the operation (status Running); `current`, when the caller just read the operation, saves
+ * the read. The operation as stored after it (undefined when it is gone).
+ */
 export async function setStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
   step: string,
-): Promise<void> {
-  await updateOperation(ctx, input.subscriptionId, input.operationId, (op) => {
-    if (isTerminalOperation(op.status)) return undefined;
-    if (op.status === "Running" && op.orchestration?.step === step) return undefined;
-    return {
-      ...op,
-      status: "Running",
-      lastUpdatedTime: now(),
-      orchestration: { ...orchestration, step },
-    };
-  });
+  current?: Stored<OperationDocument>,
+): Promise<Stored<OperationDocument> | undefined> {
+  return updateOperation(
+    ctx,
+    input.subscriptionId,
+    input.operationId,
+    (op) => atStep(op, orchestration, step),
+    {
+      current,
+    },
+  );
 }
 
 /** Sets the resource's state if this operation is still its latest; false when it is not (or it is gone). */
@@ -143,6 +159,7 @@ async function setResourceState(
   ctx: AppContext,
   input: ProvisioningInput,
   state: ProvisioningState,
+  known?: Stored<ResourceDocument>,
 ): Promise<boolean> {
   let current = true;
   try {
@@ -159,6 +176,7 @@ async function setResourceState(
         // The provider's own state change: systemData.lastModifiedAt stays the client's last write (as in ARM).
         return { ...r, provisioningState: state };
       },
+      { current: known },
     );
   } catch (e) {
     if (e instanceof NotFoundError) return false;
@@ -176,11 +194,12 @@ export async function provisionStep(
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
 ): Promise<{ attempt: number }> {
-  await setStep(ctx, input, orchestration, "provision");
+  // The step and the attempt's count in one write.
   let attempt = 0;
   const found = await updateOperation(ctx, input.subscriptionId, input.operationId, (op) => {
     attempt = (op.attempts?.provision ?? 0) + 1;
-    return { ...op, attempts: { ...op.attempts, provision: attempt }, lastUpdatedTime: now() };
+    const marked = atStep(op, orchestration, "provision") ?? op;
+    return { ...marked, attempts: { ...op.attempts, provision: attempt }, lastUpdatedTime: now() };
   });
   if (!found) throw new Error(`Operation ${input.operationId} does not exist (expired?).`);
   const resource = await readItem<ResourceDocument>(
@@ -204,13 +223,15 @@ export async function finalizeStep(
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
 ): Promise<void> {
-  await setStep(ctx, input, orchestration, "finalize");
-  await settle(ctx, input, "Succeeded", (r) => ({
-    kind: "replace",
-    id: r.id,
-    body: { ...r, provisioningState: "Succeeded" },
-    etag: r._etag,
-  }));
+  const op = await setStep(ctx, input, orchestration, "finalize");
+  await settle(
+    ctx,
+    input,
+    "Succeeded",
+    (r) => ({ kind: "replace", id: r.id, body: { ...r, provisioningState: "Succeeded" }, etag: r._etag }),
+    undefined,
+    op,
+  );
 }
 
 /** Marks the resource and the operation Failed with `error`, together. */
@@ -253,11 +274,15 @@ async function settle(
   status: "Succeeded" | "Failed",
   change: (resource: Stored<ResourceDocument>) => BatchWrite,
   error?: { code: string; message: string },
+  /** The operation as the caller just stored it: the first attempt starts from it (a lost race reads afresh). */
+  current?: Stored<OperationDocument>,
 ): Promise<"settled" | "superseded" | "gone" | "finished"> {
   const { resources } = ctx.containers;
+  let known = current;
   return defaultOccRetryPolicy.run(
     async () => {
-      const op = await readOperation(ctx, input.subscriptionId, input.operationId);
+      const op = known ?? (await readOperation(ctx, input.subscriptionId, input.operationId));
+      known = undefined;
       if (!op || isTerminalOperation(op.status)) return "finished";
       const resource = await readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId);
       const at = now();
