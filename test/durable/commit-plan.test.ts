@@ -74,8 +74,11 @@ describe("commit plans", () => {
     const staged = plan(ninetyNine, ["one-more"]);
     expect(staged.kind).toBe("staged");
     if (staged.kind === "staged") {
-      expect(staged.deciding).toHaveLength(1);
+      // The instance as it was, with the mark; and a read of the final part (a swept stage cannot decide).
+      expect(staged.deciding).toHaveLength(2);
       expect(staged.deciding[0]).toMatchObject({ ifMatch: "e1" });
+      const finalPart = staged.stages.find((s) => s.final !== undefined);
+      expect(staged.deciding[1]).toEqual({ operationType: "Read", id: finalPart?.id });
       expect(staged.final.stage).toBeUndefined();
       expect(staged.stages.flatMap((s) => s.upserts)).toHaveLength(99);
       expect(staged.stages.flatMap((s) => s.deletes)).toEqual(["one-more"]);

@@ -295,3 +295,134 @@ describe("task hub store: a staged commit finished twice", () => {
     expect(after.stages).toEqual([]);
   });
 });
+
+describe("task hub store: stages of commits that never decided", () => {
+  async function abandoned(instanceId: string, token: string) {
+    const { container } = await unthrottledHubContainers(db);
+    const store = new HubStore(container, HUB);
+    const pk = store.pk(instanceId);
+    const base: InstanceDoc = {
+      id: INSTANCE_ID,
+      pk,
+      kind: "instance",
+      hub: HUB,
+      instanceId,
+      executionId: "e",
+      name: "o",
+      input: null,
+      status: "Running",
+      output: null,
+      customStatus: null,
+      createdTime: "2026-01-01T00:00:00.000Z",
+      lastUpdatedTime: "2026-01-01T00:00:01.000Z",
+      engine: {},
+      historyChunks: 0,
+    };
+    const created = await store.batch(pk, [{ operationType: "Create", resourceBody: asJson(base) }]);
+    if (!created.ok) throw new Error(`create: ${created.status}`);
+    const messages: MessageDoc[] = Array.from({ length: 250 }, (_v, n) => ({
+      id: `msg-${token}-${n}`,
+      pk,
+      kind: "message",
+      hub: HUB,
+      instanceId,
+      seq: n,
+      message: {
+        key: `${token}-${n}`,
+        instanceId,
+        event: { EventType: HistoryEventType.EventRaised, EventId: -1, IsPlayed: false, Timestamp: "t" },
+      },
+    }));
+    const plan = planCommit({
+      hub: HUB,
+      instanceId,
+      instance: {
+        body: { ...base, lastUpdatedTime: "2026-01-01T00:00:02.000Z" },
+        ifMatch: created.etag,
+        before: base,
+      },
+      upserts: messages,
+      deletes: [],
+      token,
+    });
+    if (plan.kind !== "staged") throw new Error("expected a staged commit");
+    // The host writes its parts and dies before its deciding batch.
+    for (const part of plan.stages) await container.items.upsert(part);
+    return { store, pk, plan, etag: created.etag };
+  }
+
+  it("deletes them (final parts first) and leaves the instance as it was; a commit whose parts were swept loses when it decides", async () => {
+    const { store, plan, etag } = await abandoned("swept", "dead");
+    const before = await store.readPartition("swept");
+    expect(before.stages.length).toBe(plan.stages.length);
+    expect(plan.stages.length).toBeGreaterThan(2);
+    expect(await store.sweepAbandonedStages(before)).toBe(plan.stages.length);
+    const after = await store.readPartition("swept");
+    expect(after.stages).toEqual([]);
+    expect(after.messages).toEqual([]);
+    expect(after.instance?._etag).toBe(etag);
+    // Had the host only been slow: its deciding batch now reads a final part that is gone and loses.
+    const late = await store.batch(store.pk("swept"), plan.deciding);
+    expect(late).toEqual({ ok: false, status: 404 });
+    expect((await store.readPartition("swept")).instance).toMatchObject({ _etag: etag });
+    expect((await store.readPartition("swept")).instance?.stage).toBeUndefined();
+  });
+
+  it("deletes nothing from a snapshot the instance has moved on from (a commit decided since)", async () => {
+    const { store, plan } = await abandoned("decided", "slow");
+    const stale = await store.readPartition("decided");
+    const decided = await store.batch(store.pk("decided"), plan.deciding);
+    expect(decided.ok).toBe(true);
+    expect(await store.sweepAbandonedStages(stale)).toBe(0);
+    // The decided commit still finishes, with all of its writes.
+    await store.resumeStage(await store.readPartition("decided"));
+    const done = await store.readPartition("decided");
+    expect(done.instance?.stage).toBeUndefined();
+    expect(done.messages).toHaveLength(250);
+    expect(done.stages).toEqual([]);
+  });
+});
+
+describe("task hub: a host reading an instance sweeps stages that never decided", () => {
+  const awaitAnswer: Gen = function* (ctx) {
+    return yield ctx.df.waitForExternalEvent("answer");
+  };
+
+  it("deletes a dead host's undecided parts when it next loads the instance, which then runs on", async () => {
+    const containers = await unthrottledHubContainers(db);
+    const spec = { ...containers, hubName: HUB, orchestrators: { awaitAnswer }, activities: {} };
+    const a = createHub({ ...spec, instanceName: "A" });
+    await a.start();
+    await a.startNew("awaitAnswer", { instanceId: "waits" });
+    await waitForStatus(a, "waits", (s) => s.runtimeStatus === "Running");
+    await a.stop();
+
+    // A host that died mid-commit left the parts of a commit it never decided.
+    const store = new HubStore(containers.container, HUB);
+    const now = await store.readPartition("waits");
+    const instance = now.instance;
+    if (!instance?._etag) throw new Error("no instance");
+    const plan = planCommit({
+      hub: HUB,
+      instanceId: "waits",
+      instance: { body: { ...instance }, ifMatch: instance._etag, before: instance },
+      upserts: [],
+      deletes: Array.from({ length: 150 }, (_v, i) => `gone-${i}`),
+      token: "dead",
+    });
+    if (plan.kind !== "staged") throw new Error("expected a staged commit");
+    for (const part of plan.stages) await containers.container.items.upsert(part);
+    expect((await store.readPartition("waits")).stages).toHaveLength(plan.stages.length);
+
+    const b = createHub({ ...spec, instanceName: "B" });
+    hubs.push(b);
+    await b.start();
+    expect(await b.raiseEvent("waits", "answer", JSON.stringify(42))).toBe("ok");
+    expect(await waitForStatus(b, "waits", isFinished)).toMatchObject({
+      runtimeStatus: "Completed",
+      output: 42,
+    });
+    expect((await store.readPartition("waits")).stages).toEqual([]);
+    await b.stop();
+  });
+});

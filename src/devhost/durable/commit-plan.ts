@@ -141,7 +141,14 @@ export function planCommit(input: CommitInput): CommitPlan {
     ...visibleBefore(input.instance),
     stage: { token: input.token, parts: stages.length, finalPart: finalPart.part },
   };
-  return { kind: "staged", stages, deciding: [instanceOp(input.instance, marked)], final };
+  // The deciding batch also reads the final part: a sweep of abandoned stages (HubStore.sweepAbandonedStages)
+  // deletes final parts first, so a commit whose parts were swept before it decided loses (404) instead of marking
+  // the instance with a stage that can never be finished.
+  const deciding: OperationInput[] = [
+    instanceOp(input.instance, marked),
+    { operationType: BulkOperationType.Read, id: finalPart.id },
+  ];
+  return { kind: "staged", stages, deciding, final };
 }
 
 /**

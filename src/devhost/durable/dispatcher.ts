@@ -231,6 +231,13 @@ export class OrchestrationDispatcher {
       snap = await this.o.store.readPartition(instanceId);
     }
     if (snap.staleHistory.length > 0) this.cleanup(instanceId, snap.staleHistory);
+    if (snap.stages.length > 0) {
+      // No mark is left: these are the parts of commits that never decided (their host died). The snapshot keeps
+      // them (it is not re-read); nothing reads stage documents without a mark naming them.
+      const swept = await this.o.store.sweepAbandonedStages(snap);
+      if (swept > 0)
+        this.o.log("information", `Instance '${instanceId}': deleted ${swept} abandoned stage document(s).`);
+    }
     return snap;
   }
 

@@ -225,6 +225,37 @@ export class HubStore {
     return this.applyStage(inst.pk, inst._etag ?? "", stages, legacyFinal);
   }
 
+  /**
+   * Deletes the stage documents of staged commits that never decided (a host died between writing its parts and
+   * its deciding batch): every stage document in `snapshot` whose token the instance does not carry. One guarded
+   * batch per ≤ 99 documents, final parts first, each checking that the instance is still the one the snapshot
+   * read (a Read If-Match): a commit that decided since then changed it, and the sweep deletes nothing. A commit
+   * that has not decided yet loses when it tries (its deciding batch reads its final part: 404), so no instance is
+   * ever marked with a stage whose parts are gone. Returns how many documents were deleted; the rest (a guard
+   * refused, or a later batch) are left for the next read of the partition.
+   */
+  async sweepAbandonedStages(snapshot: PartitionSnapshot): Promise<number> {
+    const inst = snapshot.instance;
+    if (!inst?._etag) return 0;
+    const live = inst.stage?.token;
+    const abandoned = snapshot.stages
+      .filter((s) => s.token !== live)
+      .sort((a, b) => Number(b.final !== undefined) - Number(a.final !== undefined));
+    let deleted = 0;
+    const perBatch = DURABLE_LIMITS.batchOperations - 1;
+    for (let i = 0; i < abandoned.length; i += perBatch) {
+      const ids = abandoned.slice(i, i + perBatch).map((s) => s.id);
+      const r = await this.batch(inst.pk, [
+        // Read's If-Match is honoured in a transactional batch; the SDK's type omits the field.
+        { operationType: BulkOperationType.Read, id: INSTANCE_ID, ifMatch: inst._etag } as OperationInput,
+        ...ids.map((id) => ({ operationType: BulkOperationType.Delete, id }) as OperationInput),
+      ]);
+      if (!r.ok) break;
+      deleted += ids.length;
+    }
+    return deleted;
+  }
+
   /** Upserts and deletes (404 tolerated), at most 100 operations per request; not atomic, safe to repeat. */
   async applyIdempotently(pk: string, upserts: WorkDoc[], deletes: string[]): Promise<void> {
     for (let i = 0; i < upserts.length; i += DURABLE_LIMITS.batchOperations) {
