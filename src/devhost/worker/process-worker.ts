@@ -64,9 +64,17 @@ export class ProcessWorker implements AppWorker {
   static async start(options: ProcessWorkerOptions): Promise<{ worker: ProcessWorker; index: AppIndex }> {
     let worker: ProcessWorker | undefined;
     const env = options.env();
-    const { child, index } = await spawnWorker(options, env, (child, code, signal) => {
-      if (worker) worker.#onExit(child, code, signal);
-    });
+    const { child, index } = await spawnWorker(
+      options,
+      env,
+      (child, code, signal) => {
+        if (worker) worker.#onExit(child, code, signal);
+      },
+      undefined,
+      (child, m) => {
+        if (worker) worker.#onResult(child, m);
+      },
+    );
     worker = new ProcessWorker(options, { child, env });
     worker.#watch(child);
     return { worker, index };
@@ -139,18 +147,18 @@ export class ProcessWorker implements AppWorker {
 
   #watch(child: ChildProcess): void {
     this.#exited = new Promise((resolve) => child.once("exit", () => resolve()));
-    child.on("message", (m: WorkerToHost) => {
-      if (m.kind !== "result") return;
-      const pending = this.#pending.get(m.invocationId);
-      if (!pending || pending.child !== child) return;
-      this.#pending.delete(m.invocationId);
-      this.#crashes = 0;
-      if (m.error) pending.reject(fromWireError(m.error));
-      else if (m.response)
-        pending.resolve({ response: m.response, result: m.resultCloned ? m.result : undefined });
-      else
-        pending.reject(new Error("The worker answered an invocation with neither a response nor an error."));
-    });
+  }
+
+  /** An invocation's answer from `child` (spawnWorker's one message dispatcher routes it here). */
+  #onResult(child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>): void {
+    const pending = this.#pending.get(m.invocationId);
+    if (!pending || pending.child !== child) return;
+    this.#pending.delete(m.invocationId);
+    this.#crashes = 0;
+    if (m.error) pending.reject(fromWireError(m.error));
+    else if (m.response)
+      pending.resolve({ response: m.response, result: m.resultCloned ? m.result : undefined });
+    else pending.reject(new Error("The worker answered an invocation with neither a response nor an error."));
   }
 
   #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
@@ -198,6 +206,7 @@ export class ProcessWorker implements AppWorker {
           this.#child = c;
           this.#sentEnv = env;
         },
+        (c, m) => this.#onResult(c, m),
       );
       this.#watch(child);
       this.#o.logger.info(`Worker process started and initialized (pid ${child.pid}).`);
@@ -218,6 +227,7 @@ function spawnWorker(
   env: NodeJS.ProcessEnv,
   onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
   onSpawned?: (child: ChildProcess) => void,
+  onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>) => void,
 ): Promise<{ child: ChildProcess; index: AppIndex }> {
   const child = spawn(process.execPath, [ENTRY], {
     cwd: o.appDir,
@@ -236,10 +246,6 @@ function spawnWorker(
         o.logger.log(level, line, { category: "Worker" }),
       );
   }
-  child.on("message", (m: WorkerToHost) => {
-    if (m.kind === "log")
-      o.logger.log(m.level, m.message, { category: m.category, invocationId: m.invocationId });
-  });
   return new Promise((resolve, reject) => {
     let loaded = false;
     child.once("exit", (code, signal) => {
@@ -259,14 +265,25 @@ function spawnWorker(
       if (!loaded)
         reject(new DevHostError(`The worker process could not start: ${e.message}`, { code: "AppLoad" }));
     });
+    // One dispatcher for everything the worker sends: logs, the load's answer, invocation results.
     child.on("message", (m: WorkerToHost) => {
-      if (m.kind === "loaded") {
-        loaded = true;
-        resolve({ child, index: m.index });
-      } else if (m.kind === "loadFailed") {
-        loaded = true; // the process exits next; the load error is the one to report
-        const e = fromWireError(m.error);
-        reject(new DevHostError(e.message, { code: m.error.code ?? "AppLoad", cause: e }));
+      switch (m.kind) {
+        case "log":
+          o.logger.log(m.level, m.message, { category: m.category, invocationId: m.invocationId });
+          return;
+        case "loaded":
+          loaded = true;
+          resolve({ child, index: m.index });
+          return;
+        case "loadFailed": {
+          loaded = true; // the process exits next; the load error is the one to report
+          const e = fromWireError(m.error);
+          reject(new DevHostError(e.message, { code: m.error.code ?? "AppLoad", cause: e }));
+          return;
+        }
+        case "result":
+          onResult?.(child, m);
+          return;
       }
     });
     child.send({ kind: "load", appDir: o.appDir } satisfies HostToWorker);
