@@ -1,58 +1,19 @@
 /**
  * The task hub's commit planner keeps every write within Cosmos DB's limits by construction: one transactional batch
  * of at most 100 operations and DURABLE_LIMITS.batchBytes, or a staged commit whose deciding batch holds the instance
- * document alone and whose parts each fit a document and a bulk request. Pure; a fast-check property (fixed seed)
+ * document and a read of its final part, and whose parts each fit a document and a bulk request. Pure; a fast-check property (fixed seed)
  * over random commits, and the edges one past each limit.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { historyChunks, planCommit } from "../../src/devhost/durable/commit-plan.js";
-import {
-  docBytes,
-  type InstanceDoc,
-  type MessageDoc,
-  type WorkDoc,
-} from "../../src/devhost/durable/documents.js";
+import { docBytes, type WorkDoc } from "../../src/devhost/durable/documents.js";
 import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
 import { type HistoryEvent, HistoryEventType } from "../../src/devhost/durable/types.js";
+import { instanceDoc, messageDoc } from "./hub-docs.js";
 
-const instance: InstanceDoc = {
-  id: "instance",
-  pk: "hub|i",
-  kind: "instance",
-  hub: "hub",
-  instanceId: "i",
-  executionId: "e",
-  name: "o",
-  input: null,
-  status: "Running",
-  output: null,
-  customStatus: null,
-  createdTime: "2026-01-01T00:00:00.000Z",
-  lastUpdatedTime: "2026-01-01T00:00:00.000Z",
-  engine: {},
-  historyChunks: 0,
-};
-
-const message = (n: number, payload = 0): MessageDoc => ({
-  id: `msg-${n}`,
-  pk: "hub|i",
-  kind: "message",
-  hub: "hub",
-  instanceId: "i",
-  seq: n,
-  message: {
-    key: String(n),
-    instanceId: "i",
-    event: {
-      EventType: HistoryEventType.EventRaised,
-      EventId: -1,
-      IsPlayed: false,
-      Timestamp: "t",
-      Input: "x".repeat(payload),
-    },
-  },
-});
+const instance = instanceDoc("hub", "i", "2026-01-01T00:00:00.000Z");
+const message = (n: number, payload = 0) => messageDoc("hub", "i", String(n), n, payload);
 
 function plan(upserts: WorkDoc[], deletes: string[]) {
   return planCommit({

@@ -11,20 +11,15 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { planCommit } from "../../src/devhost/durable/commit-plan.js";
-import {
-  asJson,
-  INSTANCE_ID,
-  type InstanceDoc,
-  type MessageDoc,
-  partitionKeyOf,
-} from "../../src/devhost/durable/documents.js";
+import { asJson, partitionKeyOf } from "../../src/devhost/durable/documents.js";
 import { activityResultEvent } from "../../src/devhost/durable/engine.js";
 import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 import { HubStore } from "../../src/devhost/durable/store.js";
-import { type ActivityWorkItem, HistoryEventType } from "../../src/devhost/durable/types.js";
+import type { ActivityWorkItem } from "../../src/devhost/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";
 import { until } from "../support/until.js";
+import { instanceDoc, messageDoc } from "./hub-docs.js";
 import {
   countOf,
   createHub,
@@ -214,36 +209,8 @@ describe("task hub store: a staged commit finished twice", () => {
     const store = new HubStore(container, HUB);
     const instanceId = "late";
     const pk = store.pk(instanceId);
-    const version = (n: number): InstanceDoc => ({
-      id: INSTANCE_ID,
-      pk,
-      kind: "instance",
-      hub: HUB,
-      instanceId,
-      executionId: "e",
-      name: "o",
-      input: null,
-      status: "Running",
-      output: null,
-      customStatus: null,
-      createdTime: "2026-01-01T00:00:00.000Z",
-      lastUpdatedTime: `2026-01-01T00:00:0${n}.000Z`,
-      engine: {},
-      historyChunks: 0,
-    });
-    const message = (n: number): MessageDoc => ({
-      id: `msg-event-${n}`,
-      pk,
-      kind: "message",
-      hub: HUB,
-      instanceId,
-      seq: n,
-      message: {
-        key: `event-${n}`,
-        instanceId,
-        event: { EventType: HistoryEventType.EventRaised, EventId: -1, IsPlayed: false, Timestamp: "t" },
-      },
-    });
+    const version = (n: number) => instanceDoc(HUB, instanceId, `2026-01-01T00:00:0${n}.000Z`);
+    const message = (n: number) => messageDoc(HUB, instanceId, `event-${n}`, n);
     const created = await store.batch(pk, [{ operationType: "Create", resourceBody: asJson(version(1)) }]);
     if (!created.ok) throw new Error(`create: ${created.status}`);
 
@@ -301,38 +268,10 @@ describe("task hub store: stages of commits that never decided", () => {
     const { container } = await unthrottledHubContainers(db);
     const store = new HubStore(container, HUB);
     const pk = store.pk(instanceId);
-    const base: InstanceDoc = {
-      id: INSTANCE_ID,
-      pk,
-      kind: "instance",
-      hub: HUB,
-      instanceId,
-      executionId: "e",
-      name: "o",
-      input: null,
-      status: "Running",
-      output: null,
-      customStatus: null,
-      createdTime: "2026-01-01T00:00:00.000Z",
-      lastUpdatedTime: "2026-01-01T00:00:01.000Z",
-      engine: {},
-      historyChunks: 0,
-    };
+    const base = instanceDoc(HUB, instanceId, "2026-01-01T00:00:01.000Z");
     const created = await store.batch(pk, [{ operationType: "Create", resourceBody: asJson(base) }]);
     if (!created.ok) throw new Error(`create: ${created.status}`);
-    const messages: MessageDoc[] = Array.from({ length: 250 }, (_v, n) => ({
-      id: `msg-${token}-${n}`,
-      pk,
-      kind: "message",
-      hub: HUB,
-      instanceId,
-      seq: n,
-      message: {
-        key: `${token}-${n}`,
-        instanceId,
-        event: { EventType: HistoryEventType.EventRaised, EventId: -1, IsPlayed: false, Timestamp: "t" },
-      },
-    }));
+    const messages = Array.from({ length: 250 }, (_v, n) => messageDoc(HUB, instanceId, `${token}-${n}`, n));
     const plan = planCommit({
       hub: HUB,
       instanceId,

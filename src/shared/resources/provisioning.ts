@@ -224,15 +224,18 @@ export async function finalizeStep(
   orchestration: { name: string; instanceId: string },
 ): Promise<void> {
   const op = await setStep(ctx, input, orchestration, "finalize");
-  await settle(
-    ctx,
-    input,
-    "Succeeded",
-    (r) => ({ kind: "replace", id: r.id, body: { ...r, provisioningState: "Succeeded" }, etag: r._etag }),
-    undefined,
-    op,
-  );
+  await settle(ctx, input, "Succeeded", toState("Succeeded"), undefined, op);
 }
+
+/** The resource's last change when its operation ends: its terminal state (If-Match the resource read). */
+const toState =
+  (state: "Succeeded" | "Failed") =>
+  (r: Stored<ResourceDocument>): BatchWrite => ({
+    kind: "replace",
+    id: r.id,
+    body: { ...r, provisioningState: state },
+    etag: r._etag,
+  });
 
 /** Marks the resource and the operation Failed with `error`, together. */
 export async function failStep(
@@ -240,13 +243,7 @@ export async function failStep(
   input: ProvisioningInput,
   error: { code: string; message: string },
 ): Promise<void> {
-  await settle(
-    ctx,
-    input,
-    "Failed",
-    (r) => ({ kind: "replace", id: r.id, body: { ...r, provisioningState: "Failed" }, etag: r._etag }),
-    error,
-  );
+  await settle(ctx, input, "Failed", toState("Failed"), error);
 }
 
 /** Removes the resource and Succeeds the operation together, if this delete is still the resource's latest. */
