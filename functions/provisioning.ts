@@ -25,21 +25,37 @@ function retryOptions(): df.RetryOptions {
 
 const A = PROVISIONING.activities;
 
-/** validate → provision → finalize; on a failure after the retries, the resource and operation become Failed. */
-export const provisioningOrchestrator: OrchestrationHandler = function* (context: OrchestrationContext) {
-  // Bad input fails the instance at once, with the reason (never a stuck instance).
+interface Validated {
+  input: StepInput;
+  retry: df.RetryOptions;
+  /** Set when validate says to stop: the orchestration's output. */
+  skipped?: { outcome: "Skipped"; reason?: string };
+}
+
+/**
+ * The start every orchestration here shares: its input (bad input fails the instance at once, with the reason —
+ * never a stuck instance), the retry policy, and the validate step. `skipped` when validate says to stop.
+ */
+function* validateFirst(context: OrchestrationContext, name: string): Generator<df.Task, Validated, unknown> {
   const input: StepInput = {
     ...parseProvisioningInput(context.df.getInput()),
-    orchestration: { name: PROVISIONING.orchestrations.provision, instanceId: context.df.instanceId },
+    orchestration: { name, instanceId: context.df.instanceId },
   };
   const retry = retryOptions();
   context.df.setCustomStatus({ step: "validate" });
-  const validated: { proceed: boolean; reason?: string } = yield context.df.callActivityWithRetry(
-    A.validate,
-    retry,
-    input,
-  );
-  if (!validated.proceed) return { outcome: "Skipped", reason: validated.reason };
+  const validated = (yield context.df.callActivityWithRetry(A.validate, retry, input)) as {
+    proceed: boolean;
+    reason?: string;
+  };
+  return validated.proceed
+    ? { input, retry }
+    : { input, retry, skipped: { outcome: "Skipped", reason: validated.reason } };
+}
+
+/** validate → provision → finalize; on a failure after the retries, the resource and operation become Failed. */
+export const provisioningOrchestrator: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const { input, retry, skipped } = yield* validateFirst(context, PROVISIONING.orchestrations.provision);
+  if (skipped) return skipped;
   try {
     context.df.setCustomStatus({ step: "provision" });
     yield context.df.callActivityWithRetry(A.provision, retry, input);
@@ -60,18 +76,8 @@ export const provisioningOrchestrator: OrchestrationHandler = function* (context
 
 /** validate → deprovision (removes the resource; the operation Succeeds). */
 export const deprovisioningOrchestrator: OrchestrationHandler = function* (context: OrchestrationContext) {
-  const input: StepInput = {
-    ...parseProvisioningInput(context.df.getInput()),
-    orchestration: { name: PROVISIONING.orchestrations.deprovision, instanceId: context.df.instanceId },
-  };
-  const retry = retryOptions();
-  context.df.setCustomStatus({ step: "validate" });
-  const validated: { proceed: boolean; reason?: string } = yield context.df.callActivityWithRetry(
-    A.validate,
-    retry,
-    input,
-  );
-  if (!validated.proceed) return { outcome: "Skipped", reason: validated.reason };
+  const { input, retry, skipped } = yield* validateFirst(context, PROVISIONING.orchestrations.deprovision);
+  if (skipped) return skipped;
   context.df.setCustomStatus({ step: "deprovision" });
   const result: { deleted: boolean } = yield context.df.callActivityWithRetry(A.deprovision, retry, input);
   context.df.setCustomStatus({ step: "done" });
