@@ -1,40 +1,17 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { Agent } from "node:https";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
+import { selfSignedCertificate } from "../support/tls.js";
 
-const dir = mkdtempSync(join(tmpdir(), "emu-tls-"));
+const certificate = selfSignedCertificate("emu-tls");
 let emu: RunningEmulator;
 let client: CosmosClient;
 
 beforeAll(async () => {
-  // A throw-away self-signed certificate for 127.0.0.1.
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-      "-days",
-      "1",
-      "-subj",
-      "/CN=127.0.0.1",
-    ],
-    { stdio: "ignore" },
-  );
   emu = await startEmulator({
     port: 0,
-    tls: { certFile: join(dir, "cert.pem"), keyFile: join(dir, "key.pem") },
+    tls: { certFile: certificate.certFile, keyFile: certificate.keyFile },
   });
   client = new CosmosClient({
     endpoint: emu.endpoint,
@@ -45,7 +22,7 @@ beforeAll(async () => {
 afterAll(async () => {
   client.dispose();
   await emu.close();
-  rmSync(dir, { recursive: true, force: true });
+  certificate.remove();
 });
 
 describe("HTTPS", () => {

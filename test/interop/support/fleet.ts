@@ -1,15 +1,12 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { Agent } from "node:https";
 import type { LookupFunction } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Container, CosmosClient } from "@azure/cosmos";
 import { type EmulatorOptions, type RunningEmulator, startEmulator } from "../../../src/emulator/index.js";
 import {
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
 } from "../../../src/shared/changefeed/processor.js";
+import { selfSignedCertificate } from "../../support/tls.js";
 import type { DotnetClient } from "./dotnet.js";
 
 /**
@@ -27,26 +24,11 @@ export interface TlsEmulator {
 }
 
 export async function startTlsEmulator(options: EmulatorOptions = {}): Promise<TlsEmulator> {
-  const dir = mkdtempSync(join(tmpdir(), "interop-tls-"));
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-    ].concat(["-days", "1", "-subj", "/CN=127.0.0.1"]),
-    { stdio: "ignore" },
-  );
+  const certificate = selfSignedCertificate("interop-tls");
   const emulator = await startEmulator({
     ...options,
     port: 0,
-    tls: { certFile: join(dir, "cert.pem"), keyFile: join(dir, "key.pem") },
+    tls: { certFile: certificate.certFile, keyFile: certificate.keyFile },
   });
   const clients: CosmosClient[] = [];
   const endpointFor = (host?: string) => (host ? `https://${host}:${emulator.port}/` : emulator.endpoint);
@@ -77,7 +59,7 @@ export async function startTlsEmulator(options: EmulatorOptions = {}): Promise<T
     close: async () => {
       for (const c of clients) c.dispose();
       await emulator.close();
-      rmSync(dir, { recursive: true, force: true });
+      certificate.remove();
     },
   };
 }
