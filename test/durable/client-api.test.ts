@@ -390,17 +390,24 @@ describe("durable HTTP API with the real DurableClient", () => {
     expect((await fetch(api("instances/zz/restart"), { method: "POST" })).status).toBe(400);
   });
 
-  it("rewind and entities are refused with clear errors the SDK surfaces", async () => {
+  it("rewind is refused with clear errors the SDK surfaces", async () => {
     await started("hello", "rw");
     await expect(client.rewind("rw", "retry")).rejects.toThrow(
       'This orchestration has status Pending, but only orchestrations in the "Failed" state can be rewound.',
     );
     hub.fail("rw", "x");
     await expect(client.rewind("rw", "retry")).rejects.toThrow("Rewind is not supported by the dev host");
-    await expect(client.readEntityState(new df.EntityId("counter", "k1"))).rejects.toThrow(
-      /501.*entities are not supported by the dev host/,
-    );
-    await expect(client.signalEntity(new df.EntityId("counter", "k1"), "add", 1)).rejects.toThrow(/501/);
+  });
+
+  it("the client's readEntityState and signalEntity reach the hub's entities", async () => {
+    hub.entities.set("@counter@k1", "7");
+    expect(await client.readEntityState(new df.EntityId("Counter", "k1"))).toMatchObject({
+      entityExists: true,
+      entityState: 7,
+    });
+    expect((await client.readEntityState(new df.EntityId("counter", "none"))).entityExists).toBe(false);
+    await client.signalEntity(new df.EntityId("counter", "k1"), "add", 1);
+    expect(hub.callsOf("signalEntity")).toEqual([["counter", "k1", "add", "1"]]);
   });
 });
 
