@@ -3,10 +3,12 @@
  * entity functions) through the durable HTTP API over loopback: `GET entities[/{name}]` lists the entities that have
  * a state, with the extension's filters and paging; `GET instances/@name@key` shows an entity as the extension shows
  * its entity scheduler; cleanEntityStorage removes deleted entities and releases locks whose owner is gone, with the
- * extension's counts; malformed parameters are 400s with a code.
+ * extension's counts; malformed parameters are 400s with a code. And a signal an orchestration sends in the episode
+ * it returns in is delivered (DTFx sends every message of the last episode).
  */
 import type { Container, Database } from "@azure/cosmos";
 import type { EntityContext } from "durable-functions";
+import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDurableApiHandler } from "../../src/devhost/durable/client-api.js";
 import { instanceDocOf, partitionKeyOf } from "../../src/devhost/durable/documents.js";
@@ -14,7 +16,15 @@ import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { WAIT_MS } from "../support/until.js";
 import { serveDurableApi } from "./client-test-server.js";
-import { createHub, entityInvoker, type Gen, hubContainers, stopAll } from "./hub-harness.js";
+import {
+  createHub,
+  entityInvoker,
+  type Gen,
+  hubContainers,
+  isFinished,
+  stopAll,
+  waitForStatus,
+} from "./hub-harness.js";
 
 const HUB = "ListHub";
 
@@ -34,6 +44,11 @@ function counter(context: EntityContext<unknown>) {
 const orchestrators: Record<string, Gen> = {
   waits: function* (ctx) {
     return yield ctx.df.waitForExternalEvent("go");
+  },
+  signalsAndReturns: function* (ctx) {
+    yield ctx.df.callEntity(new df.EntityId("counter", "last"), "add", 1);
+    ctx.df.signalEntity(new df.EntityId("counter", "last"), "add", 10);
+    return "done";
   },
 };
 
@@ -268,5 +283,13 @@ describe("cleanEntityStorage", () => {
     await settled("counter", "gone", "4");
     expect(ids((await list("entities/counter")).items)).toEqual(["counter/a", "counter/b", "counter/gone"]);
     expect(failures).toEqual([]);
+  });
+});
+
+describe("an orchestration's last episode", () => {
+  it("delivers the signal it sends as it returns", async () => {
+    await hub.startNew("signalsAndReturns", { instanceId: "signals-last" });
+    expect((await waitForStatus(hub, "signals-last", isFinished, log)).output).toBe("done");
+    await settled("counter", "last", "11");
   });
 });
