@@ -1,6 +1,6 @@
 import { getEventListeners } from "node:events";
 import { ErrorResponse } from "@azure/cosmos";
-import { HttpRequest, InvocationContext } from "@azure/functions";
+import { HttpRequest } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createDurableApiHandler } from "../../src/devhost/durable/client-api.js";
@@ -14,7 +14,7 @@ import { TaskHubError } from "../../src/devhost/durable/errors.js";
 import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
 import { DURABLE_HUB_SETTINGS } from "../../src/devhost/durable/settings.js";
 import { WAIT_MS } from "../support/until.js";
-import { type SeenRequest, serveDurableApi } from "./client-test-server.js";
+import { clientFor, type SeenRequest, serveDurableApi } from "./client-test-server.js";
 import { FakeTaskHub } from "./fake-task-hub.js";
 
 /**
@@ -30,13 +30,6 @@ let server: Awaited<ReturnType<typeof serveDurableApi>>;
 let data: DurableClientInputData;
 let client: df.DurableClient;
 const savedHostname = process.env.WEBSITE_HOSTNAME;
-
-function clientFor(binding: DurableClientInputData): df.DurableClient {
-  const input = df.input.durableClient();
-  const context = new InvocationContext({ functionName: "starter", options: { extraInputs: [input] } });
-  context.extraInputs.set(input, binding);
-  return df.getClient(context);
-}
 
 beforeEach(async () => {
   hub = new FakeTaskHub(HUB);

@@ -11,11 +11,12 @@ import type { EntityContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDurableApiHandler } from "../../src/devhost/durable/client-api.js";
+import { durableClientInputData, ensureWebsiteHostname } from "../../src/devhost/durable/client-binding.js";
 import { instanceDocOf, partitionKeyOf } from "../../src/devhost/durable/documents.js";
 import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { WAIT_MS } from "../support/until.js";
-import { serveDurableApi } from "./client-test-server.js";
+import { clientFor, serveDurableApi } from "./client-test-server.js";
 import {
   createHub,
   entityInvoker,
@@ -185,6 +186,22 @@ describe("entity listing and status over the HTTP API", () => {
     expect(await deleted.json()).toMatchObject({ runtimeStatus: "Running", input: null, customStatus: {} });
     expect((await fetch(api("instances/@counter@nobody"))).status).toBe(404);
     expect(await hub.getStatus("@counter@a")).toMatchObject({ input: { exists: true, state: "1" } });
+    // The real durable-functions client's getStatus on an entity id reads the same.
+    const saved = process.env.WEBSITE_HOSTNAME;
+    ensureWebsiteHostname(process.env, server.baseUrl);
+    try {
+      const client = clientFor(durableClientInputData({ baseUrl: server.baseUrl, hubName: HUB }));
+      expect(await client.getStatus("@counter@a")).toMatchObject({
+        name: "counter",
+        runtimeStatus: "Running",
+        input: { exists: true, state: "1" },
+        customStatus: { entityExists: true },
+      });
+      await expect(client.getStatus("@counter@nobody")).rejects.toThrow(/404/);
+    } finally {
+      if (saved === undefined) delete process.env.WEBSITE_HOSTNAME;
+      else process.env.WEBSITE_HOSTNAME = saved;
+    }
   });
 
   it("malformed filters and tokens are 400s with a code", async () => {
