@@ -253,6 +253,8 @@ describe("cleanEntityStorage", () => {
     await write(doc("@counter@orphan", "Running", { exists: true, state: "1", lockedBy: "nobody" }));
     await write(doc("@counter@done", "Running", { exists: true, state: "1", lockedBy: "owner-done" }));
     await write(doc("@counter@held", "Running", { exists: true, state: "1", lockedBy: "owner-running" }));
+    // Locked by something that is no instance id at all (a damaged document).
+    await write(doc("@counter@damaged", "Running", { exists: true, state: "1", lockedBy: "a/b" }));
     // Deleted with nothing pending; deleted with an operation pending; a deleted one that is locked; one with a state.
     await write(doc("@counter@gone", "Running", { exists: false, state: null }));
     await write(doc("@counter@pending", "Running", { exists: false, state: null }));
@@ -261,7 +263,7 @@ describe("cleanEntityStorage", () => {
     await write(doc("@counter@kept", "Running", { exists: true, state: "7" }));
 
     const first = await client.cleanEntityStorage({ removeEmptyEntities: true, releaseOrphanedLocks: true });
-    expect(first).toEqual({ numberOfOrphanedLocksRemoved: 2, numberOfEmptyEntitiesRemoved: 1 });
+    expect(first).toEqual({ numberOfOrphanedLocksRemoved: 3, numberOfEmptyEntitiesRemoved: 1 });
     expect(await client.getStatus("@counter@gone")).toBeUndefined();
     for (const key of ["pending", "locked", "kept", "held", "orphan"]) {
       expect({ key, found: (await client.getStatus(`@counter@${key}`)) !== undefined }).toEqual({
@@ -282,6 +284,7 @@ describe("cleanEntityStorage", () => {
     expect(await messagesOf("done")).toEqual([
       ["release", { parent: "owner-done", id: "fix-orphaned-lock" }],
     ]);
+    expect(await messagesOf("damaged")).toEqual([["release", { parent: "a/b", id: "fix-orphaned-lock" }]]);
     expect(await messagesOf("held")).toEqual([]);
 
     const none = await client.cleanEntityStorage({ removeEmptyEntities: false, releaseOrphanedLocks: false });

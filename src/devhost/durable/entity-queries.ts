@@ -1,4 +1,6 @@
+import { randomUUID } from "node:crypto";
 import { INSTANCE_ID } from "./documents.js";
+import { validateInstanceId } from "./errors.js";
 import { historyEvent } from "./protocol.js";
 import { type EntityRow, entitiesQuery, entityStatusOf, runtimeStatusOf } from "./status-view.js";
 import { type HubStore, statusOf } from "./store.js";
@@ -93,7 +95,8 @@ export async function cleanEntityStorage(
       const entity = row.engine?.entity;
       const lockedBy = typeof entity?.lockedBy === "string" ? entity.lockedBy : undefined;
       if (options.releaseOrphanedLocks && lockedBy !== undefined) {
-        const owner = await store.readInstance(lockedBy).catch(() => undefined);
+        // An owner that is not even an instance id holds nothing; a failed read is an error, not an orphan.
+        const owner = isInstanceId(lockedBy) ? await store.readInstance(lockedBy) : undefined;
         if (!owner || !HOLDING.has(runtimeStatusOf(owner.status))) {
           await hooks.send(releaseMessage(row.instanceId, lockedBy, hooks.now()));
           result.numberOfOrphanedLocksRemoved++;
@@ -108,11 +111,21 @@ export async function cleanEntityStorage(
   return result;
 }
 
+function isInstanceId(id: string): boolean {
+  try {
+    validateInstanceId(id);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The extension's ReleaseMessage for a lock whose owner is gone (its lock request id is not known: any will do). */
 function releaseMessage(entityId: string, owner: string, at: Date): InstanceMessage {
   const request = { parent: owner, id: "fix-orphaned-lock" };
   return {
-    key: `entity-release-orphaned-${owner}-${at.getTime()}`,
+    // Not derived from the owner: a document id cannot hold every character an owner's id (or a damaged one) may.
+    key: `entity-release-${randomUUID()}`,
     instanceId: entityId,
     event: historyEvent(HistoryEventType.EventRaised, at.toISOString(), {
       Name: "release",
