@@ -183,6 +183,11 @@ const segment = fc.oneof(
   { weight: 2, arbitrary: hostile.map((s) => encodeURIComponent(s.replace(/[\ud800-\udfff]/g, "?"))) },
   { weight: 1, arbitrary: fc.constantFrom("%ZZ", "%E0%A4%A", "%2F", "%00", "") },
 );
+/** An entity name: mostly the one that exists (any case), sometimes a hostile one. */
+const entityName = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom("counter", "Counter", "other") },
+  { weight: 1, arbitrary: segment },
+);
 /** An id: mostly one that exists (or did), sometimes a hostile one (percent-encoded as a client would). */
 const id = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...IDS) }, { weight: 1, arbitrary: segment });
 const OPERATIONS = ["terminate", "suspend", "resume", "restart", "rewind", "Terminate"];
@@ -210,6 +215,16 @@ const route = fc.oneof(
     .record({ method: method("POST"), id, event: fc.oneof(fc.constant("Go"), segment) })
     .map((r) => ({ method: r.method, path: `instances/${r.id}/raiseEvent/${r.event}` })),
   fc
+    .record({ method: method("GET"), name: fc.option(entityName) })
+    .map((r) => ({ method: r.method, path: `entities${r.name === null ? "" : `/${r.name}`}` })),
+  fc
+    .record({
+      method: fc.constantFrom("GET", "POST", "DELETE", "PUT"),
+      name: entityName,
+      key: fc.oneof(fc.constantFrom("k1", "$", "a b"), segment),
+    })
+    .map((r) => ({ method: r.method, path: `entities/${r.name}/${r.key}` })),
+  fc
     .record({ method: method("GET"), parts: fc.array(segment, { maxLength: 5 }) })
     .map((r) => ({ method: r.method, path: r.parts.join("/") })),
 );
@@ -233,6 +248,10 @@ const QUERY: Record<string, fc.Arbitrary<string>> = {
   restartWithNewInstanceId: fc.constantFrom("true", "false", "no"),
   reason: fc.oneof(hostile, fc.constantFrom("x".repeat(LIMIT), "stop")),
   taskHub: fc.constantFrom("ApiHub", "apihub", "OtherHub", ""),
+  fetchState: fc.constantFrom("true", "False", "yes", ""),
+  lastOperationTimeFrom: fc.oneof(fc.constantFrom("2020-01-01T00:00:00Z", "yesterday", "0"), hostile),
+  lastOperationTimeTo: fc.oneof(fc.constantFrom("2100-01-01T00:00:00Z", "2026-02-30"), hostile),
+  op: fc.oneof(fc.constantFrom("add", "delete", ""), hostile),
   connection: fc.constantFrom("Storage", ""),
 };
 const query = fc

@@ -1,6 +1,6 @@
 import { getEventListeners } from "node:events";
 import { ErrorResponse } from "@azure/cosmos";
-import { HttpRequest, InvocationContext } from "@azure/functions";
+import { HttpRequest } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createDurableApiHandler } from "../../src/devhost/durable/client-api.js";
@@ -14,7 +14,7 @@ import { TaskHubError } from "../../src/devhost/durable/errors.js";
 import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
 import { DURABLE_HUB_SETTINGS } from "../../src/devhost/durable/settings.js";
 import { WAIT_MS } from "../support/until.js";
-import { type SeenRequest, serveDurableApi } from "./client-test-server.js";
+import { clientFor, type SeenRequest, serveDurableApi } from "./client-test-server.js";
 import { FakeTaskHub } from "./fake-task-hub.js";
 
 /**
@@ -30,13 +30,6 @@ let server: Awaited<ReturnType<typeof serveDurableApi>>;
 let data: DurableClientInputData;
 let client: df.DurableClient;
 const savedHostname = process.env.WEBSITE_HOSTNAME;
-
-function clientFor(binding: DurableClientInputData): df.DurableClient {
-  const input = df.input.durableClient();
-  const context = new InvocationContext({ functionName: "starter", options: { extraInputs: [input] } });
-  context.extraInputs.set(input, binding);
-  return df.getClient(context);
-}
 
 beforeEach(async () => {
   hub = new FakeTaskHub(HUB);
@@ -390,17 +383,24 @@ describe("durable HTTP API with the real DurableClient", () => {
     expect((await fetch(api("instances/zz/restart"), { method: "POST" })).status).toBe(400);
   });
 
-  it("rewind and entities are refused with clear errors the SDK surfaces", async () => {
+  it("rewind is refused with clear errors the SDK surfaces", async () => {
     await started("hello", "rw");
     await expect(client.rewind("rw", "retry")).rejects.toThrow(
       'This orchestration has status Pending, but only orchestrations in the "Failed" state can be rewound.',
     );
     hub.fail("rw", "x");
     await expect(client.rewind("rw", "retry")).rejects.toThrow("Rewind is not supported by the dev host");
-    await expect(client.readEntityState(new df.EntityId("counter", "k1"))).rejects.toThrow(
-      /501.*entities are not supported by the dev host/,
-    );
-    await expect(client.signalEntity(new df.EntityId("counter", "k1"), "add", 1)).rejects.toThrow(/501/);
+  });
+
+  it("the client's readEntityState and signalEntity reach the hub's entities", async () => {
+    hub.entities.set("@counter@k1", "7");
+    expect(await client.readEntityState(new df.EntityId("Counter", "k1"))).toMatchObject({
+      entityExists: true,
+      entityState: 7,
+    });
+    expect((await client.readEntityState(new df.EntityId("counter", "none"))).entityExists).toBe(false);
+    await client.signalEntity(new df.EntityId("counter", "k1"), "add", 1);
+    expect(hub.callsOf("signalEntity")).toEqual([["counter", "k1", "add", "1"]]);
   });
 });
 

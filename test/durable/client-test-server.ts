@@ -1,6 +1,9 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { InvocationContext } from "@azure/functions";
+import * as df from "durable-functions";
 import { type DurableApiHandler, durableBuiltinRoutes } from "../../src/devhost/durable/client-api.js";
+import type { DurableClientInputData } from "../../src/devhost/durable/client-binding.js";
 import { underPrefix } from "../../src/devhost/http/server.js";
 
 export interface SeenRequest {
@@ -61,4 +64,12 @@ export async function serveDurableApi(
         server.close(() => resolve());
       }),
   };
+}
+
+/** The real durable-functions DurableClient, as df.getClient builds it from the durableClient input's binding data. */
+export function clientFor(binding: DurableClientInputData): df.DurableClient {
+  const input = df.input.durableClient();
+  const context = new InvocationContext({ functionName: "starter", options: { extraInputs: [input] } });
+  context.extraInputs.set(input, binding);
+  return df.getClient(context);
 }

@@ -1,4 +1,5 @@
 import type {
+  EntityFilter,
   InstanceFilter,
   InstanceStatus,
   RuntimeStatus,
@@ -56,6 +57,8 @@ export class FakeTaskHub implements TaskHubClient {
   private readonly waitListeners: ((instanceId: string) => void)[] = [];
   private nextId = 0;
   private getStatusCount = 0;
+  /** Entity states by `@name@key` (JSON text; undefined = none), set by tests; signals are only recorded. */
+  readonly entities = new Map<string, string | undefined>();
 
   constructor(readonly hubName = "TestHubName") {}
 
@@ -259,6 +262,26 @@ export class FakeTaskHub implements TaskHubClient {
       if (TERMINAL.includes(inst.status) && this.instances.delete(inst.instanceId)) n++;
     }
     return n;
+  }
+
+  async signalEntity(name: string, key: string, operation: string, input: string | null) {
+    this.calls.push({ method: "signalEntity", args: [name, key, operation, input] });
+  }
+
+  async readEntity(name: string, key: string) {
+    this.calls.push({ method: "readEntity", args: [name, key] });
+    const id = `@${name.toLowerCase()}@${key}`;
+    return this.entities.has(id) ? { exists: true, state: this.entities.get(id) } : undefined;
+  }
+
+  async listEntities(filter: EntityFilter) {
+    this.calls.push({ method: "listEntities", args: [filter] });
+    return { entities: [] };
+  }
+
+  async cleanEntityStorage(options: { removeEmptyEntities: boolean; releaseOrphanedLocks: boolean }) {
+    this.calls.push({ method: "cleanEntityStorage", args: [options] });
+    return { numberOfEmptyEntitiesRemoved: 0, numberOfOrphanedLocksRemoved: 0 };
   }
 
   waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {

@@ -7,7 +7,8 @@
 import { createRequire } from "node:module";
 import type { Container, Database } from "@azure/cosmos";
 import type * as AzureFunctions from "@azure/functions";
-import type { OrchestrationContext } from "durable-functions";
+import type { EntityContext, OrchestrationContext } from "durable-functions";
+import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../src/devhost/durable/hub.js";
 import type {
   ActivityWorkItem,
@@ -25,11 +26,41 @@ export type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, nev
 // this file outside vitest).
 const require = createRequire(import.meta.url);
 const { InvocationContext } = require("@azure/functions") as typeof AzureFunctions;
-const { createOrchestrator } = require("durable-functions/lib/src/util/testingUtils.js") as {
-  createOrchestrator: (
-    f: Gen,
-  ) => (trigger: unknown, ctx: AzureFunctions.InvocationContext) => Promise<unknown>;
-};
+const { createOrchestrator, createEntityFunction } =
+  require("durable-functions/lib/src/util/testingUtils.js") as {
+    createOrchestrator: (
+      f: Gen,
+    ) => (trigger: unknown, ctx: AzureFunctions.InvocationContext) => Promise<unknown>;
+    createEntityFunction: (
+      f: (ctx: EntityContext<unknown>) => unknown,
+    ) => (trigger: unknown, ctx: AzureFunctions.InvocationContext) => Promise<unknown>;
+  };
+
+/**
+ * The hub's entity invoker for REAL durable-functions entity functions (the SDK's own Entity wraps each), the
+ * trigger and the reply through JSON as between the host and the worker; `ran` collects `key:op:input` in order.
+ */
+export function entityInvoker(
+  entities: Record<string, (ctx: EntityContext<unknown>) => unknown>,
+  ran: string[] = [],
+): EntityInvoker {
+  const handlers = new Map(Object.entries(entities).map(([n, f]) => [n, createEntityFunction(f)]));
+  return async (name, input) => {
+    const h = handlers.get(name);
+    if (!h) return { thrown: new Error(`no entity ${name}`) };
+    const op = input.batch[0];
+    ran.push(`${input.self.key}:${op?.name}:${op?.input ?? ""}`);
+    try {
+      const returned = await h(
+        JSON.parse(JSON.stringify(input)),
+        new InvocationContext({ functionName: name }),
+      );
+      return { returned: JSON.parse(JSON.stringify(returned)) };
+    } catch (e) {
+      return { thrown: e };
+    }
+  };
+}
 
 /**
  * The options of the reworked hub (design of issue 20; DURABLE_HUB_SETTINGS keys). Older builds ignore the ones they

@@ -1,7 +1,7 @@
 import type { TaskHubError } from "./errors.js";
 import { refused } from "./http-errors.js";
 import { payloadProblem } from "./limits.js";
-import type { InstanceFilter, RuntimeStatus } from "./types.js";
+import type { EntityFilter, InstanceFilter, RuntimeStatus } from "./types.js";
 
 /**
  * What the durable HTTP API (client-api.ts) reads from a request, checked at the door: query parameters (a malformed
@@ -137,21 +137,48 @@ export function filterOf(
   } else {
     const prefix = single(query, "instanceIdPrefix");
     if (prefix !== undefined && prefix !== "") filter.instanceIdPrefix = prefix;
-    const top = single(query, "top");
-    if (top !== undefined && top !== "") {
-      const n = /^\s*\d{1,12}\s*$/.test(top) ? Number(top) : Number.NaN;
-      if (!(n >= 1 && n <= MAX_LIST_PAGE_SIZE)) {
-        throw bad(
-          `Query parameter 'top' must be a whole number from 1 to ${MAX_LIST_PAGE_SIZE}; got ${JSON.stringify(top.slice(0, 100))}.`,
-        );
-      }
-      filter.top = n;
-    }
+    const top = topParam(query);
+    if (top !== undefined) filter.top = top;
     filter.showInput = boolParam(query, "showInput", true);
     const token = continuationTokenOf(continuationToken);
     if (token !== undefined) filter.continuationToken = token;
   }
   return { filter, none: statuses !== undefined && statuses.length === 0 };
+}
+
+/** A page size (`top`): a whole number 1 … MAX_LIST_PAGE_SIZE; anything else → 400. */
+function topParam(query: URLSearchParams): number | undefined {
+  const top = single(query, "top");
+  if (top === undefined || top === "") return undefined;
+  const n = /^\s*\d{1,12}\s*$/.test(top) ? Number(top) : Number.NaN;
+  if (!(n >= 1 && n <= MAX_LIST_PAGE_SIZE)) {
+    throw bad(
+      `Query parameter 'top' must be a whole number from 1 to ${MAX_LIST_PAGE_SIZE}; got ${JSON.stringify(top.slice(0, 100))}.`,
+    );
+  }
+  return n;
+}
+
+/**
+ * The entity listing's query (`GET entities[/{name}]`, the extension's EntityQuery): lastOperationTimeFrom/To,
+ * top, fetchState, and the continuation token of the previous page; a malformed one is a 400 naming it.
+ */
+export function entityFilterOf(
+  query: URLSearchParams,
+  name: string | undefined,
+  continuationToken: string | undefined,
+): EntityFilter {
+  const filter: EntityFilter = { fetchState: boolParam(query, "fetchState", false) };
+  if (name !== undefined) filter.name = name;
+  const from = dateParam(query, "lastOperationTimeFrom");
+  const to = dateParam(query, "lastOperationTimeTo");
+  if (from !== undefined) filter.lastOperationTimeFrom = from;
+  if (to !== undefined) filter.lastOperationTimeTo = to;
+  const top = topParam(query);
+  if (top !== undefined) filter.top = top;
+  const token = continuationTokenOf(continuationToken);
+  if (token !== undefined) filter.continuationToken = token;
+  return filter;
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });

@@ -27,8 +27,8 @@ export type { DurableApiResponse } from "./http-errors.js";
  * The Durable Functions extension's HTTP API (HttpApiHandler.cs; learn.microsoft.com "HTTP API reference"),
  * served by the dev host under `/runtime/webhooks/durabletask/` — the webhook links and, as the binding's
  * `rpcBaseUrl`, every call of the JS DurableClient. Status codes, bodies and headers follow the extension; where
- * it answers a malformed request with a silent default or a 500, this answers 400 with the reason. Entities and
- * rewind are refused with 501 (not supported by this task hub). Requests are checked at the door
+ * it answers a malformed request with a silent default or a 500, this answers 400 with the reason. Entities are
+ * served by client-api-entities.ts; rewind is refused with 501 (not supported by this task hub). Requests are checked at the door
  * (client-api-input.ts); every error becomes its answer in one place (http-errors.ts).
  */
 
@@ -346,7 +346,7 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
       return problem(
         404,
         "NoSuchEndpoint",
-        `No durable endpoint at ${DURABLE_WEBHOOK_PATH}/${rest.slice(0, 200)}: the dev host serves orchestrators/{name}[/{instanceId}] and instances[/{instanceId}[/{operation}]].`,
+        `No durable endpoint at ${DURABLE_WEBHOOK_PATH}/${rest.slice(0, 200)}: the dev host serves orchestrators/{name}[/{instanceId}], instances[/{instanceId}[/{operation}]] and entities[/{name}[/{key}]].`,
       );
     }
 
@@ -376,11 +376,12 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
       return entityRoute(
         hub,
         method,
-        `${DURABLE_WEBHOOK_PATH}/${rest.slice(0, 200)}`,
         tail,
         req.query,
+        { continuationToken: header(req, "x-ms-continuation-token") },
         req.body,
         maxPayloadBytes(),
+        where,
       );
     }
     if (controller === "orchestrators") {

@@ -11,12 +11,16 @@ import {
 } from "./documents.js";
 import { isTerminal } from "./engine.js";
 import { entitySchedulerId } from "./entity-batch.js";
-import { entityOperationMessage, entityStoredOf } from "./entity-engine.js";
+import { entityOperationMessage, entityStoredOf, isEntityId } from "./entity-engine.js";
+import { cleanEntityStorage, listEntities } from "./entity-queries.js";
 import { TaskHubError, validateInstanceId } from "./errors.js";
 import { checkPayload } from "./limits.js";
-import { historyView, instancesQuery, runtimeStatusOf } from "./status-view.js";
+import { entityInstanceView, historyView, instancesQuery, runtimeStatusOf } from "./status-view.js";
 import { type HubStore, statusOf } from "./store.js";
 import {
+  type CleanEntityStorageResult,
+  type EntityFilter,
+  type EntityStatus,
   type HistoryEvent,
   HistoryEventType,
   type InstanceFilter,
@@ -146,6 +150,25 @@ export abstract class TaskHubClientBase implements TaskHubClient {
 
   private toStatus(inst: InstanceDoc, history?: unknown[], showInput = true): InstanceStatus {
     const parse = (t: string | null) => (t === null || t === undefined ? null : JSON.parse(t));
+    if (isEntityId(inst.instanceId)) {
+      // An entity shows as the extension shows its entity scheduler: Running, the scheduler state as input.
+      const lockedBy = (inst.engine?.entity as { lockedBy?: unknown } | undefined)?.lockedBy;
+      const view = entityInstanceView({
+        ...entityStoredOf(inst),
+        ...(typeof lockedBy === "string" ? { lockedBy } : {}),
+      });
+      return {
+        name: inst.name,
+        instanceId: inst.instanceId,
+        runtimeStatus: view.runtimeStatus,
+        input: showInput ? view.input : null,
+        customStatus: view.customStatus,
+        output: null,
+        createdTime: inst.createdTime,
+        lastUpdatedTime: inst.lastUpdatedTime,
+        ...(history ? { historyEvents: history } : {}),
+      };
+    }
     return {
       name: inst.name,
       instanceId: inst.instanceId,
@@ -223,6 +246,32 @@ export abstract class TaskHubClientBase implements TaskHubClient {
   async readEntity(name: string, key: string) {
     const inst = await this.readInstance(validateInstanceId(entitySchedulerId(name, key)));
     return inst ? entityStoredOf(inst) : undefined;
+  }
+
+  listEntities(filter: EntityFilter): Promise<{ entities: EntityStatus[]; continuationToken?: string }> {
+    return listEntities(this.store, filter);
+  }
+
+  cleanEntityStorage(options: {
+    removeEmptyEntities: boolean;
+    releaseOrphanedLocks: boolean;
+  }): Promise<CleanEntityStorageResult> {
+    return cleanEntityStorage(
+      {
+        store: this.store,
+        now: () => new Date(this.clock.now()),
+        send: async (message) => {
+          const doc = this.newMessageDoc(message);
+          await this.store.container.items.create(doc);
+          this.messageWritten(message.instanceId, doc);
+        },
+        removed: (instanceId) => {
+          this.purged(instanceId);
+          this.notify(instanceId);
+        },
+      },
+      options,
+    );
   }
 
   private event(type: HistoryEvent["EventType"], fields: Record<string, unknown>): HistoryEvent {

@@ -5,7 +5,7 @@ import {
   type LimitFailure,
   payloadFailure,
 } from "./engine-limits.js";
-import { entityActionWork } from "./entity-engine.js";
+import { entityActionWork, isEntityId } from "./entity-engine.js";
 import { HTTP_ACTIVITY_NAME } from "./http-activity.js";
 import { httpPollStep, takesHttpPollId, trackHttpCall } from "./http-polling.js";
 import {
@@ -637,8 +637,12 @@ async function replay(
     );
     next = finish(next, "Completed", output, at);
     next.history = [...state.history, ...newEvents];
-    // Pending timers and retries of a finished orchestration are moot.
-    const done: OutboundWork[] = state.parent ? [notifyParent(state.parent, at, { result: output })] : [];
+    // Pending timers and retries of a finished orchestration are moot; what it sent entities on its way out is not
+    // (DTFx sends every message of the last episode, a signalEntity before the return too).
+    const sent = work.filter((w) => w.kind === "message" && isEntityId(w.message.instanceId));
+    const done: OutboundWork[] = state.parent
+      ? [...sent, notifyParent(state.parent, at, { result: output })]
+      : sent;
     return { state: next, newEvents, work: done };
   }
   next.history = [...state.history, ...newEvents];

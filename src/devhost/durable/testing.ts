@@ -2,7 +2,19 @@ import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import { applyMessage, isTerminal, readOrchestratorOutcome, triggerInput } from "./engine.js";
+import { isEntityId } from "./entity-engine.js";
 import { timerFiredKey, timerFiredMessage } from "./protocol.js";
+import { DURABLE_HUB_SETTINGS } from "./settings.js";
+import {
+  type EntityImplementation,
+  type EntityOperationRun,
+  entityApplier,
+  entityInvokerFor,
+  entityStates,
+} from "./testing-entities.js";
+
+export type { EntityImplementation, EntityOperationRun } from "./testing-entities.js";
+
 import {
   type HistoryEvent,
   HistoryEventType,
@@ -18,7 +30,9 @@ import {
  * end in memory — on the same replay engine the dev host uses, so sequence ids, retries, timers and the
  * determinism check behave as they do there — with activities you supply, durable timers on a virtual clock
  * (they fire at once, in order, without waiting) and external events raised at virtual times. `replayOrchestration`
- * drives it once with a history you write and returns what it decided. Docs: docs/durable-testing.md.
+ * drives it once with a history you write and returns what it decided. Entities (`callEntity`, `signalEntity`) run
+ * with the entity functions you supply, on the dev host's entity engine (testing-entities.ts). Docs:
+ * docs/durable-testing.md.
  */
 
 /** The user's generator function (what `df.app.orchestration` takes), or the handler `df.app` registered. */
@@ -46,9 +60,14 @@ export interface RunOrchestrationOptions {
   activities?: Record<string, ActivityImplementation>;
   /** Sub-orchestrators by name. */
   orchestrators?: Record<string, Orchestrator>;
+  /**
+   * Entity functions by entity name (what you pass to `df.app.entity`): `callEntity` and `signalEntity` run them,
+   * one operation at a time with the state kept, as the dev host does. A missing one fails the operation.
+   */
+  entities?: Record<string, EntityImplementation>;
   /** External events, raised at `atMs` virtual ms after the start (default 0, i.e. once the orchestrator waits). */
   events?: { name: string; input?: unknown; atMs?: number }[];
-  /** Stop after this many episodes (a guard for orchestrators that never end); default 10,000. */
+  /** Stop after this many episodes, or entity operations (a guard for what never ends); default 10,000. */
   maxEpisodes?: number;
 }
 
@@ -70,6 +89,10 @@ export interface OrchestrationRun {
   /** The instance's whole history (DurableTask.Core events), as the dev host would store it. */
   history: HistoryEvent[];
   activityCalls: ActivityCall[];
+  /** Every entity operation run, in order (signals an entity or the orchestration sent run before the end). */
+  entityOperations: EntityOperationRun[];
+  /** Each entity's final state by `@name@key` (`exists` false after `destructOnExit`). */
+  entities: Record<string, { exists: boolean; state: unknown }>;
   /** Virtual ms from the start to the end. */
   elapsedMs: number;
   episodes: number;
@@ -110,6 +133,9 @@ function invokerFor(
     }
   };
 }
+
+/** The payload limit the dev host applies by default (an entity's state and results are held to it). */
+const LIMITS = { maxPayloadBytes: DURABLE_HUB_SETTINGS.maxPayloadBytes.default };
 
 interface Pending {
   at: number;
@@ -170,11 +196,28 @@ export async function runOrchestration(
 
   let episodes = 0;
   const max = options.maxEpisodes ?? 10_000;
-  while (queue.length > 0 && episodes < max) {
+  const entityOperations: EntityOperationRun[] = [];
+  const applyEntity = entityApplier(
+    entityInvokerFor(options.entities ?? {}, entityOperations, () => stamp(now), LIMITS.maxPayloadBytes),
+  );
+  while (queue.length > 0 && episodes < max && entityOperations.length < max) {
     queue.sort((a, b) => a.at - b.at || a.seq - b.seq);
     const next = queue.shift() as Pending;
     now = Math.max(now, next.at);
     const { message } = next;
+    if (isEntityId(message.instanceId)) {
+      // One operation per work item, as the messages arrive: its answer and signals go on the queue.
+      const r = await applyEntity(
+        instances.get(message.instanceId),
+        [message],
+        new Date(now),
+        invoke,
+        LIMITS,
+      );
+      if (r.state) instances.set(message.instanceId, r.state);
+      for (const w of r.work) if (w.kind === "message") push(now, w.message);
+      continue;
+    }
     const result = await applyMessage(instances.get(message.instanceId), message, new Date(now), invoke);
     if (!result.consumed) {
       // Waits (e.g. suspended): retry after everything else due now.
@@ -267,6 +310,8 @@ export async function runOrchestration(
     customStatus: parse(state?.customStatus),
     history: state?.history ?? [],
     activityCalls,
+    entityOperations,
+    entities: entityStates(instances),
     elapsedMs: now - start,
     episodes,
   };

@@ -226,10 +226,19 @@ export interface TaskHubClient {
   purge(instanceId: string): Promise<number>;
   purgeMany(filter: InstanceFilter): Promise<number>;
   /** Queues an operation for the entity `@name@key` (created by its first operation); input as JSON text. */
-  signalEntity?(name: string, key: string, operation: string, input: string | null): Promise<void>;
+  signalEntity(name: string, key: string, operation: string, input: string | null): Promise<void>;
   /** The entity's stored state (JSON text), undefined when it never ran an operation. */
-  readEntity?(name: string, key: string): Promise<{ exists: boolean; state: string | undefined } | undefined>;
-  /** Resolves when the instance's status document changes or `timeoutMs` passes. */
+  readEntity(name: string, key: string): Promise<{ exists: boolean; state: string | undefined } | undefined>;
+  /** One page of the entities that have a state (the extension's ListEntitiesAsync). */
+  listEntities(filter: EntityFilter): Promise<{ entities: EntityStatus[]; continuationToken?: string }>;
+  /**
+   * The extension's CleanEntityStorageAsync: removes entities with no state, no lock and no pending operation, and
+   * releases locks held by orchestrations that are no longer running; the counts of each.
+   */
+  cleanEntityStorage(options: {
+    removeEmptyEntities: boolean;
+    releaseOrphanedLocks: boolean;
+  }): Promise<CleanEntityStorageResult>;
   /**
    * Resolves when the instance may have changed: at once when it is known to differ from `since` (the
    * `lastUpdatedTime` the caller last read), when the hub commits or sees a change of it, at the hub's next poll
@@ -246,6 +255,33 @@ export interface InstanceFilter {
   top?: number;
   continuationToken?: string;
   showInput?: boolean;
+}
+
+/** The extension's EntityQuery, as its HTTP API reads it (`GET entities[/{name}]`). */
+export interface EntityFilter {
+  /** Only entities of this name (any case). */
+  name?: string;
+  lastOperationTimeFrom?: string;
+  lastOperationTimeTo?: string;
+  /** Page size; default 100. */
+  top?: number;
+  continuationToken?: string;
+  /** Include each entity's state; default false. */
+  fetchState?: boolean;
+}
+
+/** One entity as the extension lists it (DurableEntityStatus). */
+export interface EntityStatus {
+  entityId: { name: string; key: string };
+  lastOperationTime: string;
+  /** The state (parsed JSON), null when not fetched. */
+  state: unknown;
+}
+
+/** The extension's CleanEntityStorageResult (camelCase, as its JSON serializer writes it). */
+export interface CleanEntityStorageResult {
+  numberOfOrphanedLocksRemoved: number;
+  numberOfEmptyEntitiesRemoved: number;
 }
 
 /** The status the extension's HTTP API returns (DurableOrchestrationStatus, camelCase). */

@@ -20,11 +20,6 @@ export function entityActionRefusal(what: string): string {
   return `${ENTITY_REFUSAL}: the orchestration called ${what}; critical sections are ${LIMIT}.`;
 }
 
-/** The HTTP API's entity routes the dev host does not serve (the durable client's getEntities, cleanEntityStorage). */
-export function entityRouteRefusal(method: string, path: string): string {
-  return `${ENTITY_REFUSAL}: ${method} ${path} (the durable client's getEntities, cleanEntityStorage) is ${LIMIT}.`;
-}
-
 /** Rewind (the durable client's rewind, POST instances/{id}/rewind), after the extension's own checks. */
 export function rewindRefusal(instanceId: string): string {
   return `Rewind is not supported by the dev host: the durable client's rewind (POST instances/${instanceId}/rewind) is ${LIMIT}. Restart (restartPostUri, the client's restart) is supported.`;
