@@ -29,8 +29,10 @@ export interface InvocationOutcome {
   response?: InvocationResponse;
   /** Set when a hook, the handler or the output conversion threw. */
   error?: unknown;
-  /** What the handler returned (after post-invocation hooks), before conversion. */
+  /** What the handler returned (after post-invocation hooks), before conversion, when it crossed from the worker. */
   result?: unknown;
+  /** Whether the handler returned a value (neither undefined nor null), even one that could not cross (a stream). */
+  returned?: boolean;
 }
 
 export const HTTP_REASON = "This function was programmatically called via the host APIs.";
@@ -60,10 +62,11 @@ export async function invokeFunction(
   );
   let response: InvocationResponse | undefined;
   let result: unknown;
+  let returned: boolean | undefined;
   let error: unknown;
   try {
     const timeoutMs = app.config.functionTimeoutMs;
-    ({ response, result } = await withFunctionTimeout(
+    ({ response, result, returned } = await withFunctionTimeout(
       runInWorker(app, fn, invocationId, options),
       name,
       timeoutMs,
@@ -95,7 +98,7 @@ export async function invokeFunction(
   // The host's answer to a handler that outlived functionTimeout: a new worker process (the old one, and whatever
   // else ran in it, goes).
   if (error instanceof FunctionTimeoutError) app.worker.recycle("A function timeout has occurred.");
-  return { invocationId, durationMs, response, result, error };
+  return { invocationId, durationMs, response, result, returned, error };
 }
 
 async function runInWorker(
@@ -103,11 +106,11 @@ async function runInWorker(
   fn: LoadedFunction,
   invocationId: string,
   options: InvokeOptions,
-): Promise<{ response: InvocationResponse; result: unknown }> {
+): Promise<{ response: InvocationResponse; result: unknown; returned: boolean }> {
   const extensions = options.extensions ?? {};
   // Input bindings other than the trigger are read by the host, as the extensions do, and sent as typed data.
   const extraInputs = await collectExtraInputs(fn, extensions, options.bindingData ?? {});
-  const { response, result } = await app.worker.invoke(fn.metadata.name, {
+  const { response, result, returned } = await app.worker.invoke(fn.metadata.name, {
     invocationId,
     inputData: [...options.inputData, ...extraInputs],
     triggerMetadata: options.triggerMetadata ?? {},
@@ -115,7 +118,7 @@ async function runInWorker(
     traceContext: traceContextFor(options.traceParent),
   });
   await applyOutputs(fn, extensions, response);
-  return { response, result };
+  return { response, result, returned };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +12,9 @@ afterAll(() => {
   for (const dir of created) rmSync(dir, { recursive: true, force: true });
 });
 let host: RunningDevHost;
+const logs: string[] = [];
+/** Larger than what loopback sockets buffer, so most of the body is still on its way when the invocation ends. */
+const BIG_MIB = 32;
 
 beforeAll(async () => {
   mkdirSync(scratch, { recursive: true });
@@ -26,9 +30,11 @@ app.post("upper", { route: "upper/{id}", handler: async (req) => ({
   status: 202, headers: { "x-id": req.params.id, "x-q": req.query.get("q") ?? "" }, body: (await req.text()).toUpperCase() }) });
 app.get("chunks", { handler: () => ({ body: Readable.from(["a", "b", "c"]) }) });
 app.get("fails", { handler: () => { throw new Error("stream boom"); } });
-app.get("empty", { handler: () => undefined });`,
+app.get("empty", { handler: () => undefined });
+const mib = Buffer.alloc(1024 * 1024, 97);
+app.get("big", { handler: () => ({ body: Readable.from((function* () { for (let i = 0; i < ${BIG_MIB}; i++) yield mib; })()) }) });`,
   );
-  host = await startDevHost({ appDir: dir, port: 0, logSink: () => {} });
+  host = await startDevHost({ appDir: dir, port: 0, logSink: (r) => logs.push(r.message) });
 });
 afterAll(() => host?.close());
 
@@ -49,5 +55,30 @@ describe("HTTP streaming (app.setup({ enableHttpStream: true })) through the lib
     expect(failed.status).toBe(500);
     expect(await failed.text()).toBe("");
     expect((await fetch(`${host.baseUrl}/api/empty`)).status).toBe(204);
+  });
+
+  it("delivers a streamed body whole when the client reads it only after the invocation ended", async () => {
+    // The handler's result (a Node stream) cannot cross from the worker; the body was cut when the invocation's
+    // end was taken for "nothing returned" while the proxy was still sending it (found with the public
+    // azure-functions-nodejs-stream sample's 96 MB streamResponse).
+    const received = await new Promise<number>((resolve, reject) => {
+      const req = request(`${host.baseUrl}/api/big`, (res) => {
+        res.pause();
+        const waitForEnd = setInterval(() => {
+          if (!logs.some((l) => /^Executed 'Functions\.big' \(Succeeded/.test(l))) return;
+          clearInterval(waitForEnd);
+          let n = 0;
+          res.on("data", (c: Buffer) => {
+            n += c.length;
+          });
+          res.once("end", () => resolve(n));
+          res.once("error", reject);
+          res.resume();
+        }, 20);
+      });
+      req.once("error", reject);
+      req.end();
+    });
+    expect(received).toBe(BIG_MIB * 1024 * 1024);
   });
 });

@@ -89,7 +89,10 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
     traceParent: s.http.headers?.traceparent,
   });
   if (tooLarge) return; // answered above; the invocation failed for want of its body
-  if (outcome.error !== undefined || outcome.result === undefined || outcome.result === null) {
+  // Whether the handler returned a response, not the response itself: a body that is a stream cannot cross from
+  // the worker, and the library has only queued its chunks on the proxy's socket when the invocation ends, so the
+  // rest of the body is still on its way and must not be cut.
+  if (outcome.error !== undefined || !outcome.returned) {
     // Nothing was (or will be) sent through the proxy for this invocation.
     forward.destroy();
     if (res.headersSent) res.destroy();

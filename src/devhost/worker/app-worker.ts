@@ -5,6 +5,8 @@ export interface WorkerInvocationResult {
   response: InvocationResponse;
   /** What the handler returned (after post-invocation hooks), as far as it crossed the channel. */
   result: unknown;
+  /** Whether it returned a value at all (neither undefined nor null), even one that could not cross. */
+  returned: boolean;
 }
 
 /**

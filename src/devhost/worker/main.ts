@@ -121,11 +121,12 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
       const { response, result } = await runInvocation(app, fn, request, (level, message, category) =>
         log(level, message, category, invocationId),
       );
+      const returned = result !== undefined && result !== null;
       try {
-        send({ kind: "result", invocationId, response, result, resultCloned: true });
+        send({ kind: "result", invocationId, response, result, resultCloned: true, returned });
       } catch {
         // What the handler returned cannot be cloned (a function, a stream …): the response still can.
-        send({ kind: "result", invocationId, response, resultCloned: false });
+        send({ kind: "result", invocationId, response, resultCloned: false, returned });
       }
     } catch (e) {
       send({ kind: "result", invocationId, error: toWireError(e) });

@@ -157,7 +157,11 @@ export class ProcessWorker implements AppWorker {
     this.#crashes = 0;
     if (m.error) pending.reject(fromWireError(m.error));
     else if (m.response)
-      pending.resolve({ response: m.response, result: m.resultCloned ? m.result : undefined });
+      pending.resolve({
+        response: m.response,
+        result: m.resultCloned ? m.result : undefined,
+        returned: m.returned ?? (m.result !== undefined && m.result !== null),
+      });
     else pending.reject(new Error("The worker answered an invocation with neither a response nor an error."));
   }
 

@@ -27,6 +27,11 @@ export type WorkerToHost =
       result?: unknown;
       /** False when the handler's result could not cross the channel (a function, a socket …). */
       resultCloned?: boolean;
+      /**
+       * Whether the handler returned a value (neither undefined nor null), cloned or not: with HTTP streaming the
+       * response then goes through the library's proxy, so the host waits for it to end.
+       */
+      returned?: boolean;
       error?: WireError;
     }
   | { kind: "terminated" };
