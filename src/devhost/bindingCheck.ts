@@ -86,7 +86,7 @@ export function indexBindings(
   extensions: BindingExtensions | undefined,
   logger: HostLogger,
 ): Set<string> {
-  extensions?.appLoaded?.(app);
+  extensions?.appLoaded?.(app, logger);
   const check = checkFunctionBindings(app, extensions);
   for (const [name, message] of check.inError) logger.error(`The '${name}' function is in error: ${message}`);
   for (const line of check.warnings) logger.warn(line);

@@ -65,7 +65,7 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
   const createMissing = () => options.createMissing?.() ?? false;
   const clients = new Map<string, CosmosClient>();
   const owners = new Map<string, string>();
-  // Bindings log through the host's logger once a trigger or the HTTP path has shown it; quiet before that.
+  // Bindings log through the host's logger once the host told it (appLoaded, or a trigger's start); quiet before.
   let logger = new HostLogger({ sink: () => {} });
   // The app's Cosmos DB bindings (told once it loaded): hints for the partition key of containers created here.
   let appBindings: AppCosmosBinding[] = [];
@@ -90,8 +90,9 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
       return undefined;
     }
   };
-  const appLoaded = (app: LoadedApp) => {
+  const appLoaded = (app: LoadedApp, hostLogger?: HostLogger) => {
     appBindings = appCosmosBindings(app);
+    if (hostLogger) logger = hostLogger;
   };
 
   const cosmosDBTrigger: TriggerRunnerFactory = async (fn, context) => {

@@ -1,6 +1,7 @@
 import type { BindingInfo, InvocationResponse, ParameterBinding, TypedData } from "./coreTypes.js";
 import { unsupportedBindingError } from "./hostLimits.js";
 import type { LoadedApp, LoadedFunction } from "./loader.js";
+import type { HostLogger } from "./logger.js";
 
 /**
  * Extension point for non-trigger bindings (Cosmos DB input/output …), keyed by binding `type`.
@@ -13,8 +14,11 @@ export interface BindingExtensions {
     (binding: BindingInfo, bindingData: Record<string, unknown>) => Promise<TypedData | null | undefined>
   >;
   outputs?: Record<string, (binding: BindingInfo, data: TypedData) => Promise<void>>;
-  /** Told the app once it has loaded, before HTTP listens and triggers start (bindingCheck.ts). */
-  appLoaded?(app: LoadedApp): void;
+  /**
+   * Told the app once it has loaded, before HTTP listens and triggers start (bindingCheck.ts), with the host's log
+   * (what the bindings log from then on goes there, an app without triggers included).
+   */
+  appLoaded?(app: LoadedApp, logger: HostLogger): void;
 }
 
 /** Builds the typed data of every extra input (direction "in", not the trigger). */
