@@ -33,6 +33,7 @@ app.http("env", {
       root: process.env.AzureWebJobsScriptRoot,
       environment: process.env.AZURE_FUNCTIONS_ENVIRONMENT,
       data: readFileSync("data.txt", "utf8"),
+      sourceMaps: process.sourceMapsEnabled,
     },
   }),
 });
@@ -84,7 +85,7 @@ const alive = (pid: number) => {
 };
 
 describe("the app runs in a worker process of its own", () => {
-  it("in the app folder, with the host's variables and the app settings", async () => {
+  it("in the app folder, with the host's variables, the app settings and node's options", async () => {
     const dir = appDir({
       "src/index.js": APP,
       "data.txt": "read relative to the app folder",
@@ -100,6 +101,8 @@ describe("the app runs in a worker process of its own", () => {
         root: dir,
         environment: "Development",
         data: "read relative to the app folder",
+        // As node runs the Node worker: source maps only when NODE_OPTIONS asks (the dev host's tsx turned them on).
+        sourceMaps: /--enable-source-maps/.test(process.env.NODE_OPTIONS ?? ""),
       });
     });
   });
