@@ -267,7 +267,12 @@ export class OrchestrationDispatcher {
         if (outcome === "idle" || outcome === "done") return;
         if (outcome === "lost") {
           this.counters.racesLost++;
-          if (++races > MAX_RACES) throw new Error(`lost ${races} commit races in a row`);
+          if (++races > MAX_RACES) {
+            // Each attempt gets its own MAX_RACES: the count did not restart, so after one such failure every
+            // further lost race was a failed attempt, and a busy instance was given up after four more.
+            races = 0;
+            throw new Error(`lost ${MAX_RACES + 1} commit races in a row`);
+          }
           continue;
         }
         // Committed: the inputs are in; the next round looks at what is still pending (a new execution's start).
@@ -298,10 +303,15 @@ export class OrchestrationDispatcher {
     claim: boolean,
     trigger: Trigger,
   ): Promise<"idle" | "lost" | "committed" | "done"> {
-    const snap = this.cache.get(instanceId) ?? (await this.load(instanceId));
+    const cached = this.cache.get(instanceId);
+    const snap = cached ?? (await this.load(instanceId));
     const pk = this.o.store.pk(instanceId);
     for (const m of fed) {
-      if (!snap.ids.has(m.id) && !this.cache.wasConsumed(pk, m.id)) {
+      // Only a cached snapshot may predate a message handed to this work item. A read made after the message was
+      // written is the store's word: a message missing from it was consumed already — by another host (its feed
+      // copy or delivery raced this one), or by this host before the race it lost — and applying it would apply
+      // it twice.
+      if (cached && !snap.ids.has(m.id) && !this.cache.wasConsumed(pk, m.id)) {
         snap.messages.push(m);
         snap.ids.add(m.id);
       }
