@@ -32,7 +32,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { readDurableHubSettings } from "../src/devhost/durable/settings.js";
-import { entitiesScenario } from "./durable/entities.js";
+import { entitiesScenario, entityProblems } from "./durable/entities.js";
 import type { Bench } from "./durable/measure.js";
 import { memoryScenario } from "./durable/memory.js";
 import { peerScenarios } from "./durable/peer.js";
@@ -137,7 +137,7 @@ async function main(): Promise<void> {
         method: METHOD,
       },
       /** Orchestrations that did not complete or were wrong, a tally that disagreed: the bench exits 1. */
-      functionalProblems: functionalProblems(results),
+      functionalProblems: [...functionalProblems(results), ...entityProblems(entities)],
       goals,
       goalLimits: GOALS,
       durabilityCost: durabilityCost(results),
@@ -173,7 +173,7 @@ const ONLY = process.env.BENCH_DURABLE_ONLY;
 type Step = <T>(label: string, run: () => Promise<T>, line: (r: T) => string) => Promise<T>;
 
 const entitiesLine = (r: Awaited<ReturnType<typeof entitiesScenario>>) =>
-  `one entity ${r.oneEntity.signalsPerSec} signals/s, 100 entities ${r.manyEntities.signalsPerSec} signals/s, callEntity round trip p50 ${r.callEntity.roundTripMs.p50} ms`;
+  `one entity ${r.oneEntitySignalsPerSec} signals/s, 100 entities ${r.manyEntitiesSignalsPerSec} signals/s, callEntity round trip p50 ${r.callEntityRoundTripP50Ms} ms (medians of ${r.rounds.length} rounds)`;
 
 /** Runs phase 7 alone; merges it into the results file (the other phases' figures and facts left as they were). */
 async function entitiesAlone(
@@ -204,10 +204,9 @@ async function entitiesAlone(
     writeFileSync(RESULTS_FILE, `${JSON.stringify(all, null, 2)}\n`);
     console.log(`\nmerged phase 7 into ${RESULTS_FILE}`);
   }
-  if (!entities.oneEntity.allApplied || !entities.manyEntities.allApplied || !entities.callEntity.completed) {
-    console.error(
-      "FUNCTIONAL PROBLEMS: signals not all applied or the callEntity orchestration did not complete",
-    );
+  const problems = entityProblems(entities);
+  if (problems.length > 0) {
+    console.error(`FUNCTIONAL PROBLEMS:\n${problems.map((p) => `  ${p}`).join("\n")}`);
     process.exitCode = 1;
   }
 }

@@ -14,7 +14,7 @@ import { createRequire } from "node:module";
 import type * as Functions from "@azure/functions";
 import type { EntityContext } from "durable-functions";
 import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
-import { round1, round2 } from "../lib/stats.js";
+import { median, round1, round2 } from "../lib/stats.js";
 import { type Bench, deadlineIn, latency } from "./measure.js";
 import { awaitInstance } from "./observe.js";
 import { type BenchHub, config, openHub } from "./setup.js";
@@ -115,30 +115,53 @@ export async function entitiesScenario(b: Bench) {
   const h = await openHub(b.db, "entities", {
     invokeEntity: counterInvoker((key, at) => {
       ops++;
-      if (key.startsWith("calls")) opTimes.push(at);
+      if (key.startsWith("calls-")) opTimes.push(at);
     }),
   });
   try {
     // Warm: connections, the entity handler, the engine's code paths.
     await signalRun(h, ["warm"], 20);
-    const oneEntity = await signalRun(h, ["one"], c.signals);
-    const keys = Array.from({ length: c.keys }, (_v, i) => `many-${i}`);
-    const manyEntities = await signalRun(h, keys, c.signals);
-    await h.hub.startNew("callCounter", { instanceId: "calls", input: String(c.calls) });
-    const o = await awaitInstance(h.hub, "calls", deadlineIn(config.observe.timeoutMs));
-    const gaps = opTimes.slice(1).map((t, i) => t - (opTimes[i] as number));
-    const roundTrips = gaps.slice(c.warmup);
+    const rounds = [];
+    for (let r = 0; r < c.rounds; r++) {
+      const oneEntity = await signalRun(h, [`one-${r}`], c.signals);
+      const keys = Array.from({ length: c.keys }, (_v, i) => `many-${r}-${i}`);
+      const manyEntities = await signalRun(h, keys, c.signals);
+      opTimes.length = 0;
+      const id = `calls-${r}`;
+      await h.hub.startNew("callCounter", { instanceId: id, input: String(c.calls) });
+      const o = await awaitInstance(h.hub, id, deadlineIn(config.observe.timeoutMs));
+      const gaps = opTimes.slice(1).map((t, i) => t - (opTimes[i] as number));
+      rounds.push({
+        oneEntity,
+        manyEntities,
+        callEntity: {
+          calls: c.calls,
+          completed: o.status?.runtimeStatus === "Completed",
+          output: o.status?.output ?? null,
+          roundTripMs: latency(gaps.slice(c.warmup)),
+          /** Operations of the caller's counter seen by the entity invoker (one per call; more is a duplicate). */
+          operationsSeen: opTimes.length,
+        },
+      });
+    }
+    const oneRate = median(rounds.map((r) => r.oneEntity.signalsPerSec));
+    const manyRate = median(rounds.map((r) => r.manyEntities.signalsPerSec));
     return {
-      oneEntity,
-      manyEntities,
-      callEntity: {
-        calls: c.calls,
-        completed: o.status?.runtimeStatus === "Completed",
-        output: o.status?.output ?? null,
-        roundTripMs: latency(roundTrips),
-        /** Operations of the caller's counter seen by the entity invoker (one per call; more is a duplicate). */
-        operationsSeen: opTimes.length,
-      },
+      /** Medians over the rounds (each round on fresh entities and a fresh caller), then each round. */
+      oneEntitySignalsPerSec: oneRate,
+      manyEntitiesSignalsPerSec: manyRate,
+      callEntityRoundTripP50Ms: median(rounds.map((r) => r.callEntity.roundTripMs.p50)),
+      /** Ratio computed here: 100 entities vs one (one entity's pending signals go in one work item each round). */
+      manyVsOne: round2(manyRate / oneRate),
+      allApplied: rounds.every((r) => r.oneEntity.allApplied && r.manyEntities.allApplied),
+      exactCounts: rounds.every(
+        (r) =>
+          r.oneEntity.applied === c.signals &&
+          r.manyEntities.applied === c.signals &&
+          r.callEntity.operationsSeen === c.calls,
+      ),
+      callsCompleted: rounds.every((r) => r.callEntity.completed && r.callEntity.output === c.calls),
+      rounds,
       entityInvocations: ops,
       hubProblems: h.counters.problems,
       firstHubProblems: h.counters.firstProblems,
@@ -147,10 +170,19 @@ export async function entitiesScenario(b: Bench) {
         reason:
           "src/devhost/durable/testing.ts (the in-memory peer) runs no entities in this build: no in-memory figure to set beside these.",
       },
-      /** Ratios computed here: 100 entities vs one (work items of different entities run in parallel). */
-      manyVsOne: round2(manyEntities.signalsPerSec / oneEntity.signalsPerSec),
     };
   } finally {
     await h.hub.stop();
   }
+}
+
+/** What makes the bench exit 1: a signal not applied, a count that is not exact, a caller that went wrong. */
+export function entityProblems(r: Awaited<ReturnType<typeof entitiesScenario>>): string[] {
+  return [
+    ...(r.allApplied ? [] : ["entities: signals not all applied within the timeout"]),
+    ...(r.exactCounts
+      ? []
+      : ["entities: a count is not the number of signals or calls sent (lost or duplicated)"]),
+    ...(r.callsCompleted ? [] : ["entities: a callEntity orchestration did not complete with its count"]),
+  ];
 }

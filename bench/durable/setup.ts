@@ -65,6 +65,8 @@ export const config = {
     /** Sequential callEntity round trips in one orchestration (the first `warmup` not recorded). */
     calls: n("BENCH_DURABLE_ENTITY_CALLS", 200, 50),
     warmup: 5,
+    /** The three measurements are repeated this many times (fresh entities each); the JSON has each and the medians. */
+    rounds: n("BENCH_DURABLE_ENTITY_ROUNDS", 3, 1),
     /** How often the entities' states are read to see whether every signal is applied. */
     statePollMs: 100,
   },
