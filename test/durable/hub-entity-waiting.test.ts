@@ -3,21 +3,21 @@
  * one is applied by ANOTHER host: host X's feed brought the waiting request (X keeps it in its snapshot of the
  * entity, nothing committed), host Y — whose snapshot of the entity predates the waiting request — applies the
  * previous one. The only news X then gets is the entity's instance document from its feed: X must look at the
- * entity again, or the waiting request stays a message for ever. Counts only: the test waits for the outcome.
+ * entity again, or the waiting request stays a message for ever. X's change feed reads are held (in its SDK
+ * pipeline) while Y works, so X's next page is the instance document alone. Counts only: no time is judged.
  */
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { entityOperationMessage, type RequestWire } from "../../src/devhost/durable/entity-engine.js";
 import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { faultPlugins } from "../support/faults.js";
 import { until } from "../support/until.js";
-import { createHub, stopAll, unthrottledHubContainers } from "./hub-harness.js";
+import { createHub, Gate, stopAll, unthrottledHubContainers } from "./hub-harness.js";
 import { type CounterState, invokeCounter } from "./ordered-counter.js";
 
 const HUB = "WaitHub";
 const ENTITY = "@counter@w";
-/** X reads its feed this seldom: Y's whole step fits between two of X's reads. */
-const X_FEED_POLL_MS = 5_000;
 
 let t: TestEmulator;
 let db: Database;
@@ -37,10 +37,30 @@ describe("entities: a request waiting for its predecessor", () => {
   it("applies once another host applied the predecessor", async () => {
     const containers = await unthrottledHubContainers(db);
     const spec = { ...containers, hubName: HUB, orchestrators: {}, activities: {} };
+    // X's change feed reads of the hub's container wait at `feedHeld` while `holding`.
+    let holding = false;
+    const feedHeld = new Gate();
+    const clientX = t.newClient(
+      faultPlugins({
+        match: (ctx) =>
+          holding &&
+          JSON.stringify(ctx.headers ?? {})
+            .toLowerCase()
+            .includes("incremental feed") &&
+          decodeURIComponent(ctx.path ?? "").includes(`/colls/${containers.container.id}`),
+        run: async (_ctx, next) => {
+          await feedHeld.pass();
+          return next();
+        },
+      }),
+    );
+    const database = clientX.database(db.id);
     const x = createHub({
       ...spec,
+      container: database.container(containers.container.id),
+      leaseContainer: database.container(containers.leaseContainer.id),
       instanceName: "X",
-      options: { invokeEntity: invokeCounter, feedPollDelayMs: X_FEED_POLL_MS },
+      options: { invokeEntity: invokeCounter },
     });
     // Y is never started: it runs the work items the test hands it, and reads no feed.
     const y = createHub({ ...spec, instanceName: "Y", options: { invokeEntity: invokeCounter } });
@@ -85,6 +105,8 @@ describe("entities: a request waiting for its predecessor", () => {
       x.dispatcher.counters.replays > before ? true : undefined,
     );
     expect((await state())?.count).toBe(1);
+    holding = true;
+    await feedHeld.reached("X's next change feed read to be held");
     // Y applies the predecessor from a snapshot without the waiting request (it never read the entity again).
     const predecessor = await write({
       id: "o1",
@@ -95,6 +117,9 @@ describe("entities: a request waiting for its predecessor", () => {
       pos: 1,
     });
     await y.dispatcher.schedule(ENTITY, { message: predecessor });
+    expect((await state())?.count).toBe(2);
+    // X's feed goes on: it brings the entity's instance document as Y left it (the predecessor's message is gone).
+    feedHeld.open();
 
     const final = await until("the waiting request to be applied", async () => {
       const s = await state();
