@@ -90,6 +90,7 @@ export class OrchestrationDispatcher {
   private readonly ownership = new LeaseOwnership();
   private active = 0;
   private readonly gate: (() => void)[] = [];
+  /** The last message sequence number this host gave (see newMessageDoc). */
   private seq = 0;
   private stopped = false;
   /** Orchestrator invocations and commits made (bench and tests). */
@@ -126,14 +127,21 @@ export class OrchestrationDispatcher {
     return this.cache.forget(instanceId, etag);
   }
 
+  /**
+   * A message document; its `seq` orders an instance's messages (the clock in µs, strictly increasing on this
+   * host): one sender's messages — a client's signals, awaited one after the other — apply in the order written.
+   * It was the clock's ms × 1000 plus a counter modulo 1000, which went back by 999 when the counter wrapped within
+   * one millisecond.
+   */
   newMessageDoc(message: InstanceMessage): MessageDoc {
+    this.seq = Math.max(this.o.clock.now() * 1000, this.seq + 1);
     return {
       id: messageId(message.key),
       pk: partitionKeyOf(this.o.hub, message.instanceId),
       kind: "message",
       hub: this.o.hub,
       instanceId: message.instanceId,
-      seq: this.o.clock.now() * 1000 + (this.seq++ % 1000),
+      seq: this.seq,
       message,
     };
   }
