@@ -14,6 +14,10 @@
  *   5. cost     — RU and requests per 3-activity orchestration on the hub's container and its lease container, from
  *                 the emulator's own meter minus the bench's observation requests (measured in 1, and over 2)
  *   6. memory   — RSS after 1,000 and after 10,000 orchestrations (batches of 100), after global.gc
+ *   7. entities — signals/s to one entity and to 100 entities, callEntity round trip (bench/durable/entities.ts)
+ *
+ *   BENCH_DURABLE_ONLY=entities npm run bench:durable   runs phase 7 alone and merges its figures into the JSON
+ *                                                       (key `entities`), leaving the other phases' as they were
  *
  * Exits 1 when an orchestration did not complete or returned a wrong output, or the observer tally disagreed with
  * the meter (`functionalProblems`): speed is judged in `goals`, never by the exit code.
@@ -25,9 +29,11 @@
  * (setup, workload, observe, tally, measure, scenarios, memory, peer, report); statistics and child-process
  * helpers in bench/lib.
  */
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { readDurableHubSettings } from "../src/devhost/durable/settings.js";
+import { entitiesScenario, entityProblems } from "./durable/entities.js";
+import type { Bench } from "./durable/measure.js";
 import { memoryScenario } from "./durable/memory.js";
 import { peerScenarios } from "./durable/peer.js";
 import {
@@ -66,12 +72,16 @@ async function main(): Promise<void> {
   try {
     const { database: db } = await client.databases.create({ id: DB });
     const b = { emu, db, tally };
-    const step = async <T>(label: string, run: () => Promise<T>, line: (r: T) => string): Promise<T> => {
+    const step: Step = async (label, run, line) => {
       const t = performance.now();
       const r = await run();
       console.log(`${label} (${Math.round((performance.now() - t) / 1000)} s): ${line(r)}`);
       return r;
     };
+    if (ONLY === "entities") {
+      await entitiesAlone(b, step, machine, began);
+      return;
+    }
     const sequence = await step(
       "1. sequence",
       () => sequenceScenario(b),
@@ -104,6 +114,7 @@ async function main(): Promise<void> {
       (r) =>
         `RSS ${r.atFirst?.rssMb} MB after ${r.atFirst?.orchestrations}, ${r.atEnd?.rssMb} MB after ${r.reached} (×${r.rssRatio})`,
     );
+    const entities = await step("7. entities", () => entitiesScenario(b), entitiesLine);
     const peer = await step(
       "peer (in memory)",
       () => peerScenarios(),
@@ -126,7 +137,7 @@ async function main(): Promise<void> {
         method: METHOD,
       },
       /** Orchestrations that did not complete or were wrong, a tally that disagreed: the bench exits 1. */
-      functionalProblems: functionalProblems(results),
+      functionalProblems: [...functionalProblems(results), ...entityProblems(entities)],
       goals,
       goalLimits: GOALS,
       durabilityCost: durabilityCost(results),
@@ -136,6 +147,7 @@ async function main(): Promise<void> {
         cores: machine.cpuCount,
       }),
       ...results,
+      entities: { ...entities, loadAverage1m: round2(os.loadavg()[0]) },
     };
     for (const n of output.notes) console.log(`- ${n}`);
     if (config.quick) {
@@ -152,6 +164,50 @@ async function main(): Promise<void> {
   } finally {
     client.dispose();
     await emu.close();
+  }
+}
+
+/** `BENCH_DURABLE_ONLY=entities`: phase 7 alone (its figures merged into the JSON written by a full run). */
+const ONLY = process.env.BENCH_DURABLE_ONLY;
+
+type Step = <T>(label: string, run: () => Promise<T>, line: (r: T) => string) => Promise<T>;
+
+const entitiesLine = (r: Awaited<ReturnType<typeof entitiesScenario>>) =>
+  `one entity ${r.oneEntitySignalsPerSec} signals/s, 100 entities ${r.manyEntitiesSignalsPerSec} signals/s, callEntity round trip p50 ${r.callEntityRoundTripP50Ms} ms (medians of ${r.rounds.length} rounds)`;
+
+/** Runs phase 7 alone; merges it into the results file (the other phases' figures and facts left as they were). */
+async function entitiesAlone(
+  b: Bench,
+  step: Step,
+  machine: ReturnType<typeof machineFacts> & { loadAverage1mAtStart: number; loadAverage1mAtEnd: number },
+  began: number,
+): Promise<void> {
+  const entities = await step("7. entities", () => entitiesScenario(b), entitiesLine);
+  const block = {
+    ...entities,
+    /** This phase ran alone: its own machine facts, load and build (the rest of the file is another run's). */
+    ranAlone: {
+      machine: { ...machine, loadAverage1mAtEnd: round2(os.loadavg()[0]) },
+      gitHead: git("rev-parse --short HEAD"),
+      gitDirtyDurable: git("status --porcelain src/devhost/durable") !== "",
+      hubSettings: readDurableHubSettings(process.env),
+      config: config.entities,
+      durationSeconds: Math.round((performance.now() - began) / 1000),
+    },
+  };
+  if (config.quick) {
+    console.log(`\n--quick: ${RESULTS_FILE} left alone.`);
+    if (process.env.BENCH_PRINT_JSON) console.log(JSON.stringify(block, null, 2));
+  } else {
+    const all = JSON.parse(readFileSync(RESULTS_FILE, "utf8")) as Record<string, unknown>;
+    all.entities = block;
+    writeFileSync(RESULTS_FILE, `${JSON.stringify(all, null, 2)}\n`);
+    console.log(`\nmerged phase 7 into ${RESULTS_FILE}`);
+  }
+  const problems = entityProblems(entities);
+  if (problems.length > 0) {
+    console.error(`FUNCTIONAL PROBLEMS:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+    process.exitCode = 1;
   }
 }
 

@@ -56,6 +56,20 @@ export const config = {
     /** A reading: after `settleMs` of quiet, the median of `samples` samples `sampleGapMs` apart (memory.ts). */
     reading: { settleMs: 500, samples: 3, sampleGapMs: 200 },
   },
+  entities: {
+    /** Signals the client sends to one entity, then spread over `keys` entities. */
+    signals: n("BENCH_DURABLE_ENTITY_SIGNALS", 1_000, 200),
+    keys: 100,
+    /** Signals in flight from the client at once (each is one create in the entity's partition). */
+    sendConcurrency: 16,
+    /** Sequential callEntity round trips in one orchestration (the first `warmup` not recorded). */
+    calls: n("BENCH_DURABLE_ENTITY_CALLS", 200, 50),
+    warmup: 5,
+    /** The three measurements are repeated this many times (fresh entities each); the JSON has each and the medians. */
+    rounds: n("BENCH_DURABLE_ENTITY_ROUNDS", 3, 1),
+    /** How often the entities' states are read to see whether every signal is applied. */
+    statePollMs: 100,
+  },
   /** Scenario 1's hub is left idle this long after its warm-up, to measure its background requests per second. */
   idleWindowMs: n("BENCH_DURABLE_IDLE_MS", 5_000, 2_000),
   observe: {
@@ -116,7 +130,11 @@ const PROBLEMS_KEPT = 5;
  * A fresh task hub on fresh containers (created as runtime.ts creates them: the hub's own definition — `/pk`, only
  * the queried paths indexed — and `/id` with TTL for the leases; no throughput), started. Each scenario has its own, so one scenario's leftovers cannot slow the next.
  */
-export async function openHub(db: Database, name: string): Promise<BenchHub> {
+export async function openHub(
+  db: Database,
+  name: string,
+  more: Pick<CosmosTaskHubOptions, "invokeEntity"> = {},
+): Promise<BenchHub> {
   const { container } = await db.containers.create(taskHubContainerRequest(name));
   const { container: leases } = await db.containers.create({
     id: `${name}-leases`,
@@ -167,6 +185,7 @@ export async function openHub(db: Database, name: string): Promise<BenchHub> {
       counters.problems++;
       if (counters.firstProblems.length < PROBLEMS_KEPT) counters.firstProblems.push(`${level}: ${message}`);
     },
+    ...more,
   };
   const hub = new CosmosTaskHub(options);
   await hub.start();

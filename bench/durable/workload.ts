@@ -4,8 +4,14 @@
  * durable-functions' testingUtils, as test/durable/hub.test.ts does); the in-memory peer (src/devhost/durable/
  * testing.ts runOrchestration) runs the very same generators.
  */
+
+import { createRequire } from "node:module";
 import { setTimeout as sleep } from "node:timers/promises";
+import type * as DurableFunctions from "durable-functions";
 import type { OrchestrationContext } from "durable-functions";
+
+// By require: durable-functions is CommonJS whose named exports plain Node ESM may not see (as setup.ts).
+const df = createRequire(import.meta.url)("durable-functions") as typeof DurableFunctions;
 
 export type Generator3 = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 
@@ -28,6 +34,14 @@ export const orchestrators = {
   slow: function* (ctx) {
     return yield ctx.df.callActivity("sleep", ctx.df.getInput());
   },
+  /** `input` callEntity round trips in sequence to a fresh counter (entities.ts): its final count, `input`. */
+  callCounter: function* (ctx) {
+    const n = ctx.df.getInput() as number;
+    const id = new df.EntityId("counter", ctx.df.instanceId);
+    let count = 0;
+    for (let i = 0; i < n; i++) count = (yield ctx.df.callEntity(id, "add", 1)) as number;
+    return count;
+  },
 } satisfies Record<string, Generator3>;
 
 export type OrchestratorName = keyof typeof orchestrators;
@@ -45,4 +59,5 @@ export const expectedOutput = {
   seq3: (input: number) => input * 8,
   fanOut: (n: number) => n * (n - 1),
   slow: (ms: number) => ms,
+  callCounter: (n: number) => n,
 } satisfies Record<OrchestratorName, (input: number) => number>;

@@ -5,7 +5,8 @@
  *
  * It runs two real durable-functions orchestrators: `fanOut` (Task.all over `n` activities `double(i)`, returns
  * the sum) and `chain` (one activity `step(g)` per generation, then continue-as-new until generation `last`; returns
- * the generation count and the sum of the steps). Every activity appends a JSON line to `logFile` with a synchronous
+ * the generation count and the sum of the steps); and the `counter` entity with its `signaller` orchestration
+ * (ordered-counter.ts, for the entities' exactly-once test). Every activity appends a JSON line to `logFile` with a synchronous
  * write when it starts ({"a":"double","i":…} / {"a":"step","g":…}), so the test sees the progress of the work.
  *
  * With `holdFanAfter` / `holdChainAt`, activities past that point never return (this process is killed in the
@@ -17,6 +18,7 @@ import { appendFileSync, openSync } from "node:fs";
 import { CosmosClient } from "@azure/cosmos";
 import { faultPlugins } from "../support/faults.js";
 import { createHub, type Gen } from "./hub-harness.js";
+import { invokeCounter, signaller } from "./ordered-counter.js";
 
 export interface HubChildConfig {
   endpoint: string;
@@ -69,6 +71,7 @@ const orchestrators: Record<string, Gen> = {
     }
     return { generations: input.generation, total };
   },
+  signaller,
 };
 
 let doubles = 0;
@@ -112,7 +115,10 @@ const hub = createHub({
   orchestrators,
   activities,
   log: diagnostics,
-  options: config.maxConcurrentActivities ? { maxConcurrentActivities: config.maxConcurrentActivities } : {},
+  options: {
+    invokeEntity: invokeCounter,
+    ...(config.maxConcurrentActivities ? { maxConcurrentActivities: config.maxConcurrentActivities } : {}),
+  },
 });
 setInterval(() => {
   for (const line of diagnostics.splice(0)) {

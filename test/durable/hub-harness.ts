@@ -163,6 +163,17 @@ export async function unthrottledHubContainers(
   return { container, leaseContainer };
 }
 
+/** The dispatch leases' owners (`durable.<hub>.` leases of the processor: their hosts' instance names), sorted. */
+export async function leaseOwners(leases: Container, hubName: string): Promise<string[]> {
+  const { resources } = await leases.items
+    .query<{ Owner?: string | null }>({
+      query: "SELECT c.Owner FROM c WHERE STARTSWITH(c.id, @prefix) AND IS_DEFINED(c.LeaseToken)",
+      parameters: [{ name: "@prefix", value: `durable.${hubName}.` }],
+    })
+    .fetchAll();
+  return resources.map((l) => String(l.Owner ?? null)).sort();
+}
+
 export const isFinished = (s: InstanceStatus) =>
   ["Completed", "Failed", "Terminated"].includes(s.runtimeStatus);
 

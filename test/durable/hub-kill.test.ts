@@ -5,16 +5,16 @@
  * sum with every task completed once in its history, the chain's generation count and sum. The emulator runs in
  * this process; the test reads and starts instances through a hub it never starts (client operations only).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { until, WAIT_MS } from "../support/until.js";
+import { until } from "../support/until.js";
 import type { ChainInput, HubChildConfig } from "./hub-child.js";
+import { startChild } from "./hub-children.js";
 import {
   countOf,
   createHub,
@@ -33,9 +33,6 @@ const HOLD_FAN_AFTER = 400;
 const HOLD_CHAIN_AT = 12;
 const HUB = "KillHub";
 
-const script = fileURLToPath(new URL("./hub-child.ts", import.meta.url));
-const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
-
 let t: TestEmulator;
 let db: Database;
 let dir: string;
@@ -52,48 +49,6 @@ afterAll(async () => {
   await t?.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-interface Child {
-  proc: ChildProcess;
-  exited: Promise<void>;
-  stderr(): string;
-  /** SIGKILL, then its exit. */
-  kill(): Promise<void>;
-  /** SIGTERM (a graceful stop), then its exit. */
-  stop(): Promise<void>;
-}
-
-async function startChild(config: HubChildConfig): Promise<Child> {
-  const proc = spawn(process.execPath, ["--import", "tsx", script, JSON.stringify(config)], {
-    cwd: projectRoot,
-    stdio: ["ignore", "ignore", "pipe", "ipc"],
-  });
-  children.push(proc);
-  let err = "";
-  proc.stderr?.on("data", (d: Buffer) => {
-    err += d.toString();
-  });
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`hub child not ready after ${WAIT_MS} ms:\n${err}`)),
-      WAIT_MS,
-    );
-    proc.once("message", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    proc.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`hub child exited (${code}) before it was ready:\n${err}`));
-    });
-  });
-  const signal = async (s: NodeJS.Signals) => {
-    proc.kill(s);
-    await exited;
-  };
-  return { proc, exited, stderr: () => err, kill: () => signal("SIGKILL"), stop: () => signal("SIGTERM") };
-}
 
 /**
  * What each test starts from: a fresh task hub (its containers), the activity log its children write, a way to
@@ -114,7 +69,7 @@ async function killTestHub(logName: string) {
     logFile,
   };
   const client = createHub({ container, leaseContainer, hubName: HUB, orchestrators: {}, activities: {} });
-  const child = (more: Partial<HubChildConfig> = {}) => startChild({ ...base, ...more });
+  const child = (more: Partial<HubChildConfig> = {}) => startChild({ ...base, ...more }, children);
   return { container, logFile, client, child };
 }
 

@@ -25,6 +25,7 @@ import {
   historyOf,
   hubContainers,
   isFinished,
+  leaseOwners,
   stopAll,
   waitForStatus,
 } from "./hub-harness.js";
@@ -44,17 +45,6 @@ afterAll(async () => {
   await stopAll(hubs);
   await t?.close();
 });
-
-/** The dispatch leases' owners (`durable.<hub>.` leases of the processor), sorted. */
-async function owners(leases: Container, hubName: string): Promise<string[]> {
-  const { resources } = await leases.items
-    .query<{ Owner?: string | null }>({
-      query: "SELECT c.Owner FROM c WHERE STARTSWITH(c.id, @prefix) AND IS_DEFINED(c.LeaseToken)",
-      parameters: [{ name: "@prefix", value: `durable.${hubName}.` }],
-    })
-    .fetchAll();
-  return resources.map((l) => String(l.Owner ?? null)).sort();
-}
 
 /** The same containers through another client (another host's connection). */
 function through(
@@ -126,7 +116,7 @@ describe("task hub: two hosts", () => {
     hubs.push(hubA);
     await hubA.start();
     await until("A to own the dispatch lease", async () =>
-      (await owners(containers.leaseContainer, hubName)).join() === "A" ? true : undefined,
+      (await leaseOwners(containers.leaseContainer, hubName)).join() === "A" ? true : undefined,
     );
     const hubB = createHub({
       ...through(t.newClient(), containers),
@@ -148,7 +138,7 @@ describe("task hub: two hosts", () => {
       // A is in the middle of the episode when it loses the lease store; B takes the lease over once it expired.
       cut = true;
       await until("B to own the dispatch lease", async () =>
-        (await owners(containers.leaseContainer, hubName)).join() === "B" ? true : undefined,
+        (await leaseOwners(containers.leaseContainer, hubName)).join() === "B" ? true : undefined,
       );
       // A's episode ends after its lease did; A stops (waiting for its work in flight), then B may run its own.
       gateA.open();
@@ -254,7 +244,7 @@ describe("task hub: two hosts", () => {
       // … when B joins: one of A's two leases moves to B while they are in flight.
       await b.start();
       await until("each host to own one lease", async () =>
-        (await owners(containers.leaseContainer, hubName)).join() === "A,B" ? true : undefined,
+        (await leaseOwners(containers.leaseContainer, hubName)).join() === "A,B" ? true : undefined,
       );
       // A learns at its next renewal that the lease moved; from then on it hands that range's results to B.
       await until("A to notice the lease it lost", async () =>

@@ -90,6 +90,7 @@ export class OrchestrationDispatcher {
   private readonly ownership = new LeaseOwnership();
   private active = 0;
   private readonly gate: (() => void)[] = [];
+  /** The last message sequence number this host gave (see newMessageDoc). */
   private seq = 0;
   private stopped = false;
   /** Orchestrator invocations and commits made (bench and tests). */
@@ -116,19 +117,31 @@ export class OrchestrationDispatcher {
     return this.ownership.ownedInstances;
   }
 
-  /** Forgets an instance's snapshot (another host changed it, it was purged): snapshot-cache.ts. */
-  forget(instanceId: string, etag?: string): void {
-    this.cache.forget(instanceId, etag);
+  /**
+   * Forgets an instance's snapshot (another host changed it, it was purged): snapshot-cache.ts. True when messages
+   * were waiting in it (an entity's request waiting for its sender's previous one, a message the instance could not
+   * apply yet): what the other host's change brought may let them apply, and nothing else would bring them back —
+   * their feed page was handled — so the caller runs the instance again.
+   */
+  forget(instanceId: string, etag?: string): boolean {
+    return this.cache.forget(instanceId, etag);
   }
 
+  /**
+   * A message document; its `seq` orders an instance's messages (the clock in µs, strictly increasing on this
+   * host): one sender's messages — a client's signals, awaited one after the other — apply in the order written.
+   * It was the clock's ms × 1000 plus a counter modulo 1000, which went back by 999 when the counter wrapped within
+   * one millisecond.
+   */
   newMessageDoc(message: InstanceMessage): MessageDoc {
+    this.seq = Math.max(this.o.clock.now() * 1000, this.seq + 1);
     return {
       id: messageId(message.key),
       pk: partitionKeyOf(this.o.hub, message.instanceId),
       kind: "message",
       hub: this.o.hub,
       instanceId: message.instanceId,
-      seq: this.o.clock.now() * 1000 + (this.seq++ % 1000),
+      seq: this.seq,
       message,
     };
   }
@@ -274,7 +287,12 @@ export class OrchestrationDispatcher {
         if (outcome === "idle" || outcome === "done") return;
         if (outcome === "lost") {
           this.counters.racesLost++;
-          if (++races > MAX_RACES) throw new Error(`lost ${races} commit races in a row`);
+          if (++races > MAX_RACES) {
+            // Each attempt gets its own MAX_RACES: the count did not restart, so after one such failure every
+            // further lost race was a failed attempt, and a busy instance was given up after four more.
+            races = 0;
+            throw new Error(`lost ${MAX_RACES + 1} commit races in a row`);
+          }
           continue;
         }
         // Committed: the inputs are in; the next round looks at what is still pending (a new execution's start).
@@ -305,10 +323,15 @@ export class OrchestrationDispatcher {
     claim: boolean,
     trigger: Trigger,
   ): Promise<"idle" | "lost" | "committed" | "done"> {
-    const snap = this.cache.get(instanceId) ?? (await this.load(instanceId));
+    const cached = this.cache.get(instanceId);
+    const snap = cached ?? (await this.load(instanceId));
     const pk = this.o.store.pk(instanceId);
     for (const m of fed) {
-      if (!snap.ids.has(m.id) && !this.cache.wasConsumed(pk, m.id)) {
+      // Only a cached snapshot may predate a message handed to this work item. A read made after the message was
+      // written is the store's word: a message missing from it was consumed already — by another host (its feed
+      // copy or delivery raced this one), or by this host before the race it lost — and applying it would apply
+      // it twice.
+      if (cached && !snap.ids.has(m.id) && !this.cache.wasConsumed(pk, m.id)) {
         snap.messages.push(m);
         snap.ids.add(m.id);
       }

@@ -574,7 +574,7 @@ async function replay(
           limits.maxPayloadBytes,
         );
         if (tooBig) return failOver(tooBig);
-        const sent = entityActionWork(state, a, id, a.actionType === ActionType.SignalEntity, at);
+        const sent = entityActionWork(state, a, id, a.actionType === ActionType.SignalEntity, at, newEvents);
         schedule(sent.event);
         work.push(sent.work);
         break;

@@ -4,6 +4,13 @@ import {
   parseEntitySchedulerId,
   readEntityReply,
 } from "./entity-batch.js";
+import {
+  orderOf,
+  previousPosition,
+  pruneSenders,
+  recordApplied,
+  type SendersApplied,
+} from "./entity-order.js";
 import { derivedId, historyEvent, toJsonText } from "./protocol.js";
 import {
   type ApplyMessages,
@@ -22,7 +29,8 @@ import {
  * `{id, op, signal, input, parent, parentExecution}`); a callEntity's answer is an EventRaised named after the
  * request id carrying `{result, exceptionType?}` (what durable-functions' ResponseMessage reads). A work item applies
  * the entity's pending operations in arrival order, one invocation each (entity-batch.ts: a throwing operation
- * fails alone, the state as it was), and commits the new state with the answers and signals, as any work item.
+ * fails alone, the state as it was), and commits the new state with the answers and signals, as any work item. An
+ * orchestration's operations apply once each and in the order it sent them (entity-order.ts).
  */
 
 /** Runs the entity function once with the trigger's data: what it returned, or what it threw. Never throws. */
@@ -38,6 +46,9 @@ export interface RequestWire {
   input?: string;
   parent?: string;
   parentExecution?: string;
+  /** The sending orchestration's position of this request and of its previous one to this entity (entity-order.ts). */
+  pos?: number;
+  prev?: number;
 }
 
 export const isEntityId = (instanceId: string): boolean => parseEntitySchedulerId(instanceId) !== undefined;
@@ -47,6 +58,11 @@ export function entityStoredOf(state: { engine?: Record<string, unknown> } | und
   const e = state?.engine?.entity as EntityStored | undefined;
   return e ? { exists: e.exists, state: e.state ?? undefined } : { exists: false, state: undefined };
 }
+
+/** The senders an entity remembers (entity-order.ts). */
+const sendersOf = (state: { engine?: Record<string, unknown> } | undefined): SendersApplied => ({
+  ...((state?.engine?.entity as { senders?: SendersApplied } | undefined)?.senders ?? {}),
+});
 
 /** An operation request to an entity, from an orchestration (callEntity, signalEntity) or a client (signal). */
 export function entityOperationMessage(target: string, request: RequestWire, at: string): InstanceMessage {
@@ -62,7 +78,8 @@ export function entityOperationMessage(target: string, request: RequestWire, at:
 
 /**
  * An orchestration's CallEntity or SignalEntity action with sequence id `id`: its EventSent history event (the SDK
- * reads the request id from it to match the answer) and the message to the entity.
+ * reads the request id from it to match the answer) and the message to the entity. `episode`: the events this
+ * episode scheduled before it (its previous request to the same entity may be among them).
  */
 export function entityActionWork(
   state: OrchestrationState,
@@ -70,8 +87,10 @@ export function entityActionWork(
   id: number,
   signal: boolean,
   at: string,
+  episode: HistoryEvent[] = [],
 ): { event: HistoryEvent; work: OutboundWork } {
   const target = String(a.instanceId);
+  const prev = previousPosition(target, state.history, episode);
   const request: RequestWire = {
     id: derivedId(state.executionId, "entity", id),
     op: String(a.operation),
@@ -79,6 +98,8 @@ export function entityActionWork(
     ...(a.input === undefined ? {} : { input: toJsonText(a.input) as string }),
     parent: state.instanceId,
     parentExecution: state.executionId,
+    pos: id,
+    ...(prev === undefined ? {} : { prev }),
   };
   return {
     event: historyEvent(
@@ -105,28 +126,12 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
       dropped: [],
       invocations: 0,
     };
-    let stored = entityStoredOf(current);
-    for (const m of messages) {
-      const e = m.event;
-      let request: RequestWire | undefined;
-      try {
-        request =
-          e.EventType === HistoryEventType.EventRaised && e.Name === "op"
-            ? (JSON.parse(String(e.Input)) as RequestWire)
-            : undefined;
-      } catch {
-        request = undefined;
-      }
-      out.consumed.push(m.key);
-      if (!request || typeof request.op !== "string") {
-        out.dropped.push({ key: m.key, reason: "not an entity operation" });
-        continue;
-      }
+    /** Runs one operation on the state as it is: its answer to a caller, its signals; the state it leaves. */
+    const applyOne = async (request: RequestWire, before: EntityStored) => {
       const op = { name: request.op, input: request.input, isSignal: request.signal };
       out.invocations++;
-      const outcome = await invoke(self.name, entityTriggerInput(self, stored, op));
-      const r = readEntityReply(instanceId, op, stored, outcome, limits.maxPayloadBytes);
-      stored = r.next;
+      const outcome = await invoke(self.name, entityTriggerInput(self, before, op));
+      const r = readEntityReply(instanceId, op, before, outcome, limits.maxPayloadBytes);
       if (!request.signal && request.parent) {
         const response = r.result.isError
           ? { result: JSON.stringify(r.result.message), exceptionType: "Error" }
@@ -156,7 +161,49 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
         };
         out.work.push({ kind: "message", message: entityOperationMessage(s.target, signalRequest, at) });
       });
+      return r.next;
+    };
+    let stored = entityStoredOf(current);
+    let senders = sendersOf(current);
+    const nowMs = now.getTime();
+    const pending: { m: InstanceMessage; request: RequestWire }[] = [];
+    for (const m of messages) {
+      const e = m.event;
+      let request: RequestWire | undefined;
+      try {
+        request =
+          e.EventType === HistoryEventType.EventRaised && e.Name === "op"
+            ? (JSON.parse(String(e.Input)) as RequestWire)
+            : undefined;
+      } catch {
+        request = undefined;
+      }
+      if (!request || typeof request.op !== "string") {
+        out.consumed.push(m.key);
+        out.dropped.push({ key: m.key, reason: "not an entity operation" });
+        continue;
+      }
+      pending.push({ m, request });
     }
+    // In arrival order; one waiting for its sender's previous request is looked at again once another applied.
+    for (let progressed = true; progressed; ) {
+      progressed = false;
+      for (let i = 0; i < pending.length; i++) {
+        const { m, request } = pending[i] as { m: InstanceMessage; request: RequestWire };
+        const order = orderOf(request, senders, Date.parse(String(m.event.Timestamp)), nowMs);
+        if (order === "wait") continue;
+        pending.splice(i--, 1);
+        progressed = true;
+        out.consumed.push(m.key);
+        if (order === "duplicate") {
+          out.dropped.push({ key: m.key, reason: "an entity operation applied already (delivered again)" });
+          continue;
+        }
+        recordApplied(request, senders, nowMs);
+        stored = await applyOne(request, stored);
+      }
+    }
+    senders = pruneSenders(senders, nowMs);
     if (out.invocations > 0) {
       out.state = {
         instanceId,
@@ -169,7 +216,7 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
         createdTime: current?.createdTime ?? at,
         lastUpdatedTime: at,
         history: [],
-        engine: { entity: { exists: stored.exists, state: stored.state ?? null } },
+        engine: { entity: { exists: stored.exists, state: stored.state ?? null, senders } },
       };
     }
     return out;

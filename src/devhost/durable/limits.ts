@@ -23,6 +23,13 @@ export const DURABLE_LIMITS = {
    * 16 KB of UTF-16 JSON text" (learn.microsoft.com, durable-functions-custom-orchestration-status).
    */
   customStatusBytes: 16 * 1024,
+  /**
+   * How long an entity remembers an orchestration that sent it operations, to apply them once and in the order
+   * sent (entity-order.ts), and how long an operation waits for its predecessor: the extension's
+   * `EntityMessageReorderWindowInMinutes` and its default, 30 minutes (learn.microsoft.com, durable-functions-bindings,
+   * host.json settings).
+   */
+  entityReorderWindowMs: 30 * 60_000,
 } as const;
 
 /** UTF-8 length of a JSON text (what it costs in a document). */

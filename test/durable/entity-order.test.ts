@@ -1,0 +1,60 @@
+/**
+ * entity-order.ts: an orchestration's requests to an entity apply once each and in the order sent — a duplicate
+ * is dropped, a request whose predecessor is not applied waits, and waits no longer than the reorder window.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  orderOf,
+  previousPosition,
+  pruneSenders,
+  recordApplied,
+  type SendersApplied,
+} from "../../src/devhost/durable/entity-order.js";
+import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
+import { type HistoryEvent, HistoryEventType } from "../../src/devhost/durable/types.js";
+
+const from = { parent: "orch", parentExecution: "x1" };
+const now = Date.parse("2026-01-01T00:00:00Z");
+const sent = (target: string, id: number): HistoryEvent => ({
+  EventType: HistoryEventType.EventSent,
+  EventId: id,
+  IsPlayed: false,
+  Timestamp: new Date(now).toISOString(),
+  InstanceId: target,
+});
+
+describe("entity request order", () => {
+  it("applies a sender's requests in its order, drops one applied already, lets others through", () => {
+    const applied: SendersApplied = {};
+    const first = { ...from, pos: 3 };
+    const second = { ...from, pos: 7, prev: 3 };
+    expect(orderOf(second, applied, now, now)).toBe("wait");
+    expect(orderOf(first, applied, now, now)).toBe("apply");
+    recordApplied(first, applied, now);
+    expect(orderOf(first, applied, now, now)).toBe("duplicate");
+    expect(orderOf(second, applied, now, now)).toBe("apply");
+    recordApplied(second, applied, now);
+    expect(orderOf(second, applied, now, now)).toBe("duplicate");
+    // Another execution of the same instance is another sender; the client's requests carry no position.
+    expect(orderOf({ parent: "orch", parentExecution: "x2", pos: 3 }, applied, now, now)).toBe("apply");
+    expect(orderOf({}, applied, now, now)).toBe("apply");
+  });
+
+  it("a request waits for its predecessor no longer than the window; senders older than it are forgotten", () => {
+    const late = { ...from, pos: 9, prev: 8 };
+    const window = DURABLE_LIMITS.entityReorderWindowMs;
+    expect(orderOf(late, {}, now, now + window)).toBe("wait");
+    expect(orderOf(late, {}, now, now + window + 1)).toBe("apply");
+    const applied: SendersApplied = {};
+    recordApplied({ ...from, pos: 1 }, applied, now);
+    recordApplied({ parent: "other", parentExecution: "y", pos: 1 }, applied, now + window);
+    expect(Object.keys(pruneSenders(applied, now + window + 1))).toEqual(["other|y"]);
+  });
+
+  it("the predecessor is the last request to the same entity, in the history or earlier in this episode", () => {
+    const history = [sent("@counter@a", 0), sent("@counter@b", 1)];
+    expect(previousPosition("@counter@a", history, [])).toBe(0);
+    expect(previousPosition("@counter@a", history, [sent("@counter@a", 4)])).toBe(4);
+    expect(previousPosition("@counter@c", history, [])).toBeUndefined();
+  });
+});
