@@ -3,8 +3,8 @@
  * API over loopback): callHttp against a loopback server (200, a 202 polled to completion, 500 as a response, a
  * timeout the orchestrator catches), restart end to end (same id and a new one), entities (a client's signalEntity
  * and readEntityState, an orchestration's callEntity, the API's entity routes), and what the dev host does not
- * support — rewind, entity listing, critical sections — answered with the API named and "a limit of this dev host"
- * in the body, no file links.
+ * support — rewind, entity listing — answered with the API named and "a limit of this dev host" in the body, no file
+ * links; a critical section (lock, isLocked, callEntity under the lock, release).
  */
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -181,18 +181,22 @@ describe("dev host: restart and what is not supported", () => {
     expect(await (await fetch(`${base}/api/counter/nobody`)).json()).toMatchObject({ entityExists: false });
   });
 
-  it("what entities lack here (listing, critical sections) names the API and the limit, no file links", async () => {
+  it("what entities lack here (listing) names the API and the limit, no file links", async () => {
     const listing = await fetch(`${api}/entities`);
     expect(listing.status).toBe(501);
     const listingText = await listing.text();
     expect(listingText).toContain("GET /runtime/webhooks/durabletask/entities");
     expect(listingText).toMatch(LIMIT);
+    expect(listingText).not.toContain("docs/");
+  });
+
+  it("a critical section: lock, isLocked, callEntity under the lock, release", async () => {
     const links = await start("useLock");
     const done = await poll(links.statusQueryGetUri);
-    expect(done.body.runtimeStatus).toBe("Failed");
-    const reason = JSON.stringify(done.body.output);
-    expect(reason).toContain("context.df.lock(['@counter@k1'])");
-    expect(reason).toMatch(LIMIT);
-    for (const text of [listingText, reason]) expect(text).not.toContain("docs/");
+    expect(done.body).toMatchObject({
+      runtimeStatus: "Completed",
+      output: { before: false, inside: ["counter@locked"], after: false, value: 1 },
+    });
+    expect(await (await fetch(`${api}/entities/counter/locked`)).json()).toBe(1);
   });
 });

@@ -4,6 +4,14 @@ import {
   parseEntitySchedulerId,
   readEntityReply,
 } from "./entity-batch.js";
+import {
+  type LockRequestWire,
+  lockGrantMessage,
+  lockRequestMessage,
+  RELEASE_EVENT,
+  readLockRequest,
+  readRelease,
+} from "./entity-locks.js";
 import { derivedId, historyEvent, toJsonText } from "./protocol.js";
 import {
   type ApplyMessages,
@@ -23,6 +31,8 @@ import {
  * request id carrying `{result, exceptionType?}` (what durable-functions' ResponseMessage reads). A work item applies
  * the entity's pending operations in arrival order, one invocation each (entity-batch.ts: a throwing operation
  * fails alone, the state as it was), and commits the new state with the answers and signals, as any work item.
+ * Critical sections (entity-locks.ts): a lock request takes the lock when its turn comes; while locked, only the
+ * holder's messages run and the others wait, pending, in arrival order, until the holder's release.
  */
 
 /** Runs the entity function once with the trigger's data: what it returned, or what it threw. Never throws. */
@@ -41,6 +51,22 @@ export interface RequestWire {
 }
 
 export const isEntityId = (instanceId: string): boolean => parseEntitySchedulerId(instanceId) !== undefined;
+
+/** Who holds an entity's lock (SchedulerState.LockedBy) and under which lock request. */
+export interface EntityLock {
+  by: string;
+  id: string;
+}
+
+/** The lock an entity's stored state records, if it is locked. */
+export function entityLockOf(
+  state: { engine?: Record<string, unknown> } | undefined,
+): EntityLock | undefined {
+  const e = state?.engine?.entity as { lockedBy?: unknown; lockId?: unknown } | undefined;
+  return typeof e?.lockedBy === "string" && typeof e.lockId === "string"
+    ? { by: e.lockedBy, id: e.lockId }
+    : undefined;
+}
 
 /** The stored part of an entity (kept in the instance's `engine` field). */
 export function entityStoredOf(state: { engine?: Record<string, unknown> } | undefined): EntityStored {
@@ -106,22 +132,47 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
       invocations: 0,
     };
     let stored = entityStoredOf(current);
-    for (const m of messages) {
-      const e = m.event;
-      let request: RequestWire | undefined;
-      try {
-        request =
-          e.EventType === HistoryEventType.EventRaised && e.Name === "op"
-            ? (JSON.parse(String(e.Input)) as RequestWire)
-            : undefined;
-      } catch {
-        request = undefined;
-      }
-      out.consumed.push(m.key);
-      if (!request || typeof request.op !== "string") {
-        out.dropped.push({ key: m.key, reason: "not an entity operation" });
+    let lock = entityLockOf(current);
+    let lockChanged = false;
+    // Pending messages in arrival order; those that must wait for a lock stay in `queue` (unconsumed).
+    const queue = [...messages];
+    let i = 0;
+    while (i < queue.length) {
+      const m = queue[i] as InstanceMessage;
+      const read = readEntityMessage(m);
+      if (read.kind === "release" || read.kind === "bad") {
+        queue.splice(i, 1);
+        out.consumed.push(m.key);
+        if (read.kind === "bad") {
+          out.dropped.push({ key: m.key, reason: "not an entity operation" });
+          continue;
+        }
+        const r = read.release;
+        if (lock && lock.by === r.parent && (r.id === undefined || r.id === lock.id)) {
+          lock = undefined;
+          lockChanged = true;
+          i = 0; // what waited for the lock runs now, in arrival order
+        } else out.dropped.push({ key: m.key, reason: "a release of a lock this entity does not hold" });
         continue;
       }
+      if (lock && read.request.parent !== lock.by) {
+        i++; // another orchestration's critical section: this waits, pending
+        continue;
+      }
+      queue.splice(i, 1);
+      out.consumed.push(m.key);
+      if (read.kind === "lock") {
+        // Its turn: this entity is locked by the requester; the request goes on to the next, or is granted.
+        const next: LockRequestWire = { ...read.request, pos: read.request.pos + 1 };
+        lock = { by: next.parent, id: next.id };
+        lockChanged = true;
+        out.work.push({
+          kind: "message",
+          message: next.pos < next.lockset.length ? lockRequestMessage(next, at) : lockGrantMessage(next, at),
+        });
+        continue;
+      }
+      const request = read.request;
       const op = { name: request.op, input: request.input, isSignal: request.signal };
       out.invocations++;
       const outcome = await invoke(self.name, entityTriggerInput(self, stored, op));
@@ -146,9 +197,9 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
           },
         });
       }
-      r.signals.forEach((s, i) => {
+      r.signals.forEach((s, n) => {
         const signalRequest: RequestWire = {
-          id: derivedId(instanceId, request.id, "signal", i),
+          id: derivedId(instanceId, request.id, "signal", n),
           op: s.name,
           signal: true,
           ...(s.input === undefined ? {} : { input: s.input }),
@@ -157,7 +208,7 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
         out.work.push({ kind: "message", message: entityOperationMessage(s.target, signalRequest, at) });
       });
     }
-    if (out.invocations > 0) {
+    if (out.invocations > 0 || lockChanged) {
       out.state = {
         instanceId,
         executionId: current?.executionId ?? derivedId(instanceId, "entity"),
@@ -169,11 +220,46 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
         createdTime: current?.createdTime ?? at,
         lastUpdatedTime: at,
         history: [],
-        engine: { entity: { exists: stored.exists, state: stored.state ?? null } },
+        engine: {
+          entity: {
+            exists: stored.exists,
+            state: stored.state ?? null,
+            ...(lock ? { lockedBy: lock.by, lockId: lock.id } : {}),
+          },
+        },
       };
     }
     return out;
   };
+}
+
+type EntityMessage =
+  | { kind: "op"; request: RequestWire }
+  | { kind: "lock"; request: LockRequestWire }
+  | { kind: "release"; release: NonNullable<ReturnType<typeof readRelease>> }
+  | { kind: "bad" };
+
+/** What a message to an entity is: an operation, a lock request (an "op" with a lock set), a release. */
+function readEntityMessage(m: InstanceMessage): EntityMessage {
+  const e = m.event;
+  if (e.EventType !== HistoryEventType.EventRaised) return { kind: "bad" };
+  let input: unknown;
+  try {
+    input = JSON.parse(String(e.Input));
+  } catch {
+    return { kind: "bad" };
+  }
+  if (e.Name === RELEASE_EVENT) {
+    const release = readRelease(input);
+    return release ? { kind: "release", release } : { kind: "bad" };
+  }
+  if (e.Name !== "op") return { kind: "bad" };
+  const lock = readLockRequest(input);
+  if (lock) return lock.pos < lock.lockset.length ? { kind: "lock", request: lock } : { kind: "bad" };
+  const request = input as RequestWire | null;
+  return request && typeof request === "object" && typeof request.op === "string"
+    ? { kind: "op", request }
+    : { kind: "bad" };
 }
 
 const noEntities: EntityInvoker = async (name) => ({
