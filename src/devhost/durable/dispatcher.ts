@@ -268,6 +268,9 @@ export class OrchestrationDispatcher {
         if (outcome === "lost") {
           this.counters.racesLost++;
           if (++races > MAX_RACES) throw new Error(`lost ${races} commit races in a row`);
+          // The re-read holds every stored message: a fed one it lacks was consumed by the host that won (else
+          // it would be applied again, its deletion 404, and every round after lost the same way).
+          pendingFed = [];
           continue;
         }
         // Committed: the inputs are in; the next round looks at what is still pending (a new execution's start).
