@@ -8,8 +8,10 @@
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import { describe, expect, it } from "vitest";
+import { instanceDocOf, snapshotOf } from "../../src/devhost/durable/documents.js";
 import { applyMessages } from "../../src/devhost/durable/engine.js";
 import { entityLockOf, withEntities } from "../../src/devhost/durable/entity-engine.js";
+import { poisonEnding } from "../../src/devhost/durable/poison.js";
 import { historyEvent } from "../../src/devhost/durable/protocol.js";
 import {
   HistoryEventType,
@@ -229,5 +231,35 @@ describe("critical sections on the engine", () => {
     await r.runToIdle();
     expect(r.status("t3")).toBe("Completed");
     expect(r.entityValue("h")).toBe(2);
+  });
+
+  it("releases on continue-as-new inside the section", async () => {
+    const r = new Router(seeded(11));
+    r.start("c", "continueInSection", "first");
+    await r.runToIdle();
+    expect(r.status("c")).toBe("Completed");
+    expect(r.output("c")).toBe("second execution");
+    expect(r.entityValue("h")).toBe(1);
+    expect(r.lockOf("h")).toBeUndefined();
+  });
+
+  it("an instance given up as poison inside its section releases it", async () => {
+    const r = new Router(seeded(13));
+    r.start("p", "holdAndEnd", "wait");
+    await r.runToIdle();
+    const state = r.states.get("p") as OrchestrationState;
+    expect(r.lockOf("h")).toMatchObject({ by: "p" });
+    const inst = instanceDocOf("Hub", state, 1);
+    const ending = poisonEnding(
+      inst,
+      { ...snapshotOf([]), history: state.history },
+      "gave up",
+      new Error("x"),
+      new Date(),
+    );
+    expect(ending.state?.status).toBe("Failed");
+    for (const w of ending.work) if (w.kind === "message") r.send(w.message);
+    await r.runToIdle();
+    expect(r.lockOf("h")).toBeUndefined();
   });
 });

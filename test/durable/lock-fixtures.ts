@@ -2,7 +2,7 @@
  * What the critical-section tests share (engine-only and on the task hub): a real durable-functions Entity handler
  * (a register: get, set, add), an EntityInvoker that runs it and logs each operation, and the orchestrators —
  * `incrementAll` (a read and a write per entity of its set, safe only under the lock) and `holdAndEnd` (locks one
- * entity, then completes, throws, or waits for an event inside the section).
+ * entity, then completes, throws, or waits for an event inside the section), `continueInSection`.
  */
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
@@ -73,4 +73,13 @@ export const holdAndEnd: Gen = function* (ctx) {
   return "done";
 };
 
-export const lockOrchestrators: Record<string, Gen> = { incrementAll, holdAndEnd };
+/** Locks `h`, adds 1, and continues as new inside the section; the next execution returns. */
+export const continueInSection: Gen = function* (ctx) {
+  if (ctx.df.getInput() === "again") return "second execution";
+  yield ctx.df.lock([registerId("h")]);
+  yield ctx.df.callEntity(registerId("h"), "add", 1);
+  ctx.df.continueAsNew("again");
+  return undefined;
+};
+
+export const lockOrchestrators: Record<string, Gen> = { incrementAll, holdAndEnd, continueInSection };
