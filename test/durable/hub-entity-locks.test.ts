@@ -116,7 +116,10 @@ describe("critical sections on the task hub", () => {
     // A holder terminated inside its section: the next section over the entity gets it.
     const doomed = uniqueName("doomed");
     await a.startNew("holdAndEnd", { instanceId: doomed, input: JSON.stringify("wait") });
-    await until("the doomed section", async () => ((await lockOf(a, "h"))?.by === doomed ? true : undefined));
+    await until("the doomed section's add", async () =>
+      (await entity(a, "h"))?.state === "102" ? true : undefined,
+    );
+    expect((await lockOf(a, "h"))?.by).toBe(doomed);
     const next = uniqueName("next");
     await a.startNew("incrementAll", { instanceId: next, input: JSON.stringify(["h"]) });
     await a.terminate(doomed, "stop");
