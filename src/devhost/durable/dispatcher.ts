@@ -116,9 +116,14 @@ export class OrchestrationDispatcher {
     return this.ownership.ownedInstances;
   }
 
-  /** Forgets an instance's snapshot (another host changed it, it was purged): snapshot-cache.ts. */
-  forget(instanceId: string, etag?: string): void {
-    this.cache.forget(instanceId, etag);
+  /**
+   * Forgets an instance's snapshot (another host changed it, it was purged): snapshot-cache.ts. True when messages
+   * were waiting in it (an entity's request waiting for its sender's previous one, a message the instance could not
+   * apply yet): what the other host's change brought may let them apply, and nothing else would bring them back —
+   * their feed page was handled — so the caller runs the instance again.
+   */
+  forget(instanceId: string, etag?: string): boolean {
+    return this.cache.forget(instanceId, etag);
   }
 
   newMessageDoc(message: InstanceMessage): MessageDoc {

@@ -263,7 +263,8 @@ export class CosmosTaskHub extends TaskHubClientBase {
         if (doc.stage || doc.start)
           work.push(this.dispatcher.schedule(doc.instanceId, { signal: context.signal }));
         else {
-          this.dispatcher.forget(doc.instanceId, doc._etag);
+          if (this.dispatcher.forget(doc.instanceId, doc._etag))
+            work.push(this.dispatcher.schedule(doc.instanceId, { signal: context.signal }));
           this.notify(doc.instanceId, doc.lastUpdatedTime);
           if (doc.claim) this.watchClaim(doc.instanceId, doc.claim);
         }

@@ -59,17 +59,19 @@ export class SnapshotCache {
   /**
    * Another copy of the instance document was seen (the feed; `etag` its etag) or the instance was purged (no
    * etag): the snapshot is dropped unless the copy is one this host wrote — the feed often brings an older one of
-   * this host's own commits than the cache holds, which is not a change.
+   * this host's own commits than the cache holds, which is not a change. True when the snapshot dropped held
+   * messages that were waiting (see OrchestrationDispatcher.forget).
    */
-  forget(instanceId: string, etag?: string): void {
+  forget(instanceId: string, etag?: string): boolean {
     const cached = this.cache.get(instanceId);
-    if (!cached) return;
+    if (!cached) return false;
     if (
       etag !== undefined &&
       (cached.instance?._etag === etag || this.written.get(instanceId)?.includes(etag))
     )
-      return;
+      return false;
     this.cache.delete(instanceId);
+    return cached.messages.length > 0;
   }
 
   markConsumed(pk: string, ids: string[]): void {
