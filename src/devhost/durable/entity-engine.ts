@@ -9,6 +9,7 @@ import {
   lockGrantMessage,
   lockRequestMessage,
   RELEASE_EVENT,
+  REMEMBERED_LOCK_REQUESTS,
   readLockRequest,
   readRelease,
 } from "./entity-locks.js";
@@ -67,6 +68,12 @@ export function entityLockOf(
     ? { by: e.lockedBy, id: e.lockId }
     : undefined;
 }
+
+/** The lock requests an entity took lately (their ids, newest last): one delivered again is dropped. */
+const locksTakenOf = (state: { engine?: Record<string, unknown> } | undefined): string[] => {
+  const taken = (state?.engine?.entity as { locksTaken?: unknown } | undefined)?.locksTaken;
+  return Array.isArray(taken) ? taken.filter((t): t is string => typeof t === "string") : [];
+};
 
 /** The stored part of an entity (kept in the instance's `engine` field). */
 export function entityStoredOf(state: { engine?: Record<string, unknown> } | undefined): EntityStored {
@@ -133,6 +140,7 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
     };
     let stored = entityStoredOf(current);
     let lock = entityLockOf(current);
+    let locksTaken = locksTakenOf(current);
     let lockChanged = false;
     // Pending messages in arrival order; those that must wait for a lock stay in `queue` (unconsumed).
     const queue = [...messages];
@@ -155,16 +163,24 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
         } else out.dropped.push({ key: m.key, reason: "a release of a lock this entity does not hold" });
         continue;
       }
-      if (lock && read.request.parent !== lock.by) {
-        i++; // another orchestration's critical section: this waits, pending
+      // While locked only the holder's operations run. Any lock request waits for the release — the holder's too:
+      // its next section's request may overtake its release, or an old request come again (delivered twice).
+      if (lock && (read.kind === "lock" || read.request.parent !== lock.by)) {
+        i++;
         continue;
       }
       queue.splice(i, 1);
       out.consumed.push(m.key);
+      if (read.kind === "lock" && locksTaken.includes(read.request.id)) {
+        // Delivered again after it was taken (and maybe released): taking it again would lock for no one.
+        out.dropped.push({ key: m.key, reason: `lock request ${read.request.id} was taken already` });
+        continue;
+      }
       if (read.kind === "lock") {
         // Its turn: this entity is locked by the requester; the request goes on to the next, or is granted.
         const next: LockRequestWire = { ...read.request, pos: read.request.pos + 1 };
         lock = { by: next.parent, id: next.id };
+        locksTaken = [...locksTaken, next.id].slice(-REMEMBERED_LOCK_REQUESTS);
         lockChanged = true;
         out.work.push({
           kind: "message",
@@ -225,6 +241,7 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
             exists: stored.exists,
             state: stored.state ?? null,
             ...(lock ? { lockedBy: lock.by, lockId: lock.id } : {}),
+            ...(locksTaken.length > 0 ? { locksTaken } : {}),
           },
         },
       };

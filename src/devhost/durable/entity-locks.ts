@@ -24,6 +24,12 @@ import {
 /** The event name of a lock release (EntityMessageEventNames.ReleaseMessageEventName). */
 export const RELEASE_EVENT = "release";
 
+/**
+ * How many lock request ids an entity remembers (newest kept): a request delivered again — the outbox delivers at
+ * least once — is dropped instead of locking the entity a second time for a section long over.
+ */
+export const REMEMBERED_LOCK_REQUESTS = 64;
+
 /** What the last entity of the set answers (the extension's text; the SDK reads nothing of it). */
 const GRANTED = "Lock Acquisition Completed";
 
