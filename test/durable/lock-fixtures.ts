@@ -6,11 +6,12 @@
  */
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
-import type { EntityContext, OrchestrationContext } from "durable-functions";
+import type { EntityContext } from "durable-functions";
 import * as df from "durable-functions";
 import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
+import type { Gen } from "./hub-harness.js";
 
-export type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
+export type { Gen };
 
 const require = createRequire(import.meta.url);
 const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
