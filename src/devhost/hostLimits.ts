@@ -37,28 +37,14 @@ export function unsupportedBindingsWarning(functionName: string, bindings: strin
 }
 
 /**
- * Text of the durable HTTP API's answer to an entity call (durable/client-api.ts); durable-functions puts the
- * answer's body into the error its DurableClient throws ("The operation failed with an unexpected status code: 501.
- * Details: …").
+ * The body of a failed call's 500 when the failure is a limit of the dev host (an unsupported binding); undefined
+ * for the app's own failures, which the host answers with an empty 500 (the details are in the log under the
+ * invocation id).
  */
-const ENTITY_REFUSAL = "Durable entities are not supported by the dev host";
-
-/**
- * The body of a failed call's 500 when the failure is a limit of the dev host (an unsupported binding, a durable
- * entity call through the function's durableClient); undefined for the app's own failures, which the host answers
- * with an empty 500 (the details are in the log under the invocation id).
- */
-export function devHostLimitMessage(fn: LoadedFunction, error: unknown): string | undefined {
+export function devHostLimitMessage(_fn: LoadedFunction, error: unknown): string | undefined {
   const e = error as { code?: unknown; message?: unknown } | null | undefined;
   const message = typeof e?.message === "string" ? e.message : undefined;
   if (e?.code === UNSUPPORTED_BINDING && message) return message;
-  if (message?.includes(ENTITY_REFUSAL)) {
-    const client = Object.entries(fn.bindings).find(([, b]) =>
-      /^(durableClient|orchestrationClient)$/i.test(b.type),
-    );
-    const via = client ? ` through its ${describeBinding(client[0], client[1])}` : "";
-    return `Function '${fn.metadata.name}' called a durable entity (signalEntity, readEntityState, getEntity …)${via}: durable entities are not served by this dev host (${LIMIT}).`;
-  }
   return undefined;
 }
 

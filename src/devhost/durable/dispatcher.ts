@@ -293,6 +293,9 @@ export class OrchestrationDispatcher {
             races = 0;
             throw new Error(`lost ${MAX_RACES + 1} commit races in a row`);
           }
+          // The re-read holds every stored message: a fed one it lacks was consumed by the host that won (else
+          // it would be applied again, its deletion 404, and every round after lost the same way).
+          pendingFed = [];
           continue;
         }
         // Committed: the inputs are in; the next round looks at what is still pending (a new execution's start).

@@ -6,6 +6,15 @@ import {
   payloadFailure,
 } from "./engine-limits.js";
 import { entityActionWork, isEntityId } from "./entity-engine.js";
+import {
+  type CriticalSection,
+  grantFate,
+  lockActionWork,
+  lockSetOf,
+  releaseActionWork,
+  releaseHeld,
+  releaseWork,
+} from "./entity-locks.js";
 import { HTTP_ACTIVITY_NAME } from "./http-activity.js";
 import { httpPollStep, takesHttpPollId, trackHttpCall } from "./http-polling.js";
 import {
@@ -39,7 +48,6 @@ import {
   type OutboundWork,
   type WorkItemResult,
 } from "./types.js";
-import { describeEntityAction, entityActionRefusal } from "./unsupported.js";
 
 /**
  * The replay engine (docs/durable-design.md): applies one work item — all pending messages of one orchestration
@@ -122,6 +130,8 @@ export const applyMessages: ApplyMessages = async (current, messages, now, invok
   const drop = (m: InstanceMessage, reason: string) => {
     out.consumed.push(m.key);
     out.dropped.push({ key: m.key, reason });
+    // A critical section's grant nobody waits for: what it locked is released (entity-locks.ts).
+    if (m.lockGrant) out.work.push(...releaseWork(m.lockGrant, m.instanceId, at));
   };
   const flush = async () => {
     if (!batch) return;
@@ -180,6 +190,19 @@ export const applyMessages: ApplyMessages = async (current, messages, now, invok
     }
     // An event for the orchestrator. Pending: before its start; continued as new: for the new execution.
     if (state.status === "Suspended" || state.status === "ContinuedAsNew" || state.status === "Pending") {
+      continue;
+    }
+    const grant = grantFate(m, state.engine);
+    if (grant === "duplicate") {
+      out.consumed.push(m.key);
+      out.dropped.push({
+        key: m.key,
+        reason: `lock ${m.lockGrant?.id} is held already (a duplicate delivery)`,
+      });
+      continue;
+    }
+    if (grant === "stale") {
+      drop(m, `no critical section of this execution waits for lock ${m.lockGrant?.id}`);
       continue;
     }
     const id = completionId(e);
@@ -301,6 +324,7 @@ function control(
             }),
           ]
         : [];
+      work.push(...releaseHeld(current, at));
       return {
         state,
         newEvents: [historyEvent(HistoryEventType.ExecutionTerminated, at, { Input: e.Input ?? null })],
@@ -392,6 +416,10 @@ async function replay(
   let expired: { reason: string; details: FailureDetails } | undefined;
   for (const ev of ordered) {
     newEvents.push(ev);
+    // The grant of the section this execution waits for: it holds the lock from here on.
+    if (ev.EventType === HistoryEventType.EventRaised && book.lock && ev.Name === book.lock.id) {
+      book.lock.held = true;
+    }
     const c = retryStep(book, ev, at);
     if (c?.kind === "expired") expired ??= c;
     else if (c?.kind === "timer") {
@@ -427,6 +455,10 @@ async function replay(
     lastUpdatedTime: at,
     engine: book as unknown as Record<string, unknown>,
   };
+  // What an end of this execution releases: the section held once this work item's events are in (a release
+  // this replay decides is moot when it fails, as all its work is; the section is released here instead).
+  const held: CriticalSection | undefined = book.lock?.held ? { ...book.lock } : undefined;
+  const releaseAtEnd = () => (held ? releaseWork(held, state.instanceId, at) : []);
   const fail = (why: string, given?: FailureDetails): ReplayResult => {
     const reason = boundedText(why);
     const details = given ? boundedFailureDetails(given) : undefined;
@@ -445,7 +477,7 @@ async function replay(
     const parentWork = state.parent
       ? [notifyParent(state.parent, at, { failed: reason, ...(details ? { details } : {}) })]
       : [];
-    return { state: next, newEvents, work: parentWork };
+    return { state: next, newEvents, work: [...parentWork, ...releaseAtEnd()] };
   };
   const failOver = (p: LimitFailure) => fail(p.reason, p.details);
   // A retryable task failed past its retry timeout: the SDK would wait for ever (retries.ts, expiredFailure).
@@ -579,9 +611,30 @@ async function replay(
         work.push(sent.work);
         break;
       }
-      case ActionType.LockEntities:
-      case ActionType.ReleaseEntities:
-        return fail(entityActionRefusal(describeEntityAction(a)));
+      case ActionType.LockEntities: {
+        // One id (the EventSent of the request to the first entity); the grant is an EventRaised (entity-locks.ts).
+        const id = book.next++;
+        record.id = id;
+        const set = lockSetOf(a);
+        if (set.length === 0) return fail("context.df.lock was given no entity to lock.");
+        const sent = lockActionWork(state, a, set, id, at);
+        schedule(sent.event);
+        work.push(sent.work);
+        book.lock = sent.section;
+        break;
+      }
+      case ActionType.ReleaseEntities: {
+        // The SDK counts one id per entity of the section (the extension sends each its release).
+        const section = book.lock;
+        if (!section) break;
+        record.id = book.next;
+        book.next += section.set.length;
+        const released = releaseActionWork(state, section, record.id, at);
+        for (const ev of released.events) schedule(ev);
+        work.push(...released.work);
+        delete book.lock;
+        break;
+      }
       default:
         return fail(`The orchestrator returned an action of unknown type ${String(a.actionType)}.`);
     }
@@ -612,7 +665,7 @@ async function replay(
     const executionId = derivedId(state.executionId, "continue-as-new");
     next = { ...next, status: "ContinuedAsNew", history: [...state.history, ...newEvents] };
     work.length = 0;
-    work.push({
+    work.push(...releaseAtEnd(), {
       kind: "message",
       message: {
         key: `start-${executionId}`,
@@ -638,11 +691,12 @@ async function replay(
     next = finish(next, "Completed", output, at);
     next.history = [...state.history, ...newEvents];
     // Pending timers and retries of a finished orchestration are moot; what it sent entities on its way out is not
-    // (DTFx sends every message of the last episode, a signalEntity before the return too).
+    // (DTFx sends every message of the last episode, a signalEntity before the return too) — a release() in this
+    // episode among it. A section still held is released.
     const sent = work.filter((w) => w.kind === "message" && isEntityId(w.message.instanceId));
-    const done: OutboundWork[] = state.parent
-      ? [...sent, notifyParent(state.parent, at, { result: output })]
-      : sent;
+    const stillHeld = book.lock?.held ? releaseWork({ ...book.lock }, state.instanceId, at) : [];
+    const done: OutboundWork[] = [...sent, ...stillHeld];
+    if (state.parent) done.push(notifyParent(state.parent, at, { result: output }));
     return { state: next, newEvents, work: done };
   }
   next.history = [...state.history, ...newEvents];

@@ -5,6 +5,16 @@ import {
   readEntityReply,
 } from "./entity-batch.js";
 import {
+  type LockRequestWire,
+  lockGrantMessage,
+  lockRequestMessage,
+  ORPHANED_LOCK_RELEASE_ID,
+  RELEASE_EVENT,
+  REMEMBERED_LOCK_REQUESTS,
+  readLockRequest,
+  readRelease,
+} from "./entity-locks.js";
+import {
   orderOf,
   previousPosition,
   pruneSenders,
@@ -30,7 +40,9 @@ import {
  * request id carrying `{result, exceptionType?}` (what durable-functions' ResponseMessage reads). A work item applies
  * the entity's pending operations in arrival order, one invocation each (entity-batch.ts: a throwing operation
  * fails alone, the state as it was), and commits the new state with the answers and signals, as any work item. An
- * orchestration's operations apply once each and in the order it sent them (entity-order.ts).
+ * orchestration's operations apply once each and in the order it sent them (entity-order.ts). Critical sections
+ * (entity-locks.ts): a lock request takes the lock when its turn comes; while locked, only the holder's messages run
+ * and the others wait, pending, in arrival order, until the holder's release.
  */
 
 /** Runs the entity function once with the trigger's data: what it returned, or what it threw. Never throws. */
@@ -52,6 +64,28 @@ export interface RequestWire {
 }
 
 export const isEntityId = (instanceId: string): boolean => parseEntitySchedulerId(instanceId) !== undefined;
+
+/** Who holds an entity's lock (SchedulerState.LockedBy) and under which lock request. */
+export interface EntityLock {
+  by: string;
+  id: string;
+}
+
+/** The lock an entity's stored state records, if it is locked. */
+export function entityLockOf(
+  state: { engine?: Record<string, unknown> } | undefined,
+): EntityLock | undefined {
+  const e = state?.engine?.entity as { lockedBy?: unknown; lockId?: unknown } | undefined;
+  return typeof e?.lockedBy === "string" && typeof e.lockId === "string"
+    ? { by: e.lockedBy, id: e.lockId }
+    : undefined;
+}
+
+/** The lock requests an entity took lately (their ids, newest last): one delivered again is dropped. */
+const locksTakenOf = (state: { engine?: Record<string, unknown> } | undefined): string[] => {
+  const taken = (state?.engine?.entity as { locksTaken?: unknown } | undefined)?.locksTaken;
+  return Array.isArray(taken) ? taken.filter((t): t is string => typeof t === "string") : [];
+};
 
 /** The stored part of an entity (kept in the instance's `engine` field). */
 export function entityStoredOf(state: { engine?: Record<string, unknown> } | undefined): EntityStored {
@@ -151,9 +185,9 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
           },
         });
       }
-      r.signals.forEach((s, i) => {
+      r.signals.forEach((s, n) => {
         const signalRequest: RequestWire = {
-          id: derivedId(instanceId, request.id, "signal", i),
+          id: derivedId(instanceId, request.id, "signal", n),
           op: s.name,
           signal: true,
           ...(s.input === undefined ? {} : { input: s.input }),
@@ -165,46 +199,80 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
     };
     let stored = entityStoredOf(current);
     let senders = sendersOf(current);
+    let lock = entityLockOf(current);
+    let locksTaken = locksTakenOf(current);
+    let lockChanged = false;
     const nowMs = now.getTime();
-    const pending: { m: InstanceMessage; request: RequestWire }[] = [];
-    for (const m of messages) {
-      const e = m.event;
-      let request: RequestWire | undefined;
-      try {
-        request =
-          e.EventType === HistoryEventType.EventRaised && e.Name === "op"
-            ? (JSON.parse(String(e.Input)) as RequestWire)
-            : undefined;
-      } catch {
-        request = undefined;
-      }
-      if (!request || typeof request.op !== "string") {
+    // Pending messages in arrival order. What must wait — for a lock's release, or for its sender's previous request
+    // (entity-order.ts) — stays in `queue`, unconsumed; after anything that may let it run (a release, an applied
+    // request), the queue is looked at again from the start.
+    const queue = [...messages];
+    let i = 0;
+    while (i < queue.length) {
+      const m = queue[i] as InstanceMessage;
+      const read = readEntityMessage(m);
+      if (read.kind === "release" || read.kind === "bad") {
+        queue.splice(i, 1);
         out.consumed.push(m.key);
-        out.dropped.push({ key: m.key, reason: "not an entity operation" });
-        continue;
-      }
-      pending.push({ m, request });
-    }
-    // In arrival order; one waiting for its sender's previous request is looked at again once another applied.
-    for (let progressed = true; progressed; ) {
-      progressed = false;
-      for (let i = 0; i < pending.length; i++) {
-        const { m, request } = pending[i] as { m: InstanceMessage; request: RequestWire };
-        const order = orderOf(request, senders, Date.parse(String(m.event.Timestamp)), nowMs);
-        if (order === "wait") continue;
-        pending.splice(i--, 1);
-        progressed = true;
-        out.consumed.push(m.key);
-        if (order === "duplicate") {
-          out.dropped.push({ key: m.key, reason: "an entity operation applied already (delivered again)" });
+        if (read.kind === "bad") {
+          out.dropped.push({ key: m.key, reason: "not an entity operation" });
           continue;
         }
-        recordApplied(request, senders, nowMs);
-        stored = await applyOne(request, stored);
+        const r = read.release;
+        if (
+          lock &&
+          lock.by === r.parent &&
+          (r.id === undefined || r.id === lock.id || r.id === ORPHANED_LOCK_RELEASE_ID)
+        ) {
+          lock = undefined;
+          lockChanged = true;
+          i = 0; // what waited for the lock runs now, in arrival order
+        } else out.dropped.push({ key: m.key, reason: "a release of a lock this entity does not hold" });
+        continue;
       }
+      // While locked only the holder's operations run. Any lock request waits for the release — the holder's too:
+      // its next section's request may overtake its release, or an old request come again (delivered twice).
+      if (lock && (read.kind === "lock" || read.request.parent !== lock.by)) {
+        i++;
+        continue;
+      }
+      if (read.kind === "lock") {
+        queue.splice(i, 1);
+        out.consumed.push(m.key);
+        if (locksTaken.includes(read.request.id)) {
+          // Delivered again after it was taken (and maybe released): taking it again would lock for no one.
+          out.dropped.push({ key: m.key, reason: `lock request ${read.request.id} was taken already` });
+          continue;
+        }
+        // Its turn: this entity is locked by the requester; the request goes on to the next, or is granted.
+        const next: LockRequestWire = { ...read.request, pos: read.request.pos + 1 };
+        lock = { by: next.parent, id: next.id };
+        locksTaken = [...locksTaken, next.id].slice(-REMEMBERED_LOCK_REQUESTS);
+        lockChanged = true;
+        out.work.push({
+          kind: "message",
+          message: next.pos < next.lockset.length ? lockRequestMessage(next, at) : lockGrantMessage(next, at),
+        });
+        continue;
+      }
+      const request = read.request;
+      const order = orderOf(request, senders, Date.parse(String(m.event.Timestamp)), nowMs);
+      if (order === "wait") {
+        i++;
+        continue;
+      }
+      queue.splice(i, 1);
+      out.consumed.push(m.key);
+      if (order === "duplicate") {
+        out.dropped.push({ key: m.key, reason: "an entity operation applied already (delivered again)" });
+        continue;
+      }
+      recordApplied(request, senders, nowMs);
+      stored = await applyOne(request, stored);
+      i = 0; // a request waiting for this one may run now
     }
     senders = pruneSenders(senders, nowMs);
-    if (out.invocations > 0) {
+    if (out.invocations > 0 || lockChanged) {
       out.state = {
         instanceId,
         executionId: current?.executionId ?? derivedId(instanceId, "entity"),
@@ -216,11 +284,48 @@ export function applyEntityMessages(invoke: EntityInvoker): ApplyMessages {
         createdTime: current?.createdTime ?? at,
         lastUpdatedTime: at,
         history: [],
-        engine: { entity: { exists: stored.exists, state: stored.state ?? null, senders } },
+        engine: {
+          entity: {
+            exists: stored.exists,
+            state: stored.state ?? null,
+            senders,
+            ...(lock ? { lockedBy: lock.by, lockId: lock.id } : {}),
+            ...(locksTaken.length > 0 ? { locksTaken } : {}),
+          },
+        },
       };
     }
     return out;
   };
+}
+
+type EntityMessage =
+  | { kind: "op"; request: RequestWire }
+  | { kind: "lock"; request: LockRequestWire }
+  | { kind: "release"; release: NonNullable<ReturnType<typeof readRelease>> }
+  | { kind: "bad" };
+
+/** What a message to an entity is: an operation, a lock request (an "op" with a lock set), a release. */
+function readEntityMessage(m: InstanceMessage): EntityMessage {
+  const e = m.event;
+  if (e.EventType !== HistoryEventType.EventRaised) return { kind: "bad" };
+  let input: unknown;
+  try {
+    input = JSON.parse(String(e.Input));
+  } catch {
+    return { kind: "bad" };
+  }
+  if (e.Name === RELEASE_EVENT) {
+    const release = readRelease(input);
+    return release ? { kind: "release", release } : { kind: "bad" };
+  }
+  if (e.Name !== "op") return { kind: "bad" };
+  const lock = readLockRequest(input);
+  if (lock) return lock.pos < lock.lockset.length ? { kind: "lock", request: lock } : { kind: "bad" };
+  const request = input as RequestWire | null;
+  return request && typeof request === "object" && typeof request.op === "string"
+    ? { kind: "op", request }
+    : { kind: "bad" };
 }
 
 const noEntities: EntityInvoker = async (name) => ({

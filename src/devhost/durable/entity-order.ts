@@ -24,13 +24,29 @@ export interface SenderPosition {
 /** What an entity keeps per sender execution (`parent|execution`): the last position applied, and when. */
 export type SendersApplied = Record<string, { last: number; at: number }>;
 
-/** The position of the orchestration's previous request to `target` in this execution (its history and this episode's). */
+/**
+ * The position of the orchestration's previous operation request to `target` in this execution (its history and
+ * this episode's). Lock requests and releases (entity-locks.ts) are sent to entities too but are not ordered
+ * operations — the entity never records them as applied — so they are not counted.
+ */
 export function previousPosition(target: string, ...events: HistoryEvent[][]): number | undefined {
   let prev: number | undefined;
   for (const list of events)
     for (const e of list)
-      if (e.EventType === HistoryEventType.EventSent && e.InstanceId === target) prev = e.EventId;
+      if (e.EventType === HistoryEventType.EventSent && e.InstanceId === target && isOperationRequest(e))
+        prev = e.EventId;
   return prev;
+}
+
+/** An EventSent that carries an operation ("op" without a lock set), not a lock request or a release. */
+function isOperationRequest(e: HistoryEvent): boolean {
+  if (e.Name !== "op") return false;
+  try {
+    const input = JSON.parse(String(e.Input)) as { lockset?: unknown } | null;
+    return !(input && typeof input === "object" && "lockset" in input);
+  } catch {
+    return false;
+  }
 }
 
 const senderOf = (r: SenderPosition): string | undefined =>

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { INSTANCE_ID } from "./documents.js";
+import { ORPHANED_LOCK_RELEASE_ID, RELEASE_EVENT } from "./entity-locks.js";
 import { validateInstanceId } from "./errors.js";
 import { historyEvent } from "./protocol.js";
 import { type EntityRow, entitiesQuery, entityStatusOf, runtimeStatusOf } from "./status-view.js";
@@ -122,13 +123,13 @@ function isInstanceId(id: string): boolean {
 
 /** The extension's ReleaseMessage for a lock whose owner is gone (its lock request id is not known: any will do). */
 function releaseMessage(entityId: string, owner: string, at: Date): InstanceMessage {
-  const request = { parent: owner, id: "fix-orphaned-lock" };
+  const request = { parent: owner, id: ORPHANED_LOCK_RELEASE_ID };
   return {
     // Not derived from the owner: a document id cannot hold every character an owner's id (or a damaged one) may.
     key: `entity-release-${randomUUID()}`,
     instanceId: entityId,
     event: historyEvent(HistoryEventType.EventRaised, at.toISOString(), {
-      Name: "release",
+      Name: RELEASE_EVENT,
       Input: JSON.stringify(request),
     }),
   };

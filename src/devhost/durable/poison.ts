@@ -1,5 +1,6 @@
 import type { InstanceDoc, PartitionSnapshot } from "./documents.js";
 import { stateOf } from "./documents.js";
+import { releaseHeld } from "./entity-locks.js";
 import {
   type FailureDetails,
   type HistoryEvent,
@@ -54,7 +55,8 @@ export function poisonEnding(
         FailureDetails: details,
       };
   ended.history = [...snap.history, event];
-  const work: WorkItemResult["work"] = [];
+  // The critical section it holds is released, as at any end of an orchestration.
+  const work: WorkItemResult["work"] = releaseHeld(state, at);
   if (inst.parent) {
     const p = inst.parent;
     work.push({

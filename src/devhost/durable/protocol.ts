@@ -119,6 +119,12 @@ export function flattenActions(actions: OrchestratorReply["actions"]): Orchestra
 
 export function leafName(a: OrchestratorAction): string | undefined {
   if (a.functionName !== undefined) return a.functionName;
+  // A critical section is named by its lock set: another set on replay is a non-deterministic orchestrator.
+  if (a.actionType === ActionType.LockEntities && Array.isArray(a.lockSet)) {
+    return (a.lockSet as { name?: unknown; key?: unknown }[])
+      .map((e) => `@${String(e?.name).toLowerCase()}@${String(e?.key)}`)
+      .join(" ");
+  }
   if (a.externalEventName !== undefined) return a.externalEventName;
   return undefined;
 }

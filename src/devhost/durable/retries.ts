@@ -1,3 +1,4 @@
+import type { CriticalSection } from "./entity-locks.js";
 import type {
   ActionTypeNumber,
   FailureDetails,
@@ -45,6 +46,8 @@ export interface Bookkeeping {
   retries: Record<string, RetryTrack>;
   /** callHttp requests polling a 202 (http-polling.ts), keyed by the CallHttp action's id. */
   polls: Record<string, HttpPollTrack>;
+  /** The critical section (context.df.lock) requested or held, until released (entity-locks.ts). */
+  lock?: CriticalSection;
 }
 
 /** A callHttp with the asynchronous pattern: the request, the HTTP task running, the poll timer pending. */
@@ -58,7 +61,13 @@ export interface HttpPollTrack {
 export function bookkeeping(state: OrchestrationState): Bookkeeping {
   // A copy: a work item may be re-run on the stored state (a lost commit race), so it never mutates its input.
   const e = structuredClone(state.engine) as Partial<Bookkeeping>;
-  return { next: e.next ?? 0, leaves: e.leaves ?? [], retries: e.retries ?? {}, polls: e.polls ?? {} };
+  return {
+    next: e.next ?? 0,
+    leaves: e.leaves ?? [],
+    retries: e.retries ?? {},
+    polls: e.polls ?? {},
+    ...(e.lock ? { lock: e.lock } : {}),
+  };
 }
 
 /** The delay before attempt `attempt + 1` after `attempt` failed (DTFx RetryInterceptor.ComputeNextDelay). */

@@ -172,6 +172,8 @@ export interface InstanceMessage {
   event: HistoryEvent;
   /** For ExecutionStarted: the orchestrator's name, input, parent. */
   start?: { name: string; input: string | null; parent?: ParentInstance; executionId: string };
+  /** A critical section's grant (entity-locks.ts): the lock's id and entities, released if the grant comes late. */
+  lockGrant?: { id: string; set: string[] };
 }
 
 /** An activity the engine scheduled. */
