@@ -15,12 +15,21 @@ import { type HistoryEvent, HistoryEventType } from "../../src/devhost/durable/t
 
 const from = { parent: "orch", parentExecution: "x1" };
 const now = Date.parse("2026-01-01T00:00:00Z");
-const sent = (target: string, id: number): HistoryEvent => ({
+/** An orchestration's EventSent of an operation request ("op"), or of a lock request or a release. */
+const sent = (target: string, id: number, kind: "op" | "lock" | "release" = "op"): HistoryEvent => ({
   EventType: HistoryEventType.EventSent,
   EventId: id,
   IsPlayed: false,
   Timestamp: new Date(now).toISOString(),
   InstanceId: target,
+  Name: kind === "release" ? "release" : "op",
+  Input: JSON.stringify(
+    kind === "lock"
+      ? { id: "l", parent: "o", lockset: [{ name: "counter", key: "a" }], pos: 0 }
+      : kind === "release"
+        ? { parent: "o", id: "l" }
+        : { id: `r${id}`, op: "add", signal: true, parent: "o", pos: id },
+  ),
 });
 
 describe("entity request order", () => {
@@ -56,5 +65,11 @@ describe("entity request order", () => {
     expect(previousPosition("@counter@a", history, [])).toBe(0);
     expect(previousPosition("@counter@a", history, [sent("@counter@a", 4)])).toBe(4);
     expect(previousPosition("@counter@c", history, [])).toBeUndefined();
+  });
+
+  it("a lock request or a release sent to the entity is not a predecessor (the entity never records them)", () => {
+    const history = [sent("@counter@a", 0), sent("@counter@a", 1, "lock"), sent("@counter@a", 2, "release")];
+    expect(previousPosition("@counter@a", history, [])).toBe(0);
+    expect(previousPosition("@counter@a", [sent("@counter@a", 3, "lock")], [])).toBeUndefined();
   });
 });
