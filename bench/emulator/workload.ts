@@ -205,7 +205,7 @@ export interface PhaseSlice {
    */
   requestsPerOp: Record<string, number>;
   /** The server's window: its length, the operations in it, and how far its ends lagged the client's asks. */
-  serverWindow: { ms: number; ops: number; lagStartMs: number; lagEndMs: number };
+  serverWindow: { ms: number; ops: number; requests: number; lagStartMs: number; lagEndMs: number };
 }
 
 export function summarizeSample(s: Sample, pair: number, position: number): PhaseSlice {
@@ -237,6 +237,7 @@ export function summarizeSample(s: Sample, pair: number, position: number): Phas
     serverWindow: {
       ms: Math.round(s.server.windowMs),
       ops: s.server.ops,
+      requests: Object.values(s.server.requests).reduce((a, b) => a + b, 0),
       lagStartMs: Math.round(s.server.lagMs.start),
       lagEndMs: Math.round(s.server.lagMs.end),
     },
