@@ -34,7 +34,7 @@ function isThroughput(n: unknown): n is number {
  * Reads a container definition file in this project's format (src/shared/containers.json: `database.name` and
  * `containers[]` with `name`, `partitionKey`, `defaultTtl`, `throughput`, `indexingPolicy`), so that containers
  * created on the emulator get the app's partition key, TTL and throughput (manual RU/s, enforced with 429s as on
- * Azure, where Bicep gives the same figure), not `/id` and an unenforced default. The durable task hub's
+ * an Azure account provisioned with it, where Bicep gives the same figure), not `/id` and an unenforced default. The durable task hub's
  * container ({@link UNTHROTTLED_ROLE}) is created without its throughput. Undefined when the file does not exist.
  */
 export function readContainerDefinitions(file: string): ContainerDefinitions | undefined {
