@@ -35,6 +35,34 @@ import { machineFacts, median, packageVersion } from "./lib/stats.js";
 
 // ---------------------------------------------------------------------------------------------------
 
+type Measured = Awaited<ReturnType<typeof benchBoth>>;
+
+const slicesOf = (m: Measured) => KINDS.flatMap((k) => [...m.writes[k], ...m.reads[k]]);
+
+/** Requests per operation (all routes) of every measured slice, both servers, writes and reads. */
+function allRequestsPerOp(m: Measured): number[] {
+  return slicesOf(m).map((s) => round2(s.serverWindow.requests / Math.max(1, s.serverWindow.ops)));
+}
+
+/**
+ * One request per operation, up to the edges: an operation started just before the server's window may send its
+ * request inside it, so a slice agrees when requests and operations differ by at most the operations in flight.
+ */
+function countersAgree(m: Measured): boolean {
+  return slicesOf(m).every(
+    (s) => Math.abs(s.serverWindow.requests - s.serverWindow.ops) <= config.concurrency,
+  );
+}
+
+/** The largest lag of a server's window behind the client's asks, ms. */
+function maxLagMs(m: Measured): number {
+  return Math.max(
+    ...KINDS.flatMap((k) => [...m.writes[k], ...m.reads[k]]).map((s) =>
+      Math.max(s.serverWindow.lagStartMs, s.serverWindow.lagEndMs),
+    ),
+  );
+}
+
 async function main(): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const began = Date.now();
@@ -58,7 +86,7 @@ async function main(): Promise<void> {
   const summarize = (kind: ServerKind) => ({
     writes: summarizeSlices(main.writes[kind]),
     reads: summarizeSlices(main.reads[kind]),
-    ...main.after[kind],
+    memory: main.after[kind],
   });
   const ours = summarize("ours");
   const vercel = summarize("vercel");
@@ -77,7 +105,12 @@ async function main(): Promise<void> {
     /** vercel / ours server CPU per operation: how many times cheaper each operation is on our server. */
     serverCpuPerOpWrites: round2(vercel.writes.serverCpuUsPerOp / ours.writes.serverCpuUsPerOp),
     serverCpuPerOpReads: round2(vercel.reads.serverCpuUsPerOp / ours.reads.serverCpuUsPerOp),
+    /** ours / vercel live memory per document (heap + external after full GCs): above 1, ours holds more. */
+    memoryPerDoc: round2(ours.memory.bytesPerDoc / Math.max(1, vercel.memory.bytesPerDoc)),
   };
+  // Each point operation is one HTTP request with discovery off: the counters are only trusted if they say so.
+  const requestsPerOp = allRequestsPerOp(main);
+  const agree = countersAgree(main);
   const allSlices = KINDS.flatMap((k) => [...main.writes[k], ...main.reads[k]]);
   const clientCores = allSlices.map((r) => r.clientCpuCores);
   const maxServerCores = Math.max(...allSlices.map((r) => r.serverCpuCores));
@@ -113,6 +146,15 @@ async function main(): Promise<void> {
     ours: { ...ours, changeFeedDrain: extra.changeFeedDrain },
     vercel: { ...vercel, defaultClientProbe: trap },
     ratios,
+    /** Whether the server-side counters saw one HTTP request per operation in every slice (they must). */
+    serverCounters: {
+      requestsPerOpMin: Math.min(...requestsPerOp),
+      requestsPerOpMax: Math.max(...requestsPerOp),
+      tolerance:
+        "requests − operations within ± concurrency (in flight at the window's edges) in every slice",
+      agree,
+      maxLagMs: maxLagMs(main),
+    },
     serverProfile: {
       what:
         `Our server child, sampled by node:inspector every ${config.profileSamplingIntervalUs} µs over ` +
@@ -164,6 +206,19 @@ async function main(): Promise<void> {
               "ops/s there reflect the servers' own cost.")
         );
       })(),
+      agree
+        ? `Server-side counters: ${Math.min(...requestsPerOp)}–${Math.max(...requestsPerOp)} HTTP requests per ` +
+          "operation in every slice on both servers (one expected, give or take the operations in flight at a window's " +
+          "edges), counted over the server's own window (the " +
+          "moments the child took its figures, which lag the client's asks by up to " +
+          `${maxLagMs(main)} ms under load), so server CPU per operation is per real operation.`
+        : `Server-side counters disagree with the client: ${Math.min(...requestsPerOp)}–${Math.max(...requestsPerOp)} ` +
+          "requests per operation (one expected, give or take the operations in flight at a window's edges): " +
+          "serverCpuUsPerOp is NOT per operation in this run.",
+      `Memory per document (heap + external after full GCs, minus the same before any write): ours ` +
+        `${ours.memory.bytesPerDoc} B, vercel ${vercel.memory.bytesPerDoc} B for ${docBytes} B documents ` +
+        `(${ratios.memoryPerDoc}× vercel's; RSS ${ours.memory.serverRssMb} vs ${vercel.memory.serverRssMb} MB, which also ` +
+        "counts the runtime, free heap pages and allocator slack).",
       "Server CPU includes the bench's own per-request counter (a diagnostics_channel subscriber) and the " +
         "kernel's socket time; both sides pay the same. Ours verifies " +
         "every request's HMAC signature and meters RUs; vercel checks no signature.",
@@ -181,6 +236,10 @@ async function main(): Promise<void> {
     `server CPU/op: ours writes ${ours.writes.serverCpuUsPerOp} µs reads ${ours.reads.serverCpuUsPerOp} µs; ` +
       `vercel writes ${vercel.writes.serverCpuUsPerOp} µs reads ${vercel.reads.serverCpuUsPerOp} µs; ` +
       `SDK client ≈ ${ours.writes.clientCpuUsPerOp}/${ours.reads.clientCpuUsPerOp} µs`,
+  );
+  console.log(
+    `memory per document: ours ${ours.memory.bytesPerDoc} B, vercel ${vercel.memory.bytesPerDoc} B ` +
+      `(${ratios.memoryPerDoc}×); requests per operation ${Math.min(...requestsPerOp)}–${Math.max(...requestsPerOp)}`,
   );
   console.log("server profile (self time, % of busy samples):");
   for (const e of extra.profile.topFunctions.slice(0, 10)) {

@@ -8,14 +8,19 @@
  *
  * Talks to the parent over IPC (it must be started with `fork`):
  *   child → parent  {type:"ready", port, endpoint}
- *   parent → child  {type:"stats"}          → {type:"stats", requests, cpu, rss, event-loop delay}
+ *   parent → child  {type:"stats"}          → {type:"stats", atMs, requests, cpu, rss, event-loop delay}
+ *   parent → child  {type:"memory"}         → {type:"memory", heap, external, rss}  (after full GCs)
  *   parent → child  {type:"profile-start"}  → {type:"profile-started"}
  *   parent → child  {type:"profile-stop"}   → {type:"profile", file}  (a .cpuprofile written by node:inspector)
  *   parent → child  {type:"stop"}           → closes the server and exits
  *
  * Requests are counted through the `http.server.request.start` diagnostics channel, which sees every
  * request either server receives without touching its code: the parent uses it to report how many HTTP
- * requests each SDK operation really cost (e.g. extra `GET /` account reads).
+ * requests each SDK operation really cost (e.g. extra `GET /` account reads). Each stats answer carries the
+ * moment (`atMs`) the child took it, and every answer the `id` of its request (as `re`): answers matched by
+ * type alone were once taken for a later ask's (a warm-up phase asks twice at once), which diffed the counters
+ * over the wrong windows (0.17–0.40 requests per operation).
+ * `memory` needs `--expose-gc` (the parent forks with it): live memory only compares after full GCs.
  */
 import { subscribe } from "node:diagnostics_channel";
 import { writeFileSync } from "node:fs";
@@ -28,16 +33,24 @@ import { startEmulator } from "../src/emulator/index.js";
 
 export type ServerKind = "ours" | "vercel";
 
-export type ParentMessage =
+/**
+ * A request of the parent; `id` comes back as the answer's `re`, so an answer that arrives after its asker
+ * gave up (or two asks in flight at once) is never taken for another's.
+ */
+export type ParentMessage = (
   | { type: "stats" }
+  | { type: "memory" }
   | { type: "profile-start" }
   | { type: "profile-stop"; file: string }
-  | { type: "stop" };
+  | { type: "stop" }
+) & { id?: number };
 
-export type ChildMessage =
+export type ChildMessage = (
   | { type: "ready"; port: number; endpoint: string }
   | {
       type: "stats";
+      /** When this child took these figures: epoch ms (performance.timeOrigin + now, sub-ms). */
+      atMs: number;
       /** Requests received so far, keyed by `METHOD route-shape` (e.g. `GET /dbs/x/colls/x/docs/x`). */
       requests: Record<string, number>;
       cpuUserMs: number;
@@ -47,9 +60,17 @@ export type ChildMessage =
       loopDelayP99Ms: number;
       loopDelayMaxMs: number;
     }
+  | {
+      type: "memory";
+      /** After full GCs: V8 heap in use, memory of C++ objects bound to JS (Buffers …), resident set. */
+      heapUsedBytes: number;
+      externalBytes: number;
+      rssBytes: number;
+    }
   | { type: "profile-started" }
   | { type: "profile"; file: string }
-  | { type: "error"; message: string };
+  | { type: "error"; message: string }
+) & { re?: number };
 
 const requests: Record<string, number> = {};
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -136,12 +157,14 @@ async function main(): Promise<void> {
   let session: Session | undefined;
 
   process.on("message", (raw: ParentMessage) => {
+    const answer = (msg: ChildMessage) => send({ ...msg, re: raw.id });
     void (async () => {
       switch (raw.type) {
         case "stats": {
           const cpu = process.cpuUsage();
-          send({
+          answer({
             type: "stats",
+            atMs: performance.timeOrigin + performance.now(),
             requests: { ...requests },
             cpuUserMs: cpu.user / 1000,
             cpuSystemMs: cpu.system / 1000,
@@ -152,13 +175,25 @@ async function main(): Promise<void> {
           loopDelay.reset();
           break;
         }
+        case "memory": {
+          const gc = (globalThis as { gc?: () => void }).gc;
+          if (!gc) throw new Error("memory needs node --expose-gc");
+          // Several full collections with turns in between, so weak callbacks and finalizers have run.
+          for (let i = 0; i < 3; i++) {
+            gc();
+            await new Promise((r) => setImmediate(r));
+          }
+          const m = process.memoryUsage();
+          answer({ type: "memory", heapUsedBytes: m.heapUsed, externalBytes: m.external, rssBytes: m.rss });
+          break;
+        }
         case "profile-start": {
           session = new Session();
           session.connect();
           await post(session, "Profiler.enable");
           await post(session, "Profiler.setSamplingInterval", { interval: 500 });
           await post(session, "Profiler.start");
-          send({ type: "profile-started" });
+          answer({ type: "profile-started" });
           break;
         }
         case "profile-stop": {
@@ -168,7 +203,7 @@ async function main(): Promise<void> {
           session = undefined;
           mapToSource(profile);
           writeFileSync(raw.file, JSON.stringify(profile));
-          send({ type: "profile", file: raw.file });
+          answer({ type: "profile", file: raw.file });
           break;
         }
         case "stop": {
@@ -176,7 +211,7 @@ async function main(): Promise<void> {
           process.exit(0);
         }
       }
-    })().catch((e: unknown) => send({ type: "error", message: String((e as Error)?.stack ?? e) }));
+    })().catch((e: unknown) => answer({ type: "error", message: String((e as Error)?.stack ?? e) }));
   });
   process.on("disconnect", () => process.exit(0));
   send({ type: "ready", port: server.port, endpoint: server.endpoint });

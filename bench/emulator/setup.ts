@@ -41,11 +41,19 @@ export const config = {
 // Server child processes
 
 export interface ServerStats {
+  /** When the child took them (epoch ms). */
+  atMs: number;
   requests: Record<string, number>;
   cpuMs: number;
   rssBytes: number;
   loopDelayP99Ms: number;
   loopDelayMaxMs: number;
+}
+
+export interface ServerMemory {
+  heapUsedBytes: number;
+  externalBytes: number;
+  rssBytes: number;
 }
 
 export class ServerProcess {
@@ -56,32 +64,45 @@ export class ServerProcess {
   ) {}
 
   static async start(kind: ServerKind, host?: string): Promise<ServerProcess> {
-    const child = forkTs(join(HERE, "emulator.server.ts"), host ? [kind, host] : [kind], ROOT);
+    const child = forkTs(join(HERE, "emulator.server.ts"), host ? [kind, host] : [kind], ROOT, [
+      "--expose-gc",
+    ]);
     const ready = await waitForMessage<ChildMessage, "ready">(child, "ready", `${kind} server`);
     return new ServerProcess(kind, child, ready.endpoint);
   }
 
+  private asked = 0;
+
+  /** Sends `msg` with a fresh id and resolves with the answer of that id (an earlier ask's late answer is not it). */
   private ask<T extends ChildMessage["type"]>(
     msg: ParentMessage,
     answer: T,
   ): Promise<Extract<ChildMessage, { type: T }>> {
+    const id = ++this.asked;
     return ask<ChildMessage, Extract<ChildMessage, { type: T }>>(
       this.child,
-      msg,
-      (m): m is Extract<ChildMessage, { type: T }> => m.type === answer,
-      (m) => (m.type === "error" ? `${this.kind} server: ${m.message}` : undefined),
+      { ...msg, id },
+      (m): m is Extract<ChildMessage, { type: T }> => m.type === answer && m.re === id,
+      (m) => (m.type === "error" && m.re === id ? `${this.kind} server: ${m.message}` : undefined),
     );
   }
 
   async stats(): Promise<ServerStats> {
     const s = await this.ask({ type: "stats" }, "stats");
     return {
+      atMs: s.atMs,
       requests: s.requests,
       cpuMs: s.cpuUserMs + s.cpuSystemMs,
       rssBytes: s.rssBytes,
       loopDelayP99Ms: s.loopDelayP99Ms,
       loopDelayMaxMs: s.loopDelayMaxMs,
     };
+  }
+
+  /** Live memory after full GCs in the child. */
+  async memory(): Promise<ServerMemory> {
+    const { heapUsedBytes, externalBytes, rssBytes } = await this.ask({ type: "memory" }, "memory");
+    return { heapUsedBytes, externalBytes, rssBytes };
   }
 
   async startProfile(): Promise<void> {

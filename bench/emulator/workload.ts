@@ -10,6 +10,7 @@ import {
   machineBusyMs,
   round2,
   round3,
+  type ServerMemory,
   ServerProcess,
   type ServerStats,
   sleep,
@@ -46,13 +47,34 @@ export interface Sample {
   firstError?: string;
   latenciesMs: number[];
   seconds: number;
-  server: { cpuMs: number; requests: Record<string, number>; loopDelayP99Ms: number; loopDelayMaxMs: number };
+  /**
+   * The server's counters, diffed between the two moments the CHILD took them (`windowMs` apart); `ops` are the
+   * operations the client started between those moments (failed ones included: they sent a request too).
+   * `lagMs`: how far those moments trail the client's asks (start: the measured window's start; end: the ask
+   * after the drain). Dividing by the client's own window count instead only holds if the lag is nil.
+   */
+  server: {
+    cpuMs: number;
+    requests: Record<string, number>;
+    loopDelayP99Ms: number;
+    loopDelayMaxMs: number;
+    ops: number;
+    windowMs: number;
+    lagMs: { start: number; end: number };
+  };
   clientCpuMs: number;
   clientLoopDelayP99Ms: number;
   clientLoopDelayMaxMs: number;
-  /** CPU time of the whole machine (all processes) over the window, ms. */
+  /** CPU time of the whole machine (all processes) over the client's window (`clientWindowMs`), ms. */
   machineCpuMs: number;
+  /** From the start of the measured window until the client's last operation ended (includes the drain). */
+  clientWindowMs: number;
+  /** Operations that ended in `clientWindowMs` (the client's CPU and the machine's are taken over it). */
+  clientOps: number;
 }
+
+/** Now as epoch ms with sub-ms precision: comparable with the children's `atMs`. */
+const epochNow = (): number => performance.timeOrigin + performance.now();
 
 /**
  * Runs `op` in `concurrency` loops: first `warmupS` seconds unrecorded, then `measureS` seconds where
@@ -69,6 +91,13 @@ export async function runPhase(
   const measureStart = t0 + warmupS * 1000;
   const measureEnd = measureStart + measureS * 1000;
   const latenciesMs: number[] = [];
+  /**
+   * Start of every operation (epoch ms), the ramp-up included: the server's window counts the operations that
+   * started in it (their requests arrive in it; those in flight at its start arrived before it, and at its end,
+   * after the drain, none is in flight). End of every operation, for the client's window.
+   */
+  const startsAtMs: number[] = [];
+  const endsAtMs: number[] = [];
   let errors = 0;
   let firstError: string | undefined;
   let before: { server: ServerStats; client: NodeJS.CpuUsage; machineMs: number } | undefined;
@@ -85,6 +114,7 @@ export async function runPhase(
     for (;;) {
       const start = performance.now();
       if (start >= measureEnd) return;
+      startsAtMs.push(performance.timeOrigin + start);
       try {
         await op(w);
       } catch (e) {
@@ -94,16 +124,23 @@ export async function runPhase(
         continue;
       }
       const end = performance.now();
+      endsAtMs.push(performance.timeOrigin + end);
       if (end >= measureStart && end < measureEnd) latenciesMs.push(end - start);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));
   const clientAfter = process.cpuUsage();
   const machineAfter = machineBusyMs();
+  const clientWindowMs = performance.now() - measureStart;
   clientLoop.disable();
+  const askedAfter = epochNow();
   const serverAfter = await server.stats();
   await beforeReady;
   if (!before) throw new Error("no baseline stats");
+  const from = before.server.atMs;
+  const to = serverAfter.atMs;
+  const serverOps = startsAtMs.filter((t) => t >= from && t < to).length;
+  const clientOps = endsAtMs.filter((t) => t >= performance.timeOrigin + measureStart).length;
   const requests: Record<string, number> = {};
   for (const [k, v] of Object.entries(serverAfter.requests)) {
     const d = v - (before.server.requests[k] ?? 0);
@@ -120,8 +157,13 @@ export async function runPhase(
       requests,
       loopDelayP99Ms: serverAfter.loopDelayP99Ms,
       loopDelayMaxMs: serverAfter.loopDelayMaxMs,
+      ops: serverOps,
+      windowMs: to - from,
+      lagMs: { start: from - (performance.timeOrigin + measureStart), end: to - askedAfter },
     },
     machineCpuMs: machineAfter - before.machineMs,
+    clientWindowMs,
+    clientOps,
     clientLoopDelayP99Ms: clientLoop.percentile(99) / 1e6,
     clientLoopDelayMaxMs: clientLoop.max / 1e6,
     clientCpuMs: (clientAfter.user - before.client.user + clientAfter.system - before.client.system) / 1000,
@@ -157,13 +199,22 @@ export interface PhaseSlice {
   /** The bench (client) process's event-loop delay over the measured window (ms). */
   clientLoopDelayP99Ms: number;
   clientLoopDelayMaxMs: number;
-  /** HTTP requests the server received per SDK operation in the measured window, by route. */
+  /**
+   * HTTP requests the server received per SDK operation, by route: its counters over its own window divided
+   * by the operations started in that window (see Sample.server).
+   */
   requestsPerOp: Record<string, number>;
+  /** The server's window: its length, the operations in it, and how far its ends lagged the client's asks. */
+  serverWindow: { ms: number; ops: number; requests: number; lagStartMs: number; lagEndMs: number };
 }
 
 export function summarizeSample(s: Sample, pair: number, position: number): PhaseSlice {
+  const serverOps = Math.max(1, s.server.ops);
+  const clientOps = Math.max(1, s.clientOps);
   const requestsPerOp: Record<string, number> = {};
-  for (const [k, v] of Object.entries(s.server.requests)) requestsPerOp[k] = round3(v / Math.max(1, s.ops));
+  for (const [k, v] of Object.entries(s.server.requests)) requestsPerOp[k] = round3(v / serverOps);
+  const serverCores = s.server.cpuMs / Math.max(1, s.server.windowMs);
+  const clientWindowMs = Math.max(1, s.clientWindowMs);
   return {
     pair,
     position,
@@ -173,16 +224,23 @@ export function summarizeSample(s: Sample, pair: number, position: number): Phas
     ...(s.firstError ? { firstError: s.firstError } : {}),
     p50Ms: round2(percentile(s.latenciesMs, 50)),
     p99Ms: round2(percentile(s.latenciesMs, 99)),
-    serverCpuCores: round2(s.server.cpuMs / (s.seconds * 1000)),
-    clientCpuCores: round2(s.clientCpuMs / (s.seconds * 1000)),
-    otherCpuCores: round2(Math.max(0, s.machineCpuMs - s.server.cpuMs - s.clientCpuMs) / (s.seconds * 1000)),
-    serverCpuUsPerOp: Math.round((s.server.cpuMs * 1000) / Math.max(1, s.ops)),
-    clientCpuUsPerOp: Math.round((s.clientCpuMs * 1000) / Math.max(1, s.ops)),
+    serverCpuCores: round2(serverCores),
+    clientCpuCores: round2(s.clientCpuMs / clientWindowMs),
+    otherCpuCores: round2(Math.max(0, (s.machineCpuMs - s.clientCpuMs) / clientWindowMs - serverCores)),
+    serverCpuUsPerOp: Math.round((s.server.cpuMs * 1000) / serverOps),
+    clientCpuUsPerOp: Math.round((s.clientCpuMs * 1000) / clientOps),
     serverLoopDelayP99Ms: round2(s.server.loopDelayP99Ms),
     serverLoopDelayMaxMs: round2(s.server.loopDelayMaxMs),
     clientLoopDelayP99Ms: round2(s.clientLoopDelayP99Ms),
     clientLoopDelayMaxMs: round2(s.clientLoopDelayMaxMs),
     requestsPerOp,
+    serverWindow: {
+      ms: Math.round(s.server.windowMs),
+      ops: s.server.ops,
+      requests: Object.values(s.server.requests).reduce((a, b) => a + b, 0),
+      lagStartMs: Math.round(s.server.lagMs.start),
+      lagEndMs: Math.round(s.server.lagMs.end),
+    },
   };
 }
 
@@ -293,10 +351,33 @@ export async function interleaved(
   return out;
 }
 
+/** Live memory a server holds per document: heap + external after full GCs, minus the same before any write. */
+export interface MemoryPerDoc {
+  docsWritten: number;
+  /** (heapUsed + external after) − (before), per document written, bytes. */
+  bytesPerDoc: number;
+  before: ServerMemory;
+  after: ServerMemory;
+  /** Resident set after the run (MB): includes the runtime, free heap pages and allocator slack. */
+  serverRssMb: number;
+}
+
+export function memoryPerDoc(before: ServerMemory, after: ServerMemory, docsWritten: number): MemoryPerDoc {
+  const live = (m: ServerMemory) => m.heapUsedBytes + m.externalBytes;
+  return {
+    docsWritten,
+    bytesPerDoc: Math.round((live(after) - live(before)) / Math.max(1, docsWritten)),
+    before,
+    after,
+    serverRssMb: Math.round(after.rssBytes / 2 ** 20),
+  };
+}
+
 export async function benchBoth() {
   const servers = await Promise.all(KINDS.map((k) => ServerProcess.start(k)));
   try {
     const targets = {} as Record<ServerKind, Target>;
+    const empty = {} as Record<ServerKind, ServerMemory>;
     for (const server of servers) {
       targets[server.kind] = {
         kind: server.kind,
@@ -305,15 +386,20 @@ export async function benchBoth() {
         written: [],
         seq: new Array<number>(config.concurrency).fill(0),
       };
+      // The baseline: the server up, its database and container made, one request of each kind served.
+      await targets[server.kind].container.items.create(makeDoc("baseline", 0));
+      await targets[server.kind].container.item("baseline", makeDoc("baseline", 0).pk).read();
+      empty[server.kind] = await server.memory();
     }
     const writes = await interleaved(targets, "writes", config.writeWarmupSeconds, writeOp);
     const reads = await interleaved(targets, "reads ", config.readWarmupSeconds, readOp);
-    const after = {} as Record<ServerKind, { docsWritten: number; serverRssMb: number }>;
+    const after = {} as Record<ServerKind, MemoryPerDoc>;
     for (const kind of KINDS) {
-      after[kind] = {
-        docsWritten: targets[kind].written.length,
-        serverRssMb: Math.round((await targets[kind].server.stats()).rssBytes / 2 ** 20),
-      };
+      after[kind] = memoryPerDoc(
+        empty[kind],
+        await targets[kind].server.memory(),
+        targets[kind].written.length,
+      );
     }
     return { writes, reads, after };
   } finally {

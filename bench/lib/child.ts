@@ -3,11 +3,19 @@ import { type ChildProcess, fork } from "node:child_process";
 /** How long a child gets to exit after being asked to, before SIGKILL (ms). */
 export const CHILD_EXIT_GRACE_MS = 5_000;
 
-/** Forks a TypeScript module as a child with an IPC channel (`node --import tsx`), sharing stdout/stderr. */
-export function forkTs(modulePath: string, args: string[], cwd: string): ChildProcess {
+/**
+ * Forks a TypeScript module as a child with an IPC channel (`node --import tsx`, plus `nodeOptions` such as
+ * `--expose-gc`), sharing stdout/stderr.
+ */
+export function forkTs(
+  modulePath: string,
+  args: string[],
+  cwd: string,
+  nodeOptions: string[] = [],
+): ChildProcess {
   return fork(modulePath, args, {
     cwd,
-    execArgv: ["--import", "tsx"],
+    execArgv: [...nodeOptions, "--import", "tsx"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
 }

@@ -1,7 +1,14 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { loadContainerDefinitions } from "../../src/devhost/containerDefinitions.js";
+import {
+  createDefinedContainers,
+  loadContainerDefinitions,
+  readContainerDefinitions,
+} from "../../src/devhost/containerDefinitions.js";
 import {
   connectionResolves,
   cosmosSettingNames,
@@ -9,7 +16,12 @@ import {
   pointConnections,
   portAnswers,
 } from "../../src/devhost/cosmosTarget.js";
+import { DevHostError } from "../../src/devhost/errors.js";
 import { parseCosmosTarget } from "../../src/devhost/startCommand.js";
+import { containerDefinition } from "../../src/shared/containers.js";
+import { startTestEmulator } from "../support/emulator.js";
+
+const projectDefinitions = fileURLToPath(new URL("../../src/shared/containers.json", import.meta.url));
 
 describe("choosing where Cosmos DB connections point (--cosmos)", () => {
   it("parses --cosmos", () => {
@@ -51,6 +63,69 @@ describe("container definitions for containers created on the emulator", () => {
     expect(lookup?.("cosmos-feed-app", "leases")?.defaultTtl).toBe(-1);
     expect(lookup?.("other-db", "resources")).toBeUndefined();
     expect(loadContainerDefinitions("/nonexistent/containers.json")).toBeUndefined();
+  });
+
+  it("gives each container its defined throughput, except the durable task hub's", () => {
+    const definitions = readContainerDefinitions(projectDefinitions);
+    const byName = Object.fromEntries(
+      [...(definitions?.requests ?? [])].map(([name, r]) => [name, r.throughput]),
+    );
+    const expected = Object.fromEntries(
+      containerDefinition.containers.map((c) => [c.name, c.role === "durable" ? undefined : c.throughput]),
+    );
+    expect(byName).toEqual(expected);
+    // The project's file defines a throughput for every container, the hub's included: only the hub goes without.
+    expect(containerDefinition.containers.every((c) => typeof c.throughput === "number")).toBe(true);
+    expect(byName[definitions?.roles.get("durable") as string]).toBeUndefined();
+  });
+
+  it("refuses a throughput the service would refuse, naming the container", () => {
+    const dir = mkdtempSync(join(tmpdir(), "containers-"));
+    try {
+      const file = join(dir, "containers.json");
+      writeFileSync(
+        file,
+        JSON.stringify({
+          database: { name: "db" },
+          containers: [{ name: "c", partitionKey: "/id", throughput: 450 }],
+        }),
+      );
+      expect(() => readContainerDefinitions(file)).toThrow(DevHostError);
+      expect(() => readContainerDefinitions(file)).toThrow(
+        /container 'c' has throughput 450; it must be manual RU\/s from 400 to 1000000 in steps of 100/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("creates them on the emulator with enforced throughput; the task hub's default offer is readable, not enforced", async () => {
+    const t = await startTestEmulator();
+    try {
+      const definitions = readContainerDefinitions(projectDefinitions);
+      if (!definitions) throw new Error("no containers.json");
+      const lines: string[] = [];
+      const created = await createDefinedContainers(definitions, t.client, (m) => lines.push(m));
+      const db = containerDefinition.database.name;
+      expect(created.sort()).toEqual(containerDefinition.containers.map((c) => c.name).sort());
+      for (const c of containerDefinition.containers) {
+        const hub = c.role === "durable";
+        expect(lines).toContain(
+          `Created container '${db}/${c.name}' (from ${projectDefinitions}; ${hub ? "throughput not enforced" : `${c.throughput} RU/s`}).`,
+        );
+        // What the SDK sees: every container has an offer of 400 RU/s (the hub's is the service's default) …
+        const offer = await t.client.database(db).container(c.name).readOffer();
+        expect(offer.resource?.content?.offerThroughput).toBe(hub ? 400 : c.throughput);
+        // … and what the emulator enforces: a token bucket of the defined RU/s, none for the hub.
+        expect(t.emulator.account.container(db, c.name).budget?.ruPerSecond).toBe(
+          hub ? undefined : c.throughput,
+        );
+      }
+      // A second start finds them: nothing is created or changed.
+      expect(await createDefinedContainers(definitions, t.client, () => {})).toEqual([]);
+    } finally {
+      await t.close();
+    }
   });
 });
 

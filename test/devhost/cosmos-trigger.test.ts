@@ -329,11 +329,19 @@ describe("startCosmosTrigger against the emulator", () => {
       {
         createMissing: true,
         containerDefinition: (d, c) =>
-          d === dbName && c === "resources" ? { partitionKey: { paths: ["/sub"] } } : undefined,
+          d === dbName && c === "resources"
+            ? { partitionKey: { paths: ["/sub"] }, throughput: 500 }
+            : undefined,
       },
     );
     const { resource } = await t.client.database(dbName).container("resources").read();
     expect(resource?.partitionKey?.paths).toEqual(["/sub"]);
+    // The definition's throughput too (containers.json's, as Bicep gives it), said in the log line.
+    const offer = await t.client.database(dbName).container("resources").readOffer();
+    expect(offer.resource?.content?.offerThroughput).toBe(500);
+    expect(created.logs.map((l) => l.message)).toContainEqual(
+      expect.stringMatching(/^Created container '.*\/resources' \(.*, 500 RU\/s\)\.$/),
+    );
     expect(
       created.logs.filter((l) => l.message.startsWith("Created ")).map((l) => l.message.split(" (")[0]),
     ).toEqual([

@@ -24,7 +24,7 @@ export interface EnsureContainerOptions {
   containerName: string;
   /** Used only when the container is created. */
   definition: Omit<ContainerRequest, "id">;
-  /** RU/s of a created container (none: the database's or the account's default). */
+  /** RU/s of a created container (none: the definition's, else the database's or the account's default). */
   throughput?: number;
   log: BindingLog;
   /** Why it is created, for the log line ("lease container of function 'x'"). */
@@ -51,10 +51,12 @@ export async function ensureContainer(o: EnsureContainerOptions): Promise<Contai
   } catch (e) {
     if (statusOf(e) !== 404) throw e;
   }
+  // The trigger's own throughput option wins over the definition's (the extension creates with its option).
+  const throughput = o.throughput !== undefined && o.throughput > 0 ? o.throughput : o.definition.throughput;
   const { statusCode } = await createContainerIfNotExists(database, {
     ...o.definition,
     id: o.containerName,
-    ...(o.throughput !== undefined && o.throughput > 0 ? { throughput: o.throughput } : {}),
+    ...(throughput ? { throughput } : {}),
   });
   if (statusCode === 201) {
     const pk = o.definition.partitionKey;
@@ -63,7 +65,7 @@ export async function ensureContainer(o: EnsureContainerOptions): Promise<Contai
     const advice = o.choice?.advice ? `; ${o.choice.advice}` : "";
     o.log(
       "information",
-      `Created container '${o.databaseName}/${o.containerName}' (${o.role}; partition key ${paths.join(", ") || "/id"}${from}${o.definition.defaultTtl !== undefined ? `, defaultTtl ${o.definition.defaultTtl}` : ""}${o.throughput ? `, ${o.throughput} RU/s` : ""}${advice}).`,
+      `Created container '${o.databaseName}/${o.containerName}' (${o.role}; partition key ${paths.join(", ") || "/id"}${from}${o.definition.defaultTtl !== undefined ? `, defaultTtl ${o.definition.defaultTtl}` : ""}${throughput ? `, ${throughput} RU/s` : ""}${advice}).`,
     );
     o.onCreated?.();
   }
