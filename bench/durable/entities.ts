@@ -11,23 +11,16 @@
  * The in-memory peer (src/devhost/durable/testing.ts) has no entities when this was written: the JSON says so.
  */
 import { createRequire } from "node:module";
-import type * as Functions from "@azure/functions";
-import type { EntityContext } from "durable-functions";
 import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
+import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
 import { median, round1, round2 } from "../lib/stats.js";
 import { type Bench, deadlineIn, latency } from "./measure.js";
 import { awaitInstance } from "./observe.js";
 import { type BenchHub, config, openHub } from "./setup.js";
 
-const require = createRequire(import.meta.url);
-const { InvocationContext } = require("@azure/functions") as typeof Functions;
-const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
-  createEntityFunction: (
-    fn: (ctx: EntityContext<number>) => unknown,
-  ) => (trigger: unknown, ctx: Functions.InvocationContext) => Promise<unknown>;
-};
+const _require = createRequire(import.meta.url);
 
-const counter = createEntityFunction((context) => {
+const counter = entityHandler((context) => {
   const n = context.df.getState(() => 0) as number;
   if (context.df.operationName === "add") {
     context.df.setState(n + (context.df.getInput() as number));
@@ -40,15 +33,7 @@ function counterInvoker(seen: (key: string, at: number) => void): EntityInvoker 
   return async (name, input) => {
     if (name !== "counter") return { thrown: new Error(`no entity '${name}'`) };
     seen(input.self.key, performance.now());
-    try {
-      const out = await counter(
-        JSON.parse(JSON.stringify(input)),
-        new InvocationContext({ functionName: name }),
-      );
-      return { returned: JSON.parse(JSON.stringify(out)) };
-    } catch (e) {
-      return { thrown: e };
-    }
+    return runEntityHandler(counter, name, input);
   };
 }
 

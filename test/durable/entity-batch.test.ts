@@ -6,7 +6,6 @@
  */
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
-import type { EntityContext } from "durable-functions";
 import { describe, expect, it } from "vitest";
 import {
   type EntityOperation,
@@ -16,16 +15,12 @@ import {
   parseEntitySchedulerId,
   readEntityReply,
 } from "../../src/devhost/durable/entity-batch.js";
+import { entityHandler } from "../../src/devhost/durable/testing-entities.js";
 
-const require = createRequire(import.meta.url);
-const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
-  createEntityFunction: (
-    fn: (ctx: EntityContext<unknown>) => unknown,
-  ) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
-};
+const _require = createRequire(import.meta.url);
 
 /** The durable-functions counter sample, plus an operation that sets the state and then throws. */
-const counter = createEntityFunction((context) => {
+const counter = entityHandler((context) => {
   const current = context.df.getState(() => 0) as number;
   switch (context.df.operationName) {
     case "add":

@@ -6,23 +6,17 @@
  */
 import { createRequire } from "node:module";
 import type { Database } from "@azure/cosmos";
-import { InvocationContext } from "@azure/functions";
-import type { EntityContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
 import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
+import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { createHub, type Gen, hubContainers, isFinished, stopAll, waitForStatus } from "./hub-harness.js";
 
-const require = createRequire(import.meta.url);
-const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
-  createEntityFunction: (
-    fn: (ctx: EntityContext<unknown>) => unknown,
-  ) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
-};
+const _require = createRequire(import.meta.url);
 
-const counter = createEntityFunction((context) => {
+const counter = entityHandler((context) => {
   const current = context.df.getState(() => 0) as number;
   switch (context.df.operationName) {
     case "add":
@@ -42,15 +36,7 @@ const invokeEntity: EntityInvoker = async (name, input) => {
   if (name !== "counter") return { thrown: new Error(`no entity ${name}`) };
   const op = input.batch[0];
   ran.push(`${input.self.key}:${op?.name}:${op?.input ?? ""}`);
-  try {
-    const returned = await counter(
-      JSON.parse(JSON.stringify(input)),
-      new InvocationContext({ functionName: name }),
-    );
-    return { returned: JSON.parse(JSON.stringify(returned)) };
-  } catch (e) {
-    return { thrown: e };
-  }
+  return runEntityHandler(counter, name, input);
 };
 
 const orchestrators: Record<string, Gen> = {

@@ -10,6 +10,7 @@ import type * as AzureFunctions from "@azure/functions";
 import type { EntityContext, OrchestrationContext } from "durable-functions";
 import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../src/devhost/durable/hub.js";
+import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
 import type {
   ActivityWorkItem,
   InstanceStatus,
@@ -26,15 +27,11 @@ export type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, nev
 // this file outside vitest).
 const require = createRequire(import.meta.url);
 const { InvocationContext } = require("@azure/functions") as typeof AzureFunctions;
-const { createOrchestrator, createEntityFunction } =
-  require("durable-functions/lib/src/util/testingUtils.js") as {
-    createOrchestrator: (
-      f: Gen,
-    ) => (trigger: unknown, ctx: AzureFunctions.InvocationContext) => Promise<unknown>;
-    createEntityFunction: (
-      f: (ctx: EntityContext<unknown>) => unknown,
-    ) => (trigger: unknown, ctx: AzureFunctions.InvocationContext) => Promise<unknown>;
-  };
+const { createOrchestrator } = require("durable-functions/lib/src/util/testingUtils.js") as {
+  createOrchestrator: (
+    f: Gen,
+  ) => (trigger: unknown, ctx: AzureFunctions.InvocationContext) => Promise<unknown>;
+};
 
 /**
  * The hub's entity invoker for REAL durable-functions entity functions (the SDK's own Entity wraps each), the
@@ -44,21 +41,13 @@ export function entityInvoker(
   entities: Record<string, (ctx: EntityContext<unknown>) => unknown>,
   ran: string[] = [],
 ): EntityInvoker {
-  const handlers = new Map(Object.entries(entities).map(([n, f]) => [n, createEntityFunction(f)]));
+  const handlers = new Map(Object.entries(entities).map(([n, f]) => [n, entityHandler(f)]));
   return async (name, input) => {
     const h = handlers.get(name);
     if (!h) return { thrown: new Error(`no entity ${name}`) };
     const op = input.batch[0];
     ran.push(`${input.self.key}:${op?.name}:${op?.input ?? ""}`);
-    try {
-      const returned = await h(
-        JSON.parse(JSON.stringify(input)),
-        new InvocationContext({ functionName: name }),
-      );
-      return { returned: JSON.parse(JSON.stringify(returned)) };
-    } catch (e) {
-      return { thrown: e };
-    }
+    return runEntityHandler(h, name, input);
   };
 }
 

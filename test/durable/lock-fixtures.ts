@@ -5,22 +5,16 @@
  * entity, then completes, throws, or waits for an event inside the section), `continueInSection`.
  */
 import { createRequire } from "node:module";
-import { InvocationContext } from "@azure/functions";
-import type { EntityContext } from "durable-functions";
 import * as df from "durable-functions";
 import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
+import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
 import type { Gen } from "./hub-harness.js";
 
 export type { Gen };
 
-const require = createRequire(import.meta.url);
-const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
-  createEntityFunction: (
-    fn: (ctx: EntityContext<unknown>) => unknown,
-  ) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
-};
+const _require = createRequire(import.meta.url);
 
-const register = createEntityFunction((context) => {
+const register = entityHandler((context) => {
   const current = context.df.getState(() => 0) as number;
   if (context.df.operationName === "set") context.df.setState(context.df.getInput() as number);
   else if (context.df.operationName === "add")
@@ -33,15 +27,7 @@ export function registerInvoker(ran: string[]): EntityInvoker {
   return async (name, input) => {
     if (name !== "register") return { thrown: new Error(`no entity ${name}`) };
     ran.push(`${input.self.key}:${input.batch[0]?.name}`);
-    try {
-      const returned = await register(
-        JSON.parse(JSON.stringify(input)),
-        new InvocationContext({ functionName: name }),
-      );
-      return { returned: JSON.parse(JSON.stringify(returned)) };
-    } catch (e) {
-      return { thrown: e };
-    }
+    return runEntityHandler(register, name, input);
   };
 }
 

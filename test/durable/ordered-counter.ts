@@ -6,19 +6,12 @@
  * (`df.app.entity`), run by the SDK's own Entity handler; `signaller` is the orchestration that sends to it.
  */
 import { createRequire } from "node:module";
-import type * as AzureFunctions from "@azure/functions";
-import type { EntityContext } from "durable-functions";
 import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
+import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
 import type { Gen } from "./hub-harness.js";
 
 // By require: the kill test's child runs this file outside vitest (see hub-harness.ts).
 const require = createRequire(import.meta.url);
-const { InvocationContext } = require("@azure/functions") as typeof AzureFunctions;
-const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
-  createEntityFunction: (
-    fn: (ctx: EntityContext<unknown>) => unknown,
-  ) => (trigger: unknown, ctx: AzureFunctions.InvocationContext) => Promise<unknown>;
-};
 // The SDK's EntityId, by require for the same reason.
 const df = require("durable-functions") as typeof import("durable-functions");
 
@@ -37,7 +30,7 @@ export interface AddInput {
 
 const DISORDER_KEPT = 20;
 
-const counter = createEntityFunction((context) => {
+const counter = entityHandler((context) => {
   const state = context.df.getState(() => ({ count: 0, last: {}, disorder: [] })) as CounterState;
   switch (context.df.operationName) {
     case "add": {
@@ -58,18 +51,8 @@ const counter = createEntityFunction((context) => {
 });
 
 /** Runs the `counter` entity as the worker would (the trigger's data and the reply through JSON). */
-export const invokeCounter: EntityInvoker = async (name, input) => {
-  if (name !== "counter") return { thrown: new Error(`no entity ${name}`) };
-  try {
-    const returned = await counter(
-      JSON.parse(JSON.stringify(input)),
-      new InvocationContext({ functionName: name }),
-    );
-    return { returned: JSON.parse(JSON.stringify(returned)) };
-  } catch (e) {
-    return { thrown: e };
-  }
-};
+export const invokeCounter: EntityInvoker = async (name, input) =>
+  name === "counter" ? runEntityHandler(counter, name, input) : { thrown: new Error(`no entity ${name}`) };
 
 export interface SignallerInput {
   key: string;

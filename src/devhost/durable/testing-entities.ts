@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { InvocationContext } from "@azure/functions";
+import type * as Functions from "@azure/functions";
 import { type EntityTriggerInput, parseEntitySchedulerId, readEntityReply } from "./entity-batch.js";
 import { applyEntityMessages, type EntityInvoker, entityStoredOf } from "./entity-engine.js";
 import type { ApplyMessages, OrchestrationState } from "./types.js";
@@ -30,7 +30,37 @@ export interface EntityOperationRun {
 }
 
 const require = createRequire(import.meta.url);
+// By require: @azure/functions and this part of durable-functions are CommonJS whose exports plain Node ESM cannot
+// name (test hosts in child processes load this file too).
+const { InvocationContext } = require("@azure/functions") as typeof Functions;
+const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
+  createEntityFunction: (f: EntityImplementation) => EntityHandler;
+};
 type EntityOutcome = { returned: unknown } | { thrown: unknown };
+
+/** durable-functions' own Entity handler around an entity function: what `df.app.entity` registers. */
+export type EntityHandler = (trigger: unknown, ctx: Functions.InvocationContext) => Promise<unknown>;
+export const entityHandler = (f: EntityImplementation): EntityHandler => createEntityFunction(f);
+
+/**
+ * Runs an entity handler on the trigger's data as the worker does — the trigger and the reply through JSON both
+ * ways, as they travel between the host and the worker — : what it returned, or what it threw. Never throws.
+ */
+export async function runEntityHandler(
+  handler: EntityHandler,
+  name: string,
+  input: EntityTriggerInput,
+): Promise<EntityOutcome> {
+  try {
+    const reply = await handler(
+      JSON.parse(JSON.stringify(input)),
+      new InvocationContext({ functionName: name }),
+    );
+    return { returned: JSON.parse(JSON.stringify(reply)) };
+  } catch (e) {
+    return { thrown: e };
+  }
+}
 
 /** The entity functions as the engine invokes them; `ran` collects each operation and its outcome. */
 export function entityInvokerFor(
@@ -39,29 +69,15 @@ export function entityInvokerFor(
   now: () => string,
   maxPayloadBytes: number,
 ): EntityInvoker {
-  const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
-    createEntityFunction: (
-      f: EntityImplementation,
-    ) => (trigger: unknown, ctx: InvocationContext) => Promise<unknown>;
-  };
   // Entity names are case-insensitive (ids hold them in lower case).
   const handlers = new Map(
-    Object.entries(entities).map(([name, fn]) => [name.toLowerCase(), createEntityFunction(fn)]),
+    Object.entries(entities).map(([name, fn]) => [name.toLowerCase(), entityHandler(fn)]),
   );
   const parse = (t: string | undefined) => (t === undefined ? undefined : JSON.parse(t));
   const run = async (name: string, input: EntityTriggerInput): Promise<EntityOutcome> => {
     const handler = handlers.get(name.toLowerCase());
     if (!handler) return { thrown: new Error(`No entity function named '${name}' was given to the test.`) };
-    try {
-      // Through JSON both ways, as the trigger and the reply travel between the host and the worker.
-      const reply = await handler(
-        JSON.parse(JSON.stringify(input)),
-        new InvocationContext({ functionName: name }),
-      );
-      return { returned: JSON.parse(JSON.stringify(reply)) };
-    } catch (e) {
-      return { thrown: e };
-    }
+    return runEntityHandler(handler, name, input);
   };
   return async (name, input) => {
     const outcome = await run(name, input);
