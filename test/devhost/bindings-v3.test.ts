@@ -10,9 +10,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCosmosRuntime } from "../../src/devhost/builtinCosmos.js";
-import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+import type { LogRecord, RunningDevHost } from "../../src/devhost/index.js";
 import { WELL_KNOWN_EMULATOR_KEY } from "../../src/emulator/index.js";
+import { startCosmosDevHost } from "../support/dev-host.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { waitUntil } from "../support/until.js";
 
@@ -20,7 +20,7 @@ const scratch = join(fileURLToPath(new URL("../..", import.meta.url)), ".data", 
 let appDir: string;
 let emu: TestEmulator;
 let host: RunningDevHost;
-let cosmos: ReturnType<typeof createCosmosRuntime>;
+let running: Awaited<ReturnType<typeof startCosmosDevHost>> | undefined;
 const logs: LogRecord[] = [];
 const lines = () => logs.map((r) => r.message);
 
@@ -84,20 +84,12 @@ beforeAll(async () => {
     UNREACHABLE_COSMOS: `AccountEndpoint=https://127.0.0.1:1/;AccountKey=${WELL_KNOWN_EMULATOR_KEY};`,
   };
   // The emulator's mode: containers the app names are created when missing (none is defined for this app).
-  cosmos = createCosmosRuntime({ env, createMissing: () => true });
-  host = await startDevHost({
-    appDir,
-    port: 0,
-    env,
-    logSink: (r) => logs.push(r),
-    triggers: { cosmosDBTrigger: cosmos.cosmosDBTrigger },
-    extensions: cosmos.extensions,
-  });
+  running = await startCosmosDevHost({ appDir, env, logSink: (r) => logs.push(r) });
+  host = running.host;
 });
 
 afterAll(async () => {
-  await host?.close();
-  cosmos?.dispose();
+  await running?.close();
   await emu?.close();
   if (appDir) rmSync(appDir, { recursive: true, force: true });
 });

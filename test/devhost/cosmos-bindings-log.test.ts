@@ -5,15 +5,15 @@
  * started.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCosmosRuntime } from "../../src/devhost/builtinCosmos.js";
-import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+import type { LogRecord, RunningDevHost } from "../../src/devhost/index.js";
+import { startCosmosDevHost } from "../support/dev-host.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { scratchApps } from "../support/scratch-apps.js";
 
 const apps = scratchApps("bindings-log-");
 let emu: TestEmulator;
 let host: RunningDevHost;
-let cosmos: ReturnType<typeof createCosmosRuntime>;
+let running: Awaited<ReturnType<typeof startCosmosDevHost>> | undefined;
 const logs: LogRecord[] = [];
 
 const APP = `const { app, input } = require("@azure/functions");
@@ -25,20 +25,12 @@ beforeAll(async () => {
   emu = await startTestEmulator();
   const appDir = apps.write({ "package.json": JSON.stringify({ main: "index.js" }), "index.js": APP });
   const env = { ...process.env, ONLY_COSMOS: emu.emulator.connectionString };
-  cosmos = createCosmosRuntime({ env, createMissing: () => true });
-  host = await startDevHost({
-    appDir,
-    port: 0,
-    env,
-    logSink: (r) => logs.push(r),
-    triggers: { cosmosDBTrigger: cosmos.cosmosDBTrigger },
-    extensions: cosmos.extensions,
-  });
+  running = await startCosmosDevHost({ appDir, env, logSink: (r) => logs.push(r) });
+  host = running.host;
 });
 
 afterAll(async () => {
-  await host?.close();
-  cosmos?.dispose();
+  await running?.close();
   await emu?.close();
   apps.removeAll();
 });

@@ -19,6 +19,7 @@ import {
   type OrchestrationState,
   type OrchestratorInvoker,
 } from "../../src/devhost/durable/types.js";
+import { seededRandom } from "../support/prng.js";
 import { type Gen, lockOrchestrators, registerInvoker } from "./lock-fixtures.js";
 
 const require = createRequire(import.meta.url);
@@ -153,18 +154,6 @@ class Router {
   }
 }
 
-/** A small seeded generator (mulberry32): each seed is one reproducible interleaving. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe("critical sections on the engine", () => {
   it("sections over overlapping sets in any order: exclusive, no deadlock, isLocked as held (40 interleavings)", async () => {
     // A cycle of sets given in different orders: without one global order, some interleaving deadlocks.
@@ -175,7 +164,7 @@ describe("critical sections on the engine", () => {
       ["b", "a"],
     ];
     for (let seed = 1; seed <= 40; seed++) {
-      const r = new Router(seeded(seed));
+      const r = new Router(seededRandom(seed));
       sets.forEach((keys, i) => {
         r.start(`o${i}`, "incrementAll", keys);
       });
@@ -199,7 +188,7 @@ describe("critical sections on the engine", () => {
     ];
     const lockMessage = (m: InstanceMessage) => /^entity-(lock|release)/.test(m.key);
     for (let seed = 1; seed <= 40; seed++) {
-      const r = new Router(seeded(seed), lockMessage);
+      const r = new Router(seededRandom(seed), lockMessage);
       sets.forEach((keys, i) => {
         r.start(`o${i}`, "incrementAll", keys);
       });
@@ -214,7 +203,7 @@ describe("critical sections on the engine", () => {
   });
 
   it("while locked only the holder's operations run; others (a client's signal) wait and run after the release", async () => {
-    const r = new Router(seeded(7));
+    const r = new Router(seededRandom(7));
     r.start("holder", "holdAndEnd", "wait");
     await r.runToIdle();
     expect(r.lockOf("h")).toMatchObject({ by: "holder" });
@@ -243,7 +232,7 @@ describe("critical sections on the engine", () => {
     ["completion without release", "done", "Completed"],
     ["failure inside the section", "throw", "Failed"],
   ])("releases on %s", async (_what, how, status) => {
-    const r = new Router(seeded(3));
+    const r = new Router(seededRandom(3));
     r.start("o", "holdAndEnd", how);
     await r.runToIdle();
     expect(r.status("o")).toBe(status);
@@ -257,7 +246,7 @@ describe("critical sections on the engine", () => {
   });
 
   it("releases on termination, also when the grant comes after the end", async () => {
-    const r = new Router(seeded(5));
+    const r = new Router(seededRandom(5));
     r.start("t1", "holdAndEnd", "wait");
     await r.runToIdle();
     expect(r.lockOf("h")).toMatchObject({ by: "t1" });
@@ -279,7 +268,7 @@ describe("critical sections on the engine", () => {
   });
 
   it("releases on continue-as-new inside the section", async () => {
-    const r = new Router(seeded(11));
+    const r = new Router(seededRandom(11));
     r.start("c", "continueInSection", "first");
     await r.runToIdle();
     expect(r.status("c")).toBe("Completed");
@@ -289,7 +278,7 @@ describe("critical sections on the engine", () => {
   });
 
   it("an instance given up as poison inside its section releases it", async () => {
-    const r = new Router(seeded(13));
+    const r = new Router(seededRandom(13));
     r.start("p", "holdAndEnd", "wait");
     await r.runToIdle();
     const state = r.states.get("p") as OrchestrationState;

@@ -1,7 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type LogSink, type StartedApp, startFromCommandLine } from "../../src/devhost/index.js";
+import { createCosmosRuntime } from "../../src/devhost/builtinCosmos.js";
+import {
+  type LogSink,
+  type RunningDevHost,
+  type StartedApp,
+  startDevHost,
+  startFromCommandLine,
+} from "../../src/devhost/index.js";
 
 export interface InProcessDevHost {
   started: StartedApp;
@@ -48,6 +55,36 @@ export async function startInProcessDevHost(options: {
     stop: async () => {
       await started.stop();
       removeDataDir();
+    },
+  };
+}
+
+/**
+ * A dev host on `appDir` in this process with the Cosmos DB extension (its trigger and bindings) as `start` wires
+ * it, creating the containers the app names when missing (the emulator's mode); `close` stops both.
+ */
+export async function startCosmosDevHost(options: {
+  appDir: string;
+  env: NodeJS.ProcessEnv;
+  logSink: LogSink;
+}): Promise<{ host: RunningDevHost; close(): Promise<void> }> {
+  const cosmos = createCosmosRuntime({ env: options.env, createMissing: () => true });
+  const host = await startDevHost({
+    appDir: options.appDir,
+    port: 0,
+    env: options.env,
+    logSink: options.logSink,
+    triggers: { cosmosDBTrigger: cosmos.cosmosDBTrigger },
+    extensions: cosmos.extensions,
+  }).catch((e: unknown) => {
+    cosmos.dispose();
+    throw e;
+  });
+  return {
+    host,
+    async close() {
+      await host.close();
+      cosmos.dispose();
     },
   };
 }
