@@ -1,10 +1,3 @@
-/**
- * The entity trigger's protocol against durable-functions' own Entity handler (the one df.app.entity registers):
- * what the function gets for one operation and how its reply is read — state kept between operations, a result for
- * callEntity, signals sent, a throwing operation failing alone with the state as it was, a state over the payload
- * limit refused the same way, a reply that is not the protocol's failing with the reason.
- */
-import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import { describe, expect, it } from "vitest";
 import {
@@ -16,22 +9,13 @@ import {
   readEntityReply,
 } from "../../src/devhost/durable/entity-batch.js";
 import { entityHandler } from "../../src/devhost/durable/testing-entities.js";
+import { counterOperation } from "./counter-entity.js";
 
-const _require = createRequire(import.meta.url);
-
-/** The durable-functions counter sample, plus an operation that sets the state and then throws. */
+/** The durable-functions counter sample, plus an operation that sets the state and then throws (counter-entity.ts). */
 const counter = entityHandler((context) => {
+  if (counterOperation(context, -1)) return;
   const current = context.df.getState(() => 0) as number;
   switch (context.df.operationName) {
-    case "add":
-      context.df.setState(current + (context.df.getInput() as number));
-      break;
-    case "get":
-      context.df.return(current);
-      break;
-    case "poison":
-      context.df.setState(-1);
-      throw new Error("poisoned");
     case "grow":
       context.df.setState("x".repeat(context.df.getInput() as number));
       break;

@@ -1,10 +1,3 @@
-/**
- * Entities on the task hub (emulator, real durable-functions orchestrators and Entity handler): an orchestration's
- * callEntity gets the operation's result, operations from one orchestration run in the order it sent them, the state
- * persists between work items, signalEntity is delivered, and a throwing operation fails only that call (the caller
- * catches it) with the state as it was.
- */
-import { createRequire } from "node:module";
 import type { Database } from "@azure/cosmos";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,23 +5,11 @@ import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
 import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { counterOperation } from "./counter-entity.js";
 import { createHub, type Gen, hubContainers, isFinished, stopAll, waitForStatus } from "./hub-harness.js";
 
-const _require = createRequire(import.meta.url);
-
 const counter = entityHandler((context) => {
-  const current = context.df.getState(() => 0) as number;
-  switch (context.df.operationName) {
-    case "add":
-      context.df.setState(current + (context.df.getInput() as number));
-      break;
-    case "get":
-      context.df.return(current);
-      break;
-    case "poison":
-      context.df.setState(-1000);
-      throw new Error("poisoned");
-  }
+  counterOperation(context);
 });
 /** Operations the counter ran, in order (`key:op:input`). */
 const ran: string[] = [];

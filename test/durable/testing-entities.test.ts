@@ -9,19 +9,12 @@ import type { EntityContext, OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import { describe, expect, it } from "vitest";
 import { runOrchestration } from "../../src/devhost/durable/testing.js";
+import { counterOperation } from "./counter-entity.js";
 
 function counter(context: EntityContext<number>) {
+  if (counterOperation(context)) return;
   const current = context.df.getState(() => 0) as number;
   switch (context.df.operationName) {
-    case "add":
-      context.df.setState(current + (context.df.getInput() as number));
-      break;
-    case "get":
-      context.df.return(current);
-      break;
-    case "poison":
-      context.df.setState(-1000);
-      throw new Error("poisoned");
     case "forward":
       // Signals another entity: delivered after this operation commits.
       context.df.signalEntity(new df.EntityId("counter", "mirror"), "add", current);
