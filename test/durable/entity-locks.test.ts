@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { instanceDocOf, snapshotOf } from "../../src/devhost/durable/documents.js";
 import { applyMessages } from "../../src/devhost/durable/engine.js";
 import { entityLockOf, withEntities } from "../../src/devhost/durable/entity-engine.js";
+import { ORPHANED_LOCK_RELEASE_ID } from "../../src/devhost/durable/entity-locks.js";
 import { poisonEnding } from "../../src/devhost/durable/poison.js";
 import { historyEvent } from "../../src/devhost/durable/protocol.js";
 import {
@@ -295,5 +296,44 @@ describe("critical sections on the engine", () => {
     for (const w of ending.work) if (w.kind === "message") r.send(w.message);
     await r.runToIdle();
     expect(r.lockOf("h")).toBeUndefined();
+  });
+
+  it("cleanEntityStorage's release of an orphaned lock (id fix-orphaned-lock) unlocks an entity its parent holds", async () => {
+    const apply = withEntities(applyMessages, registerInvoker([]));
+    const locked: OrchestrationState = {
+      instanceId: "@register@o",
+      executionId: "x",
+      name: "register",
+      input: null,
+      status: "Running",
+      output: null,
+      customStatus: null,
+      createdTime: "2026-01-01T00:00:00.000Z",
+      lastUpdatedTime: "2026-01-01T00:00:00.000Z",
+      history: [],
+      engine: { entity: { exists: true, state: "1", lockedBy: "gone", lockId: "lock-1" } },
+    };
+    const release = (parent: string): InstanceMessage => ({
+      key: `release-${parent}`,
+      instanceId: "@register@o",
+      event: historyEvent(HistoryEventType.EventRaised, "2026-01-01T00:00:01.000Z", {
+        Name: "release",
+        Input: JSON.stringify({ parent, id: ORPHANED_LOCK_RELEASE_ID }),
+      }),
+    });
+    const noOrchestrator: OrchestratorInvoker = async () => {
+      throw new Error("no orchestrator here");
+    };
+    // From another parent: dropped, the lock stays.
+    const other = await apply(locked, [release("someone-else")], new Date(), noOrchestrator, {
+      maxPayloadBytes: 1 << 20,
+    });
+    expect(entityLockOf(other.state ?? locked)).toEqual({ by: "gone", id: "lock-1" });
+    // From the holder, whatever its lock id: unlocked.
+    const freed = await apply(locked, [release("gone")], new Date(), noOrchestrator, {
+      maxPayloadBytes: 1 << 20,
+    });
+    expect(freed.consumed).toEqual(["release-gone"]);
+    expect(entityLockOf(freed.state)).toBeUndefined();
   });
 });
