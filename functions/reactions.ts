@@ -4,7 +4,8 @@ import { containerDefinition, containerOf } from "../src/shared/containers.js";
 import {
   openAppContext,
   RESOURCE_TRIGGERS,
-  reactToChanges,
+  recordReactions,
+  startOrchestrations,
   updateSummaries,
 } from "../src/shared/resources/index.js";
 import { loadSettings } from "../src/shared/settings.js";
@@ -41,11 +42,8 @@ const feedOptions = {
  * a redelivered change never starts it twice).
  */
 export async function reactToResources(documents: unknown[], context: InvocationContext): Promise<void> {
-  const { reactions: outcome, starts: started } = await reactToChanges(
-    await openAppContext(),
-    df.getClient(context),
-    documents,
-  );
+  const outcome = await recordReactions(await openAppContext(), documents);
+  const started = await startOrchestrations(df.getClient(context), documents);
   context.log(
     `Saw ${documents.length} change(s): ${outcome.recorded} recorded, ${outcome.alreadyRecorded} already recorded, ${outcome.skipped} skipped, ${outcome.missingOperation} without operation; orchestrations started: ${started.started.length}, already existing: ${started.existing.length}.`,
   );

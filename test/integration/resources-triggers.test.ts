@@ -7,18 +7,14 @@ import { createChangeFeedProcessor } from "../../src/shared/changefeed/index.js"
 import {
   appContext,
   type OperationDocument,
-  type OrchestrationStarter,
-  REACTION_CONCURRENCY,
   RESOURCE_TRIGGERS,
   type ResourceDocument,
-  reactToChanges,
   readSummary,
   subscriptionLockName,
   updateSummaries,
 } from "../../src/shared/resources/index.js";
 import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
-import { faultPlugins } from "../support/faults.js";
 import { WAIT_MS } from "../support/until.js";
 
 // The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
@@ -178,46 +174,6 @@ describe("reactions trigger", () => {
     );
     expect(status?.runtimeStatus).toBe("Failed");
     expect(String(status?.output)).toContain("Provisioning of react-3/bad failed");
-  });
-
-  it("pipelines a page: each change is recorded before its start, and the first start does not wait for the page's last record", async () => {
-    const sub = "pipe-1";
-    for (let i = 0; i < 40; i++) await put(sub, `r${i}`);
-    const page = await changesOf(sub);
-    expect(page).toHaveLength(40);
-    const ctx = appContext();
-    // Operations recorded so far (their replace answered), counted by an SDK plugin on a client of its own.
-    let recorded = 0;
-    const counting = app.emulator.newClient(
-      faultPlugins({
-        match: (c) => c.method === "PUT" && c.operationType === "replace" && c.resourceType === "docs",
-        run: async (_c, next) => {
-          const answer = await next();
-          recorded++;
-          return answer;
-        },
-      }),
-    );
-    const resources = counting.database(ctx.database.id).container(ctx.containers.resources.id);
-    const counted = { ...ctx, containers: { ...ctx.containers, resources } };
-    const startedAt: number[] = [];
-    const starter: OrchestrationStarter = {
-      // The durable client's answer for an instance that does not exist.
-      getStatus: async (id) => {
-        throw new Error(`Durable client: HTTP 404 for ${id}`);
-      },
-      startNew: async (_name, { instanceId }) => {
-        startedAt.push(recorded);
-        return instanceId;
-      },
-    };
-    const { reactions, starts } = await reactToChanges(counted, starter, page);
-    expect(reactions).toEqual({ recorded: 40, skipped: 0, alreadyRecorded: 0, missingOperation: 0 });
-    expect(starts.started).toHaveLength(40);
-    expect(recorded).toBe(40);
-    // Every start came after at least its own record; the first came while at most REACTION_CONCURRENCY were done.
-    expect(Math.min(...startedAt)).toBeGreaterThanOrEqual(1);
-    expect(startedAt[0]).toBeLessThanOrEqual(REACTION_CONCURRENCY);
   });
 
   it("skips terminal states", async () => {

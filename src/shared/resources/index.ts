@@ -27,10 +27,8 @@ export {
 export {
   countByState,
   type OrchestrationStarter,
-  REACTION_CONCURRENCY,
   RESOURCE_TRIGGERS,
   type ReactionOutcome,
-  reactToChanges,
   readSummary,
   recordReactions,
   type StartOutcome,

@@ -133,33 +133,6 @@ export async function startOrchestrations(
   return out;
 }
 
-/**
- * The reactions trigger's two steps for a page of changes, pipelined: each change is recorded on its operation and
- * then its orchestration started, REACTION_CONCURRENCY changes at a time. Run one step after the other over the
- * whole page, every start waited for the page's last record (a page holds up to 100 changes); now the first
- * orchestrations start while later changes are still being recorded. For each change the record still comes
- * before the start, and both steps stay idempotent, so a page that fails half way is redone safely.
- */
-export async function reactToChanges(
-  ctx: AppContext,
-  client: OrchestrationStarter,
-  documents: unknown[],
-): Promise<{ reactions: ReactionOutcome; starts: StartOutcome }> {
-  const reactions: ReactionOutcome = { recorded: 0, skipped: 0, alreadyRecorded: 0, missingOperation: 0 };
-  const starts: StartOutcome = { started: [], existing: [] };
-  await forEachConcurrently(documents, REACTION_CONCURRENCY, async (d) => {
-    const r = await recordReactions(ctx, [d]);
-    reactions.recorded += r.recorded;
-    reactions.skipped += r.skipped;
-    reactions.alreadyRecorded += r.alreadyRecorded;
-    reactions.missingOperation += r.missingOperation;
-    const s = await startOrchestrations(client, [d]);
-    starts.started.push(...s.started);
-    starts.existing.push(...s.existing);
-  });
-  return { reactions, starts };
-}
-
 async function instanceExists(client: OrchestrationStarter, instanceId: string): Promise<boolean> {
   return (await runtimeStatusOf(client, instanceId)) !== undefined;
 }
