@@ -1,11 +1,10 @@
 import type { Database } from "@azure/cosmos";
-import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
 import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { counterOperation } from "./counter-entity.js";
+import { counterOperation, useCounterOn } from "./counter-entity.js";
 import { createHub, type Gen, hubContainers, isFinished, stopAll, waitForStatus } from "./hub-harness.js";
 
 const counter = entityHandler((context) => {
@@ -22,17 +21,7 @@ const invokeEntity: EntityInvoker = async (name, input) => {
 
 const orchestrators: Record<string, Gen> = {
   useCounter: function* (ctx) {
-    const id = new df.EntityId("counter", ctx.df.getInput() as string);
-    for (const n of [1, 2, 3]) yield ctx.df.callEntity(id, "add", n);
-    let error = "";
-    try {
-      yield ctx.df.callEntity(id, "poison");
-    } catch (e) {
-      error = (e as Error).message;
-    }
-    ctx.df.signalEntity(id, "add", 10);
-    const after = yield ctx.df.callEntity(id, "get");
-    return { after, error };
+    return yield* useCounterOn(ctx, ctx.df.getInput() as string);
   },
 };
 
@@ -50,18 +39,24 @@ afterAll(async () => {
   await t?.close();
 });
 
+/** A started hub with the counter entity, on fresh containers; its log collected. */
+async function startedHub() {
+  const log: string[] = [];
+  const hub = createHub({
+    ...(await hubContainers(db)),
+    orchestrators,
+    activities: {},
+    log,
+    options: { invokeEntity },
+  });
+  hubs.push(hub);
+  await hub.start();
+  return { hub, log };
+}
+
 describe("entities on the task hub", () => {
   it("callEntity, signalEntity, order, persisted state, a throwing operation rolled back", async () => {
-    const log: string[] = [];
-    const hub = createHub({
-      ...(await hubContainers(db)),
-      orchestrators,
-      activities: {},
-      log,
-      options: { invokeEntity },
-    });
-    hubs.push(hub);
-    await hub.start();
+    const { hub, log } = await startedHub();
     const id = uniqueName("e");
     await hub.startNew("useCounter", { instanceId: id, input: JSON.stringify("k1") });
     const status = await waitForStatus(hub, id, isFinished, log);
@@ -76,16 +71,7 @@ describe("entities on the task hub", () => {
 
 describe("entities: one sender's signals", () => {
   it("are applied one at a time in the order sent; entities stay out of the orchestration listing", async () => {
-    const log: string[] = [];
-    const hub = createHub({
-      ...(await hubContainers(db)),
-      orchestrators,
-      activities: {},
-      log,
-      options: { invokeEntity },
-    });
-    hubs.push(hub);
-    await hub.start();
+    const { hub } = await startedHub();
     ran.length = 0;
     for (let i = 1; i <= 20; i++) await hub.signalEntity("counter", "order", "add", JSON.stringify(i));
     const deadline = Date.now() + 60_000;

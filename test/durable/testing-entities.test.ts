@@ -9,7 +9,7 @@ import type { EntityContext, OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import { describe, expect, it } from "vitest";
 import { runOrchestration } from "../../src/devhost/durable/testing.js";
-import { counterOperation } from "./counter-entity.js";
+import { counterOperation, useCounterOn } from "./counter-entity.js";
 
 function counter(context: EntityContext<number>) {
   if (counterOperation(context)) return;
@@ -29,19 +29,11 @@ describe("runOrchestration with entities", () => {
   it("callEntity, signalEntity, order, state kept, a throwing operation rolled back (as on the task hub)", async () => {
     const run = await runOrchestration(
       function* (ctx: OrchestrationContext) {
-        const id = new df.EntityId("counter", "k1");
-        for (const n of [1, 2, 3]) yield ctx.df.callEntity(id, "add", n);
-        let error = "";
-        try {
-          yield ctx.df.callEntity(id, "poison");
-        } catch (e) {
-          error = (e as Error).message;
-        }
-        ctx.df.signalEntity(id, "add", 10);
-        const after: number = yield ctx.df.callEntity(id, "get");
-        return { after, error };
+        return yield* useCounterOn(ctx, "k1");
       },
-      { entities: { counter } },
+      {
+        entities: { counter },
+      },
     );
     expect(run.status).toBe("Completed");
     expect(run.output).toEqual({
