@@ -1,7 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { BindingInfo } from "./coreTypes.js";
 import { DevHostError } from "./errors.js";
-import type { LoadedFunction } from "./loader.js";
 
 /**
  * What this dev host cannot serve, said the same way at start (a warning per function, bindingCheck.ts) and on a
@@ -41,7 +40,7 @@ export function unsupportedBindingsWarning(functionName: string, bindings: strin
  * for the app's own failures, which the host answers with an empty 500 (the details are in the log under the
  * invocation id).
  */
-export function devHostLimitMessage(_fn: LoadedFunction, error: unknown): string | undefined {
+export function devHostLimitMessage(error: unknown): string | undefined {
   const e = error as { code?: unknown; message?: unknown } | null | undefined;
   const message = typeof e?.message === "string" ? e.message : undefined;
   if (e?.code === UNSUPPORTED_BINDING && message) return message;
@@ -49,8 +48,8 @@ export function devHostLimitMessage(_fn: LoadedFunction, error: unknown): string
 }
 
 /** Answers a failed invocation: a 500 whose text body says which binding when the dev host is the limit, else empty. */
-export function answerInvocationFailure(res: ServerResponse, fn: LoadedFunction, error: unknown): void {
-  const message = devHostLimitMessage(fn, error);
+export function answerInvocationFailure(res: ServerResponse, error: unknown): void {
+  const message = devHostLimitMessage(error);
   const body = message === undefined ? Buffer.alloc(0) : Buffer.from(`${message}\n`);
   const headers: Record<string, string> = { "content-length": String(body.length) };
   if (body.length > 0) headers["content-type"] = "text/plain; charset=utf-8";

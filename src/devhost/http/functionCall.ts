@@ -90,7 +90,7 @@ export async function serveFunction(c: FunctionCall): Promise<void> {
   });
   // The host answers an unhandled failure with an empty 500 (details in the log under the Id); a limit of the
   // dev host (an unsupported binding) is said in the body.
-  if (outcome.error !== undefined) return answerInvocationFailure(res, fn, outcome.error);
+  if (outcome.error !== undefined) return answerInvocationFailure(res, outcome.error);
   const out = outcome.response?.returnValue?.http;
   if (!out) return sendEmpty(res, 204);
   const bytes = bodyBytes(out);

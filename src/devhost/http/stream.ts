@@ -96,7 +96,7 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
     // Nothing was (or will be) sent through the proxy for this invocation.
     forward.destroy();
     if (res.headersSent) res.destroy();
-    else if (outcome.error !== undefined) answerInvocationFailure(res, fn, outcome.error);
+    else if (outcome.error !== undefined) answerInvocationFailure(res, outcome.error);
     else {
       res.writeHead(204, { "content-length": "0" });
       res.end();
