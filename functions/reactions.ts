@@ -43,7 +43,9 @@ const feedOptions = {
  */
 export async function reactToResources(documents: unknown[], context: InvocationContext): Promise<void> {
   const outcome = await recordReactions(await openAppContext(), documents);
-  const started = await startOrchestrations(df.getClient(context), documents);
+  const started = await startOrchestrations(df.getClient(context), documents, {
+    firstSightings: outcome.firstSightings,
+  });
   context.log(
     `Saw ${documents.length} change(s): ${outcome.recorded} recorded, ${outcome.alreadyRecorded} already recorded, ${outcome.skipped} skipped, ${outcome.missingOperation} without operation; orchestrations started: ${started.started.length}, already existing: ${started.existing.length}.`,
   );

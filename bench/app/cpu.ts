@@ -126,3 +126,25 @@ export class CpuSampler {
     };
   }
 }
+
+/** CPU ms used so far by a stack's processes: the dev host with its worker, and its emulator child. */
+function stackCpuMs(stack: HostStack): number {
+  return (processTreeCpuMs(stack.host.child.pid) ?? 0) + (processCpuMs(stack.emulator.child.pid) ?? 0);
+}
+
+/**
+ * Waits until every stack is quiet: under `config.quietCores` of a core over one `config.quietWindowMs` window (at
+ * most `config.quietMaxMs`). A storm's tail — the summaries trigger recounting, a host's GC — otherwise runs into
+ * the next storm on the other host and is measured as that storm's. Returns the time waited (ms).
+ */
+export async function waitUntilQuiet(stacks: HostStack[]): Promise<number> {
+  const began = Date.now();
+  for (;;) {
+    const before = stacks.map(stackCpuMs);
+    await new Promise((r) => setTimeout(r, config.quietWindowMs));
+    const busiest = Math.max(...stacks.map((s, i) => stackCpuMs(s) - (before[i] ?? 0)));
+    if (busiest / config.quietWindowMs < config.quietCores || Date.now() - began > config.quietMaxMs) {
+      return Date.now() - began;
+    }
+  }
+}

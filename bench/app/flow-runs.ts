@@ -5,10 +5,11 @@
  * rounds (rates) and percentiles pooled over every operation of a size (latencies).
  */
 import { median, percentile, round1, round2 } from "../lib/stats.js";
+import { waitUntilQuiet } from "./cpu.js";
 import { PACED, type StormResult, type StormRun, storm } from "./flows.js";
 import { config, type HostStack } from "./setup.js";
 
-const settle = () => new Promise((r) => setTimeout(r, config.settleMs));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface FlowSummary {
   size: number;
@@ -126,6 +127,11 @@ export interface FlowPhase {
 
 /** Runs phase 4 on `ceiling` (reactions trigger disabled) and `app` (the app as it is). */
 export async function flowPhase(ceiling: HostStack, app: HostStack): Promise<FlowPhase> {
+  // Between storms: the fixed settle, then until both hosts and their emulators are quiet.
+  const settle = async () => {
+    await sleep(config.settleMs);
+    await waitUntilQuiet([ceiling, app]);
+  };
   // Warm-up (connections, JIT, the app's context): one flow each, not recorded.
   await storm(ceiling, 1, "warm", { kind: "none" });
   await storm(app, 1, "warm", PACED);

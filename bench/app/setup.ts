@@ -63,6 +63,11 @@ export const config = {
   stormTimeoutMs: envNumber("BENCH_STORM_TIMEOUT_MS", 180_000),
   /** Quiet time after a storm before the next one, so the summary trigger's tail does not overlap it (ms). */
   settleMs: quick ? 500 : 2_000,
+  /** After the settle: each stack (host, worker, emulator) under this share of a core over one window… */
+  quietCores: 0.1,
+  quietWindowMs: 500,
+  /** …waited for at most this long. */
+  quietMaxMs: 15_000,
   /** CPU of the host, emulator and bench processes is sampled this often during a storm (ms). */
   cpuSampleMs: 250,
   /** How long a host child gets to start and its reactions listener to come up (ms). */

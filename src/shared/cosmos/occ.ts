@@ -1,4 +1,4 @@
-import type { Container, ItemDefinition, PartitionKey, Resource } from "@azure/cosmos";
+import type { Container, ItemDefinition, PartitionKey, PatchOperation, Resource } from "@azure/cosmos";
 import {
   AlreadyExistsError,
   ConcurrencyConflictError,
@@ -121,6 +121,28 @@ export async function deleteIfMatch(
     const s = statusOf(e);
     if (s === 412) throw new PreconditionFailedError(id);
     if (s === 404) throw new NotFoundError(id);
+    throw e;
+  }
+}
+
+/**
+ * Applies `operations` to an item in one request, only if `condition` (a filter predicate, `FROM c WHERE …`) holds
+ * for the stored item: "applied", "conditionFailed" (412: the predicate is false) or "missing" (404).
+ */
+export async function patchIf(
+  container: Container,
+  id: string,
+  partitionKey: PartitionKey,
+  operations: PatchOperation[],
+  condition: string,
+): Promise<"applied" | "conditionFailed" | "missing"> {
+  try {
+    await container.item(id, partitionKey).patch({ operations, condition });
+    return "applied";
+  } catch (e) {
+    const s = statusOf(e);
+    if (s === 412) return "conditionFailed";
+    if (s === 404) return "missing";
     throw e;
   }
 }

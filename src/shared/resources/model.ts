@@ -68,8 +68,11 @@ export interface OperationDocument {
   startTime: string;
   lastUpdatedTime: string;
   endTime?: string;
-  /** What the reactions trigger recorded when it saw the resource in a non-terminal state. */
-  observed?: { at: string; provisioningState: ProvisioningState; resourceEtag: string };
+  /**
+   * The first sighting of the resource in a non-terminal state: by the reactions trigger, or (`by: "reconcile"`) by
+   * the reconciler when it found the operation stalled and started its orchestration itself.
+   */
+  observed?: { at: string; provisioningState: ProvisioningState; resourceEtag: string; by?: "reconcile" };
   /** The durable orchestration doing the work, and the step it is at (validate, provision, finalize …). */
   orchestration?: { name: string; instanceId: string; step: string };
   /** Attempts per activity so far (an activity counts its own attempts here, before its work). */

@@ -97,14 +97,13 @@ export async function validateStep(
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
 ): Promise<ValidateResult> {
-  const op = await readOperation(ctx, input.subscriptionId, input.operationId);
+  // Both reads at once: neither depends on the other.
+  const [op, resource] = await Promise.all([
+    readOperation(ctx, input.subscriptionId, input.operationId),
+    readItem<ResourceDocument>(ctx.containers.resources, input.resourceId, input.subscriptionId),
+  ]);
   if (!op) return { proceed: false, reason: `operation ${input.operationId} does not exist (expired?)` };
   if (isTerminalOperation(op.status)) return { proceed: false, reason: `operation is already ${op.status}` };
-  const resource = await readItem<ResourceDocument>(
-    ctx.containers.resources,
-    input.resourceId,
-    input.subscriptionId,
-  );
   if (!resource || resource.operationId !== input.operationId) {
     const reason = resource
       ? `operation ${resource.operationId} replaced this one`
@@ -115,9 +114,32 @@ export async function validateStep(
     });
     return { proceed: false, reason };
   }
-  // Both documents were just read: the writes below start from them (a lost race reads afresh).
+  // Both documents were just read: the writes start from them, together in one transactional batch when both
+  // change (one request, where two replaces took two). A lost race does each write alone from a fresh read.
+  const marked = atStep(op, orchestration, "validate");
+  const provisioning = resource.provisioningState === "Accepted";
+  if (marked && provisioning) {
+    try {
+      await commitBatch(ctx.containers.resources, input.subscriptionId, [
+        { kind: "replace", id: op.id, body: marked, etag: op._etag },
+        {
+          kind: "replace",
+          id: resource.id,
+          // The provider's own state change: systemData.lastModifiedAt stays the client's last write (as in ARM).
+          body: { ...resource, provisioningState: "Provisioning" },
+          etag: resource._etag,
+        },
+      ]);
+      return { proceed: true };
+    } catch (e) {
+      if (!(e instanceof PreconditionFailedError)) throw e;
+    }
+    await setStep(ctx, input, orchestration, "validate");
+    await setResourceState(ctx, input, "Provisioning");
+    return { proceed: true };
+  }
   await setStep(ctx, input, orchestration, "validate", op);
-  if (resource.provisioningState === "Accepted") await setResourceState(ctx, input, "Provisioning", resource);
+  if (provisioning) await setResourceState(ctx, input, "Provisioning", resource);
   return { proceed: true };
 }
 
@@ -223,8 +245,11 @@ export async function finalizeStep(
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
 ): Promise<void> {
-  const op = await setStep(ctx, input, orchestration, "finalize");
-  await settle(ctx, input, "Succeeded", toState("Succeeded"), undefined, op);
+  // The step is recorded in the batch that ends the operation (its `orchestration` as setStep would mark it),
+  // not in a write of its own first.
+  await settle(ctx, input, "Succeeded", toState("Succeeded"), {
+    mark: (op) => atStep(op, orchestration, "finalize"),
+  });
 }
 
 /** The resource's last change when its operation ends: its terminal state (If-Match the resource read). */
@@ -243,7 +268,7 @@ export async function failStep(
   input: ProvisioningInput,
   error: { code: string; message: string },
 ): Promise<void> {
-  await settle(ctx, input, "Failed", toState("Failed"), error);
+  await settle(ctx, input, "Failed", toState("Failed"), { error });
 }
 
 /** Removes the resource and Succeeds the operation together, if this delete is still the resource's latest. */
@@ -252,8 +277,13 @@ export async function deprovisionStep(
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
 ): Promise<{ deleted: boolean }> {
-  await setStep(ctx, input, orchestration, "deprovision");
-  const outcome = await settle(ctx, input, "Succeeded", (r) => ({ kind: "delete", id: r.id, etag: r._etag }));
+  const outcome = await settle(
+    ctx,
+    input,
+    "Succeeded",
+    (r) => ({ kind: "delete", id: r.id, etag: r._etag }),
+    { mark: (op) => atStep(op, orchestration, "deprovision") },
+  );
   // The latest-version change feed shows no delete: the summary is recounted here.
   if (outcome === "settled") await refreshSummary(ctx, input.subscriptionId);
   return { deleted: outcome === "settled" };
@@ -270,31 +300,36 @@ async function settle(
   input: ProvisioningInput,
   status: "Succeeded" | "Failed",
   change: (resource: Stored<ResourceDocument>) => BatchWrite,
-  error?: { code: string; message: string },
-  /** The operation as the caller just stored it: the first attempt starts from it (a lost race reads afresh). */
-  current?: Stored<OperationDocument>,
+  options: {
+    error?: { code: string; message: string };
+    /** Marks the operation before it ends (undefined: as it is), e.g. with the step that ends it. */
+    mark?: (op: Stored<OperationDocument>) => OperationDocument | undefined;
+  } = {},
 ): Promise<"settled" | "superseded" | "gone" | "finished"> {
   const { resources } = ctx.containers;
-  let known = current;
+  const { error, mark } = options;
   return defaultOccRetryPolicy.run(
     async () => {
-      const op = known ?? (await readOperation(ctx, input.subscriptionId, input.operationId));
-      known = undefined;
-      if (!op || isTerminalOperation(op.status)) return "finished";
-      const resource = await readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId);
+      // Both reads at once: neither depends on the other.
+      const [stored, resource] = await Promise.all([
+        readOperation(ctx, input.subscriptionId, input.operationId),
+        readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId),
+      ]);
+      if (!stored || isTerminalOperation(stored.status)) return "finished";
+      const op = mark?.(stored) ?? stored;
       const at = now();
       if (!resource || resource.operationId !== input.operationId) {
         const ending = resource
           ? finished(op, "Canceled", at, supersededBy(resource.operationId))
           : finished(op, status, at, error);
         await commitBatch(resources, input.subscriptionId, [
-          { kind: "replace", id: op.id, body: ending, etag: op._etag },
+          { kind: "replace", id: stored.id, body: ending, etag: stored._etag },
         ]);
         return resource ? "superseded" : "gone";
       }
       await commitBatch(resources, input.subscriptionId, [
         change(resource),
-        { kind: "replace", id: op.id, body: finished(op, status, at, error), etag: op._etag },
+        { kind: "replace", id: stored.id, body: finished(op, status, at, error), etag: stored._etag },
       ]);
       return "settled";
     },

@@ -1,10 +1,10 @@
 import { forEachConcurrently } from "../concurrency.js";
 import { AlreadyExistsError, PreconditionFailedError } from "../cosmos/errors.js";
-import { createItem, readItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
+import { createItem, patchIf, readItem, replaceIfMatch, type Stored } from "../cosmos/occ.js";
 import { defaultOccRetryPolicy } from "../cosmos/retry.js";
 import type { AppContext } from "./context.js";
 import { isNonTerminal, type ProvisioningState, type ResourceDocument } from "./model.js";
-import { updateOperation } from "./operations.js";
+import { operationDocId } from "./operations.js";
 import { orchestrationInstanceId, provisioningRequestFor } from "./provisioning.js";
 
 /** The two change feed consumers of the resources container: one lease container, a prefix each. */
@@ -41,6 +41,43 @@ export interface ReactionOutcome {
   alreadyRecorded: number;
   /** Resources whose operation is gone (expired by TTL). */
   missingOperation: number;
+  /**
+   * The operations this call recorded the first sighting of. Nothing has started their orchestration: the only
+   * other starter, the reconciler, records its own sighting before it starts one (markObserved).
+   */
+  firstSightings: Set<string>;
+}
+
+/**
+ * Records on the operation, in one conditional patch, the first sighting of its resource in a non-terminal state:
+ * "applied", "conditionFailed" (a sighting is recorded already: a redelivery, a later change, or the reconciler's)
+ * or "missing" (the operation expired).
+ */
+export function markObserved(
+  ctx: AppContext,
+  resource: ResourceDocument & { _etag: string },
+  by?: "reconcile",
+): Promise<"applied" | "conditionFailed" | "missing"> {
+  const at = new Date().toISOString();
+  return patchIf(
+    ctx.containers.resources,
+    operationDocId(resource.operationId),
+    resource.subscriptionId,
+    [
+      {
+        op: "set",
+        path: "/observed",
+        value: {
+          at,
+          provisioningState: resource.provisioningState,
+          resourceEtag: resource._etag,
+          ...(by ? { by } : {}),
+        },
+      },
+      { op: "set", path: "/lastUpdatedTime", value: at },
+    ],
+    "FROM c WHERE NOT IS_DEFINED(c.observed)",
+  );
 }
 
 /**
@@ -48,33 +85,29 @@ export interface ReactionOutcome {
  * was first seen (state and resource ETag). Idempotent: a redelivered change finds it recorded and writes nothing.
  */
 export async function recordReactions(ctx: AppContext, documents: unknown[]): Promise<ReactionOutcome> {
-  const out: ReactionOutcome = { recorded: 0, skipped: 0, alreadyRecorded: 0, missingOperation: 0 };
+  const out: ReactionOutcome = {
+    recorded: 0,
+    skipped: 0,
+    alreadyRecorded: 0,
+    missingOperation: 0,
+    firstSightings: new Set(),
+  };
   // A page holds the latest version of distinct documents: no two of them touch one operation, so they can go at once.
   await forEachConcurrently(documents, REACTION_CONCURRENCY, async (d) => {
     if (!isResourceDocument(d) || !isNonTerminal(d.provisioningState) || !d._etag) {
       out.skipped++;
       return;
     }
-    const etag = d._etag;
-    let changed = false;
-    const found = await updateOperation(ctx, d.subscriptionId, d.operationId, (op) => {
-      // The first sighting is what is recorded: later changes of the same operation (the orchestration's own
-      // Provisioning → Succeeded) and redeliveries leave it.
-      if (op.observed) return undefined;
-      changed = true;
-      const at = new Date().toISOString();
-      return {
-        ...op,
-        lastUpdatedTime: at,
-        observed: { at, provisioningState: d.provisioningState, resourceEtag: etag },
-      };
-    });
-    if (!found) {
-      out.missingOperation++;
-      return;
+    // The first sighting is what is recorded: later changes of the same operation (the orchestration's own
+    // Provisioning → Succeeded) and redeliveries leave it. One conditional patch, where a read and a replace
+    // If-Match took two requests.
+    const outcome = await markObserved(ctx, { ...d, _etag: d._etag });
+    if (outcome === "missing") out.missingOperation++;
+    else if (outcome === "conditionFailed") out.alreadyRecorded++;
+    else {
+      out.recorded++;
+      out.firstSightings.add(d.operationId);
     }
-    if (changed) out.recorded++;
-    else out.alreadyRecorded++;
   });
   return out;
 }
@@ -99,37 +132,44 @@ function isNotFound(e: unknown): boolean {
 /**
  * Starts the provisioning (or, for a Deleting resource, deprovisioning) orchestration of each resource in a
  * non-terminal state, with the operation's deterministic instance id: at-least-once delivery never starts it twice
- * (an existing instance is left alone, whatever its status; a lost start race is seen as existing).
+ * (an existing instance is left alone, whatever its status; a lost start race is seen as existing). An operation in
+ * `firstSightings` (recordReactions just recorded it: nothing can have started it) is started without asking for
+ * its status first — one request to the host fewer per change.
  */
 export async function startOrchestrations(
   client: OrchestrationStarter,
   documents: unknown[],
+  options: { firstSightings?: ReadonlySet<string> } = {},
 ): Promise<StartOutcome> {
   const out: StartOutcome = { started: [], existing: [] };
   const seen = new Set<string>();
-  const starts: { orchestration: string; instanceId: string; input: unknown }[] = [];
+  const starts: { orchestration: string; instanceId: string; input: unknown; first: boolean }[] = [];
   for (const d of documents) {
     if (!isResourceDocument(d) || !isNonTerminal(d.provisioningState)) continue;
     const { orchestration, input } = provisioningRequestFor(d);
     const instanceId = orchestrationInstanceId(orchestration, d.operationId);
     if (seen.has(instanceId)) continue;
     seen.add(instanceId);
-    starts.push({ orchestration, instanceId, input });
+    starts.push({ orchestration, instanceId, input, first: !!options.firstSightings?.has(d.operationId) });
   }
-  await forEachConcurrently(starts, REACTION_CONCURRENCY, async ({ orchestration, instanceId, input }) => {
-    if (await instanceExists(client, instanceId)) {
-      out.existing.push(instanceId);
-      return;
-    }
-    try {
-      await client.startNew(orchestration, { instanceId, input });
-      out.started.push(instanceId);
-    } catch (e) {
-      // Another host (or a redelivery) started it between our check and our start.
-      if (await instanceExists(client, instanceId)) out.existing.push(instanceId);
-      else throw e;
-    }
-  });
+  await forEachConcurrently(
+    starts,
+    REACTION_CONCURRENCY,
+    async ({ orchestration, instanceId, input, first }) => {
+      if (!first && (await instanceExists(client, instanceId))) {
+        out.existing.push(instanceId);
+        return;
+      }
+      try {
+        await client.startNew(orchestration, { instanceId, input });
+        out.started.push(instanceId);
+      } catch (e) {
+        // Another host (or a redelivery) started it between our check and our start.
+        if (await instanceExists(client, instanceId)) out.existing.push(instanceId);
+        else throw e;
+      }
+    },
+  );
   return out;
 }
 

@@ -4,7 +4,12 @@ import type { AppContext } from "./context.js";
 import type { OperationDocument, ResourceDocument } from "./model.js";
 import { endOperation, supersededBy } from "./operations.js";
 import { failStep, orchestrationInstanceId, provisioningRequestFor } from "./provisioning.js";
-import { type OrchestrationStarter, REACTION_CONCURRENCY, runtimeStatusOf } from "./reactions.js";
+import {
+  markObserved,
+  type OrchestrationStarter,
+  REACTION_CONCURRENCY,
+  runtimeStatusOf,
+} from "./reactions.js";
 
 // The safety net under "every acknowledged operation ends" (docs/app.md): the reactions trigger starts an
 // operation's orchestration, and the orchestration ends the operation. Either can fail for good — the host gives up
@@ -76,6 +81,9 @@ export async function reconcileOperations(
     const instanceId = orchestrationInstanceId(orchestration, op.operationId);
     const status = await runtimeStatusOf(client, instanceId);
     if (status === undefined) {
+      // The sighting first (unless the trigger recorded one): the trigger then knows the orchestration may exist
+      // and asks before it starts one (recordReactions' firstSightings).
+      if ((await markObserved(ctx, resource, "reconcile")) === "missing") return;
       try {
         await client.startNew(orchestration, { instanceId, input });
         out.started.push(op.operationId);

@@ -1,0 +1,180 @@
+import { HttpRequest, InvocationContext } from "@azure/functions";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { putResource } from "../../functions/resources.js";
+import { ensureContainers } from "../../src/shared/containers.js";
+import { createCosmosClient } from "../../src/shared/cosmos/client.js";
+import {
+  type AppContext,
+  appContext,
+  createAppContext,
+  deprovisionStep,
+  finalizeStep,
+  type OperationDocument,
+  provisionStep,
+  type ResourceDocument,
+  recordReactions,
+  validateStep,
+} from "../../src/shared/resources/index.js";
+import { loadSettings } from "../../src/shared/settings.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { faultPlugins } from "../support/faults.js";
+
+// The exact Cosmos DB requests each step of a provisioning flow makes, counted in the SDK's own pipeline (the
+// emulator and the socket real): the request count per flow is what bench:app's end-to-end rate rests on, so a
+// step that starts reading or writing once more fails here, not only as a slower bench.
+
+let t: TestEmulator;
+/** "METHOD operationType" of every document request the counting context made, in order. */
+const seen: string[] = [];
+/** Runs once before the next document request of the counting context is sent (a competing write). */
+let beforeNext: (() => Promise<void>) | undefined;
+let ctx: AppContext;
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  process.env.COSMOS_CONNECTION = t.emulator.connectionString;
+  await ensureContainers(t.client);
+  const counting = createCosmosClient("COSMOS_CONNECTION", {
+    clientOptions: faultPlugins({
+      match: (c) => c.resourceType === "docs",
+      run: async (c, next) => {
+        seen.push(`${c.method} ${c.operationType}`);
+        const competing = beforeNext;
+        beforeNext = undefined;
+        await competing?.();
+        return next();
+      },
+    }),
+  });
+  ctx = createAppContext(counting, loadSettings());
+});
+afterAll(async () => {
+  ctx?.client.dispose();
+  delete process.env.COSMOS_CONNECTION;
+  await t?.close();
+});
+beforeEach(() => {
+  seen.length = 0;
+  beforeNext = undefined;
+});
+
+/** A resource PUT through the app's own function: the resource and its Accepted operation, as the feed shows it. */
+async function accepted(sub: string, name: string): Promise<ResourceDocument & { _etag: string }> {
+  const res = await putResource(
+    new HttpRequest({
+      method: "PUT",
+      url: `http://localhost:7071/api/subscriptions/${sub}/resources/${name}`,
+      params: { subscriptionId: sub, resourceName: name },
+      body: { string: JSON.stringify({ properties: { sku: "basic" } }) },
+    }),
+    new InvocationContext(),
+  );
+  expect(res.status).toBe(201);
+  const { resource } = await appContext()
+    .containers.resources.item(name, sub)
+    .read<ResourceDocument & { _etag: string }>();
+  if (!resource) throw new Error("the PUT stored no resource");
+  seen.length = 0;
+  return resource;
+}
+
+const readOp = async (sub: string, operationId: string) =>
+  (await appContext().containers.resources.item(`op:${operationId}`, sub).read<OperationDocument>()).resource;
+const readResource = async (sub: string, id: string) =>
+  (await appContext().containers.resources.item(id, sub).read<ResourceDocument>()).resource;
+const orchestration = { name: "provisioning", instanceId: "provisioning-x" };
+
+describe("requests per provisioning step", () => {
+  it("the reactions trigger records a change in one conditional patch; a redelivery's patch is refused (412)", async () => {
+    const doc = await accepted("req-1", "a");
+    expect(await recordReactions(ctx, [doc])).toMatchObject({ recorded: 1, alreadyRecorded: 0 });
+    expect(seen).toEqual(["PATCH patch"]);
+    const first = await readOp("req-1", doc.operationId);
+    expect(first?.observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: doc._etag });
+    expect(first?.lastUpdatedTime).toBe(first?.observed?.at);
+
+    seen.length = 0;
+    expect(await recordReactions(ctx, [doc])).toMatchObject({ recorded: 0, alreadyRecorded: 1 });
+    expect(seen).toEqual(["PATCH patch"]);
+    expect((await readOp("req-1", doc.operationId))?.observed).toEqual(first?.observed);
+
+    // An operation gone (expired by TTL) is counted, not an error.
+    seen.length = 0;
+    const orphan = { ...doc, id: "b", operationId: "00000000-0000-4000-8000-000000000000" };
+    expect(await recordReactions(ctx, [orphan])).toMatchObject({ missingOperation: 1 });
+    expect(seen).toEqual(["PATCH patch"]);
+  });
+
+  it("validate → provision → finalize: 3 + 3 + 3 requests, the steps recorded and both documents Succeeded", async () => {
+    const doc = await accepted("req-2", "a");
+    const input = { subscriptionId: "req-2", resourceId: "a", operationId: doc.operationId };
+
+    expect(await validateStep(ctx, input, orchestration)).toEqual({ proceed: true });
+    expect(seen.sort()).toEqual(["GET read", "GET read", "POST batch"]);
+    expect(await readOp("req-2", doc.operationId)).toMatchObject({
+      status: "Running",
+      orchestration: { ...orchestration, step: "validate" },
+    });
+    expect((await readResource("req-2", "a"))?.provisioningState).toBe("Provisioning");
+
+    seen.length = 0;
+    expect(await provisionStep(ctx, input, orchestration)).toEqual({ attempt: 1 });
+    expect(seen).toEqual(["GET read", "PUT replace", "GET read"]);
+
+    seen.length = 0;
+    await finalizeStep(ctx, input, orchestration);
+    expect(seen.sort()).toEqual(["GET read", "GET read", "POST batch"]);
+    expect(await readOp("req-2", doc.operationId)).toMatchObject({
+      status: "Succeeded",
+      orchestration: { ...orchestration, step: "done" },
+      attempts: { provision: 1 },
+    });
+    expect((await readResource("req-2", "a"))?.provisioningState).toBe("Succeeded");
+
+    // Run again (an activity retried after its result was lost): nothing more is written.
+    seen.length = 0;
+    await finalizeStep(ctx, input, orchestration);
+    expect(seen.sort()).toEqual(["GET read", "GET read"]);
+  });
+
+  it("validate that loses its race (the operation written between its reads and its batch) writes each from a fresh read", async () => {
+    const doc = await accepted("req-3", "a");
+    const input = { subscriptionId: "req-3", resourceId: "a", operationId: doc.operationId };
+    let reads = 0;
+    // Before validate's batch (its third request) another writer touches the operation: the batch is refused.
+    beforeNext = undefined;
+    const arm = () => {
+      beforeNext = async () => {
+        reads++;
+        if (reads < 3) return arm();
+        const op = await readOp("req-3", doc.operationId);
+        await appContext()
+          .containers.resources.item(`op:${doc.operationId}`, "req-3")
+          .replace({ ...op, note: "touched" });
+      };
+    };
+    arm();
+    expect(await validateStep(ctx, input, orchestration)).toEqual({ proceed: true });
+    expect(seen.slice(0, 3).sort()).toEqual(["GET read", "GET read", "POST batch"]);
+    expect(seen.slice(3)).toEqual(["GET read", "PUT replace", "GET read", "PUT replace"]);
+    expect(await readOp("req-3", doc.operationId)).toMatchObject({
+      status: "Running",
+      note: "touched",
+      orchestration: { ...orchestration, step: "validate" },
+    });
+    expect((await readResource("req-3", "a"))?.provisioningState).toBe("Provisioning");
+  });
+
+  it("deprovision records its step in the batch that removes the resource", async () => {
+    const doc = await accepted("req-4", "a");
+    const input = { subscriptionId: "req-4", resourceId: "a", operationId: doc.operationId };
+    expect(await deprovisionStep(ctx, input, orchestration)).toEqual({ deleted: true });
+    // The two reads, the batch, then the summary's recount (the feed shows no delete).
+    expect(seen.slice(0, 3).sort()).toEqual(["GET read", "GET read", "POST batch"]);
+    expect(await readResource("req-4", "a")).toBeUndefined();
+    expect(await readOp("req-4", doc.operationId)).toMatchObject({
+      status: "Succeeded",
+      orchestration: { ...orchestration, step: "done" },
+    });
+  });
+});
