@@ -17,8 +17,10 @@ export const METHOD = {
     "servers in this process.",
   flows:
     "Per round and size N (1, 100, 200): N PUTs sent at once (keep-alive sockets ≥ N; each to its own " +
-    "subscription, so the lock refuses none) to a ceiling host whose reactions trigger is disabled " +
-    "(AzureWebJobs.reactToResources.Disabled: the PUTs alone) and to the app, in alternating order. Once every " +
+    "subscription, so the lock refuses none) to a ceiling host whose reactions and summaries triggers are disabled " +
+    "(AzureWebJobs.<name>.Disabled: the PUTs alone) and to the app, in alternating order; after each storm " +
+    "settleMs, then until every host, worker and emulator is under quietCores of a core over quietWindowMs (at " +
+    "most quietMaxMs), so no storm's tail runs into the next. Once every " +
     "PUT answered, the bench reads the operation URLs they returned at most statusReadsPerSecond in all, " +
     "round-robin (least recently read first), each at most every statusReadMinIntervalMs, until every operation " +
     "ended. flows/s = N ÷ (latest operation endTime − first PUT sent); accepted → Succeeded = endTime − startTime " +

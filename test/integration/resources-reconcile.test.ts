@@ -1,7 +1,5 @@
-import { HttpRequest, InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { putResource } from "../../functions/resources.js";
 import {
   appContext,
   type OperationDocument,
@@ -11,6 +9,7 @@ import {
   startOrchestrations,
 } from "../../src/shared/resources/index.js";
 import { newOperation } from "../../src/shared/resources/operations.js";
+import { putThroughFunction } from "../support/app-put.js";
 import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
 import { until } from "../support/until.js";
@@ -34,15 +33,7 @@ const client = () => df.getClient(durable.context());
 const resources = () => appContext().containers.resources;
 
 async function put(sub: string, name: string): Promise<string> {
-  const res = await putResource(
-    new HttpRequest({
-      method: "PUT",
-      url: `http://localhost:7071/api/subscriptions/${sub}/resources/${name}`,
-      params: { subscriptionId: sub, resourceName: name },
-      body: { string: JSON.stringify({ properties: { sku: "basic" } }) },
-    }),
-    new InvocationContext(),
-  );
+  const res = await putThroughFunction(sub, name);
   expect(res.status).toBe(201);
   return ((res.headers as Record<string, string>)["Azure-AsyncOperation"] as string)
     .split("/")

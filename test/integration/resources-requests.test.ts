@@ -1,6 +1,4 @@
-import { HttpRequest, InvocationContext } from "@azure/functions";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { putResource } from "../../functions/resources.js";
 import { ensureContainers } from "../../src/shared/containers.js";
 import { createCosmosClient } from "../../src/shared/cosmos/client.js";
 import {
@@ -16,6 +14,7 @@ import {
   validateStep,
 } from "../../src/shared/resources/index.js";
 import { loadSettings } from "../../src/shared/settings.js";
+import { putThroughFunction } from "../support/app-put.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";
 
@@ -60,16 +59,7 @@ beforeEach(() => {
 
 /** A resource PUT through the app's own function: the resource and its Accepted operation, as the feed shows it. */
 async function accepted(sub: string, name: string): Promise<ResourceDocument & { _etag: string }> {
-  const res = await putResource(
-    new HttpRequest({
-      method: "PUT",
-      url: `http://localhost:7071/api/subscriptions/${sub}/resources/${name}`,
-      params: { subscriptionId: sub, resourceName: name },
-      body: { string: JSON.stringify({ properties: { sku: "basic" } }) },
-    }),
-    new InvocationContext(),
-  );
-  expect(res.status).toBe(201);
+  expect((await putThroughFunction(sub, name)).status).toBe(201);
   const { resource } = await appContext()
     .containers.resources.item(name, sub)
     .read<ResourceDocument & { _etag: string }>();

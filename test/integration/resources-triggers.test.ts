@@ -2,7 +2,6 @@ import { HttpRequest, InvocationContext, type Timer } from "@azure/functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getHealth, getLeases, getLocks, getSummary, reportLag } from "../../functions/admin.js";
 import { reactToResources, summarizeResources } from "../../functions/reactions.js";
-import { putResource } from "../../functions/resources.js";
 import { createChangeFeedProcessor } from "../../src/shared/changefeed/index.js";
 import {
   appContext,
@@ -13,6 +12,7 @@ import {
   subscriptionLockName,
   updateSummaries,
 } from "../../src/shared/resources/index.js";
+import { putThroughFunction } from "../support/app-put.js";
 import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
 import { WAIT_MS } from "../support/until.js";
@@ -40,15 +40,7 @@ async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = WAIT
 }
 
 async function put(sub: string, name: string, sku = "basic") {
-  const res = await putResource(
-    new HttpRequest({
-      method: "PUT",
-      url: `http://localhost:7071/api/subscriptions/${sub}/resources/${name}`,
-      params: { subscriptionId: sub, resourceName: name },
-      body: { string: JSON.stringify({ properties: { sku } }) },
-    }),
-    new InvocationContext(),
-  );
+  const res = await putThroughFunction(sub, name, { properties: { sku } });
   expect(res.status).toBe(201);
 }
 
@@ -148,17 +140,10 @@ describe("reactions trigger", () => {
     expect(instances.instances).toHaveLength(1);
 
     // Tagged to fail every attempt: the orchestration marks resource and operation Failed with the reason.
-    await putResource(
-      new HttpRequest({
-        method: "PUT",
-        url: `http://localhost:7071/api/subscriptions/${sub}/resources/bad`,
-        params: { subscriptionId: sub, resourceName: "bad" },
-        body: {
-          string: JSON.stringify({ properties: { sku: "basic" }, tags: { "cosmos-feed.simulate": "fail" } }),
-        },
-      }),
-      new InvocationContext(),
-    );
+    await putThroughFunction(sub, "bad", {
+      properties: { sku: "basic" },
+      tags: { "cosmos-feed.simulate": "fail" },
+    });
     const bad = (await changesOf(sub)).find((d) => d.id === "bad") as ResourceDocument;
     await reactToResources([bad], durable.context());
     const failed = await until(
