@@ -1,5 +1,6 @@
 import { DevHostError } from "../devhost/errors.js";
 import { LIFECYCLE } from "../devhost/lifecycle/settings.js";
+import { flushConsole } from "../devhost/logger.js";
 import { type StartCommandOptions, type StartedApp, startFromCommandLine } from "../devhost/startCommand.js";
 import { EmulatorStartError } from "../emulator/index.js";
 import { onStopSignals } from "./signals.js";
@@ -15,6 +16,25 @@ function startFailure(e: unknown): string {
 }
 
 /**
+ * The CLI's own lines (no timestamp), after the host's lines logged before them: the host's console sink writes
+ * once per event-loop turn, and a direct write would overtake what it still holds.
+ */
+const say = {
+  log: (line: string) => {
+    flushConsole();
+    console.log(line);
+  },
+  warn: (line: string) => {
+    flushConsole();
+    console.warn(line);
+  },
+  error: (line: string) => {
+    flushConsole();
+    console.error(line);
+  },
+};
+
+/**
  * `cosmos-feed start`: starts the app and stops it on SIGINT/SIGTERM. Ctrl-C under `npm start` is a burst of two
  * signals (the terminal's to the process group, and npm's forwarded copy): one graceful stop, bounded by
  * LIFECYCLE.stopDeadlineMs, then exit 0; only a later, separate signal exits at once (130). The handlers are in
@@ -26,17 +46,17 @@ export async function runStart(options: StartCommandOptions): Promise<void> {
     burstMs: LIFECYCLE.signalBurstMs,
     stop: (signal) => {
       const began = performance.now();
-      console.log(`Received ${signal}; stopping.`);
+      say.log(`Received ${signal}; stopping.`);
       let waitingFor = "the start to finish";
       // What the app still runs is cut within stopDeadlineMs (in-flight work gets stopDrainMs); past it only the
       // dev host's own requests remain (leases released, the task hub, the emulator's last write), which a loaded
       // machine or a remote account can slow down: they get until stopGiveUpMs before the CLI gives up.
       let overrun = setTimeout(() => {
-        console.warn(
+        say.warn(
           `cosmos-feed start: the stop takes longer than ${LIFECYCLE.stopDeadlineMs} ms (still waiting for ${waitingFor}); giving it up to ${LIFECYCLE.stopGiveUpMs} ms.`,
         );
         overrun = setTimeout(() => {
-          console.error(
+          say.error(
             `cosmos-feed start: the stop did not finish within ${LIFECYCLE.stopGiveUpMs} ms (still waiting for ${waitingFor}); exiting.`,
           );
           process.exit(1);
@@ -51,28 +71,27 @@ export async function runStart(options: StartCommandOptions): Promise<void> {
           started.stop({ phase }).then(
             () => {
               clearTimeout(overrun);
-              console.log(`Stopped (${Math.round(performance.now() - began)} ms).`);
+              say.log(`Stopped (${Math.round(performance.now() - began)} ms).`);
               process.exit(0);
             },
             (e) => {
-              console.error(`cosmos-feed start: stopping failed: ${(e as Error)?.message ?? String(e)}`);
+              say.error(`cosmos-feed start: stopping failed: ${(e as Error)?.message ?? String(e)}`);
               process.exit(1);
             },
           ),
         () => undefined,
       );
     },
-    repeated: (signal) =>
-      console.log(`Received ${signal} again (the same Ctrl-C); still stopping gracefully.`),
+    repeated: (signal) => say.log(`Received ${signal} again (the same Ctrl-C); still stopping gracefully.`),
     force: (signal) => {
-      console.error(`cosmos-feed start: received ${signal} while stopping; exiting at once.`);
+      say.error(`cosmos-feed start: received ${signal} while stopping; exiting at once.`);
       process.exit(130);
     },
   });
   try {
     await starting;
   } catch (e) {
-    console.error(`cosmos-feed start: ${startFailure(e)}`);
+    say.error(`cosmos-feed start: ${startFailure(e)}`);
     process.exit(1);
   }
 }
