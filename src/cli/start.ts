@@ -19,19 +19,16 @@ function startFailure(e: unknown): string {
  * The CLI's own lines (no timestamp), after the host's lines logged before them: the host's console sink writes
  * once per event-loop turn, and a direct write would overtake what it still holds.
  */
+const afterHostLines =
+  (write: (line: string) => void) =>
+  (line: string): void => {
+    flushConsole();
+    write(line);
+  };
 const say = {
-  log: (line: string) => {
-    flushConsole();
-    console.log(line);
-  },
-  warn: (line: string) => {
-    flushConsole();
-    console.warn(line);
-  },
-  error: (line: string) => {
-    flushConsole();
-    console.error(line);
-  },
+  log: afterHostLines(console.log),
+  warn: afterHostLines(console.warn),
+  error: afterHostLines(console.error),
 };
 
 /**

@@ -20,6 +20,7 @@ import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
 import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
+import { untilReady } from "../support/child.js";
 import { seededRandom } from "../support/prng.js";
 import type { HandledLine, ProcessorChildConfig } from "../support/processor-child.js";
 import { WAIT_MS } from "../support/until.js";
@@ -207,20 +208,7 @@ describe("change feed processor under chaos", () => {
           resolve(code);
         }),
       );
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`${slot.name} not ready after ${WAIT_MS} ms`)),
-          WAIT_MS,
-        );
-        proc.once("message", () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        proc.once("exit", (code) => {
-          clearTimeout(timer);
-          reject(new Error(`${slot.name} exited (${code}) before it was ready`));
-        });
-      });
+      await untilReady(proc, slot.name);
       slot.live = true;
     };
     for (let i = 0; i < HOSTS; i++) {

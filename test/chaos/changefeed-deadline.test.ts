@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
+import { untilReady } from "../support/child.js";
 import type { ProcessorChildConfig } from "../support/processor-child.js";
 import { WAIT_MS } from "../support/until.js";
 
@@ -64,12 +65,7 @@ async function spawnHost(config: Omit<ProcessorChildConfig, "endpoint" | "key" |
   });
   closeSync(errFd);
   children.push(proc);
-  await new Promise<void>((resolve, reject) => {
-    proc.once("message", () => resolve());
-    proc.once("exit", (code) =>
-      reject(new Error(`${config.instanceName} exited (${code}) before it was ready`)),
-    );
-  });
+  await untilReady(proc, config.instanceName);
   const lines = () => readFileSync(errFile, "utf8").split("\n");
   /** The CLOCK_MONOTONIC time (ns) of the first stderr line matching `pattern` ("… at <t>"), if any. */
   const timeOf = (pattern: RegExp): bigint | undefined => {

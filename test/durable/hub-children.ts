@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { WAIT_MS } from "../support/until.js";
+import { untilReady } from "../support/child.js";
 import type { HubChildConfig } from "./hub-child.js";
 
 const script = fileURLToPath(new URL("./hub-child.ts", import.meta.url));
@@ -32,20 +32,7 @@ export async function startChild(config: HubChildConfig, children: ChildProcess[
     err += d.toString();
   });
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`hub child not ready after ${WAIT_MS} ms:\n${err}`)),
-      WAIT_MS,
-    );
-    proc.once("message", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    proc.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`hub child exited (${code}) before it was ready:\n${err}`));
-    });
-  });
+  await untilReady(proc, "hub child", () => `:\n${err}`);
   const signal = async (s: NodeJS.Signals) => {
     proc.kill(s);
     await exited;

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { EmulatorOptions } from "../../src/emulator/index.js";
+import { WAIT_MS } from "./until.js";
 
 export interface EmulatorChild {
   process: ChildProcess;
@@ -27,4 +28,25 @@ export async function spawnEmulator(options: EmulatorOptions): Promise<EmulatorC
   });
   const info = JSON.parse(first) as { endpoint: string; key: string; port: number };
   return { process: child, exited, ...info };
+}
+
+/**
+ * Resolves on the child's first IPC message (the "ready" every test child sends once it started); rejects when the
+ * child exits first or after WAIT_MS. `detail()` is appended to either error (e.g. the child's stderr so far).
+ */
+export function untilReady(proc: ChildProcess, what: string, detail: () => string = () => ""): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${what} not ready after ${WAIT_MS} ms${detail()}`)),
+      WAIT_MS,
+    );
+    proc.once("message", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code}) before it was ready${detail()}`));
+    });
+  });
 }

@@ -55,7 +55,8 @@ export interface ReactionOutcome {
  */
 export function markObserved(
   ctx: AppContext,
-  resource: ResourceDocument & { _etag: string },
+  resource: ResourceDocument,
+  resourceEtag: string,
   by?: "reconcile",
 ): Promise<"applied" | "conditionFailed" | "missing"> {
   const at = new Date().toISOString();
@@ -70,7 +71,7 @@ export function markObserved(
         value: {
           at,
           provisioningState: resource.provisioningState,
-          resourceEtag: resource._etag,
+          resourceEtag,
           ...(by ? { by } : {}),
         },
       },
@@ -101,7 +102,7 @@ export async function recordReactions(ctx: AppContext, documents: unknown[]): Pr
     // The first sighting is what is recorded: later changes of the same operation (the orchestration's own
     // Provisioning → Succeeded) and redeliveries leave it. One conditional patch, where a read and a replace
     // If-Match took two requests.
-    const outcome = await markObserved(ctx, { ...d, _etag: d._etag });
+    const outcome = await markObserved(ctx, d, d._etag);
     if (outcome === "missing") out.missingOperation++;
     else if (outcome === "conditionFailed") out.alreadyRecorded++;
     else {

@@ -83,7 +83,7 @@ export async function reconcileOperations(
     if (status === undefined) {
       // The sighting first (unless the trigger recorded one): the trigger then knows the orchestration may exist
       // and asks before it starts one (recordReactions' firstSightings).
-      if ((await markObserved(ctx, resource, "reconcile")) === "missing") return;
+      if ((await markObserved(ctx, resource, resource._etag, "reconcile")) === "missing") return;
       try {
         await client.startNew(orchestration, { instanceId, input });
         out.started.push(op.operationId);
