@@ -130,8 +130,9 @@ resource scmCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@
   properties: { allow: false }
 }
 
-// diagnosticSettings has no GA version after 2016-09-01, the legacy shape (no workspaceId, no categoryGroup): the
-// linter's "newest non-preview" is that one, so 2021-05-01-preview, what the Verified Modules use, is the newest usable.
+// diagnosticSettings has no GA version after 2016-09-01, a legacy shape (its one name is 'service', metrics go by time
+// grain, no category groups) that the linter calls the newest non-preview; 2021-05-01-preview, which the Verified
+// Modules use, is the newest usable one.
 #disable-next-line use-recent-api-versions
 resource diagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
   scope: site

@@ -52,8 +52,9 @@ resource packages 'Microsoft.Storage/storageAccounts/blobServices/containers@202
 
 // The account itself has metrics only; each service has its read, write and delete logs.
 var storageLogs = map(['StorageRead', 'StorageWrite', 'StorageDelete'], category => { category: category, enabled: true })
-// diagnosticSettings has no GA version after 2016-09-01, the legacy shape (no workspaceId, no categoryGroup): the
-// linter's "newest non-preview" is that one, so 2021-05-01-preview, what the Verified Modules use, is the newest usable.
+// diagnosticSettings has no GA version after 2016-09-01, a legacy shape (its one name is 'service', metrics go by time
+// grain, no category groups) that the linter calls the newest non-preview; 2021-05-01-preview, which the Verified
+// Modules use, is the newest usable one.
 #disable-next-line use-recent-api-versions
 resource accountDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
   scope: account
@@ -64,8 +65,6 @@ resource accountDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-pr
   }
 }
 
-// diagnosticSettings has no GA version after 2016-09-01, the legacy shape (no workspaceId, no categoryGroup): the
-// linter's "newest non-preview" is that one, so 2021-05-01-preview, what the Verified Modules use, is the newest usable.
 #disable-next-line use-recent-api-versions
 resource blobDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
   scope: blobs
@@ -77,8 +76,6 @@ resource blobDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-previ
   }
 }
 
-// diagnosticSettings has no GA version after 2016-09-01, the legacy shape (no workspaceId, no categoryGroup): the
-// linter's "newest non-preview" is that one, so 2021-05-01-preview, what the Verified Modules use, is the newest usable.
 #disable-next-line use-recent-api-versions
 resource queueDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
   scope: queues
@@ -90,8 +87,6 @@ resource queueDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-prev
   }
 }
 
-// diagnosticSettings has no GA version after 2016-09-01, the legacy shape (no workspaceId, no categoryGroup): the
-// linter's "newest non-preview" is that one, so 2021-05-01-preview, what the Verified Modules use, is the newest usable.
 #disable-next-line use-recent-api-versions
 resource tableDiagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
   scope: tables
