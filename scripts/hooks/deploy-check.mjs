@@ -65,10 +65,12 @@ export async function runDeployChecks({
   const retried = async (check) => {
     let result;
     for (let i = 1; i <= attempts; i++) {
-      result = await check().catch((e) => ({
-        ok: false,
-        detail: `no answer (${e?.cause?.code ?? e?.message ?? e})`,
-      }));
+      // A request that got no answer is worth another try; a listing that cannot run at all (final) is not.
+      result = await check().catch((e) =>
+        e?.cause?.code
+          ? { ok: false, detail: `no answer (${e.cause.code})` }
+          : { ok: false, final: e?.final === true, detail: `failed: ${e?.message ?? e}` },
+      );
       if (result.ok || result.final) return result;
       if (i < attempts) await wait(retryIntervalMs);
     }
@@ -120,7 +122,12 @@ export async function runDeployChecks({
   });
 
   const listed = await retried(async () => {
-    const names = (await listFunctions()).map((n) => String(n).split("/").pop());
+    let names;
+    try {
+      names = (await listFunctions()).map((n) => String(n).split("/").pop());
+    } catch (e) {
+      return { ok: false, final: e?.final === true, detail: `could not be listed: ${e?.message ?? e}` };
+    }
     const missing = expectedFunctions.filter((n) => !names.includes(n));
     return {
       ok: missing.length === 0,

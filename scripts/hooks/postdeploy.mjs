@@ -55,9 +55,13 @@ function listFunctions() {
       (error, stdout, stderr) => {
         if (error)
           reject(
-            new Error(
-              `az functionapp function list failed: ${(stderr || error.message).trim().split("\n").pop()}`,
-            ),
+            error.code === "ENOENT"
+              ? Object.assign(new Error("the Azure CLI ('az') is not on PATH: install it and `az login`"), {
+                  final: true,
+                })
+              : new Error(
+                  `az functionapp function list failed: ${(stderr || error.message).trim().split("\n").pop()}`,
+                ),
           );
         else resolve(JSON.parse(stdout));
       },

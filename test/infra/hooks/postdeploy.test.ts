@@ -205,6 +205,20 @@ describe("postdeploy.mjs, as azd runs it", () => {
       'postdeploy: the deployment is not as expected (above); see docs/deploy.md, "Proof after deploy".',
     );
 
+    // No Azure CLI: said once, not retried (the other two checks pass).
+    const noAz = await run({
+      PATH: join(work, "empty-path"),
+      API_URL: guardedUrl,
+      AZURE_RESOURCE_GROUP: "rg-ci",
+      AZURE_FUNCTION_APP_NAME: "func-x",
+      POSTDEPLOY_ATTEMPTS: "5",
+      POSTDEPLOY_RETRY_INTERVAL_MS: "600000",
+    });
+    expect(noAz.code).toBe(1);
+    expect(noAz.out).toContain(
+      "postdeploy: FAIL the function app could not be listed: the Azure CLI ('az') is not on PATH: install it and `az login`\n",
+    );
+
     const missing = await run({ PATH: process.env.PATH ?? "" });
     expect(missing).toEqual({
       code: 1,
