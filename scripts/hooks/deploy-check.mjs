@@ -65,7 +65,7 @@ export async function runDeployChecks({
   const retried = async (check) => {
     let result;
     for (let i = 1; i <= attempts; i++) {
-      // A request that got no answer is worth another try; a listing that cannot run at all (final) is not.
+      // A request that got no answer (the app is still starting) is worth another try; an error marked final is not.
       result = await check().catch((e) =>
         e?.cause?.code
           ? { ok: false, detail: `no answer (${e.cause.code})` }
@@ -108,7 +108,9 @@ export async function runDeployChecks({
     let status = "";
     try {
       status = JSON.parse(text)?.status ?? "";
-    } catch {}
+    } catch {
+      // Not JSON (a platform error page): the status code alone is reported.
+    }
     return {
       ok: res.status === 200,
       final: res.status < 500,
