@@ -9,8 +9,44 @@ targetScope = 'subscription'
 @description('azd environment name; names and tags derive from it.')
 param environmentName string
 
+// Regions that offer Flex Consumption (the Flex Consumption quickstart templates' list; `az functionapp
+// list-flexconsumption-locations`). azd offers only these, and refuses any other before anything is created.
 @minLength(1)
-@description('Azure region of every resource.')
+@description('Azure region of every resource: one that offers Flex Consumption (and the Durable Task Scheduler, when chosen).')
+@allowed([
+  'australiaeast'
+  'australiasoutheast'
+  'brazilsouth'
+  'canadacentral'
+  'centralindia'
+  'centralus'
+  'eastasia'
+  'eastus'
+  'eastus2'
+  'francecentral'
+  'germanywestcentral'
+  'italynorth'
+  'japaneast'
+  'koreacentral'
+  'northcentralus'
+  'northeurope'
+  'norwayeast'
+  'southafricanorth'
+  'southcentralus'
+  'southeastasia'
+  'southindia'
+  'spaincentral'
+  'swedencentral'
+  'uaenorth'
+  'uksouth'
+  'ukwest'
+  'westcentralus'
+  'westeurope'
+  'westus'
+  'westus2'
+  'westus3'
+])
+@metadata({ azd: { type: 'location' } })
 param location string
 
 @description('Object id of the deploying user: given the Cosmos DB data role too, for local runs against the deployed account, and the only identity allowed to call the API unless authAllowedPrincipals says otherwise. Empty: none.')
@@ -33,8 +69,30 @@ param cosmosContinuousBackup bool = false
 @allowed(['AzureStorage', 'DurableTaskScheduler'])
 param durableStorageProvider string = 'AzureStorage'
 
-@description('Durable task hub name: host.json extensions.durableTask.hubName (the scheduler\'s task hub takes it).')
+@description('Durable task hub name (TASKHUB_NAME): an app setting of that name, which host.json\'s hubName (%TASKHUB_NAME%) resolves; the scheduler\'s task hub takes it too. Azure Storage\'s rules: 3–45 letters and digits, starting with a letter.')
+@minLength(3)
+@maxLength(45)
 param taskHubName string = 'cosmosfeed'
+
+@description('Provision the containers containers.json marks devHostOnly (the dev host\'s durable task hub) too: only for a dev host run against the deployed account (docs/deploy.md).')
+param cosmosDevHostContainers bool = false
+
+// ---- scale (Flex Consumption: functionAppConfig.scaleAndConcurrency) --------------------------------------
+@description('Memory of each instance (MB).')
+@allowed([512, 2048, 4096])
+param instanceMemoryMB int = 2048
+
+@description('Most instances the app scales out to.')
+@minValue(1)
+@maxValue(1000)
+param maximumInstanceCount int = 100
+
+@description('Always-ready instances, comma-separated group=count pairs (ALWAYS_READY), e.g. "http=1,durable=1" or "function:reactToResources=1". Empty: none (the app scales from zero).')
+param alwaysReady string = ''
+
+// ---- private networking ---------------------------------------------------------------------------------
+@description('Private networking: a virtual network the app is integrated into, private endpoints and DNS zones for Cosmos DB, the storage services and the Durable Task Scheduler, and no public network access to them.')
+param vnetEnabled bool = false
 
 // ---- who may call the API (App Service Authentication with Microsoft Entra ID; docs/deploy.md) ----------------
 // Lists are comma-separated strings, so that each is one azd environment variable.
@@ -96,16 +154,29 @@ param activityFirstRetryIntervalMs int = 1000
 param lagReportSchedule string = '0 */5 * * * *'
 
 var containerDefinition = loadJsonContent('../../src/shared/containers.json')
+// Regions of the Durable Task Scheduler (the Durable Functions quickstart template's list), among those above.
+var schedulerRegions = ['australiaeast', 'centralus', 'eastasia', 'eastus2', 'northcentralus', 'northeurope', 'southeastasia', 'swedencentral', 'uksouth', 'westus2']
+var useScheduler = durableStorageProvider == 'DurableTaskScheduler'
+// Refused before anything is created: the resource group's location is this value, evaluated first.
+var checkedLocation = useScheduler && !contains(schedulerRegions, location)
+  ? fail('The Durable Task Scheduler is not offered in ${location}: choose one of ${join(schedulerRegions, ', ')}, or DURABLE_STORAGE_PROVIDER=AzureStorage')
+  : location
 // The Azure CLI's well-known client ID: `az account get-access-token --resource <audience>` gets tokens as it.
 var azureCliClientId = '04b07795-8ddb-461a-bbee-02f9e1bf7b46'
 // A comma-separated azd variable as a list: items trimmed, empty ones dropped.
 func csv(text string) string[] => filter(map(split(text, ','), item => trim(item)), item => !empty(item))
+// ALWAYS_READY as Flex Consumption's scale groups: each item `group=count`; anything else is refused by name.
+var alwaysReadyGroups = toObject(
+  csv(alwaysReady),
+  pair => length(split(pair, '=')) == 2 ? trim(split(pair, '=')[0]) : fail('ALWAYS_READY: \'${pair}\' is not group=count (e.g. http=1)'),
+  pair => int(trim(split(pair, '=')[1]))
+)
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
 
 resource rg 'Microsoft.Resources/resourceGroups@2025-04-01' = {
   name: 'rg-${environmentName}'
-  location: location
+  location: checkedLocation
   tags: tags
 }
 
@@ -124,7 +195,14 @@ module monitoring 'modules/monitoring.bicep' = {
 module storage 'modules/storage.bicep' = {
   name: 'storage'
   scope: rg
-  params: { name: 'st${resourceToken}', location: location, tags: tags, deploymentContainerName: 'app-package-${resourceToken}' }
+  params: {
+    name: 'st${resourceToken}'
+    location: location
+    tags: tags
+    deploymentContainerName: 'app-package-${resourceToken}'
+    privateNetwork: vnetEnabled
+    workspaceId: monitoring.outputs.workspaceId
+  }
 }
 
 module cosmos 'modules/cosmos.bicep' = {
@@ -139,13 +217,84 @@ module cosmos 'modules/cosmos.bicep' = {
     sharedThroughput: cosmosSharedThroughput
     autoscaleMaxThroughput: cosmosAutoscaleMaxThroughput
     continuousBackup: cosmosContinuousBackup
+    devHostContainers: cosmosDevHostContainers
+    privateNetwork: vnetEnabled
+    workspaceId: monitoring.outputs.workspaceId
   }
 }
 
-module scheduler 'modules/durable-task-scheduler.bicep' = if (durableStorageProvider == 'DurableTaskScheduler') {
+module scheduler 'modules/durable-task-scheduler.bicep' = if (useScheduler) {
   name: 'scheduler'
   scope: rg
-  params: { name: 'dts-${resourceToken}', location: location, tags: tags, taskHubName: taskHubName }
+  params: {
+    name: 'dts-${resourceToken}'
+    location: location
+    tags: tags
+    taskHubName: taskHubName
+    privateNetwork: vnetEnabled
+  }
+}
+
+module network 'modules/network.bicep' = if (vnetEnabled) {
+  name: 'network'
+  scope: rg
+  params: { name: 'vnet-${resourceToken}', location: location, tags: tags }
+}
+
+// The private endpoints: Cosmos DB, each storage service the host uses, the scheduler when chosen.
+var storageServices = ['blob', 'queue', 'table']
+
+module cosmosEndpoint 'modules/private-endpoint.bicep' = if (vnetEnabled) {
+  name: 'endpoint-cosmos'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    vnetId: network.?outputs.id ?? ''
+    subnetId: network.?outputs.endpointSubnetId ?? ''
+    target: {
+      name: 'pe-cosmos-${resourceToken}'
+      targetId: cosmos.outputs.id
+      groupId: 'Sql'
+      dnsZone: 'privatelink.documents.azure.com'
+    }
+  }
+}
+
+module storageEndpoints 'modules/private-endpoint.bicep' = [
+  for service in storageServices: if (vnetEnabled) {
+    name: 'endpoint-${service}'
+    scope: rg
+    params: {
+      location: location
+      tags: tags
+      vnetId: network.?outputs.id ?? ''
+      subnetId: network.?outputs.endpointSubnetId ?? ''
+      target: {
+        name: 'pe-${service}-${resourceToken}'
+        targetId: storage.outputs.id
+        groupId: service
+        dnsZone: 'privatelink.${service}.${environment().suffixes.storage}'
+      }
+    }
+  }
+]
+
+module schedulerEndpoint 'modules/private-endpoint.bicep' = if (vnetEnabled && useScheduler) {
+  name: 'endpoint-scheduler'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    vnetId: network.?outputs.id ?? ''
+    subnetId: network.?outputs.endpointSubnetId ?? ''
+    target: {
+      name: 'pe-scheduler-${resourceToken}'
+      targetId: scheduler.?outputs.id ?? ''
+      groupId: 'scheduler'
+      dnsZone: 'privatelink.durabletask.io'
+    }
+  }
 }
 
 module api 'modules/functionapp.bicep' = {
@@ -155,7 +304,8 @@ module api 'modules/functionapp.bicep' = {
     name: 'func-${resourceToken}'
     planName: 'plan-${resourceToken}'
     location: location
-    tags: union(tags, { 'azd-service-name': 'api' })
+    tags: tags
+    azdServiceName: 'api'
     identityId: identity.outputs.id
     identityClientId: identity.outputs.clientId
     storageBlobEndpoint: storage.outputs.blobEndpoint
@@ -190,9 +340,15 @@ module api 'modules/functionapp.bicep' = {
       ACTIVITY_FIRST_RETRY_INTERVAL_MS: string(activityFirstRetryIntervalMs)
       LAG_REPORT_SCHEDULE: lagReportSchedule
     }
-    durableTaskScheduler: durableStorageProvider == 'DurableTaskScheduler'
+    durableTaskScheduler: useScheduler
     // The scheduler module exists only with that provider; without it, no endpoint (and no scheduler settings).
     durableTaskSchedulerEndpoint: scheduler.?outputs.endpoint ?? ''
+    taskHubName: taskHubName
+    instanceMemoryMB: instanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    alwaysReady: alwaysReadyGroups
+    subnetId: network.?outputs.appSubnetId ?? ''
+    workspaceId: monitoring.outputs.workspaceId
     authClientId: authClientId
     authAudiences: empty(csv(authAudiences)) ? ['api://${authClientId}', authClientId] : csv(authAudiences)
     authAllowedClientApplications: empty(csv(authAllowedClientApplications))
@@ -217,7 +373,8 @@ module rbac 'modules/rbac.bicep' = {
     durableAzureStorage: durableStorageProvider == 'AzureStorage'
     appInsightsName: monitoring.outputs.name
     schedulerName: scheduler.?outputs.name ?? ''
-    taskHubName: taskHubName
+    taskHubName: scheduler.?outputs.taskHubName ?? taskHubName
+    dashboardPrincipalId: principalId
   }
 }
 
@@ -229,4 +386,6 @@ output API_URL string = api.outputs.url
 output COSMOS_ENDPOINT string = cosmos.outputs.endpoint
 output COSMOS_DATABASE_NAME string = containerDefinition.database.name
 output AZURE_CLIENT_ID string = identity.outputs.clientId
+// The app setting of functionapp.bicep, which the app addresses (with either provider), and the scheduler's hub.
 output TASKHUB_NAME string = taskHubName
+output VNET_ENABLED bool = vnetEnabled

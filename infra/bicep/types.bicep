@@ -24,7 +24,7 @@ type indexingPolicy = {
 }
 
 @export()
-@description('One container of containers.json. defaultTtl: absent = TTL off, -1 = on without a default, n = seconds; throughput: manual RU/s.')
+@description('One container of containers.json. defaultTtl: absent = TTL off, -1 = on without a default, n = seconds; throughput: manual RU/s; devHostOnly: used by the dev host alone, not provisioned in Azure.')
 type containerDefinition = {
   role: string
   @minLength(1)
@@ -34,6 +34,7 @@ type containerDefinition = {
   defaultTtl: int?
   @minValue(400)
   throughput: int?
+  devHostOnly: bool?
   indexingPolicy: indexingPolicy?
 }
 
@@ -44,4 +45,15 @@ type appDefinition = {
   database: { name: string }
   @minLength(1)
   containers: containerDefinition[]
+}
+
+@export()
+@description('A private endpoint\'s target: the resource, its Private Link sub-resource and the private DNS zone its name resolves in.')
+type privateLinkTarget = {
+  @minLength(1)
+  name: string
+  targetId: string
+  groupId: 'Sql' | 'blob' | 'queue' | 'table' | 'scheduler'
+  @minLength(1)
+  dnsZone: string
 }

@@ -191,11 +191,8 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
       functionErrors.push({ name: fn.metadata.name, message: (e as Error).message });
     }
   }
-  // Unresolvable → an error at start, as the Durable extension fails to start without its hub name.
   const durableHubName =
-    config.durableHubName === undefined
-      ? undefined
-      : resolveSettingExpressions(config.durableHubName, "host.json extensions.durableTask.hubName", env);
+    config.durableHubName === undefined ? undefined : resolveHubName(config.durableHubName, env, logger);
   return {
     durableHubName,
     config,
@@ -207,4 +204,22 @@ export async function loadApp(appDir: string, options: LoadAppOptions): Promise<
     appliedSettings,
     capabilities,
   };
+}
+
+/**
+ * host.json's hubName with `%SETTING%` resolved. An unset setting is not an error here, unlike in the Functions host
+ * (the Durable extension keeps the unresolved `%NAME%` and refuses it as a name): the hub gets the dev host's default
+ * name, with a warning, so that an app whose hubName names a setting (`%TASKHUB_NAME%`, as the Durable quickstart and
+ * this app) starts from a fresh clone that has no local.settings.json yet.
+ */
+function resolveHubName(hubName: string, env: NodeJS.ProcessEnv, logger: HostLogger): string | undefined {
+  try {
+    return resolveSettingExpressions(hubName, "host.json extensions.durableTask.hubName", env);
+  } catch (e) {
+    if (!(e instanceof DevHostError) || e.code !== "UnresolvedSetting") throw e;
+    logger.warn(
+      `${e.message} The dev host uses its default task hub name; the Functions host would not start: set it in local.settings.json.`,
+    );
+    return undefined;
+  }
 }

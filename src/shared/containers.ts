@@ -24,6 +24,8 @@ export interface ContainerDefinition {
   /** Manual RU/s where the account is provisioned (400–1,000,000 in steps of 100); ignored on serverless. */
   throughput?: number;
   indexingPolicy?: IndexingPolicy;
+  /** Used by the dev host alone (its durable task hub): Bicep does not provision it in Azure. */
+  devHostOnly?: boolean;
 }
 
 export interface DatabaseDefinition {
@@ -41,6 +43,7 @@ const CONTAINER_KEYS = new Set([
   "defaultTtl",
   "throughput",
   "indexingPolicy",
+  "devHostOnly",
 ]);
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$/;
 
@@ -95,7 +98,15 @@ export function parseContainerDefinition(raw: unknown): DatabaseDefinition {
     ) {
       fail(`${at}.indexingPolicy must be an object.`);
     }
+    if (d.devHostOnly !== undefined && typeof d.devHostOnly !== "boolean") {
+      fail(`${at}.devHostOnly must be true or false (omit it for a container Azure needs too).`);
+    }
     const def = d as unknown as ContainerDefinition;
+    if (def.devHostOnly === true && def.role !== "durable") {
+      fail(
+        `the ${def.role} container is the app's own: only the dev host's durable task hub may be devHostOnly.`,
+      );
+    }
     if ((def.role === "leases" || def.role === "locks") && def.partitionKey !== "/id") {
       fail(`the ${def.role} container must be partitioned by /id (the trigger and the lock require it).`);
     }

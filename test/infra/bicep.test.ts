@@ -131,7 +131,11 @@ describe("Bicep: parsed with tree-sitter-bicep", () => {
     );
     expect(containers).toBeDefined();
     const loop = all(containers?.node as Node, "for_statement")[0];
-    expect(loop?.text).toContain("in definition.containers");
+    expect(loop?.text).toContain("in provisioned");
+    // … all of them but the dev host's own (devHostOnly), unless the deployment asks for those too.
+    expect(sources.get("modules/cosmos.bicep")).toContain(
+      "var provisioned = filter(definition.containers, c => devHostContainers || !(c.?devHostOnly ?? false))",
+    );
     const text = containers?.node.text ?? "";
     for (const use of [
       "id: c.name",
@@ -148,7 +152,7 @@ describe("Bicep: parsed with tree-sitter-bicep", () => {
     expect(byRole.get("leases")?.indexingPolicy?.excludedPaths).toEqual([{ path: "/*" }]);
     expect(byRole.get("locks")?.partitionKey).toBe("/id");
     expect(byRole.get("locks")?.defaultTtl).toBeGreaterThan(0);
-    expect(byRole.get("durable")?.partitionKey).toBe("/pk");
+    expect(byRole.get("durable")).toMatchObject({ partitionKey: "/pk", devHostOnly: true });
   });
 
   it("the Cosmos DB account has local (key) auth off and TLS 1.2; storage has shared keys off", () => {
@@ -270,10 +274,7 @@ describe("azd wiring", () => {
     const dist = /\n\s+dist: (\S+)/.exec(yaml)?.[1];
     expect(dist).toBe(".data/package/app");
     expect(yaml).toContain(`run: node scripts/package.mjs --stage ${dist}`);
-    expect(yaml).toMatch(/postprovision:[\s\S]*run: \.\/infra\/scripts\/write-local-settings\.sh/);
-    const hook = readFileSync(join(root, "infra", "scripts", "write-local-settings.sh"), "utf8");
-    expect(hook).toContain("COSMOS_CONNECTION__accountEndpoint");
-    expect(hook).not.toMatch(/AccountKey|listKeys/);
+    // The hooks themselves (both OSes, what they write and check): test/infra/azure-yaml.test.ts, test/infra/hooks.
   });
 });
 
@@ -408,11 +409,23 @@ describe("least privilege: each role at the narrowest scope", () => {
 
   it("the deploying user gets no storage role; the app's identity gets blob and table, queue only with Durable's Azure Storage provider", () => {
     const assignments = rbac().filter((r) => r.type.startsWith("Microsoft.Authorization/roleAssignments@"));
-    expect(assignments.map((a) => a.name).sort()).toEqual(["metrics", "schedulerRole", "storageRoles"]);
-    // Every Azure RBAC assignment is the app's; the user (in principalIds) gets the Cosmos DB data role only.
-    for (const a of assignments) {
+    expect(assignments.map((a) => a.name).sort()).toEqual([
+      "dashboardRole",
+      "metrics",
+      "schedulerRole",
+      "storageRoles",
+    ]);
+    // Every Azure RBAC assignment is the app's but one: the user (in principalIds) gets the Cosmos DB data role and,
+    // with the scheduler, a read-only role on the task hub for its dashboard — no storage role.
+    for (const a of assignments.filter((a) => a.name !== "dashboardRole")) {
       expect(at(at(body(a.node), "properties"), "principalId")?.text, a.name).toBe("appPrincipalId");
     }
+    const dashboard = assignments.find((a) => a.name === "dashboardRole");
+    expect(at(at(body(dashboard?.node), "properties"), "principalId")?.text).toBe("dashboardPrincipalId");
+    expect(at(body(dashboard?.node), "scope")?.text).toBe("taskHub");
+    expect(at(at(body(dashboard?.node), "properties"), "roleDefinitionId")?.text).toContain(
+      "roles.durableTaskDataReader",
+    );
     expect(param("modules/rbac.bicep", "userPrincipalId").node).toBeUndefined();
     const text = sources.get("modules/rbac.bicep") ?? "";
     expect(text).toMatch(

@@ -90,6 +90,12 @@ describe("npm run package: the deployment zip", () => {
       expect(byName.get(name), name).toBe(trigger);
     }
     expect(loaded.functions.length).toBeGreaterThanOrEqual(20);
+    // The postdeploy hook checks that the deployed app lists these: exactly what the package registers.
+    const expected = JSON.parse(
+      readFileSync(join(repoRoot, "scripts", "hooks", "expected-functions.json"), "utf8"),
+    ) as { functions: { name: string; trigger: string }[] };
+    const key = (f: { name: string; trigger: string }) => `${f.name} ${f.trigger}`;
+    expect(expected.functions.map(key).sort()).toEqual(loaded.functions.map(key).sort());
     expect(loaded.packages.length).toBeGreaterThan(0);
     for (const p of loaded.packages) expect(p.startsWith(join(dir, "app", "node_modules"))).toBe(true);
   });

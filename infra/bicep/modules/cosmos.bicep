@@ -1,6 +1,9 @@
 // The Cosmos DB account, database and EVERY container of the app's definition (src/shared/containers.json, passed in
 // as `definition`): partition keys, TTLs and indexing as the file says. Local (key) auth is disabled: the app
 // connects as its identity, which has data-plane rights only — it cannot create containers, so they are made here.
+// A container the file marks devHostOnly (the dev host's durable task hub) is left out unless devHostContainers is
+// true: in Azure, Durable keeps its state in its own provider, and the container would hold throughput for nothing.
+// With privateNetwork the account takes no traffic from the internet (its private endpoint is main.bicep's).
 import { appDefinition, resourceTags } from '../types.bicep'
 
 param name string
@@ -13,8 +16,14 @@ param throughputMode string
 param sharedThroughput bool
 param autoscaleMaxThroughput int
 param continuousBackup bool
+@description('Provision the containers the file marks devHostOnly too (for a dev host run against this account).')
+param devHostContainers bool
+param privateNetwork bool
+@description('The Log Analytics workspace the account\'s diagnostic logs go to.')
+param workspaceId string
 
 var serverless = throughputMode == 'serverless'
+var provisioned = filter(definition.containers, c => devHostContainers || !(c.?devHostOnly ?? false))
 var databaseOptions = serverless || !sharedThroughput
   ? {}
   : throughputMode == 'autoscale' ? { autoscaleSettings: { maxThroughput: autoscaleMaxThroughput } } : { throughput: 400 }
@@ -28,6 +37,7 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2026-03-15' = {
     databaseAccountOfferType: 'Standard'
     disableLocalAuth: true
     minimalTlsVersion: 'Tls12'
+    publicNetworkAccess: privateNetwork ? 'Disabled' : 'Enabled'
     consistencyPolicy: { defaultConsistencyLevel: 'Session' }
     locations: [{ locationName: location, failoverPriority: 0, isZoneRedundant: false }]
     capabilities: serverless ? [{ name: 'EnableServerless' }] : []
@@ -46,10 +56,10 @@ resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2026-03-15
   }
 }
 
-// One container per entry of the definition: leases (/id, TTL -1), locks (/id, short TTL), the durable task hub,
-// the app's data — whatever the file lists.
+// One container per entry of the definition: leases (/id, TTL -1), locks (/id, short TTL), the app's data —
+// whatever the file lists for Azure.
 resource containers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2026-03-15' = [
-  for c in definition.containers: {
+  for c in provisioned: {
     parent: database
     name: c.name
     properties: {
@@ -71,5 +81,26 @@ resource containers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containe
   }
 ]
 
+// Every log category (data-plane requests, queries, partition statistics, control-plane changes) into resource-specific
+// tables.
+// diagnosticSettings has no GA version after 2016-09-01, a legacy shape (its one name is 'service', metrics go by time
+// grain, no category groups) that the linter calls the newest non-preview; 2021-05-01-preview, which the Verified
+// Modules use, is the newest usable one.
+#disable-next-line use-recent-api-versions
+resource diagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
+  scope: account
+  name: 'to-log-analytics'
+  properties: {
+    workspaceId: workspaceId
+    logAnalyticsDestinationType: 'Dedicated'
+    logs: map(
+      ['DataPlaneRequests', 'QueryRuntimeStatistics', 'PartitionKeyStatistics', 'PartitionKeyRUConsumption', 'ControlPlaneRequests'],
+      category => { category: category, enabled: true }
+    )
+    metrics: [{ category: 'Requests', enabled: true }]
+  }
+}
+
+output id string = account.id
 output name string = account.name
 output endpoint string = account.properties.documentEndpoint

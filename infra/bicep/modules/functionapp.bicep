@@ -2,13 +2,17 @@
 // connections for storage, Application Insights, Cosmos DB and (when chosen) the Durable Task Scheduler.
 // Callers authenticate with Microsoft Entra ID (App Service Authentication, authsettingsV2): a request without a
 // valid token for the API's app registration gets 401 before any function runs; only GET /api/health, which
-// answers healthy/unhealthy and nothing more, is left anonymous.
+// answers healthy/unhealthy and nothing more, is left anonymous. Nothing else is open: no basic (FTP or SCM)
+// publishing credentials, FTP(S) off, TLS 1.2 at least on the site and its SCM endpoint, HTTPS only.
+// Only the site carries azd's service tag: azd before 1.23.4 fails `azd deploy` when two resources carry it.
 import { resourceTags, settingsMap } from '../types.bicep'
 
 param name string
 param planName string
 param location string
 param tags resourceTags
+@description('azd\'s service name (azure.yaml): the azd-service-name tag of the site, and of nothing else.')
+param azdServiceName string
 param identityId string
 param identityClientId string
 param storageBlobEndpoint string
@@ -20,6 +24,18 @@ param appInsightsConnectionString string
 param appSettings settingsMap
 param durableTaskScheduler bool
 param durableTaskSchedulerEndpoint string
+@description('The task hub the app addresses: the app setting host.json\'s hubName (%TASKHUB_NAME%) resolves.')
+param taskHubName string
+@description('Memory of each instance (MB).')
+param instanceMemoryMB int
+@description('Most instances the app scales out to.')
+param maximumInstanceCount int
+@description('Always-ready instances per Flex Consumption scale group (e.g. { http: 1 }); empty: none.')
+param alwaysReady { *: int }
+@description('Subnet the app is integrated into (private networking); empty: none.')
+param subnetId string
+@description('The Log Analytics workspace the app\'s diagnostic logs go to.')
+param workspaceId string
 @description('Application (client) ID of the Entra app registration that represents the API.')
 param authClientId string
 @minLength(1)
@@ -52,6 +68,8 @@ var hostSettings = {
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
   // App Service Authentication's tenant check (the tid claim), on top of the tenant's issuer below.
   WEBSITE_AUTH_AAD_ALLOWED_TENANTS: authTenantId
+  // host.json: "hubName": "%TASKHUB_NAME%". One name for the app, the scheduler's task hub and its role.
+  TASKHUB_NAME: taskHubName
 }
 // host.json names Azure Storage; app settings override it for the scheduler (AzureFunctionsJobHost__ paths).
 var schedulerSettings = durableTaskScheduler
@@ -65,7 +83,7 @@ var schedulerSettings = durableTaskScheduler
 resource site 'Microsoft.Web/sites@2025-03-01' = {
   name: name
   location: location
-  tags: tags
+  tags: union(tags, { 'azd-service-name': azdServiceName })
   kind: 'functionapp,linux'
   identity: {
     type: 'UserAssigned'
@@ -74,7 +92,13 @@ resource site 'Microsoft.Web/sites@2025-03-01' = {
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
-    siteConfig: { minTlsVersion: '1.2', alwaysOn: false }
+    virtualNetworkSubnetId: empty(subnetId) ? null : subnetId
+    siteConfig: {
+      minTlsVersion: '1.2'
+      scmMinTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      alwaysOn: false
+    }
     functionAppConfig: {
       deployment: {
         storage: {
@@ -83,9 +107,40 @@ resource site 'Microsoft.Web/sites@2025-03-01' = {
           authentication: { type: 'UserAssignedIdentity', userAssignedIdentityResourceId: identityId }
         }
       }
-      scaleAndConcurrency: { instanceMemoryMB: 2048, maximumInstanceCount: 100 }
+      scaleAndConcurrency: {
+        instanceMemoryMB: instanceMemoryMB
+        maximumInstanceCount: maximumInstanceCount
+        alwaysReady: map(items(alwaysReady), group => { name: group.key, instanceCount: group.value })
+      }
       runtime: { name: 'node', version: '22' }
     }
+  }
+}
+
+// No basic authentication for publishing, FTP or SCM: deployments use Microsoft Entra ID (azd's ARM token).
+resource ftpCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2025-03-01' = {
+  parent: site
+  name: 'ftp'
+  properties: { allow: false }
+}
+
+resource scmCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2025-03-01' = {
+  parent: site
+  name: 'scm'
+  properties: { allow: false }
+}
+
+// diagnosticSettings has no GA version after 2016-09-01, a legacy shape (its one name is 'service', metrics go by time
+// grain, no category groups) that the linter calls the newest non-preview; 2021-05-01-preview, which the Verified
+// Modules use, is the newest usable one.
+#disable-next-line use-recent-api-versions
+resource diagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
+  scope: site
+  name: 'to-log-analytics'
+  properties: {
+    workspaceId: workspaceId
+    logs: [{ category: 'FunctionAppLogs', enabled: true }]
+    metrics: [{ category: 'AllMetrics', enabled: true }]
   }
 }
 

@@ -5,7 +5,9 @@
 //   identity-based AzureWebJobsStorage), Table Data Contributor (the host's diagnostic events; Durable's Azure
 //   Storage provider), Queue Data Contributor only with that provider (nothing else here uses queues);
 // - Monitoring Metrics Publisher on Application Insights (telemetry with local auth off);
-// - Durable Task Data Contributor on the app's task hub (not the whole scheduler) when the scheduler is chosen.
+// - Durable Task Data Contributor on the app's task hub (not the whole scheduler) when the scheduler is chosen, and
+//   for the deploying user Durable Task Data Reader there (the scheduler's dashboard, read-only; the quickstart
+//   grants the user Contributor on the whole scheduler).
 // The deploying user gets no storage role: `azd deploy` posts the package to the app's deployment endpoint with an
 // ARM token, and the platform writes it to the deployment container as the app's identity (functionapp.bicep);
 // local runs keep their host storage on Azurite (infra/scripts/write-local-settings.sh).
@@ -20,6 +22,8 @@ param durableAzureStorage bool
 param appInsightsName string
 param schedulerName string
 param taskHubName string
+@description('The deploying user: read-only on the task hub, for the scheduler\'s dashboard. Empty: none.')
+param dashboardPrincipalId string
 
 var roles = {
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
@@ -27,6 +31,7 @@ var roles = {
   storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
   durableTaskDataContributor: '0ad04412-c4d5-4796-b79c-f76d14c8d402'
+  durableTaskDataReader: 'd6a5505f-6ebb-45a4-896e-ac8274cfc0ac'
 }
 // Cosmos DB's data-plane role (not an Azure RBAC role): Built-in Data Contributor.
 var cosmosDataContributor = '00000000-0000-0000-0000-000000000002'
@@ -100,5 +105,15 @@ resource schedulerRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if
     principalId: appPrincipalId
     principalType: 'ServicePrincipal'
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.durableTaskDataContributor)
+  }
+}
+
+resource dashboardRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(schedulerName) && !empty(dashboardPrincipalId)) {
+  scope: taskHub
+  name: guid(schedulerName, taskHubName, dashboardPrincipalId, roles.durableTaskDataReader)
+  properties: {
+    principalId: dashboardPrincipalId
+    principalType: 'User'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.durableTaskDataReader)
   }
 }

@@ -103,7 +103,20 @@ describe("bicep build: main.bicep and every module", () => {
       ([, r]) => r.type === "Microsoft.Resources/deployments",
     );
     expect(modules.map(([name]) => name).sort()).toEqual(
-      ["api", "cosmos", "identity", "monitoring", "rbac", "scheduler", "storage"].sort(),
+      [
+        "api",
+        "cosmos",
+        "identity",
+        "monitoring",
+        "rbac",
+        "scheduler",
+        "storage",
+        // Private networking (vnetEnabled): the network and one private endpoint module per target.
+        "network",
+        "cosmosEndpoint",
+        "storageEndpoints",
+        "schedulerEndpoint",
+      ].sort(),
     );
     for (const [name, r] of modules) expect(r.properties?.template?.resources, name).toBeDefined();
     expect(main().resources.rg?.type).toBe("Microsoft.Resources/resourceGroups");
