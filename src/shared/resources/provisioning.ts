@@ -13,7 +13,15 @@ import {
   parseSubscriptionId,
   type ResourceDocument,
 } from "./model.js";
-import { endOperation, finished, readOperation, supersededBy, updateOperation } from "./operations.js";
+import {
+  canceledBy,
+  endOperation,
+  finished,
+  readOperation,
+  supersededBy,
+  updateOperation,
+} from "./operations.js";
+import { endOf, type OperationEnd } from "./outcome.js";
 import { refreshSummary } from "./reactions.js";
 
 /** The durable functions of the resource provider: two orchestrations and their activities. */
@@ -82,6 +90,8 @@ export interface ValidateResult {
   /** False when the resource is gone or a newer operation replaced this one: the orchestration ends. */
   proceed: boolean;
   reason?: string;
+  /** When it does not proceed: the operation's end (undefined: it is gone). */
+  operation?: OperationEnd;
 }
 
 const now = () => new Date().toISOString();
@@ -103,16 +113,26 @@ export async function validateStep(
     readItem<ResourceDocument>(ctx.containers.resources, input.resourceId, input.subscriptionId),
   ]);
   if (!op) return { proceed: false, reason: `operation ${input.operationId} does not exist (expired?)` };
-  if (isTerminalOperation(op.status)) return { proceed: false, reason: `operation is already ${op.status}` };
+  if (isTerminalOperation(op.status)) {
+    return { proceed: false, reason: `operation is already ${op.status}`, operation: endOf(op) };
+  }
   if (!resource || resource.operationId !== input.operationId) {
-    const reason = resource
-      ? `operation ${resource.operationId} replaced this one`
-      : "the resource no longer exists";
-    await endOperation(ctx, input.subscriptionId, input.operationId, "Canceled", {
-      code: "Superseded",
-      message: reason,
-    });
-    return { proceed: false, reason };
+    const error = resource
+      ? supersededBy(resource.operationId)
+      : { code: "Superseded", message: "The resource no longer exists." };
+    await endOperation(
+      ctx,
+      input.subscriptionId,
+      input.operationId,
+      "Canceled",
+      error,
+      resource?.operationId,
+    );
+    return {
+      proceed: false,
+      reason: error.message,
+      operation: { status: "Canceled", error, ...(resource ? { supersededBy: resource.operationId } : {}) },
+    };
   }
   // Both documents were just read: the writes start from them, together in one transactional batch when both
   // change (one request, where two replaces took two). A lost race does each write alone from a fresh read.
@@ -239,17 +259,21 @@ export async function provisionStep(
   return { attempt };
 }
 
-/** Marks the resource and the operation Succeeded together (when the operation is still the resource's latest). */
+/**
+ * Marks the resource and the operation Succeeded together (when the operation is still the resource's latest).
+ * The operation's end: Succeeded, or Canceled when a newer operation replaced it (undefined: it is gone).
+ */
 export async function finalizeStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
-): Promise<void> {
+): Promise<OperationEnd | undefined> {
   // The step is recorded in the batch that ends the operation (its `orchestration` as setStep would mark it),
   // not in a write of its own first.
-  await settle(ctx, input, "Succeeded", toState("Succeeded"), {
+  const { operation } = await settle(ctx, input, "Succeeded", toState("Succeeded"), {
     mark: (op) => atStep(op, orchestration, "finalize"),
   });
+  return endOf(operation);
 }
 
 /** The resource's last change when its operation ends: its terminal state (If-Match the resource read). */
@@ -262,13 +286,13 @@ const toState =
     etag: r._etag,
   });
 
-/** Marks the resource and the operation Failed with `error`, together. */
+/** Marks the resource and the operation Failed with `error`, together. The operation's end (Failed, or Canceled). */
 export async function failStep(
   ctx: AppContext,
   input: ProvisioningInput,
   error: { code: string; message: string },
-): Promise<void> {
-  await settle(ctx, input, "Failed", toState("Failed"), { error });
+): Promise<OperationEnd | undefined> {
+  return endOf((await settle(ctx, input, "Failed", toState("Failed"), { error })).operation);
 }
 
 /** Removes the resource and Succeeds the operation together, if this delete is still the resource's latest. */
@@ -276,8 +300,8 @@ export async function deprovisionStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
-): Promise<{ deleted: boolean }> {
-  const outcome = await settle(
+): Promise<{ deleted: boolean; operation?: OperationEnd }> {
+  const { outcome, operation } = await settle(
     ctx,
     input,
     "Succeeded",
@@ -286,7 +310,8 @@ export async function deprovisionStep(
   );
   // The latest-version change feed shows no delete: the summary is recounted here.
   if (outcome === "settled") await refreshSummary(ctx, input.subscriptionId);
-  return { deleted: outcome === "settled" };
+  const end = endOf(operation);
+  return { deleted: outcome === "settled", ...(end ? { operation: end } : {}) };
 }
 
 /**
@@ -305,7 +330,11 @@ async function settle(
     /** Marks the operation before it ends (undefined: as it is), e.g. with the step that ends it. */
     mark?: (op: Stored<OperationDocument>) => OperationDocument | undefined;
   } = {},
-): Promise<"settled" | "superseded" | "gone" | "finished"> {
+): Promise<{
+  outcome: "settled" | "superseded" | "gone" | "finished";
+  /** The operation as it ended (or had ended before); undefined when it is gone. */
+  operation?: OperationDocument;
+}> {
   const { resources } = ctx.containers;
   const { error, mark } = options;
   return defaultOccRetryPolicy.run(
@@ -315,23 +344,22 @@ async function settle(
         readOperation(ctx, input.subscriptionId, input.operationId),
         readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId),
       ]);
-      if (!stored || isTerminalOperation(stored.status)) return "finished";
+      if (!stored || isTerminalOperation(stored.status)) return { outcome: "finished", operation: stored };
       const op = mark?.(stored) ?? stored;
       const at = now();
       if (!resource || resource.operationId !== input.operationId) {
-        const ending = resource
-          ? finished(op, "Canceled", at, supersededBy(resource.operationId))
-          : finished(op, status, at, error);
+        const ending = resource ? canceledBy(op, at, resource.operationId) : finished(op, status, at, error);
         await commitBatch(resources, input.subscriptionId, [
           { kind: "replace", id: stored.id, body: ending, etag: stored._etag },
         ]);
-        return resource ? "superseded" : "gone";
+        return { outcome: resource ? "superseded" : "gone", operation: ending };
       }
+      const ending = finished(op, status, at, error);
       await commitBatch(resources, input.subscriptionId, [
         change(resource),
-        { kind: "replace", id: stored.id, body: finished(op, status, at, error), etag: stored._etag },
+        { kind: "replace", id: stored.id, body: ending, etag: stored._etag },
       ]);
-      return "settled";
+      return { outcome: "settled", operation: ending };
     },
     { isRetryable: (e) => e instanceof PreconditionFailedError || e instanceof NotFoundError },
   );
