@@ -11,12 +11,20 @@ import { WAIT_MS } from "../support/until.js";
 const script = fileURLToPath(new URL("../fixtures/durable-testing/example.ts", import.meta.url));
 
 describe("runOrchestration outside vitest", () => {
-  it("docs/durable-testing.md's example runs under plain node (tsx) and completes", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
-      timeout: WAIT_MS * 4,
-      env: { ...process.env, NODE_OPTIONS: "" },
-    });
-    const last = stdout.trim().split("\n").pop() ?? "";
-    expect(JSON.parse(last)).toEqual({ status: "Completed", output: { outcome: "Succeeded" }, elapsedMs: 3_000 });
-  }, WAIT_MS * 5);
+  it(
+    "docs/durable-testing.md's example runs under plain node (tsx) and completes",
+    async () => {
+      const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
+        timeout: WAIT_MS * 4,
+        env: { ...process.env, NODE_OPTIONS: "" },
+      });
+      const last = stdout.trim().split("\n").pop() ?? "";
+      expect(JSON.parse(last)).toEqual({
+        status: "Completed",
+        output: { outcome: "Succeeded" },
+        elapsedMs: 3_000,
+      });
+    },
+    WAIT_MS * 5,
+  );
 });

@@ -101,7 +101,8 @@ export interface OrchestrationRun {
 const require = createRequire(import.meta.url);
 // @azure/functions is a CommonJS bundle whose InvocationContext Node's ESM loader does not detect as a named export:
 // a named import works under vitest (its interop) but fails under plain node or tsx. require sees every export.
-const { InvocationContext: InvocationContextClass } = require("@azure/functions") as typeof import("@azure/functions");
+const { InvocationContext: InvocationContextClass } =
+  require("@azure/functions") as typeof import("@azure/functions");
 
 function isGeneratorFunction(fn: Orchestrator): fn is OrchestratorFunction {
   return fn.constructor?.name === "GeneratorFunction";
