@@ -11,12 +11,15 @@ import {
 import type { LoadedApp } from "../loader.js";
 import { clientCss, clientModule } from "./assets.js";
 import { HandoffTracker } from "./handoffs.js";
+import { InstanceView } from "./instances.js";
 import type { MeterSource } from "./meter.js";
 import { RuHistory } from "./rates.js";
 import type { DashboardSettings } from "./settings.js";
 import {
+  type DispatchLeases,
+  hubLeaseSource,
   type LagCache,
-  readDurable,
+  leaseReadKey,
   readLocks,
   readTriggerLeases,
   type TriggerSource,
@@ -43,8 +46,10 @@ export interface DashboardOptions {
   account: () => CosmosConnection | undefined;
   /** The lock container (containers.json role "locks"). */
   locks?: { databaseName: string; containerName: string };
-  /** The durable task hub's container, when the app runs one. */
-  durable: () => { hubName: string; databaseName: string; containerName: string } | undefined;
+  /** The durable task hub's container, when the app runs one, and where its dispatch leases are. */
+  durable: () =>
+    | { hubName: string; databaseName: string; containerName: string; dispatch?: DispatchLeases }
+    | undefined;
   /** This host's change feed processor instance name for a trigger function, when its listener runs. */
   thisHostOwner: (functionName: string) => string | undefined;
   /** Wall clock (ms); injectable for tests. */
@@ -143,6 +148,7 @@ export class Dashboard {
   readonly #handoffs: HandoffTracker;
   readonly #clients = new Map<string, CosmosClient>();
   readonly #lag = new Map<string, LagCache>();
+  readonly #instances: InstanceView;
   /** The app's cosmosDBTriggers as their options and connections resolve, once the app has loaded. */
   #triggerSources: Omit<TriggerSource, "thisHostOwner">[] = [];
   #baseUrl = "";
@@ -162,6 +168,7 @@ export class Dashboard {
       windowMs: options.settings.rateWindowMs,
     });
     this.#handoffs = new HandoffTracker(options.settings.handoffsKept);
+    this.#instances = new InstanceView(options.settings.instancesRescanMs);
   }
 
   /** Once the app has loaded and HTTP listens: takes the first meter sample and starts sampling in the background. */
@@ -245,6 +252,7 @@ export class Dashboard {
             leaseExpirationInterval: 0,
           } as ReturnType<typeof resolveCosmosTriggerOptions>,
           leaseClient: { error: errorText(e) },
+          leaseReadKey: `unresolved:${name}`,
           endpoint: "",
           sameAccount: false,
         });
@@ -253,8 +261,10 @@ export class Dashboard {
       let leaseClient: TriggerSource["leaseClient"];
       let endpoint = "";
       let sameAccount = false;
+      let readKey = `unresolved:${name}`;
       try {
         const lease = resolveCosmosConnection(resolved.leaseConnection, env);
+        readKey = leaseReadKey(lease.endpoint, resolved.leaseDatabaseName, resolved.leaseContainerName);
         leaseClient = this.#client(`setting:${resolved.leaseConnection.toLowerCase()}`, () => lease);
         // Lease ids name the monitored account's host (leasePrefix), whichever account holds the leases.
         let monitored: string | undefined;
@@ -272,6 +282,7 @@ export class Dashboard {
         functionName: name,
         resolved,
         leaseClient,
+        leaseReadKey: readKey,
         endpoint,
         sameAccount,
       });
@@ -285,11 +296,25 @@ export class Dashboard {
       ...t,
       thisHostOwner: this.#o.thisHostOwner(t.functionName),
     }));
+    // The durable task hub's dispatch leases, once the hub runs: in the same lease container as the triggers'.
+    let hub: ReturnType<DashboardOptions["durable"]>;
+    try {
+      hub = this.#o.durable();
+    } catch {
+      hub = undefined; // the orchestrations panel says why
+    }
+    const account = hub?.dispatch ? this.#o.account() : undefined;
+    if (hub?.dispatch && account) {
+      const client = this.#client(`account:${account.endpoint}`, () => account);
+      triggers.push(
+        hubLeaseSource({ ...hub, dispatch: hub.dispatch }, { client, endpoint: account.endpoint }),
+      );
+    }
     // Triggers sharing a lease container (different prefixes) share one read of it per refresh.
     const reads = new Map<string, Promise<Record<string, unknown>[]>>();
     const documents = (t: TriggerSource) => (client: CosmosClient) => {
       const r = t.resolved;
-      const key = `${r.leaseConnection.toLowerCase()}\u0000${r.leaseDatabaseName}\u0000${r.leaseContainerName}`;
+      const key = t.leaseReadKey;
       let read = reads.get(key);
       if (!read) {
         read = client
@@ -344,7 +369,8 @@ export class Dashboard {
       panel(this.#clock, s.sourceTimeoutMs, async (signal) => {
         const durable = this.#o.durable();
         if (!durable) throw new NotConfigured("the app has no durable functions (no task hub runs)");
-        return readDurable(this.#account(), durable, s.latestInstances, signal);
+        const container = this.#account().database(durable.databaseName).container(durable.containerName);
+        return this.#instances.read(container, durable, s.latestInstances, now, signal);
       }),
     ]);
     // After the dashboard's own reads have completed: the sample sees them in the meter and in the tally alike.

@@ -82,6 +82,15 @@ export const DASHBOARD_SETTINGS = {
     max: 1_000,
     description: "Durable orchestration instances listed (most recently created first).",
   },
+  instancesRescanMs: {
+    setting: "DEV_DASHBOARD_INSTANCES_RESCAN_MS",
+    unit: "ms",
+    default: 60_000,
+    min: 1_000,
+    max: 3_600_000,
+    description:
+      "The orchestrations panel lists the task hub's instances in full this often (a purged instance leaves the panel then); in between each refresh reads only the changes, from the hub container's change feed.",
+  },
   sourceTimeoutMs: {
     setting: "DEV_DASHBOARD_SOURCE_TIMEOUT_MS",
     unit: "ms",

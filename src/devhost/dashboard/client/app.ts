@@ -93,7 +93,11 @@ function triggerBlock(t: TriggerLeases): Node {
         shortOwner(l.owner),
         l.thisHost ? el("span", { class: "badge" }, "this host") : null,
       ),
-      el("td", { class: "num" }, l.estimatedLag === null ? "?" : l.estimatedLag),
+      el(
+        "td",
+        { class: "num", title: l.estimatedLag === null ? lagUnknown(t) : undefined },
+        l.estimatedLag === null ? "?" : l.estimatedLag,
+      ),
       el("td", { class: "num" }, `${duration(l.lastWriteAgeMs)} ago`),
       el(
         "td",
@@ -111,13 +115,41 @@ function triggerBlock(t: TriggerLeases): Node {
       t.functionName,
       el("small", {}, ` ${t.monitored} → ${t.leaseContainer}, prefix '${t.prefix}'`),
     ),
+    t.taskHub
+      ? el(
+          "p",
+          { class: "note" },
+          "The durable task hub's own dispatch processor (not a trigger): it follows the hub's container, so its lag is hub changes not yet dispatched.",
+        )
+      : null,
     t.error ? el("p", { class: "error" }, t.error) : null,
     t.lagError ? el("p", { class: "note" }, `lag: ${t.lagError}`) : null,
+    t.leases.some((l) => l.estimatedLag === null)
+      ? el("p", { class: "note legend", "data-legend": "lag" }, `lag ?: ${lagUnknown(t)}`)
+      : null,
     owners,
     t.leases.length > 0
       ? table(["token / range", "owner", "lag", "last write", "expires"], rows)
       : el("p", { class: "note" }, "no leases yet"),
   );
+}
+
+/** What a `?` in the lag column means for this row (the page's legend and the cell's title). */
+function lagUnknown(t: TriggerLeases): string {
+  return t.lagError
+    ? `not estimated (${t.lagError})`
+    : "not estimated yet: lag is read every few seconds (DEV_DASHBOARD_LAG_INTERVAL_MS), a lease newer than the last read has none";
+}
+
+/** An instance's output (JSON text) as one line: a string as it is, anything else as compact JSON. */
+function outputText(output: string | null): string {
+  if (output === null) return "";
+  try {
+    const v: unknown = JSON.parse(output);
+    return typeof v === "string" ? v : JSON.stringify(v);
+  } catch {
+    return output;
+  }
 }
 
 function renderLeases(d: LeasesData): Node[] {
@@ -185,16 +217,21 @@ function renderDurable(d: DurableData): Node[] {
     d.latest.length === 0
       ? el("p", { class: "note" }, "no instances")
       : table(
-          ["instance", "name", "status", "created", "updated"],
+          ["instance", "name", "status", "created", "updated", "output / failure reason"],
           d.latest.map((i) =>
             el(
               "tr",
-              { "data-instance": i.instanceId },
+              { "data-instance": i.instanceId, class: i.runtimeStatus === "Failed" ? "failed" : undefined },
               el("td", {}, i.instanceId),
               el("td", {}, i.name),
               el("td", {}, i.runtimeStatus),
               el("td", {}, clock(i.createdTime)),
               el("td", {}, clock(i.lastUpdatedTime)),
+              el(
+                "td",
+                { class: i.runtimeStatus === "Failed" ? "output failure" : "output", "data-output": "" },
+                outputText(i.output),
+              ),
             ),
           ),
         ),
