@@ -6,7 +6,7 @@
 
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Container, CosmosClient } from "@azure/cosmos";
+import type { Container } from "@azure/cosmos";
 import { describe, expect, it, vi } from "vitest";
 import { plotGeometry } from "../../src/devhost/dashboard/client/plot.js";
 import { Dashboard } from "../../src/devhost/dashboard/dashboard.js";
