@@ -400,7 +400,11 @@ export class Dashboard {
     return {
       generatedAt: new Date(now).toISOString(),
       host: { baseUrl: this.#baseUrl, pid: process.pid },
-      settings: { pollIntervalMs: s.pollIntervalMs, historyMs: s.historyMs },
+      settings: {
+        pollIntervalMs: s.pollIntervalMs,
+        hiddenPollIntervalMs: s.hiddenPollIntervalMs,
+        historyMs: s.historyMs,
+      },
       leases: leasesPanel,
       locks: locksPanel,
       durable: durablePanel,

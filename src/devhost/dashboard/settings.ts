@@ -23,6 +23,15 @@ export const DASHBOARD_SETTINGS = {
     max: 60_000,
     description: "How often the page asks /_dev/api/state for a new picture.",
   },
+  hiddenPollIntervalMs: {
+    setting: "DEV_DASHBOARD_HIDDEN_POLL_INTERVAL_MS",
+    unit: "ms",
+    default: 15_000,
+    min: 250,
+    max: 600_000,
+    description:
+      "How often a page that is not visible (another tab, minimised) asks for a new picture; it asks at once when shown again.",
+  },
   minRefreshMs: {
     setting: "DEV_DASHBOARD_MIN_REFRESH_MS",
     unit: "ms",

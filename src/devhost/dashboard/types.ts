@@ -127,7 +127,7 @@ export interface RuData {
 export interface DashboardState {
   generatedAt: string;
   host: { baseUrl: string; pid: number };
-  settings: { pollIntervalMs: number; historyMs: number };
+  settings: { pollIntervalMs: number; hiddenPollIntervalMs: number; historyMs: number };
   leases: Panel<LeasesData>;
   locks: Panel<LocksData>;
   durable: Panel<DurableData>;

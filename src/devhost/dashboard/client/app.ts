@@ -316,10 +316,13 @@ function renderRu(d: RuData, historyMs: number): Node[] {
 }
 
 let pollMs = 1500;
+let hiddenPollMs = 15_000;
 let historyMs = 300_000;
+let next: ReturnType<typeof setTimeout> | undefined;
 
 function render(s: DashboardState): void {
   pollMs = s.settings.pollIntervalMs;
+  hiddenPollMs = s.settings.hiddenPollIntervalMs;
   historyMs = s.settings.historyMs;
   show("leases", s.leases, renderLeases);
   show("handoffs", s.leases, renderHandoffs);
@@ -335,7 +338,12 @@ function setStatus(text: string, failed: boolean): void {
   status.classList.toggle("failed", failed);
 }
 
+let inFlight = false;
+
 async function poll(): Promise<void> {
+  // One poll at a time: the page shown again while one is in flight just lets that one schedule the next.
+  if (inFlight) return;
+  inFlight = true;
   try {
     const res = await fetch("/_dev/api/state", { cache: "no-store" });
     if (!res.ok) throw new Error(`state answered ${res.status}`);
@@ -346,8 +354,18 @@ async function poll(): Promise<void> {
     // The dev host stopped or restarts: keep the last picture, say so, keep trying.
     setStatus(`no answer from the dev host (${e instanceof Error ? e.message : String(e)}); retrying`, true);
   } finally {
-    setTimeout(() => void poll(), pollMs);
+    inFlight = false;
+    // A page nobody sees asks less often: its reads cost RU on the very containers it reports on.
+    clearTimeout(next);
+    next = setTimeout(() => void poll(), document.hidden ? hiddenPollMs : pollMs);
   }
 }
+
+// Shown again: a fresh picture at once, then the visible pace.
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden) return;
+  clearTimeout(next);
+  void poll();
+});
 
 void poll();
