@@ -230,7 +230,8 @@ function renderDurable(d: DurableData): Node[] {
               el(
                 "td",
                 { class: i.runtimeStatus === "Failed" ? "output failure" : "output", "data-output": "" },
-                outputText(i.output),
+                // A block inside the cell: a table cell alone would widen to the whole text.
+                el("div", { class: "output-text" }, outputText(i.output)),
               ),
             ),
           ),
