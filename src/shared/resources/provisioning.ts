@@ -1,7 +1,6 @@
-import { type BatchWrite, commitBatch } from "../cosmos/batch.js";
+import { commitBatch } from "../cosmos/batch.js";
 import { NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
 import { readItem, type Stored, updateItem } from "../cosmos/occ.js";
-import { defaultOccRetryPolicy } from "../cosmos/retry.js";
 import type { AppContext } from "./context.js";
 import {
   ApiError,
@@ -13,16 +12,10 @@ import {
   parseSubscriptionId,
   type ResourceDocument,
 } from "./model.js";
-import {
-  canceledBy,
-  endOperation,
-  finished,
-  readOperation,
-  supersededBy,
-  updateOperation,
-} from "./operations.js";
+import { endOperation, readOperation, supersededBy, updateOperation } from "./operations.js";
 import { endOf, type OperationEnd } from "./outcome.js";
 import { refreshSummary } from "./reactions.js";
+import { settle, toState } from "./settle.js";
 
 /** The durable functions of the resource provider: two orchestrations and their activities. */
 export const PROVISIONING = {
@@ -276,16 +269,6 @@ export async function finalizeStep(
   return endOf(operation);
 }
 
-/** The resource's last change when its operation ends: its terminal state (If-Match the resource read). */
-const toState =
-  (state: "Succeeded" | "Failed") =>
-  (r: Stored<ResourceDocument>): BatchWrite => ({
-    kind: "replace",
-    id: r.id,
-    body: { ...r, provisioningState: state },
-    etag: r._etag,
-  });
-
 /** Marks the resource and the operation Failed with `error`, together. The operation's end (Failed, or Canceled). */
 export async function failStep(
   ctx: AppContext,
@@ -312,55 +295,4 @@ export async function deprovisionStep(
   if (outcome === "settled") await refreshSummary(ctx, input.subscriptionId);
   const end = endOf(operation);
   return { deleted: outcome === "settled", ...(end ? { operation: end } : {}) };
-}
-
-/**
- * Ends the operation with `status` in one transactional batch with its resource's last change (`change`), while
- * the operation is still the resource's latest: the resource's terminal state and its operation's can never
- * disagree, whatever crashes between. A superseded operation is Canceled instead, and one whose resource is gone
- * ends with `status` (a retried delete whose first attempt committed). A lost race re-reads (bounded).
- */
-async function settle(
-  ctx: AppContext,
-  input: ProvisioningInput,
-  status: "Succeeded" | "Failed",
-  change: (resource: Stored<ResourceDocument>) => BatchWrite,
-  options: {
-    error?: { code: string; message: string };
-    /** Marks the operation before it ends (undefined: as it is), e.g. with the step that ends it. */
-    mark?: (op: Stored<OperationDocument>) => OperationDocument | undefined;
-  } = {},
-): Promise<{
-  outcome: "settled" | "superseded" | "gone" | "finished";
-  /** The operation as it ended (or had ended before); undefined when it is gone. */
-  operation?: OperationDocument;
-}> {
-  const { resources } = ctx.containers;
-  const { error, mark } = options;
-  return defaultOccRetryPolicy.run(
-    async () => {
-      // Both reads at once: neither depends on the other.
-      const [stored, resource] = await Promise.all([
-        readOperation(ctx, input.subscriptionId, input.operationId),
-        readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId),
-      ]);
-      if (!stored || isTerminalOperation(stored.status)) return { outcome: "finished", operation: stored };
-      const op = mark?.(stored) ?? stored;
-      const at = now();
-      if (!resource || resource.operationId !== input.operationId) {
-        const ending = resource ? canceledBy(op, at, resource.operationId) : finished(op, status, at, error);
-        await commitBatch(resources, input.subscriptionId, [
-          { kind: "replace", id: stored.id, body: ending, etag: stored._etag },
-        ]);
-        return { outcome: resource ? "superseded" : "gone", operation: ending };
-      }
-      const ending = finished(op, status, at, error);
-      await commitBatch(resources, input.subscriptionId, [
-        change(resource),
-        { kind: "replace", id: stored.id, body: ending, etag: stored._etag },
-      ]);
-      return { outcome: "settled", operation: ending };
-    },
-    { isRetryable: (e) => e instanceof PreconditionFailedError || e instanceof NotFoundError },
-  );
 }
