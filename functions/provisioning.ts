@@ -4,9 +4,12 @@ import {
   deprovisionStep,
   failStep,
   finalizeStep,
+  type OperationEnd,
   openAppContext,
+  outputFor,
   PROVISIONING,
   type ProvisioningInput,
+  type ProvisioningOutput,
   parseProvisioningInput,
   provisionStep,
   validateStep,
@@ -14,7 +17,8 @@ import {
 import { loadSettings } from "../src/shared/settings.js";
 
 // The provisioning orchestrations the reactions trigger starts: validate → provision → finalize, each activity
-// retried with durable timers; a step that still fails marks the resource and its operation Failed.
+// retried with durable timers; a step that still fails marks the resource and its operation Failed. The output says
+// what happened to the operation (outputFor): Succeeded, Canceled (superseded, and by which) or Skipped.
 const settings = loadSettings();
 
 function retryOptions(): df.RetryOptions {
@@ -29,7 +33,7 @@ interface Validated {
   input: StepInput;
   retry: df.RetryOptions;
   /** Set when validate says to stop: the orchestration's output. */
-  skipped?: { outcome: "Skipped"; reason?: string };
+  skipped?: ProvisioningOutput;
 }
 
 /**
@@ -46,10 +50,14 @@ function* validateFirst(context: OrchestrationContext, name: string): Generator<
   const validated = (yield context.df.callActivityWithRetry(A.validate, retry, input)) as {
     proceed: boolean;
     reason?: string;
+    operation?: OperationEnd;
   };
-  return validated.proceed
-    ? { input, retry }
-    : { input, retry, skipped: { outcome: "Skipped", reason: validated.reason } };
+  if (validated.proceed) return { input, retry };
+  const skipped: ProvisioningOutput =
+    validated.operation?.status === "Canceled"
+      ? outputFor(validated.operation)
+      : { outcome: "Skipped", reason: validated.reason ?? "validate said to stop" };
+  return { input, retry, skipped };
 }
 
 /** validate → provision → finalize; on a failure after the retries, the resource and operation become Failed. */
@@ -60,18 +68,22 @@ export const provisioningOrchestrator: OrchestrationHandler = function* (context
     context.df.setCustomStatus({ step: "provision" });
     yield context.df.callActivityWithRetry(A.provision, retry, input);
     context.df.setCustomStatus({ step: "finalize" });
-    yield context.df.callActivityWithRetry(A.finalize, retry, input);
+    const finalized = (yield context.df.callActivityWithRetry(A.finalize, retry, input)) as {
+      operation?: OperationEnd;
+    } | null;
+    context.df.setCustomStatus({ step: "done" });
+    return outputFor(finalized?.operation);
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     context.df.setCustomStatus({ step: "failed" });
-    yield context.df.callActivityWithRetry(A.fail, retry, {
+    const failed = (yield context.df.callActivityWithRetry(A.fail, retry, {
       ...input,
       error: { code: "ProvisioningFailed", message },
-    });
+    })) as { operation?: OperationEnd } | null;
+    // Replaced while it was failing: the operation is Canceled, not Failed, and so is this orchestration's outcome.
+    if (failed?.operation?.status === "Canceled") return outputFor(failed.operation);
     throw new Error(`Provisioning of ${input.subscriptionId}/${input.resourceId} failed: ${message}`);
   }
-  context.df.setCustomStatus({ step: "done" });
-  return { outcome: "Succeeded" };
 };
 
 /** validate → deprovision (removes the resource; the operation Succeeds). */
@@ -79,9 +91,13 @@ export const deprovisioningOrchestrator: OrchestrationHandler = function* (conte
   const { input, retry, skipped } = yield* validateFirst(context, PROVISIONING.orchestrations.deprovision);
   if (skipped) return skipped;
   context.df.setCustomStatus({ step: "deprovision" });
-  const result: { deleted: boolean } = yield context.df.callActivityWithRetry(A.deprovision, retry, input);
+  const result: { deleted: boolean; operation?: OperationEnd } = yield context.df.callActivityWithRetry(
+    A.deprovision,
+    retry,
+    input,
+  );
   context.df.setCustomStatus({ step: "done" });
-  return { outcome: "Succeeded", deleted: result.deleted };
+  return outputFor(result.operation, { deleted: result.deleted });
 };
 
 /** Activities get the orchestration's name and instance id with their input, to record them on the operation. */
@@ -104,18 +120,22 @@ export async function provisionResource(input: unknown) {
 }
 
 export async function finalizeResource(input: unknown) {
-  await finalizeStep(await openAppContext(), parseProvisioningInput(input), orchestrationOf(input));
-  return { finalized: true };
+  const operation = await finalizeStep(
+    await openAppContext(),
+    parseProvisioningInput(input),
+    orchestrationOf(input),
+  );
+  return { finalized: true, ...(operation ? { operation } : {}) };
 }
 
 export async function failResource(input: unknown) {
   const { error, ...rest } = input as ProvisioningInput & { error?: { code: string; message: string } };
-  await failStep(
+  const operation = await failStep(
     await openAppContext(),
     parseProvisioningInput(rest),
     error ?? { code: "ProvisioningFailed", message: "unknown" },
   );
-  return { failed: true };
+  return { failed: true, ...(operation ? { operation } : {}) };
 }
 
 export async function deprovisionResource(input: unknown) {

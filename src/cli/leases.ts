@@ -47,6 +47,11 @@ export interface LeasesReport {
   leases: LeaseRow[];
   /** Per prefix: why lag could not be estimated, if it could not. */
   lagErrors: Record<string, string>;
+  /**
+   * Per prefix whose leases show no lag (`?`) without an error: why — no `--container` given, or leases of another
+   * monitored container than the one named (its name, when the database has it, to run again with).
+   */
+  lagNotes: Record<string, string>;
 }
 
 export class CliInputError extends Error {}
@@ -127,7 +132,12 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
     parsed.push({ row, lease });
   }
   const lagErrors: Record<string, string> = {};
-  if (o.container) {
+  const lagNotes: Record<string, string> = {};
+  if (!o.container) {
+    for (const prefix of new Set(rows.map((r) => r.prefix))) {
+      lagNotes[prefix] = "not estimated: name the monitored container (--container) to estimate lag";
+    }
+  } else {
     const monitored: Container = client.database(o.database).container(o.container);
     // Only leases of this monitored container have a lag here: their ids carry its rids (and the account host),
     // exactly the leases estimateLag would list for the prefix.
@@ -146,6 +156,10 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
       }
       const idPrefix = storePrefix(prefix);
       const ofPrefix = parsed.filter((p) => p.row.prefix === prefix && p.lease.id.startsWith(idPrefix));
+      const others = parsed.filter((p) => p.row.prefix === prefix && !p.lease.id.startsWith(idPrefix));
+      if (others.length > 0) {
+        lagNotes[prefix] = await otherContainerNote(client, o, others[0].lease.id, others.length);
+      }
       try {
         // All or nothing per prefix, as the estimator answers for a processor's leases.
         const lags = await Promise.all(ofPrefix.map((p) => estimateLeaseLag(monitored, p.lease)));
@@ -161,7 +175,32 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
     (a, b) =>
       a.prefix.localeCompare(b.prefix) || a.leaseToken.localeCompare(b.leaseToken, "en", { numeric: true }),
   );
-  return { leases: rows, lagErrors };
+  return { leases: rows, lagErrors, lagNotes };
+}
+
+/**
+ * Why `n` leases show no lag though --container was given: they are of another monitored container, which their
+ * ids name by rid (`…_<db rid>_<container rid>..<token>`); named here when the database has it (a metadata read).
+ */
+async function otherContainerNote(
+  client: CosmosClient,
+  o: LeasesOptions,
+  leaseId: string,
+  n: number,
+): Promise<string> {
+  const store = leaseId.slice(0, leaseId.lastIndexOf(".."));
+  const rid = store.slice(store.lastIndexOf("_") + 1);
+  let name: string | undefined;
+  try {
+    const { resources } = await client.database(o.database).containers.readAll().fetchAll();
+    name = resources.find((c) => c._rid === rid)?.id;
+  } catch {
+    name = undefined;
+  }
+  const what = `${n} lease(s) of another monitored container than '${o.container}'`;
+  return name
+    ? `${what}: '${name}' (--container ${name} estimates their lag)`
+    : `${what} (rid ${rid}, not in database '${o.database}')`;
 }
 
 function age(ms: number): string {
@@ -200,6 +239,7 @@ export function formatLeases(report: LeasesReport): string {
           .trimEnd()}`,
       );
     if (report.lagErrors[prefix]) lines.push(`  lag not estimated: ${report.lagErrors[prefix]}`);
+    else if (report.lagNotes[prefix]) lines.push(`  LAG ?: ${report.lagNotes[prefix]}`);
   }
   return lines.join("\n");
 }

@@ -196,9 +196,17 @@ export async function startAppRun(session: AppRunSession, port: number | undefin
         : undefined,
     durable: () => {
       const hub = durable.hub();
-      return hub
-        ? { hubName: hub.hubName, databaseName: durableDatabase, containerName: durableContainer }
-        : undefined;
+      if (!hub) return undefined;
+      return {
+        hubName: hub.hubName,
+        databaseName: durableDatabase,
+        containerName: durableContainer,
+        dispatch: {
+          leaseDatabaseName: durableDatabase,
+          leaseContainerName: durableLeases,
+          ...hub.dispatchLeases,
+        },
+      };
     },
     thisHostOwner: (name) => cosmos.ownerOf(name),
   });

@@ -20,7 +20,12 @@ let browser: Browser;
 
 beforeAll(async () => {
   hosts = await startTwoHosts({
-    env: { DEV_DASHBOARD_POLL_INTERVAL_MS: "500", DEV_DASHBOARD_MIN_REFRESH_MS: "250" },
+    env: {
+      DEV_DASHBOARD_POLL_INTERVAL_MS: "500",
+      DEV_DASHBOARD_MIN_REFRESH_MS: "250",
+      // A hidden page's pace, far beyond the test's waits: any poll while hidden is one too many.
+      DEV_DASHBOARD_HIDDEN_POLL_INTERVAL_MS: "600000",
+    },
   });
   browser = await chromium.launch({
     executablePath: "/usr/bin/chromium",
@@ -114,6 +119,25 @@ describe("dashboard in Chromium", () => {
 
     mkdirSync(outputDir, { recursive: true });
     await page.screenshot({ path: join(outputDir, "dashboard.png"), fullPage: true });
+
+    // Hidden (another tab), the page stops polling at the visible pace; shown again, it asks at once.
+    let polls = 0;
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname === "/_dev/api/state") polls++;
+    });
+    // Run in the page (a string: the test's own typings have no DOM).
+    const visibility = (hidden: boolean) =>
+      page.evaluate(
+        `Object.defineProperty(document, "hidden", { value: ${hidden}, configurable: true }); document.dispatchEvent(new Event("visibilitychange"));`,
+      );
+    await visibility(true);
+    // At most the poll already scheduled at the visible pace (500 ms), then none for ten minutes.
+    const hiddenSince = polls;
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(polls - hiddenSince).toBeLessThanOrEqual(1);
+    const beforeShown = polls;
+    await visibility(false);
+    await until("a poll once the page is shown again", async () => (polls > beforeShown ? true : undefined));
     expect(outside).toEqual([]);
     expect(consoleErrors).toEqual([]);
     await page.close();

@@ -25,7 +25,8 @@ beforeAll(async () => {
     startInProcessDevHost({
       appDir,
       dataDirPrefix: "dashboard-durable-",
-      env: { DEV_DASHBOARD_MIN_REFRESH_MS: "0" },
+      // Lag on every refresh: a refresh's reads are then the same every time (what the bound below counts).
+      env: { DEV_DASHBOARD_MIN_REFRESH_MS: "0", DEV_DASHBOARD_LAG_INTERVAL_MS: "0" },
     }),
     spawnEmulator({ port: 0 }),
   ]);
@@ -43,6 +44,48 @@ async function state(): Promise<DashboardState> {
   expect(res.status).toBe(200);
   return (await res.json()) as DashboardState;
 }
+
+/** Starts `orchestrator` through the fixture's HTTP starter; its instance id and status URL. */
+async function start(orchestrator: string, input: unknown) {
+  const res = await fetch(`${started.host.baseUrl}/api/orchestrators/${orchestrator}`, {
+    method: "POST",
+    body: JSON.stringify(input),
+  });
+  expect(res.status).toBe(202);
+  return (await res.json()) as { id: string; statusQueryGetUri: string };
+}
+
+async function finished(statusQueryGetUri: string) {
+  await until("the orchestration to finish", async () =>
+    (await fetch(statusQueryGetUri)).status === 202 ? undefined : true,
+  );
+}
+
+/** The dashboard's own RU on the task hub's container, as its state reports it (summed since it started). */
+function dashboardRuOnHub(s: DashboardState): number {
+  if (!s.ru.ok) throw new Error(s.ru.error);
+  return s.ru.data.containers.find((c) => c.container.endsWith("/durable-tasks"))?.dashboardRuTotal ?? 0;
+}
+
+/** The dashboard's RU on the hub's container in each of `n` refreshes, after one that catches up. */
+async function ruPerRefresh(n: number): Promise<number[]> {
+  let before = dashboardRuOnHub(await state());
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const after = dashboardRuOnHub(await state());
+    out.push(Math.round((after - before) * 100) / 100);
+    before = after;
+  }
+  return out;
+}
+
+/**
+ * What one refresh may spend on the hub's container, idle: the change feed read that finds nothing (1 RU) and the
+ * dispatch lease's lag read (1 RU, 2.5 with a change), with room for one change of the hub's own. Listing the
+ * instances each refresh cost 2.3 RU + 0.05 RU per document of the container + 1 RU per KiB returned: over this
+ * with 50 instances.
+ */
+const HUB_RU_PER_REFRESH = 6;
 
 describe("dashboard: durable orchestrations", () => {
   it("counts instances by runtime status and lists the latest", async () => {
@@ -73,6 +116,51 @@ describe("dashboard: durable orchestrations", () => {
     );
     // No containers.json in this app: no lock container, said plainly.
     expect(s.locks).toMatchObject({ ok: false, notConfigured: true });
+  });
+});
+
+describe("dashboard: what the newcomer saw", () => {
+  it("a Failed instance shows its failure reason", async () => {
+    // The fixture's orchestrator maps over its input: a number fails it with a TypeError.
+    const { id, statusQueryGetUri } = await start("fanOutFanIn", 5);
+    await finished(statusQueryGetUri);
+    const s = await state();
+    if (!s.durable.ok) throw new Error(s.durable.error);
+    const row = s.durable.data.latest.find((i) => i.instanceId === id);
+    expect(row?.runtimeStatus).toBe("Failed");
+    expect(row?.output).toMatch(/map is not a function/);
+  });
+
+  it("lists the task hub's dispatch lease with the triggers' leases, this host owning it, with a lag", async () => {
+    const s = await until("the dispatch lease with a lag", async () => {
+      const v = await state();
+      const row = v.leases.ok ? v.leases.data.triggers.find((t) => t.taskHub === "FixtureHub") : undefined;
+      return row && row.leases.length > 0 && row.leases.every((l) => l.estimatedLag !== null)
+        ? row
+        : undefined;
+    });
+    expect(s.prefix).toBe("durable.FixtureHub.");
+    expect(s.monitored.endsWith("/durable-tasks")).toBe(true);
+    expect(s.thisHostOwner).not.toBeNull();
+    expect(s.leases.every((l) => l.thisHost && l.owner === s.thisHostOwner)).toBe(true);
+    expect(s.lagError).toBeUndefined();
+  });
+
+  it("a refresh's reads of the task hub do not grow with the instances: 1 and 50, the same bound", async () => {
+    const first = await start("fanOutFanIn", ["One"]);
+    await finished(first.statusQueryGetUri);
+    const withFew = await ruPerRefresh(3);
+    const more = await Promise.all(Array.from({ length: 50 }, (_, i) => start("fanOutFanIn", [`City ${i}`])));
+    for (const m of more) await finished(m.statusQueryGetUri);
+    const s = await state();
+    if (!s.durable.ok) throw new Error(s.durable.error);
+    expect(s.durable.data.total).toBeGreaterThanOrEqual(51);
+    expect(s.durable.data.counts.Completed).toBeGreaterThanOrEqual(51);
+    const withMany = await ruPerRefresh(3);
+    for (const ru of [...withFew, ...withMany]) {
+      expect(ru).toBeGreaterThan(0);
+      expect(ru).toBeLessThanOrEqual(HUB_RU_PER_REFRESH);
+    }
   });
 });
 

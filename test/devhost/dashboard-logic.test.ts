@@ -6,16 +6,16 @@
 
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { CosmosClient } from "@azure/cosmos";
+import type { Container } from "@azure/cosmos";
 import { describe, expect, it, vi } from "vitest";
 import { plotGeometry } from "../../src/devhost/dashboard/client/plot.js";
 import { Dashboard } from "../../src/devhost/dashboard/dashboard.js";
 import { HandoffTracker } from "../../src/devhost/dashboard/handoffs.js";
 import { createDevDashboard } from "../../src/devhost/dashboard/index.js";
+import { InstanceView } from "../../src/devhost/dashboard/instances.js";
 import { mayBeEmulator, meterTotals } from "../../src/devhost/dashboard/meter.js";
 import { intervalDelta, RuHistory } from "../../src/devhost/dashboard/rates.js";
 import { DASHBOARD_SETTINGS, readDashboardSettings } from "../../src/devhost/dashboard/settings.js";
-import { readDurable } from "../../src/devhost/dashboard/sources.js";
 import { meteredContainer, RuTally } from "../../src/devhost/dashboard/tally.js";
 import type { DashboardState } from "../../src/devhost/dashboard/types.js";
 import { type BuiltinRequest, underPrefix } from "../../src/devhost/http/server.js";
@@ -358,41 +358,44 @@ describe("createDevDashboard", () => {
 });
 
 describe("the orchestrations panel", () => {
-  it("shows the runtime status the HTTP API answers: a ContinuedAsNew instance is Running", async () => {
+  it("shows the runtime status the HTTP API answers (ContinuedAsNew is Running), then follows the change feed", async () => {
     const queries: unknown[] = [];
     const options: unknown[] = [];
-    const doc = (instanceId: string, status: string, createdTime: string) => ({
+    const doc = (instanceId: string, status: string, createdTime: string, output: string | null = null) => ({
       instanceId,
       name: "loop",
       status,
       createdTime,
       lastUpdatedTime: createdTime,
+      output,
     });
     const resources = [
       doc("a", "ContinuedAsNew", "2026-01-01T00:00:03Z"),
       doc("b", "Running", "2026-01-01T00:00:02Z"),
       doc("c", "Completed", "2026-01-01T00:00:01Z"),
     ];
-    const client = {
-      database: () => ({
-        container: () => ({
-          items: {
-            query: (q: unknown, o: unknown) => {
-              queries.push(q);
-              options.push(o);
-              return { fetchAll: async () => ({ resources }) };
-            },
+    // What the feed answers next: pages of changed documents, then a 304.
+    const pages: { statusCode: number; result: unknown[] }[] = [];
+    let feedReads = 0;
+    const container = {
+      items: {
+        query: (q: unknown, o: unknown) => {
+          queries.push(q);
+          options.push(o);
+          return { fetchAll: async () => ({ resources }) };
+        },
+        getChangeFeedIterator: () => ({
+          readNext: async () => {
+            feedReads++;
+            return pages.shift() ?? { statusCode: 304, result: [] };
           },
         }),
-      }),
-    } as unknown as CosmosClient;
+      },
+    } as unknown as Container;
+    const view = new InstanceView(60_000);
+    const where = { databaseName: "db", containerName: "hub", hubName: "H" };
     const signal = new AbortController().signal;
-    const d = await readDurable(
-      client,
-      { databaseName: "db", containerName: "hub", hubName: "H" },
-      2,
-      signal,
-    );
+    const d = await view.read(container, where, 2, 0, signal);
     // A panel given up aborts its read.
     expect(options).toEqual([{ abortSignal: signal }]);
     expect(d.counts).toEqual({ Running: 2, Completed: 1 });
@@ -401,10 +404,35 @@ describe("the orchestrations panel", () => {
     expect(queries).toEqual([
       {
         query:
-          "SELECT c.instanceId, c.name, c.status, c.createdTime, c.lastUpdatedTime FROM c WHERE c.kind = 'instance' AND c.hub = @hub AND NOT STARTSWITH(c.instanceId, '@')",
+          "SELECT c.instanceId, c.name, c.status, c.createdTime, c.lastUpdatedTime, c.output FROM c WHERE c.kind = 'instance' AND c.hub = @hub AND NOT STARTSWITH(c.instanceId, '@')",
         parameters: [{ name: "@hub", value: "H" }],
       },
     ]);
+    // The feed was positioned before the listing (one read); the next refreshes read only the feed.
+    expect(feedReads).toBe(1);
+    pages.push({
+      statusCode: 200,
+      result: [
+        { ...doc("b", "Failed", "2026-01-01T00:00:02Z", JSON.stringify("boom")), kind: "instance", hub: "H" },
+        { ...doc("d", "Pending", "2026-01-01T00:00:04Z"), kind: "instance", hub: "other hub" },
+        { ...doc("@e@k", "Running", "2026-01-01T00:00:05Z"), kind: "instance", hub: "H" },
+        { id: "history-x-0", kind: "history", hub: "H" },
+      ],
+    });
+    const next = await view.read(container, where, 10, 1_000, signal);
+    expect(queries).toHaveLength(1);
+    expect(feedReads).toBe(3); // the page, then the 304 that ends the catch-up
+    expect(next.counts).toEqual({ Running: 1, Failed: 1, Completed: 1 });
+    expect(next.latest.find((r) => r.instanceId === "b")).toMatchObject({
+      runtimeStatus: "Failed",
+      output: '"boom"',
+    });
+    // Idle: one feed read per refresh, whatever the number of instances.
+    await view.read(container, where, 10, 2_000, signal);
+    expect(feedReads).toBe(4);
+    // Past the rescan interval: a full listing again (how a purged instance leaves the panel).
+    await view.read(container, where, 10, 61_000, signal);
+    expect(queries).toHaveLength(2);
   });
 });
 

@@ -158,7 +158,10 @@ describe("requests per provisioning step", () => {
   it("deprovision records its step in the batch that removes the resource", async () => {
     const doc = await accepted("req-4", "a");
     const input = { subscriptionId: "req-4", resourceId: "a", operationId: doc.operationId };
-    expect(await deprovisionStep(ctx, input, orchestration)).toEqual({ deleted: true });
+    expect(await deprovisionStep(ctx, input, orchestration)).toEqual({
+      deleted: true,
+      operation: { status: "Succeeded" },
+    });
     // The two reads, the batch, then the summary's recount (the feed shows no delete).
     expect(seen.slice(0, 3).sort()).toEqual(["GET read", "GET read", "POST batch"]);
     expect(await readResource("req-4", "a")).toBeUndefined();

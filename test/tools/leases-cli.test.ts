@@ -115,8 +115,13 @@ describe("cosmos-feed leases", () => {
         expired: boolean;
       }[];
       lagErrors: Record<string, string>;
+      lagNotes: Record<string, string>;
     };
     expect(report.lagErrors).toEqual({});
+    // Its `?` is explained: the container its id names, by name, to run again with.
+    expect(report.lagNotes).toEqual({
+      "other-": `1 lease(s) of another monitored container than '${monitored.id}': 'other' (--container other estimates their lag)`,
+    });
     const p1 = report.leases.filter((l) => l.prefix === "p1-");
     expect(p1.map((l) => l.leaseToken).sort()).toEqual(["0", "1"]);
     for (const l of p1) {
@@ -160,6 +165,10 @@ describe("cosmos-feed leases", () => {
     expect(stdout).toMatch(/TOKEN\/RANGE\s+OWNER\s+CONTINUATION\s+LAST WRITE\s+LAG\s+EXPIRED/);
     expect(stdout).toContain("host-a");
     expect(stdout).not.toContain("dotnet-");
+    // Without --container every lag is `?`, and the table says why under the prefix's rows.
+    expect(stdout).toContain(
+      "  LAG ?: not estimated: name the monitored container (--container) to estimate lag",
+    );
   });
 
   it("a bad connection or a missing lease container is one clear line and exit 1", async () => {

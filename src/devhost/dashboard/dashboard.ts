@@ -2,21 +2,19 @@ import type { CosmosClient } from "@azure/cosmos";
 import { type Clock, systemClock } from "../../shared/changefeed/clock.js";
 import { type CosmosConnection, resolveCosmosConnection } from "../connections.js";
 import { type CosmosTriggerOptions, resolveCosmosTriggerOptions } from "../cosmos/trigger.js";
-import {
-  type BuiltinRequest,
-  type BuiltinResponse,
-  type BuiltinRoutes,
-  underPrefix,
-} from "../http/server.js";
+import { type BuiltinRoutes, underPrefix } from "../http/server.js";
 import type { LoadedApp } from "../loader.js";
-import { clientCss, clientModule } from "./assets.js";
 import { HandoffTracker } from "./handoffs.js";
+import { DASHBOARD_PREFIX, problem, routeDashboard } from "./http.js";
+import { InstanceView } from "./instances.js";
 import type { MeterSource } from "./meter.js";
 import { RuHistory } from "./rates.js";
 import type { DashboardSettings } from "./settings.js";
 import {
+  type DispatchLeases,
+  hubLeaseSource,
   type LagCache,
-  readDurable,
+  leaseReadKey,
   readLocks,
   readTriggerLeases,
   type TriggerSource,
@@ -32,7 +30,7 @@ import type { DashboardState, LeasesData, Panel, RuData, TriggerLeases } from ".
  * the RU meter. Each panel fails on its own; nothing here ever answers 500.
  */
 
-export const DASHBOARD_PREFIX = "/_dev";
+export { DASHBOARD_PREFIX } from "./http.js";
 
 export interface DashboardOptions {
   settings: DashboardSettings;
@@ -43,8 +41,10 @@ export interface DashboardOptions {
   account: () => CosmosConnection | undefined;
   /** The lock container (containers.json role "locks"). */
   locks?: { databaseName: string; containerName: string };
-  /** The durable task hub's container, when the app runs one. */
-  durable: () => { hubName: string; databaseName: string; containerName: string } | undefined;
+  /** The durable task hub's container, when the app runs one, and where its dispatch leases are. */
+  durable: () =>
+    | { hubName: string; databaseName: string; containerName: string; dispatch?: DispatchLeases }
+    | undefined;
   /** This host's change feed processor instance name for a trigger function, when its listener runs. */
   thisHostOwner: (functionName: string) => string | undefined;
   /** Wall clock (ms); injectable for tests. */
@@ -52,26 +52,6 @@ export interface DashboardOptions {
   /** What the panels' sourceTimeoutMs waits on; the system's by default (tests move a FakeClock). */
   clock?: Clock;
 }
-
-const SECURITY_HEADERS: Record<string, string> = {
-  // Only this origin: no CDN, no inline script or style, no frames, no form posts elsewhere.
-  "content-security-policy":
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-store",
-};
-
-function json(status: number, body: unknown, extra: Record<string, string> = {}): BuiltinResponse {
-  return {
-    status,
-    headers: { ...SECURITY_HEADERS, "content-type": "application/json; charset=utf-8", ...extra },
-    body: JSON.stringify(body),
-  };
-}
-
-const problem = (status: number, code: string, reason: string, extra: Record<string, string> = {}) =>
-  json(status, { code, reason }, extra);
 
 /** A panel with nothing to show in this app (no lock container, no task hub): said plainly, not as a failure. */
 class NotConfigured extends Error {}
@@ -109,31 +89,6 @@ async function panel<T>(
   }
 }
 
-const PAGE = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>cosmos-feed dev host</title>
-<link rel="icon" href="/_dev/assets/favicon.svg" type="image/svg+xml">
-<link rel="stylesheet" href="/_dev/assets/app.css">
-<script type="module" src="/_dev/assets/app.js"></script>
-</head>
-<body>
-<header><h1>cosmos-feed dev host</h1><span id="status" class="status">loading…</span></header>
-<main>
-<section id="leases" class="panel"><h2>Leases</h2><div class="body"></div></section>
-<section id="handoffs" class="panel"><h2>Hand-offs</h2><div class="body"></div></section>
-<section id="ru" class="panel"><h2>RU/s per container</h2><div class="body"></div></section>
-<section id="locks" class="panel"><h2>Lock holders</h2><div class="body"></div></section>
-<section id="durable" class="panel"><h2>Orchestrations</h2><div class="body"></div></section>
-</main>
-</body>
-</html>
-`;
-
-const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#2b6cb0"/></svg>`;
-
 export class Dashboard {
   readonly tally = new RuTally();
   readonly #o: DashboardOptions;
@@ -143,6 +98,7 @@ export class Dashboard {
   readonly #handoffs: HandoffTracker;
   readonly #clients = new Map<string, CosmosClient>();
   readonly #lag = new Map<string, LagCache>();
+  readonly #instances: InstanceView;
   /** The app's cosmosDBTriggers as their options and connections resolve, once the app has loaded. */
   #triggerSources: Omit<TriggerSource, "thisHostOwner">[] = [];
   #baseUrl = "";
@@ -162,6 +118,7 @@ export class Dashboard {
       windowMs: options.settings.rateWindowMs,
     });
     this.#handoffs = new HandoffTracker(options.settings.handoffsKept);
+    this.#instances = new InstanceView(options.settings.instancesRescanMs);
   }
 
   /** Once the app has loaded and HTTP listens: takes the first meter sample and starts sampling in the background. */
@@ -245,6 +202,7 @@ export class Dashboard {
             leaseExpirationInterval: 0,
           } as ReturnType<typeof resolveCosmosTriggerOptions>,
           leaseClient: { error: errorText(e) },
+          leaseReadKey: `unresolved:${name}`,
           endpoint: "",
           sameAccount: false,
         });
@@ -253,8 +211,10 @@ export class Dashboard {
       let leaseClient: TriggerSource["leaseClient"];
       let endpoint = "";
       let sameAccount = false;
+      let readKey = `unresolved:${name}`;
       try {
         const lease = resolveCosmosConnection(resolved.leaseConnection, env);
+        readKey = leaseReadKey(lease.endpoint, resolved.leaseDatabaseName, resolved.leaseContainerName);
         leaseClient = this.#client(`setting:${resolved.leaseConnection.toLowerCase()}`, () => lease);
         // Lease ids name the monitored account's host (leasePrefix), whichever account holds the leases.
         let monitored: string | undefined;
@@ -272,6 +232,7 @@ export class Dashboard {
         functionName: name,
         resolved,
         leaseClient,
+        leaseReadKey: readKey,
         endpoint,
         sameAccount,
       });
@@ -285,11 +246,25 @@ export class Dashboard {
       ...t,
       thisHostOwner: this.#o.thisHostOwner(t.functionName),
     }));
+    // The durable task hub's dispatch leases, once the hub runs: in the same lease container as the triggers'.
+    let hub: ReturnType<DashboardOptions["durable"]>;
+    try {
+      hub = this.#o.durable();
+    } catch {
+      hub = undefined; // the orchestrations panel says why
+    }
+    const account = hub?.dispatch ? this.#o.account() : undefined;
+    if (hub?.dispatch && account) {
+      const client = this.#client(`account:${account.endpoint}`, () => account);
+      triggers.push(
+        hubLeaseSource({ ...hub, dispatch: hub.dispatch }, { client, endpoint: account.endpoint }),
+      );
+    }
     // Triggers sharing a lease container (different prefixes) share one read of it per refresh.
     const reads = new Map<string, Promise<Record<string, unknown>[]>>();
     const documents = (t: TriggerSource) => (client: CosmosClient) => {
       const r = t.resolved;
-      const key = `${r.leaseConnection.toLowerCase()}\u0000${r.leaseDatabaseName}\u0000${r.leaseContainerName}`;
+      const key = t.leaseReadKey;
       let read = reads.get(key);
       if (!read) {
         read = client
@@ -344,7 +319,8 @@ export class Dashboard {
       panel(this.#clock, s.sourceTimeoutMs, async (signal) => {
         const durable = this.#o.durable();
         if (!durable) throw new NotConfigured("the app has no durable functions (no task hub runs)");
-        return readDurable(this.#account(), durable, s.latestInstances, signal);
+        const container = this.#account().database(durable.databaseName).container(durable.containerName);
+        return this.#instances.read(container, durable, s.latestInstances, now, signal);
       }),
     ]);
     // After the dashboard's own reads have completed: the sample sees them in the meter and in the tally alike.
@@ -374,7 +350,11 @@ export class Dashboard {
     return {
       generatedAt: new Date(now).toISOString(),
       host: { baseUrl: this.#baseUrl, pid: process.pid },
-      settings: { pollIntervalMs: s.pollIntervalMs, historyMs: s.historyMs },
+      settings: {
+        pollIntervalMs: s.pollIntervalMs,
+        hiddenPollIntervalMs: s.hiddenPollIntervalMs,
+        historyMs: s.historyMs,
+      },
       leases: leasesPanel,
       locks: locksPanel,
       durable: durablePanel,
@@ -411,91 +391,14 @@ export class Dashboard {
       // `/_dev` and everything under `/_dev/`; not `/_devtools` (the host routes so; a direct caller may not).
       if (!underPrefix(path, DASHBOARD_PREFIX)) return undefined;
       try {
-        return await this.#route(req, path.slice(DASHBOARD_PREFIX.length));
+        return await routeDashboard(req, path.slice(DASHBOARD_PREFIX.length), {
+          state: (fresh) => this.state(fresh),
+          settings: this.#o.settings,
+        });
       } catch (e) {
         // Never a 500 from the dashboard: whatever failed is the dashboard's problem, said as JSON.
         return problem(503, "DashboardUnavailable", errorText(e));
       }
     },
   };
-
-  async #route(req: BuiltinRequest, rest: string): Promise<BuiltinResponse> {
-    const readOnly = (what: string) =>
-      req.method === "GET" || req.method === "HEAD"
-        ? undefined
-        : problem(405, "MethodNotAllowed", `${what} answers GET and HEAD only; got ${req.method}.`, {
-            allow: "GET, HEAD",
-          });
-    const noQuery = () => {
-      const keys = [...req.url.searchParams.keys()];
-      return keys.length > 0
-        ? problem(400, "UnknownParameter", `No query parameters here; got '${keys[0]}'.`)
-        : undefined;
-    };
-    const noBody = () =>
-      req.body.length > 0 ? problem(400, "UnexpectedBody", "A GET takes no request body.") : undefined;
-    if (rest === "" || rest === "/") {
-      return (
-        readOnly("The dashboard page") ??
-        noQuery() ??
-        noBody() ?? {
-          status: 200,
-          headers: { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8" },
-          body: PAGE,
-        }
-      );
-    }
-    if (rest === "/api/state") {
-      const bad = readOnly("/_dev/api/state") ?? noBody();
-      if (bad) return bad;
-      let fresh = false;
-      for (const [k, v] of req.url.searchParams) {
-        if (k !== "fresh")
-          return problem(400, "UnknownParameter", `Unknown query parameter '${k}' (only 'fresh').`);
-        if (!/^(1|true|0|false)$/.test(v))
-          return problem(400, "InvalidParameter", `'fresh' is 1/true or 0/false; got '${v}'.`);
-        fresh = v === "1" || v === "true";
-      }
-      return json(200, await this.state(fresh));
-    }
-    if (rest === "/api/settings") {
-      return readOnly("/_dev/api/settings") ?? noQuery() ?? noBody() ?? json(200, this.#o.settings);
-    }
-    const asset = /^\/assets\/([^/]+)$/.exec(rest);
-    if (asset) {
-      const bad = readOnly("Assets") ?? noQuery();
-      if (bad) return bad;
-      const name = asset[1];
-      if (name === "app.css") {
-        const css = clientCss();
-        if (css !== undefined)
-          return {
-            status: 200,
-            headers: { ...SECURITY_HEADERS, "content-type": "text/css; charset=utf-8" },
-            body: css,
-          };
-      } else if (name === "favicon.svg") {
-        return {
-          status: 200,
-          headers: { ...SECURITY_HEADERS, "content-type": "image/svg+xml" },
-          body: FAVICON,
-        };
-      } else if (name.endsWith(".js")) {
-        const js = await clientModule(name.slice(0, -3));
-        if (js !== undefined) {
-          return {
-            status: 200,
-            headers: { ...SECURITY_HEADERS, "content-type": "text/javascript; charset=utf-8" },
-            body: js,
-          };
-        }
-      }
-      return problem(404, "NotFound", `No dashboard asset '${name}'.`);
-    }
-    return problem(
-      404,
-      "NotFound",
-      `Nothing at ${DASHBOARD_PREFIX}${rest}: the dashboard is ${DASHBOARD_PREFIX}/, its data ${DASHBOARD_PREFIX}/api/state.`,
-    );
-  }
 }

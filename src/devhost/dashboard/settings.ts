@@ -23,6 +23,15 @@ export const DASHBOARD_SETTINGS = {
     max: 60_000,
     description: "How often the page asks /_dev/api/state for a new picture.",
   },
+  hiddenPollIntervalMs: {
+    setting: "DEV_DASHBOARD_HIDDEN_POLL_INTERVAL_MS",
+    unit: "ms",
+    default: 15_000,
+    min: 250,
+    max: 600_000,
+    description:
+      "How often a page that is not visible (another tab, minimised) asks for a new picture; it asks at once when shown again.",
+  },
   minRefreshMs: {
     setting: "DEV_DASHBOARD_MIN_REFRESH_MS",
     unit: "ms",
@@ -81,6 +90,15 @@ export const DASHBOARD_SETTINGS = {
     min: 0,
     max: 1_000,
     description: "Durable orchestration instances listed (most recently created first).",
+  },
+  instancesRescanMs: {
+    setting: "DEV_DASHBOARD_INSTANCES_RESCAN_MS",
+    unit: "ms",
+    default: 60_000,
+    min: 1_000,
+    max: 3_600_000,
+    description:
+      "The orchestrations panel lists the task hub's instances in full this often (a purged instance leaves the panel then); in between each refresh reads only the changes, from the hub container's change feed.",
   },
   sourceTimeoutMs: {
     setting: "DEV_DASHBOARD_SOURCE_TIMEOUT_MS",

@@ -8,9 +8,7 @@ import {
   QUEUE_ID_PREFIX,
 } from "../../shared/locks/index.js";
 import type { ResolvedCosmosTriggerOptions } from "../cosmos/trigger.js";
-import { instancesQuery, runtimeStatusOf } from "../durable/hub.js";
-import type { RuntimeStatus } from "../durable/types.js";
-import type { DurableData, InstanceRow, LeaseView, LockHolder, LocksData, TriggerLeases } from "./types.js";
+import type { LeaseView, LockHolder, LocksData, TriggerLeases } from "./types.js";
 
 /**
  * The dashboard's data sources, each read with the dashboard's own (tallied) clients and each failing on its own.
@@ -33,6 +31,10 @@ export interface TriggerSource {
   sameAccount: boolean;
   /** This host's processor instance name for the trigger, when its listener runs. */
   thisHostOwner: string | undefined;
+  /** Sources with the same key read the lease container once per refresh (leaseReadKey). */
+  leaseReadKey: string;
+  /** Set for the durable task hub's dispatch leases (hubLeaseSource): the hub's name. */
+  taskHub?: string;
 }
 
 export interface LagCache {
@@ -54,6 +56,7 @@ export function triggerLeasesBase(t: TriggerSource): TriggerLeases {
     thisHostOwner: t.thisHostOwner ?? null,
     owners: [],
     leases: [],
+    ...(t.taskHub ? { taskHub: t.taskHub } : {}),
   };
 }
 
@@ -154,41 +157,48 @@ export async function readLocks(
   return { container: `${where.databaseName}/${where.containerName}`, holders };
 }
 
-/** What the panel reads of an instance document. */
-const INSTANCE_FIELDS = ["instanceId", "name", "status", "createdTime", "lastUpdatedTime"] as const;
-type InstanceDocLite = Record<(typeof INSTANCE_FIELDS)[number], string> & { status: RuntimeStatus };
+/** Where the durable task hub's dispatch processor keeps its leases (DashboardOptions.durable's `dispatch`). */
+export interface DispatchLeases {
+  leaseDatabaseName: string;
+  leaseContainerName: string;
+  prefix: string;
+  /** This host's dispatch processor instance name, while its dispatch runs. */
+  owner: string | undefined;
+  leaseExpirationIntervalMs: number;
+}
 
 /**
- * Orchestration instances of the task hub (src/devhost/durable/hub.ts documents of kind "instance"), read with the
- * hub's own query and shown with the runtime status its HTTP API answers (ContinuedAsNew is Running).
+ * The task hub's dispatch leases as one more row of the leases panel, read like a trigger's: the hub's processor
+ * monitors the hub's own container (so its lag is that container's changes not yet dispatched), on the app's
+ * account, with leases named by that account's host.
  */
-export async function readDurable(
-  client: CosmosClient,
-  where: { databaseName: string; containerName: string; hubName: string },
-  latest: number,
-  abortSignal?: AbortSignal,
-): Promise<DurableData> {
-  const container = client.database(where.databaseName).container(where.containerName);
-  const { resources } = await container.items
-    .query<InstanceDocLite>(instancesQuery(where.hubName, {}, INSTANCE_FIELDS), { abortSignal })
-    .fetchAll();
-  const all: InstanceRow[] = resources.map((d) => ({
-    instanceId: d.instanceId,
-    name: d.name,
-    runtimeStatus: runtimeStatusOf(d.status),
-    createdTime: d.createdTime,
-    lastUpdatedTime: d.lastUpdatedTime,
-  }));
-  const counts: Record<string, number> = {};
-  for (const r of all) counts[r.runtimeStatus] = (counts[r.runtimeStatus] ?? 0) + 1;
-  const rows = all
-    .sort((a, b) => b.createdTime.localeCompare(a.createdTime) || a.instanceId.localeCompare(b.instanceId))
-    .slice(0, latest);
+export function hubLeaseSource(
+  hub: { hubName: string; databaseName: string; containerName: string; dispatch: DispatchLeases },
+  account: { client: CosmosClient; endpoint: string },
+): TriggerSource {
+  const d = hub.dispatch;
   return {
-    hubName: where.hubName,
-    container: `${where.databaseName}/${where.containerName}`,
-    counts,
-    total: resources.length,
-    latest: rows,
+    functionName: `durable task hub '${hub.hubName}' (dispatch)`,
+    taskHub: hub.hubName,
+    resolved: {
+      connection: "",
+      leaseConnection: "",
+      databaseName: hub.databaseName,
+      containerName: hub.containerName,
+      leaseDatabaseName: d.leaseDatabaseName,
+      leaseContainerName: d.leaseContainerName,
+      leaseContainerPrefix: d.prefix,
+      leaseExpirationInterval: d.leaseExpirationIntervalMs,
+    } as ResolvedCosmosTriggerOptions,
+    leaseClient: account.client,
+    leaseReadKey: leaseReadKey(account.endpoint, d.leaseDatabaseName, d.leaseContainerName),
+    endpoint: account.endpoint,
+    sameAccount: true,
+    thisHostOwner: d.owner,
   };
+}
+
+/** Rows reading one lease container (on one account) share one read of it per refresh. */
+export function leaseReadKey(endpoint: string, database: string, container: string): string {
+  return `${endpoint}\u0000${database}\u0000${container}`;
 }

@@ -38,6 +38,8 @@ export interface TriggerLeases {
   lagError?: string;
   /** Why this trigger's leases could not be read (the other triggers are still shown). */
   error?: string;
+  /** Set on the row of the durable task hub's dispatch leases (not a trigger's): the hub's name. */
+  taskHub?: string;
 }
 
 export interface Handoff {
@@ -77,6 +79,11 @@ export interface InstanceRow {
   runtimeStatus: string;
   createdTime: string;
   lastUpdatedTime: string;
+  /**
+   * JSON text of the output — for a Failed instance, of its failure (the reason the page shows) — cut to its first
+   * 500 characters; null when it has none.
+   */
+  output: string | null;
 }
 
 export interface DurableData {
@@ -120,7 +127,7 @@ export interface RuData {
 export interface DashboardState {
   generatedAt: string;
   host: { baseUrl: string; pid: number };
-  settings: { pollIntervalMs: number; historyMs: number };
+  settings: { pollIntervalMs: number; hiddenPollIntervalMs: number; historyMs: number };
   leases: Panel<LeasesData>;
   locks: Panel<LocksData>;
   durable: Panel<DurableData>;

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import type { Container } from "@azure/cosmos";
 import { type Clock, systemClock } from "../../shared/changefeed/clock.js";
 import { type ChangeFeedProcessor, createChangeFeedProcessor } from "../../shared/changefeed/index.js";
+import { ChangeFeedDefaults } from "../../shared/changefeed/options.js";
 import type { ChangeFeedContext } from "../../shared/changefeed/processing/worker.js";
 import { ActivityWorker } from "./activities.js";
 import { TaskHubClientBase } from "./client-operations.js";
@@ -170,7 +171,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
       {
         monitoredContainer: o.container,
         leaseContainer: o.leaseContainer,
-        leaseContainerPrefix: `durable.${this.hubName}.`,
+        leaseContainerPrefix: this.dispatchLeases.prefix,
         startFromBeginning: true,
         feedPollDelay: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
         // The feed is the backstop (a host runs what it writes at once): read it in fuller, fewer pages.
@@ -208,6 +209,19 @@ export class CosmosTaskHub extends TaskHubClientBase {
         }
       })(),
     );
+  }
+
+  /**
+   * Where its dispatch processor keeps its leases — the lease prefix, this host's owner name once dispatch runs,
+   * the expiration — so that the dev host dashboard lists them with the triggers' leases.
+   */
+  get dispatchLeases(): { prefix: string; owner: string | undefined; leaseExpirationIntervalMs: number } {
+    return {
+      prefix: `durable.${this.hubName}.`,
+      owner: this.stopped ? undefined : this.processor?.instanceName,
+      leaseExpirationIntervalMs:
+        this.o.leaseExpirationIntervalMs ?? ChangeFeedDefaults.leaseExpirationInterval,
+    };
   }
 
   /** Stops dispatch: running activities hand their results on, the processor hands its leases off. */

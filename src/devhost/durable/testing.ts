@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
-import { InvocationContext } from "@azure/functions";
+import type { InvocationContext } from "@azure/functions";
 import { applyMessage, isTerminal, readOrchestratorOutcome, triggerInput } from "./engine.js";
 import { isEntityId } from "./entity-engine.js";
 import { timerFiredKey, timerFiredMessage } from "./protocol.js";
@@ -99,6 +99,10 @@ export interface OrchestrationRun {
 }
 
 const require = createRequire(import.meta.url);
+// @azure/functions is a CommonJS bundle whose InvocationContext Node's ESM loader does not detect as a named export:
+// a named import works under vitest (its interop) but fails under plain node or tsx. require sees every export.
+const { InvocationContext: InvocationContextClass } =
+  require("@azure/functions") as typeof import("@azure/functions");
 
 function isGeneratorFunction(fn: Orchestrator): fn is OrchestratorFunction {
   return fn.constructor?.name === "GeneratorFunction";
@@ -120,7 +124,7 @@ function invokerFor(
   return async (name, input) => {
     const handler = orchestrators.get(name);
     if (!handler) return { thrown: new Error(`No orchestrator named '${name}' was given to the test.`) };
-    const context = new InvocationContext({
+    const context = new InvocationContextClass({
       functionName: name,
       invocationId: randomUUID(),
       logHandler: (_level, ...args) => log(args.map(String).join(" ")),

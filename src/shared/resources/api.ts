@@ -22,7 +22,7 @@ import {
   validatePatchShape,
   validateResourceInput,
 } from "./model.js";
-import { finished, newOperation, pendingOperationOf, readOperation, supersededBy } from "./operations.js";
+import { canceledBy, newOperation, pendingOperationOf, readOperation } from "./operations.js";
 import { type ApiRequest, type ApiResponse, answer, noteOperation } from "./request.js";
 import { CONTINUATION_LIMIT_KB, decodeSkipToken, encodeSkipToken } from "./skipToken.js";
 
@@ -311,7 +311,7 @@ export class ResourceApi {
         : { kind: "create", body: doc },
     ];
     if (superseded) {
-      const canceled = finished(superseded, "Canceled", now, supersededBy(operationId, kind));
+      const canceled = canceledBy(superseded, now, operationId, kind);
       writes.push({ kind: "replace", id: superseded.id, body: canceled, etag: superseded._etag });
     }
     // The last look at the lock: past this point the batch either commits whole or not at all.

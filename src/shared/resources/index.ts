@@ -9,6 +9,7 @@ export {
 export { ResourceApi, subscriptionLockName } from "./api.js";
 export { type AppContext, appContext, createAppContext, openAppContext } from "./context.js";
 export * from "./model.js";
+export { endOf, type OperationEnd, outputFor, type ProvisioningOutput } from "./outcome.js";
 export {
   deprovisionStep,
   failStep,

@@ -79,6 +79,8 @@ export interface OperationDocument {
   attempts?: Record<string, number>;
   /** Why the operation failed or was canceled (ARM's error shape). */
   error?: { code: string; message: string };
+  /** Canceled because a newer operation on the resource replaced it: that operation's id. */
+  supersededBy?: string;
   /** Seconds after its last write until the service deletes it (OPERATION_TTL_SECONDS). */
   ttl: number;
 }

@@ -43,12 +43,16 @@ export function newOperation(
   };
 }
 
-/** The operation ended: its terminal status, end time, and why (for Failed and Canceled). */
+/**
+ * The operation ended: its terminal status, end time, and why (for Failed and Canceled); `by`, the newer operation
+ * that replaced a Canceled one.
+ */
 export function finished(
   op: OperationDocument,
   status: "Succeeded" | "Failed" | "Canceled",
   at: string,
   error?: { code: string; message: string },
+  by?: string,
 ): OperationDocument {
   return {
     ...op,
@@ -57,7 +61,18 @@ export function finished(
     endTime: at,
     ...(op.orchestration ? { orchestration: { ...op.orchestration, step: "done" } } : {}),
     ...(error ? { error } : {}),
+    ...(by ? { supersededBy: by } : {}),
   };
+}
+
+/** The operation Canceled because `by` (of `kind`, when known) replaced it before it finished. */
+export function canceledBy(
+  op: OperationDocument,
+  at: string,
+  by: string,
+  kind?: OperationKind,
+): OperationDocument {
+  return finished(op, "Canceled", at, supersededBy(by, kind), by);
 }
 
 /** Why an operation was canceled by a newer one (`kind` when known). */
@@ -126,8 +141,9 @@ export async function endOperation(
   operationId: string,
   status: "Succeeded" | "Failed" | "Canceled",
   error?: { code: string; message: string },
+  by?: string,
 ): Promise<void> {
   await updateOperation(ctx, sub, operationId, (op) =>
-    isTerminalOperation(op.status) ? undefined : finished(op, status, new Date().toISOString(), error),
+    isTerminalOperation(op.status) ? undefined : finished(op, status, new Date().toISOString(), error, by),
   );
 }

@@ -1,7 +1,6 @@
-import { type BatchWrite, commitBatch } from "../cosmos/batch.js";
+import { commitBatch } from "../cosmos/batch.js";
 import { NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
 import { readItem, type Stored, updateItem } from "../cosmos/occ.js";
-import { defaultOccRetryPolicy } from "../cosmos/retry.js";
 import type { AppContext } from "./context.js";
 import {
   ApiError,
@@ -13,8 +12,10 @@ import {
   parseSubscriptionId,
   type ResourceDocument,
 } from "./model.js";
-import { endOperation, finished, readOperation, supersededBy, updateOperation } from "./operations.js";
+import { endOperation, readOperation, supersededBy, updateOperation } from "./operations.js";
+import { endOf, type OperationEnd } from "./outcome.js";
 import { refreshSummary } from "./reactions.js";
+import { settle, toState } from "./settle.js";
 
 /** The durable functions of the resource provider: two orchestrations and their activities. */
 export const PROVISIONING = {
@@ -82,6 +83,8 @@ export interface ValidateResult {
   /** False when the resource is gone or a newer operation replaced this one: the orchestration ends. */
   proceed: boolean;
   reason?: string;
+  /** When it does not proceed: the operation's end (undefined: it is gone). */
+  operation?: OperationEnd;
 }
 
 const now = () => new Date().toISOString();
@@ -103,16 +106,26 @@ export async function validateStep(
     readItem<ResourceDocument>(ctx.containers.resources, input.resourceId, input.subscriptionId),
   ]);
   if (!op) return { proceed: false, reason: `operation ${input.operationId} does not exist (expired?)` };
-  if (isTerminalOperation(op.status)) return { proceed: false, reason: `operation is already ${op.status}` };
+  if (isTerminalOperation(op.status)) {
+    return { proceed: false, reason: `operation is already ${op.status}`, operation: endOf(op) };
+  }
   if (!resource || resource.operationId !== input.operationId) {
-    const reason = resource
-      ? `operation ${resource.operationId} replaced this one`
-      : "the resource no longer exists";
-    await endOperation(ctx, input.subscriptionId, input.operationId, "Canceled", {
-      code: "Superseded",
-      message: reason,
-    });
-    return { proceed: false, reason };
+    const error = resource
+      ? supersededBy(resource.operationId)
+      : { code: "Superseded", message: "The resource no longer exists." };
+    await endOperation(
+      ctx,
+      input.subscriptionId,
+      input.operationId,
+      "Canceled",
+      error,
+      resource?.operationId,
+    );
+    return {
+      proceed: false,
+      reason: error.message,
+      operation: { status: "Canceled", error, ...(resource ? { supersededBy: resource.operationId } : {}) },
+    };
   }
   // Both documents were just read: the writes start from them, together in one transactional batch when both
   // change (one request, where two replaces took two). A lost race does each write alone from a fresh read.
@@ -239,36 +252,30 @@ export async function provisionStep(
   return { attempt };
 }
 
-/** Marks the resource and the operation Succeeded together (when the operation is still the resource's latest). */
+/**
+ * Marks the resource and the operation Succeeded together (when the operation is still the resource's latest).
+ * The operation's end: Succeeded, or Canceled when a newer operation replaced it (undefined: it is gone).
+ */
 export async function finalizeStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
-): Promise<void> {
+): Promise<OperationEnd | undefined> {
   // The step is recorded in the batch that ends the operation (its `orchestration` as setStep would mark it),
   // not in a write of its own first.
-  await settle(ctx, input, "Succeeded", toState("Succeeded"), {
+  const { operation } = await settle(ctx, input, "Succeeded", toState("Succeeded"), {
     mark: (op) => atStep(op, orchestration, "finalize"),
   });
+  return endOf(operation);
 }
 
-/** The resource's last change when its operation ends: its terminal state (If-Match the resource read). */
-const toState =
-  (state: "Succeeded" | "Failed") =>
-  (r: Stored<ResourceDocument>): BatchWrite => ({
-    kind: "replace",
-    id: r.id,
-    body: { ...r, provisioningState: state },
-    etag: r._etag,
-  });
-
-/** Marks the resource and the operation Failed with `error`, together. */
+/** Marks the resource and the operation Failed with `error`, together. The operation's end (Failed, or Canceled). */
 export async function failStep(
   ctx: AppContext,
   input: ProvisioningInput,
   error: { code: string; message: string },
-): Promise<void> {
-  await settle(ctx, input, "Failed", toState("Failed"), { error });
+): Promise<OperationEnd | undefined> {
+  return endOf((await settle(ctx, input, "Failed", toState("Failed"), { error })).operation);
 }
 
 /** Removes the resource and Succeeds the operation together, if this delete is still the resource's latest. */
@@ -276,8 +283,8 @@ export async function deprovisionStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
-): Promise<{ deleted: boolean }> {
-  const outcome = await settle(
+): Promise<{ deleted: boolean; operation?: OperationEnd }> {
+  const { outcome, operation } = await settle(
     ctx,
     input,
     "Succeeded",
@@ -286,53 +293,6 @@ export async function deprovisionStep(
   );
   // The latest-version change feed shows no delete: the summary is recounted here.
   if (outcome === "settled") await refreshSummary(ctx, input.subscriptionId);
-  return { deleted: outcome === "settled" };
-}
-
-/**
- * Ends the operation with `status` in one transactional batch with its resource's last change (`change`), while
- * the operation is still the resource's latest: the resource's terminal state and its operation's can never
- * disagree, whatever crashes between. A superseded operation is Canceled instead, and one whose resource is gone
- * ends with `status` (a retried delete whose first attempt committed). A lost race re-reads (bounded).
- */
-async function settle(
-  ctx: AppContext,
-  input: ProvisioningInput,
-  status: "Succeeded" | "Failed",
-  change: (resource: Stored<ResourceDocument>) => BatchWrite,
-  options: {
-    error?: { code: string; message: string };
-    /** Marks the operation before it ends (undefined: as it is), e.g. with the step that ends it. */
-    mark?: (op: Stored<OperationDocument>) => OperationDocument | undefined;
-  } = {},
-): Promise<"settled" | "superseded" | "gone" | "finished"> {
-  const { resources } = ctx.containers;
-  const { error, mark } = options;
-  return defaultOccRetryPolicy.run(
-    async () => {
-      // Both reads at once: neither depends on the other.
-      const [stored, resource] = await Promise.all([
-        readOperation(ctx, input.subscriptionId, input.operationId),
-        readItem<ResourceDocument>(resources, input.resourceId, input.subscriptionId),
-      ]);
-      if (!stored || isTerminalOperation(stored.status)) return "finished";
-      const op = mark?.(stored) ?? stored;
-      const at = now();
-      if (!resource || resource.operationId !== input.operationId) {
-        const ending = resource
-          ? finished(op, "Canceled", at, supersededBy(resource.operationId))
-          : finished(op, status, at, error);
-        await commitBatch(resources, input.subscriptionId, [
-          { kind: "replace", id: stored.id, body: ending, etag: stored._etag },
-        ]);
-        return resource ? "superseded" : "gone";
-      }
-      await commitBatch(resources, input.subscriptionId, [
-        change(resource),
-        { kind: "replace", id: stored.id, body: finished(op, status, at, error), etag: stored._etag },
-      ]);
-      return "settled";
-    },
-    { isRetryable: (e) => e instanceof PreconditionFailedError || e instanceof NotFoundError },
-  );
+  const end = endOf(operation);
+  return { deleted: outcome === "settled", ...(end ? { operation: end } : {}) };
 }

@@ -72,6 +72,7 @@ export async function reconcileOperations(
           resource
             ? supersededBy(resource.operationId)
             : { code: "Superseded", message: "The resource no longer exists." },
+          resource?.operationId,
         );
       }
       out.ended.push(op.operationId);

@@ -93,7 +93,11 @@ function triggerBlock(t: TriggerLeases): Node {
         shortOwner(l.owner),
         l.thisHost ? el("span", { class: "badge" }, "this host") : null,
       ),
-      el("td", { class: "num" }, l.estimatedLag === null ? "?" : l.estimatedLag),
+      el(
+        "td",
+        { class: "num", title: l.estimatedLag === null ? lagUnknown(t) : undefined },
+        l.estimatedLag === null ? "?" : l.estimatedLag,
+      ),
       el("td", { class: "num" }, `${duration(l.lastWriteAgeMs)} ago`),
       el(
         "td",
@@ -111,13 +115,41 @@ function triggerBlock(t: TriggerLeases): Node {
       t.functionName,
       el("small", {}, ` ${t.monitored} → ${t.leaseContainer}, prefix '${t.prefix}'`),
     ),
+    t.taskHub
+      ? el(
+          "p",
+          { class: "note" },
+          "The durable task hub's own dispatch processor (not a trigger): it follows the hub's container, so its lag is hub changes not yet dispatched.",
+        )
+      : null,
     t.error ? el("p", { class: "error" }, t.error) : null,
     t.lagError ? el("p", { class: "note" }, `lag: ${t.lagError}`) : null,
+    t.leases.some((l) => l.estimatedLag === null)
+      ? el("p", { class: "note legend", "data-legend": "lag" }, `lag ?: ${lagUnknown(t)}`)
+      : null,
     owners,
     t.leases.length > 0
       ? table(["token / range", "owner", "lag", "last write", "expires"], rows)
       : el("p", { class: "note" }, "no leases yet"),
   );
+}
+
+/** What a `?` in the lag column means for this row (the page's legend and the cell's title). */
+function lagUnknown(t: TriggerLeases): string {
+  return t.lagError
+    ? `not estimated (${t.lagError})`
+    : "not estimated yet: lag is read every few seconds (DEV_DASHBOARD_LAG_INTERVAL_MS), a lease newer than the last read has none";
+}
+
+/** An instance's output (JSON text) as one line: a string as it is, anything else as compact JSON. */
+function outputText(output: string | null): string {
+  if (output === null) return "";
+  try {
+    const v: unknown = JSON.parse(output);
+    return typeof v === "string" ? v : JSON.stringify(v);
+  } catch {
+    return output;
+  }
 }
 
 function renderLeases(d: LeasesData): Node[] {
@@ -185,16 +217,22 @@ function renderDurable(d: DurableData): Node[] {
     d.latest.length === 0
       ? el("p", { class: "note" }, "no instances")
       : table(
-          ["instance", "name", "status", "created", "updated"],
+          ["instance", "name", "status", "created", "updated", "output / failure reason"],
           d.latest.map((i) =>
             el(
               "tr",
-              { "data-instance": i.instanceId },
+              { "data-instance": i.instanceId, class: i.runtimeStatus === "Failed" ? "failed" : undefined },
               el("td", {}, i.instanceId),
               el("td", {}, i.name),
               el("td", {}, i.runtimeStatus),
               el("td", {}, clock(i.createdTime)),
               el("td", {}, clock(i.lastUpdatedTime)),
+              el(
+                "td",
+                { class: i.runtimeStatus === "Failed" ? "output failure" : "output", "data-output": "" },
+                // A block inside the cell: a table cell alone would widen to the whole text.
+                el("div", { class: "output-text" }, outputText(i.output)),
+              ),
             ),
           ),
         ),
@@ -279,10 +317,13 @@ function renderRu(d: RuData, historyMs: number): Node[] {
 }
 
 let pollMs = 1500;
+let hiddenPollMs = 15_000;
 let historyMs = 300_000;
+let next: ReturnType<typeof setTimeout> | undefined;
 
 function render(s: DashboardState): void {
   pollMs = s.settings.pollIntervalMs;
+  hiddenPollMs = s.settings.hiddenPollIntervalMs;
   historyMs = s.settings.historyMs;
   show("leases", s.leases, renderLeases);
   show("handoffs", s.leases, renderHandoffs);
@@ -298,7 +339,12 @@ function setStatus(text: string, failed: boolean): void {
   status.classList.toggle("failed", failed);
 }
 
+let inFlight = false;
+
 async function poll(): Promise<void> {
+  // One poll at a time: the page shown again while one is in flight just lets that one schedule the next.
+  if (inFlight) return;
+  inFlight = true;
   try {
     const res = await fetch("/_dev/api/state", { cache: "no-store" });
     if (!res.ok) throw new Error(`state answered ${res.status}`);
@@ -309,8 +355,18 @@ async function poll(): Promise<void> {
     // The dev host stopped or restarts: keep the last picture, say so, keep trying.
     setStatus(`no answer from the dev host (${e instanceof Error ? e.message : String(e)}); retrying`, true);
   } finally {
-    setTimeout(() => void poll(), pollMs);
+    inFlight = false;
+    // A page nobody sees asks less often: its reads cost RU on the very containers it reports on.
+    clearTimeout(next);
+    next = setTimeout(() => void poll(), document.hidden ? hiddenPollMs : pollMs);
   }
 }
+
+// Shown again: a fresh picture at once, then the visible pace.
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden) return;
+  clearTimeout(next);
+  void poll();
+});
 
 void poll();
