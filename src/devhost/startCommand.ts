@@ -295,7 +295,7 @@ function startWatching(o: {
   const builds = o.build && Boolean(o.config.packageJson.scripts?.build);
   const sources = readBuildSources(o.config);
   const files = sources?.files ?? entryFiles(o.config);
-  const roots = watchRoots(o.appDir, files);
+  const roots = watchRoots(o.appDir, files, sources?.folders);
   if (roots.length === 0) o.warn("--watch: no source files found to watch.");
   else
     o.say(

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type CliRun, copyFixture, killAll, removeScratch, runCli } from "../support/start-cli.js";
@@ -21,6 +21,14 @@ function start(appDir: string, ...flags: string[]): CliRun {
 function setGreeting(appDir: string, code: string): void {
   const file = join(appDir, "src", "functions", "hello.ts");
   writeFileSync(file, readFileSync(file, "utf8").replace(/const greeting[^;]*;/, code));
+}
+
+/** The same save as sed -i (and many editors' atomic save) makes: a temporary file beside it, renamed over it. */
+function setGreetingByRename(appDir: string, code: string): void {
+  const file = join(appDir, "src", "functions", "hello.ts");
+  const temporary = join(appDir, "src", "functions", "sedQ1w2E3");
+  writeFileSync(temporary, readFileSync(file, "utf8").replace(/const greeting[^;]*;/, code));
+  renameSync(temporary, file);
 }
 
 async function greeting(base: string): Promise<string> {
@@ -80,13 +88,22 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
       /File change detected\. Starting compilation\.\.\.[\s\S]*Found 0 errors\. Watching for file changes\.[\s\S]*Restarting host\.[\s\S]*Host stopped\.[\s\S]*Host restarted\./,
     );
 
+    // Saved by rename, then in place again: node's recursive watch saw neither the rename's save nor any after it.
+    const served = (v: string) =>
+      until(`${v} over HTTP`, async () => ((await greeting(base).catch(() => "")) === v ? true : undefined));
+    setGreetingByRename(app, 'const greeting = "v3";');
+    await served("v3");
+    setGreeting(app, 'const greeting = "v4";');
+    await served("v4");
+    expect(run.output().match(/Host restarted\./g)).toHaveLength(3);
+
     // A type error: tsc fails (and, with noEmitOnError, writes nothing); the app that runs stays.
     setGreeting(app, "const greeting: number = 'not a number';");
     await run.waitFor(
       /`npm run build` failed \(exit code \d+\); the host keeps running the previous build\./,
     );
-    expect(await greeting(base)).toBe("v2");
-    expect(run.output().match(/Host restarted\./g)).toHaveLength(1);
+    expect(await greeting(base)).toBe("v4");
+    expect(run.output().match(/Host restarted\./g)).toHaveLength(3);
     await stop(run);
   });
 });

@@ -27,6 +27,7 @@ describe("what the build compiles (tsconfig) and whether its output is older", (
     const sources = readBuildSources(config);
     expect(sources?.files).toEqual([join(app, "src", "functions", "hello.ts")]);
     expect(sources?.outDir).toBe(join(app, "dist"));
+    expect(sources?.folders).toEqual([{ dir: join(app, "src"), recursive: true }]);
 
     writeFileSync(join(app, "tsconfig.build.json"), JSON.stringify({ extends: "./tsconfig.json" }));
     writeFileSync(
@@ -72,6 +73,22 @@ describe("what the build compiles (tsconfig) and whether its output is older", (
       { dir: "/app", recursive: false },
     ]);
     expect(watchRoots("/app", ["/elsewhere/e.ts"])).toEqual([]);
+    // The include folders (tsconfig.build.json's functions and src/shared), not their top folder (src, which holds
+    // the dev host too); a source outside them still gets its top folder.
+    expect(
+      watchRoots(
+        "/app",
+        ["/app/functions/a.ts", "/app/src/shared/b.ts", "/app/src/shared/x/c.ts", "/app/lib/d.ts"],
+        [
+          { dir: "/app/functions", recursive: true },
+          { dir: "/app/src/shared", recursive: true },
+        ],
+      ),
+    ).toEqual([
+      { dir: "/app/functions", recursive: true },
+      { dir: "/app/src/shared", recursive: true },
+      { dir: "/app/lib", recursive: true },
+    ]);
   });
 });
 
