@@ -29,8 +29,11 @@ const out = resolve(arg("--out") ?? join(root, ".data", "package", "app.zip"));
 const stage = stageOnly ? resolve(stageOnly) : join(dirname(out), `stage-${process.pid}`);
 
 function run(cmd, args, cwd) {
-  execFileSync(cmd, args, {
+  // npm is npm.cmd on Windows, a batch file: Node runs one only through the shell (the arguments need no quoting).
+  const windowsNpm = process.platform === "win32" && cmd === "npm";
+  execFileSync(windowsNpm ? "npm.cmd" : cmd, args, {
     cwd,
+    shell: windowsNpm,
     stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, npm_config_loglevel: "error" },
   });
