@@ -11,6 +11,7 @@ import type { DevDashboard } from "./dashboard/index.js";
 import { DevHostError } from "./errors.js";
 import type { DevHostOptions, RunningDevHost } from "./host.js";
 import { parseCorsPolicy } from "./http/cors.js";
+import { startAppCompiler } from "./lifecycle/app-compiler.js";
 import { type DataFolderLock, lockDataFolder } from "./lifecycle/dataFolderLock.js";
 import { LIFECYCLE } from "./lifecycle/settings.js";
 import { entryFiles, readBuildSources, watchRoots } from "./lifecycle/sources.js";
@@ -307,7 +308,7 @@ function startWatching(o: {
     if (changes.length > shown.length) o.say(`… and ${changes.length - shown.length} more changed files.`);
     if (builds) {
       o.say("File change detected. Starting compilation...");
-      const code = await runBuild(o.appDir).catch(() => 1);
+      const code = (await compiler?.build(changes)) ?? (await runBuild(o.appDir).catch(() => 1));
       if (code !== 0) {
         o.say(
           `\`npm run build\` failed (exit code ${code}); the host keeps running the previous build. Watching for file changes.`,
@@ -319,7 +320,9 @@ function startWatching(o: {
     }
     await o.restart();
   };
-  return watchSources({
+  // A build that is tsc alone runs in a compiler kept alive between saves (lifecycle/app-compiler.ts).
+  const compiler = builds ? startAppCompiler(o.config, sources, o.warn) : undefined;
+  const watcher = watchSources({
     roots,
     ignoreUnder: [...(sources?.outDir ? [sources.outDir] : []), o.dataDir, join(o.appDir, "node_modules")],
     known: files,
@@ -327,4 +330,10 @@ function startWatching(o: {
     onChange,
     onError: o.warn,
   });
+  return {
+    close() {
+      watcher.close();
+      compiler?.close();
+    },
+  };
 }

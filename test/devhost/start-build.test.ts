@@ -96,6 +96,9 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
     setGreeting(app, 'const greeting = "v4";');
     await served("v4");
     expect(run.output().match(/Host restarted\./g)).toHaveLength(3);
+    // Built by the compiler kept alive between saves (the build script is tsc alone), not `npm run build`, which
+    // ran once, at start (nothing was built yet): npm prints its "> tsc" banner for each run.
+    expect(run.output().match(/^> tsc$/gm)).toHaveLength(1);
 
     // A type error: tsc fails (and, with noEmitOnError, writes nothing); the app that runs stays.
     setGreeting(app, "const greeting: number = 'not a number';");
@@ -103,6 +106,7 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
       /`npm run build` failed \(exit code \d+\); the host keeps running the previous build\./,
     );
     expect(await greeting(base)).toBe("v4");
+    expect(run.output()).toContain("error TS2322: Type 'string' is not assignable to type 'number'.");
     expect(run.output().match(/Host restarted\./g)).toHaveLength(3);
     await stop(run);
   });

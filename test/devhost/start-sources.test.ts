@@ -2,6 +2,7 @@ import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readAppConfig } from "../../src/devhost/appConfig.js";
+import { isPlainTsc } from "../../src/devhost/lifecycle/app-compiler.js";
 import {
   buildTsconfigPath,
   findStaleBuild,
@@ -129,5 +130,27 @@ describe("watching sources", () => {
     } finally {
       watcher.close();
     }
+  });
+});
+
+describe("which builds --watch keeps a compiler alive for", () => {
+  it("a build script that is tsc alone on a tsconfig, nothing more", () => {
+    for (const script of [
+      "tsc",
+      "tsc -p tsconfig.build.json",
+      "tsc --project=cfg/tsconfig.json",
+      'tsc -p "my app.json"',
+    ])
+      expect(isPlainTsc(script), script).toBe(true);
+    for (const script of [
+      undefined,
+      "",
+      "tsc && node copy.js",
+      "tsc -b",
+      "tsc -p a.json --outDir out",
+      "vite build",
+      "npx tsc",
+    ])
+      expect(isPlainTsc(script), String(script)).toBe(false);
   });
 });

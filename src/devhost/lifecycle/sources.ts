@@ -30,7 +30,7 @@ export function buildTsconfigPath(config: AppConfig): string {
 }
 
 /** TypeScript as the app would build with it: the app's own copy first, else this project's. */
-function loadTypeScript(appDir: string): typeof TS | undefined {
+export function loadTypeScript(appDir: string): typeof TS | undefined {
   for (const from of [join(appDir, "package.json"), import.meta.url]) {
     try {
       return createRequire(from)("typescript") as typeof TS;
