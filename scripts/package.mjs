@@ -44,6 +44,11 @@ mkdirSync(stage, { recursive: true });
 try {
   for (const f of ["package.json", "package-lock.json", "host.json"])
     copyFileSync(join(root, f), join(stage, f));
+  // npm's `prepare` compiles the tools (scripts/build-tools.mjs), which the package has not: an `npm install` there
+  // (a remote build) would fail on it.
+  const manifest = JSON.parse(readFileSync(join(stage, "package.json"), "utf8"));
+  delete manifest.scripts?.prepare;
+  writeFileSync(join(stage, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   run(
     process.execPath,
     [
