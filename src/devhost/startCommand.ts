@@ -297,10 +297,13 @@ function startWatching(o: {
   const sources = readBuildSources(o.config);
   const files = sources?.files ?? entryFiles(o.config);
   const roots = watchRoots(o.appDir, files, sources?.folders);
+  // A build that is tsc alone runs in a compiler kept alive between saves (lifecycle/app-compiler.ts).
+  const compiler = builds ? startAppCompiler(o.config, sources, o.warn) : undefined;
+  const then = compiler ? " (then the build's tsc, kept running)" : builds ? " (then `npm run build`)" : "";
   if (roots.length === 0) o.warn("--watch: no source files found to watch.");
   else
     o.say(
-      `Watching ${roots.map((r) => `${relative(o.appDir, r.dir) || "."}${r.recursive ? "/**" : ""}`).join(", ")} for changes${builds ? " (then `npm run build`)" : ""}.`,
+      `Watching ${roots.map((r) => `${relative(o.appDir, r.dir) || "."}${r.recursive ? "/**" : ""}`).join(", ")} for changes${then}.`,
     );
   const onChange = async (changes: FileChange[]) => {
     const shown = changes.slice(0, 10);
@@ -320,8 +323,6 @@ function startWatching(o: {
     }
     await o.restart();
   };
-  // A build that is tsc alone runs in a compiler kept alive between saves (lifecycle/app-compiler.ts).
-  const compiler = builds ? startAppCompiler(o.config, sources, o.warn) : undefined;
   const watcher = watchSources({
     roots,
     ignoreUnder: [...(sources?.outDir ? [sources.outDir] : []), o.dataDir, join(o.appDir, "node_modules")],

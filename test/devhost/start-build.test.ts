@@ -75,7 +75,7 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
     const run = start(app, "--watch");
     const [, base] = await run.waitFor(HELLO);
     await run.waitFor(READY);
-    expect(run.output()).toContain("Watching src/** for changes (then `npm run build`).");
+    expect(run.output()).toContain("Watching src/** for changes (then the build's tsc, kept running).");
     expect(await greeting(base)).toBe("v1");
 
     setGreeting(app, 'const greeting = "v2";');
