@@ -19,5 +19,8 @@ export default defineConfig({
     // default (cores − 1 = one file at a time) leaves the CPU two-thirds idle. Three files at a time keep the whole
     // suite within a few minutes there.
     maxWorkers: 3,
+    // The CLI children the tests start (`node bin/cosmos-feed.js …`, `npm start`) run the working tree's TypeScript,
+    // never a dist-tools/ compiled before an edit (test/tools/compiled-cli.test.ts tests that choice itself).
+    env: { COSMOS_FEED_FROM_SOURCE: "1" },
   },
 });

@@ -29,8 +29,11 @@ const out = resolve(arg("--out") ?? join(root, ".data", "package", "app.zip"));
 const stage = stageOnly ? resolve(stageOnly) : join(dirname(out), `stage-${process.pid}`);
 
 function run(cmd, args, cwd) {
-  execFileSync(cmd, args, {
+  // npm is npm.cmd on Windows, a batch file: Node runs one only through the shell (the arguments need no quoting).
+  const windowsNpm = process.platform === "win32" && cmd === "npm";
+  execFileSync(windowsNpm ? "npm.cmd" : cmd, args, {
     cwd,
+    shell: windowsNpm,
     stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, npm_config_loglevel: "error" },
   });
@@ -41,6 +44,11 @@ mkdirSync(stage, { recursive: true });
 try {
   for (const f of ["package.json", "package-lock.json", "host.json"])
     copyFileSync(join(root, f), join(stage, f));
+  // npm's `prepare` compiles the tools (scripts/build-tools.mjs), which the package has not: an `npm install` there
+  // (a remote build) would fail on it.
+  const manifest = JSON.parse(readFileSync(join(stage, "package.json"), "utf8"));
+  delete manifest.scripts?.prepare;
+  writeFileSync(join(stage, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   run(
     process.execPath,
     [

@@ -17,9 +17,13 @@ if (!found) {
   );
   process.exit(1);
 }
-const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-const build = spawnSync(npm, ["run", "build"], { stdio: "inherit" });
+// On Windows npm and func are batch files (npm.cmd, func.cmd), which Node spawns only through the shell.
+const windows = process.platform === "win32";
+const build = spawnSync(windows ? "npm.cmd" : "npm", ["run", "build"], { stdio: "inherit", shell: windows });
 if (build.status !== 0) process.exit(build.status ?? 1);
-const func = spawn(exe[0], ["start", ...process.argv.slice(2)], { stdio: "inherit" });
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => func.kill(signal));
+const func = spawn(exe[0], ["start", ...process.argv.slice(2)], { stdio: "inherit", shell: windows });
+// A console's Ctrl-C reaches func on Windows by itself (and child.kill there is TerminateProcess): forward only on
+// POSIX, where npm's SIGTERM would otherwise stop here.
+if (!windows) for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => func.kill(signal));
+else for (const signal of ["SIGINT", "SIGBREAK"]) process.on(signal, () => {});
 func.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

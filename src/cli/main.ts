@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { type DataFolderLock, lockDataFolder } from "../devhost/lifecycle/dataFolderLock.js";
@@ -57,9 +57,12 @@ function accountKey(raw: string): string {
   return raw;
 }
 
-const packageJson = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
-  version: string;
-};
+// src/cli/main.ts (tsx) or dist-tools/src/cli/main.js (compiled): the package's package.json is two or three up.
+const packageJsonUrl =
+  [new URL("../../package.json", import.meta.url), new URL("../../../package.json", import.meta.url)].find(
+    (u) => existsSync(u),
+  ) ?? new URL("../../package.json", import.meta.url);
+const packageJson = JSON.parse(readFileSync(packageJsonUrl, "utf8")) as { version: string };
 
 const program = new Command("cosmos-feed")
   .description("cosmos-feed-app tools")

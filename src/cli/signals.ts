@@ -1,3 +1,6 @@
+import { LIFECYCLE } from "../devhost/lifecycle/settings.js";
+import { watchNpmShell } from "./npm-shell.js";
+
 /** What a stop signal means once the burst rule has looked at it. */
 export type StopSignalAction = "stop" | "same-request" | "force";
 
@@ -27,7 +30,8 @@ export class StopSignalBurst {
 
 /**
  * Installs SIGINT/SIGTERM handlers: the first signal (and any in its burst) calls `stop` once; a later one calls
- * `force`. Returns a function that removes the handlers.
+ * `force`. Under npm, the shell npm ran this in dying counts as a SIGTERM (npm-shell.ts). Returns a function that
+ * removes the handlers.
  */
 export function onStopSignals(options: {
   burstMs: number;
@@ -49,8 +53,10 @@ export function onStopSignals(options: {
   };
   process.on("SIGINT", handler);
   process.on("SIGTERM", handler);
+  const unwatch = watchNpmShell({ everyMs: LIFECYCLE.npmShellPollMs, onGone: () => handler("SIGTERM") });
   return () => {
     process.off("SIGINT", handler);
     process.off("SIGTERM", handler);
+    unwatch();
   };
 }

@@ -4,12 +4,24 @@ import { DevHostError } from "./errors.js";
 import { findStaleBuild, readBuildSources } from "./lifecycle/sources.js";
 import { resolveEntryPoints } from "./loader.js";
 
+/**
+ * How to start npm: on Windows npm is `npm.cmd`, a batch file, which Node (since 20.12, CVE-2024-27980) spawns only
+ * through the shell; elsewhere `npm` itself. The arguments given with it must need no quoting.
+ */
+export function npmCommand(platform: NodeJS.Platform = process.platform): {
+  command: string;
+  shell: boolean;
+} {
+  return platform === "win32" ? { command: "npm.cmd", shell: true } : { command: "npm", shell: false };
+}
+
 /** Runs `npm run build` in the app folder, its output shown as it goes; resolves with the exit code. */
 export function runBuild(appDir: string): Promise<number> {
-  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+  const npm = npmCommand();
   return new Promise<number>((resolve, reject) => {
-    const child = spawn(npm, ["run", "build"], {
+    const child = spawn(npm.command, ["run", "build"], {
       cwd: appDir,
+      shell: npm.shell,
       stdio: ["ignore", "inherit", "inherit"],
     });
     child.once("error", reject);

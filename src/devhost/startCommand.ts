@@ -11,6 +11,7 @@ import type { DevDashboard } from "./dashboard/index.js";
 import { DevHostError } from "./errors.js";
 import type { DevHostOptions, RunningDevHost } from "./host.js";
 import { parseCorsPolicy } from "./http/cors.js";
+import { startAppCompiler } from "./lifecycle/app-compiler.js";
 import { type DataFolderLock, lockDataFolder } from "./lifecycle/dataFolderLock.js";
 import { LIFECYCLE } from "./lifecycle/settings.js";
 import { entryFiles, readBuildSources, watchRoots } from "./lifecycle/sources.js";
@@ -295,11 +296,14 @@ function startWatching(o: {
   const builds = o.build && Boolean(o.config.packageJson.scripts?.build);
   const sources = readBuildSources(o.config);
   const files = sources?.files ?? entryFiles(o.config);
-  const roots = watchRoots(o.appDir, files);
+  const roots = watchRoots(o.appDir, files, sources?.folders);
+  // A build that is tsc alone runs in a compiler kept alive between saves (lifecycle/app-compiler.ts).
+  const compiler = builds ? startAppCompiler(o.config, sources, o.warn) : undefined;
+  const then = compiler ? " (then the build's tsc, kept running)" : builds ? " (then `npm run build`)" : "";
   if (roots.length === 0) o.warn("--watch: no source files found to watch.");
   else
     o.say(
-      `Watching ${roots.map((r) => `${relative(o.appDir, r.dir) || "."}${r.recursive ? "/**" : ""}`).join(", ")} for changes${builds ? " (then `npm run build`)" : ""}.`,
+      `Watching ${roots.map((r) => `${relative(o.appDir, r.dir) || "."}${r.recursive ? "/**" : ""}`).join(", ")} for changes${then}.`,
     );
   const onChange = async (changes: FileChange[]) => {
     const shown = changes.slice(0, 10);
@@ -307,7 +311,7 @@ function startWatching(o: {
     if (changes.length > shown.length) o.say(`… and ${changes.length - shown.length} more changed files.`);
     if (builds) {
       o.say("File change detected. Starting compilation...");
-      const code = await runBuild(o.appDir).catch(() => 1);
+      const code = (await compiler?.build(changes)) ?? (await runBuild(o.appDir).catch(() => 1));
       if (code !== 0) {
         o.say(
           `\`npm run build\` failed (exit code ${code}); the host keeps running the previous build. Watching for file changes.`,
@@ -319,7 +323,7 @@ function startWatching(o: {
     }
     await o.restart();
   };
-  return watchSources({
+  const watcher = watchSources({
     roots,
     ignoreUnder: [...(sources?.outDir ? [sources.outDir] : []), o.dataDir, join(o.appDir, "node_modules")],
     known: files,
@@ -327,4 +331,10 @@ function startWatching(o: {
     onChange,
     onError: o.warn,
   });
+  return {
+    close() {
+      watcher.close();
+      compiler?.close();
+    },
+  };
 }

@@ -106,13 +106,16 @@ describe("cosmos-feed command line", () => {
     expectOneLine(r.stderr);
   });
 
-  it("`npm start` serves the app and stops, emulator included, on SIGINT and SIGTERM sent to npm", async () => {
+  // npm forwards SIGINT and SIGTERM to the shell it runs the script in (`sh -c`), which does not exec the CLI:
+  // a SIGTERM kills that shell (the CLI notices its parent is gone, src/cli/npm-shell.ts), and a SIGINT is held by
+  // it — Ctrl-C works because a terminal sends it to the whole process group, as here.
+  it("`npm start` serves the app and stops, emulator included, on Ctrl-C (SIGINT to the group) and SIGTERM sent to npm", async () => {
     for (const signal of ["SIGINT", "SIGTERM"] as const) {
       const dataDir = join(scratch, `start-${signal}`);
       const npm = spawn(
         "npm",
         ["start", "--silent", "--", "--port", "0", "--emulator-port", "0", "--data-dir", dataDir],
-        { cwd: root },
+        { cwd: root, detached: signal === "SIGINT" },
       );
       const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
       const [, emulatorPort] = await lineMatching(npm, /emulator listening on http:\/\/127\.0\.0\.1:(\d+)\//);
@@ -121,7 +124,8 @@ describe("cosmos-feed command line", () => {
       const health = await fetch(`http://127.0.0.1:${httpPort}/api/health`);
       expect(health.status).toBe(200);
       expect(await portAnswers(Number(emulatorPort))).toBe(true);
-      npm.kill(signal);
+      if (signal === "SIGINT") process.kill(-(npm.pid as number), signal);
+      else npm.kill(signal);
       await exited;
       // The dev host and its emulator behind npm are gone too: nothing answers on their ports.
       await expect.poll(() => portAnswers(Number(httpPort)), { timeout: WAIT_MS }).toBe(false);

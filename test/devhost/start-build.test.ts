@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type CliRun, copyFixture, killAll, removeScratch, runCli } from "../support/start-cli.js";
@@ -21,6 +21,14 @@ function start(appDir: string, ...flags: string[]): CliRun {
 function setGreeting(appDir: string, code: string): void {
   const file = join(appDir, "src", "functions", "hello.ts");
   writeFileSync(file, readFileSync(file, "utf8").replace(/const greeting[^;]*;/, code));
+}
+
+/** The same save as sed -i (and many editors' atomic save) makes: a temporary file beside it, renamed over it. */
+function setGreetingByRename(appDir: string, code: string): void {
+  const file = join(appDir, "src", "functions", "hello.ts");
+  const temporary = join(appDir, "src", "functions", "sedQ1w2E3");
+  writeFileSync(temporary, readFileSync(file, "utf8").replace(/const greeting[^;]*;/, code));
+  renameSync(temporary, file);
 }
 
 async function greeting(base: string): Promise<string> {
@@ -67,7 +75,7 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
     const run = start(app, "--watch");
     const [, base] = await run.waitFor(HELLO);
     await run.waitFor(READY);
-    expect(run.output()).toContain("Watching src/** for changes (then `npm run build`).");
+    expect(run.output()).toContain("Watching src/** for changes (then the build's tsc, kept running).");
     expect(await greeting(base)).toBe("v1");
 
     setGreeting(app, 'const greeting = "v2";');
@@ -80,13 +88,26 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
       /File change detected\. Starting compilation\.\.\.[\s\S]*Found 0 errors\. Watching for file changes\.[\s\S]*Restarting host\.[\s\S]*Host stopped\.[\s\S]*Host restarted\./,
     );
 
+    // Saved by rename, then in place again: node's recursive watch saw neither the rename's save nor any after it.
+    const served = (v: string) =>
+      until(`${v} over HTTP`, async () => ((await greeting(base).catch(() => "")) === v ? true : undefined));
+    setGreetingByRename(app, 'const greeting = "v3";');
+    await served("v3");
+    setGreeting(app, 'const greeting = "v4";');
+    await served("v4");
+    expect(run.output().match(/Host restarted\./g)).toHaveLength(3);
+    // Built by the compiler kept alive between saves (the build script is tsc alone), not `npm run build`, which
+    // ran once, at start (nothing was built yet): npm prints its "> tsc" banner for each run.
+    expect(run.output().match(/^> tsc$/gm)).toHaveLength(1);
+
     // A type error: tsc fails (and, with noEmitOnError, writes nothing); the app that runs stays.
     setGreeting(app, "const greeting: number = 'not a number';");
     await run.waitFor(
       /`npm run build` failed \(exit code \d+\); the host keeps running the previous build\./,
     );
-    expect(await greeting(base)).toBe("v2");
-    expect(run.output().match(/Host restarted\./g)).toHaveLength(1);
+    expect(await greeting(base)).toBe("v4");
+    expect(run.output()).toContain("error TS2322: Type 'string' is not assignable to type 'number'.");
+    expect(run.output().match(/Host restarted\./g)).toHaveLength(3);
     await stop(run);
   });
 });

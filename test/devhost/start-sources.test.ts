@@ -2,6 +2,7 @@ import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readAppConfig } from "../../src/devhost/appConfig.js";
+import { isPlainTsc } from "../../src/devhost/lifecycle/app-compiler.js";
 import {
   buildTsconfigPath,
   findStaleBuild,
@@ -27,6 +28,7 @@ describe("what the build compiles (tsconfig) and whether its output is older", (
     const sources = readBuildSources(config);
     expect(sources?.files).toEqual([join(app, "src", "functions", "hello.ts")]);
     expect(sources?.outDir).toBe(join(app, "dist"));
+    expect(sources?.folders).toEqual([{ dir: join(app, "src"), recursive: true }]);
 
     writeFileSync(join(app, "tsconfig.build.json"), JSON.stringify({ extends: "./tsconfig.json" }));
     writeFileSync(
@@ -72,6 +74,22 @@ describe("what the build compiles (tsconfig) and whether its output is older", (
       { dir: "/app", recursive: false },
     ]);
     expect(watchRoots("/app", ["/elsewhere/e.ts"])).toEqual([]);
+    // The include folders (tsconfig.build.json's functions and src/shared), not their top folder (src, which holds
+    // the dev host too); a source outside them still gets its top folder.
+    expect(
+      watchRoots(
+        "/app",
+        ["/app/functions/a.ts", "/app/src/shared/b.ts", "/app/src/shared/x/c.ts", "/app/lib/d.ts"],
+        [
+          { dir: "/app/functions", recursive: true },
+          { dir: "/app/src/shared", recursive: true },
+        ],
+      ),
+    ).toEqual([
+      { dir: "/app/functions", recursive: true },
+      { dir: "/app/src/shared", recursive: true },
+      { dir: "/app/lib", recursive: true },
+    ]);
   });
 });
 
@@ -112,5 +130,27 @@ describe("watching sources", () => {
     } finally {
       watcher.close();
     }
+  });
+});
+
+describe("which builds --watch keeps a compiler alive for", () => {
+  it("a build script that is tsc alone on a tsconfig, nothing more", () => {
+    for (const script of [
+      "tsc",
+      "tsc -p tsconfig.build.json",
+      "tsc --project=cfg/tsconfig.json",
+      'tsc -p "my app.json"',
+    ])
+      expect(isPlainTsc(script), script).toBe(true);
+    for (const script of [
+      undefined,
+      "",
+      "tsc && node copy.js",
+      "tsc -b",
+      "tsc -p a.json --outDir out",
+      "vite build",
+      "npx tsc",
+    ])
+      expect(isPlainTsc(script), String(script)).toBe(false);
   });
 });

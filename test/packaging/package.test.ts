@@ -124,6 +124,12 @@ describe("npm run package: the deployment zip", () => {
     expect(entries).toContain("dist/src/shared/settings.js");
     expect(entries).toContain("host.json");
     expect(entries).toContain("package.json");
+    // Without npm's `prepare` (it compiles the tools, which are not in the package): a remote npm install works.
+    const shipped = JSON.parse(readFileSync(join(dir, "app", "package.json"), "utf8")) as {
+      scripts: Record<string, string>;
+    };
+    expect(shipped.scripts.prepare).toBeUndefined();
+    expect(shipped.scripts.start).toBe("node bin/cosmos-feed.js start .");
     // … and it is applied: nothing of the sources, tests, tooling or the dev host is in the zip.
     for (const prefix of [
       "src/",

@@ -33,4 +33,10 @@ export const LIFECYCLE = {
   triggerHandoffMs: 300,
   /** --watch: a rebuild starts once no source file changed for this long (an editor's save is several events). */
   watchDebounceMs: 250,
+  /**
+   * Under npm (`npm start`), how often the CLI checks that the shell npm ran it in still runs: npm forwards SIGTERM
+   * to that shell (`sh -c`, which does not exec the command), the shell dies of it and the CLI would never hear of
+   * it; a gone shell is taken as that SIGTERM (src/cli/npm-shell.ts).
+   */
+  npmShellPollMs: 250,
 } as const;

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import type * as TS from "typescript";
 import type { AppConfig } from "../appConfig.js";
 import { resolveEntryPoints } from "../loader.js";
@@ -13,6 +13,11 @@ export interface BuildSources {
   files: string[];
   /** `outDir`, absolute, when the tsconfig sets one. */
   outDir?: string;
+  /**
+   * The folders the tsconfig's `include` globs search (what `tsc --watch` watches for new files), absolute, each
+   * with whether the globs reach below it.
+   */
+  folders: { dir: string; recursive: boolean }[];
 }
 
 /** The tsconfig the app's `build` script names (`tsc -p <file>` / `--project <file>`), else tsconfig.json. */
@@ -25,7 +30,7 @@ export function buildTsconfigPath(config: AppConfig): string {
 }
 
 /** TypeScript as the app would build with it: the app's own copy first, else this project's. */
-function loadTypeScript(appDir: string): typeof TS | undefined {
+export function loadTypeScript(appDir: string): typeof TS | undefined {
   for (const from of [join(appDir, "package.json"), import.meta.url]) {
     try {
       return createRequire(from)("typescript") as typeof TS;
@@ -52,6 +57,10 @@ export function readBuildSources(config: AppConfig): BuildSources | undefined {
     tsconfig,
     files: parsed.fileNames.map((f) => resolve(f)),
     outDir: parsed.options.outDir ? resolve(parsed.options.outDir) : undefined,
+    folders: Object.entries(parsed.wildcardDirectories ?? {}).map(([dir, flags]) => ({
+      dir: resolve(dir),
+      recursive: (flags & ts.WatchDirectoryFlags.Recursive) !== 0,
+    })),
   };
 }
 
@@ -127,13 +136,20 @@ export function findStaleBuild(config: AppConfig, sources: BuildSources): StaleB
 }
 
 /**
- * The folders to watch for source changes: the top folder (below the app folder) of every source file, watched
- * recursively, and the app folder itself, not recursively, when a source sits there. node_modules and the build
- * output are never among them.
+ * The folders to watch for source changes: the tsconfig's include folders (`folders`, inside the app folder), then,
+ * for a source outside them, its top folder (below the app folder), watched recursively, and the app folder itself,
+ * not recursively, when a source sits there. node_modules and the build output are never among them.
  */
-export function watchRoots(appDir: string, files: string[]): { dir: string; recursive: boolean }[] {
+export function watchRoots(
+  appDir: string,
+  files: string[],
+  folders: { dir: string; recursive: boolean }[] = [],
+): { dir: string; recursive: boolean }[] {
   const roots = new Map<string, boolean>();
+  const inside = folders.filter((f) => isUnder(f.dir, appDir) && f.dir !== appDir);
+  for (const f of inside) roots.set(f.dir, f.recursive);
   for (const file of files) {
+    if (inside.some((f) => (f.recursive ? isUnder(file, f.dir) : dirname(file) === f.dir))) continue;
     const rel = relative(appDir, file);
     if (rel.startsWith("..")) continue; // outside the app folder (a shared tsconfig's include)
     const parts = rel.split(sep);

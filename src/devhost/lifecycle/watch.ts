@@ -1,5 +1,6 @@
-import { existsSync, type FSWatcher, watch } from "node:fs";
-import { basename, join, sep } from "node:path";
+import { statSync } from "node:fs";
+import { basename, relative, sep } from "node:path";
+import { type FolderTreeWatcher, watchFolderTree } from "./folder-watch.js";
 import { isUnder } from "./sources.js";
 
 /** One changed file, in the host's terms for a file change. */
@@ -36,9 +37,18 @@ function editorTemporary(path: string): boolean {
   );
 }
 
+function kindOf(path: string): "file" | "folder" | "gone" {
+  try {
+    return statSync(path).isDirectory() ? "folder" : "file";
+  } catch {
+    return "gone";
+  }
+}
+
 /**
- * Watches source folders (node's fs.watch, recursive where asked) and hands over debounced batches of changed
- * files. node_modules, dot folders, editor temporaries and `ignoreUnder` are ignored.
+ * Watches source folders (one fs.watch per folder, see folder-watch.ts: a file saved by rename stays watched) and
+ * hands over debounced batches of changed files. node_modules, dot folders, editor temporaries and `ignoreUnder`
+ * are ignored.
  */
 export function watchSources(o: WatchSourcesOptions): SourceWatcher {
   const pending = new Map<string, "rename" | "change">();
@@ -53,13 +63,22 @@ export function watchSources(o: WatchSourcesOptions): SourceWatcher {
     if (running || closed || pending.size === 0) return;
     running = true;
     const batch: FileChange[] = [];
-    for (const [path, event] of pending) {
-      const exists = existsSync(path);
-      if (!exists && !known.has(path)) continue;
-      const type = !exists ? "Deleted" : event === "rename" && !known.has(path) ? "Created" : "Changed";
-      if (exists) known.add(path);
-      else known.delete(path);
+    const seen = new Set<string>();
+    const add = (path: string, type: FileChange["type"]) => {
+      if (seen.has(path)) return;
+      seen.add(path);
+      if (type === "Deleted") known.delete(path);
+      else known.add(path);
       batch.push({ path, type });
+    };
+    for (const [path, event] of pending) {
+      const kind = kindOf(path);
+      if (kind === "folder") continue; // its files are reported one by one
+      if (kind === "file") {
+        add(path, event === "rename" && !known.has(path) ? "Created" : "Changed");
+      } else if (known.has(path)) add(path, "Deleted");
+      // A folder removed (or renamed away): every file known below it is gone.
+      else for (const k of [...known]) if (isUnder(k, path)) add(k, "Deleted");
     }
     pending.clear();
     if (batch.length === 0) {
@@ -78,27 +97,24 @@ export function watchSources(o: WatchSourcesOptions): SourceWatcher {
     timer = setTimeout(() => void flush(), o.debounceMs);
   };
 
-  const watchers: FSWatcher[] = [];
-  for (const root of o.roots) {
-    let watcher: FSWatcher;
-    try {
-      watcher = watch(root.dir, { recursive: root.recursive }, (event, name) => {
-        if (!name) return;
-        const path = join(root.dir, name.toString());
-        const parts = name.toString().split(sep);
-        if (parts.some((p) => p === "node_modules" || p.startsWith("."))) return;
-        if (editorTemporary(path) || o.ignoreUnder.some((d) => isUnder(path, d))) return;
+  const wanted = (root: string, path: string) => {
+    const parts = relative(root, path).split(sep);
+    if (parts.some((p) => p === "node_modules" || p.startsWith("."))) return false;
+    return !editorTemporary(path) && !o.ignoreUnder.some((d) => isUnder(path, d));
+  };
+  const watchers: FolderTreeWatcher[] = o.roots.map((root) =>
+    watchFolderTree({
+      dir: root.dir,
+      recursive: root.recursive,
+      wanted: (path) => wanted(root.dir, path),
+      onPath: (path, event) => {
         // A "rename" seen once stays one (a created file may then be written: still "Created").
         if (pending.get(path) !== "rename") pending.set(path, event);
         if (!running) schedule();
-      });
-    } catch (e) {
-      o.onError(`Cannot watch ${root.dir}: ${(e as Error).message}`);
-      continue;
-    }
-    watcher.on("error", (e) => o.onError(`Watching ${root.dir} failed: ${e.message}`));
-    watchers.push(watcher);
-  }
+      },
+      onError: o.onError,
+    }),
+  );
   return {
     close() {
       closed = true;

@@ -9,7 +9,11 @@ import type { AppWorker, WorkerInvocationResult } from "./app-worker.js";
 import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
 import type { WorkerSettings } from "./settings.js";
 
-const ENTRY = fileURLToPath(new URL("./entry.mjs", import.meta.url));
+// From the TypeScript sources the worker registers tsx for its own code first (entry.mjs); compiled, it is plain
+// JavaScript (compiled-entry.js, beside this file in dist-tools/).
+const ENTRY = fileURLToPath(
+  new URL(import.meta.url.endsWith(".ts") ? "./entry.mjs" : "./compiled-entry.js", import.meta.url),
+);
 
 /** An invocation failed because its worker process exited (crashed, or was recycled after a timeout). */
 export class WorkerExitedError extends DevHostError {
