@@ -51,6 +51,13 @@ export async function invokeFunction(
 ): Promise<InvocationOutcome> {
   const invocationId = options.invocationId ?? randomUUID();
   const name = fn.metadata.name;
+  // Loading is not an invocation: a worker process still loading the app is waited for before functionTimeout
+  // starts, and one that failed to load (WorkerUnavailableError: HTTP 503) means this invocation never starts.
+  try {
+    await app.worker.ready();
+  } catch (error) {
+    return { invocationId, durationMs: 0, error };
+  }
   const started = performance.now();
   logger.log(
     "information",

@@ -17,6 +17,12 @@ export interface WorkerInvocationResult {
 export interface AppWorker {
   invoke(functionName: string, request: InvocationRequest): Promise<WorkerInvocationResult>;
   /**
+   * Resolves once a worker process has loaded the app (at once when one has). Rejects with WorkerUnavailableError
+   * when the load under way fails, or while the dev host waits (back-off) before the next attempt: an invocation then
+   * never starts, and its functionTimeout never runs.
+   */
+  ready(): Promise<void>;
+  /**
    * Kills the worker process and starts a new one (the host's answer to a function timeout): every invocation
    * still running in it fails; invocations sent meanwhile wait for the new process.
    */

@@ -1,6 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import type { InvocationRequest } from "../coreTypes.js";
 import { DevHostError } from "../errors.js";
 import type { AppIndex } from "../loader.js";
@@ -8,8 +6,8 @@ import type { HostLogger } from "../logger.js";
 import type { AppWorker, WorkerInvocationResult } from "./app-worker.js";
 import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
 import type { WorkerSettings } from "./settings.js";
-
-const ENTRY = fileURLToPath(new URL("./entry.mjs", import.meta.url));
+import { spawnWorker } from "./spawn-worker.js";
+import { WorkerUnavailableError } from "./unavailable.js";
 
 /** An invocation failed because its worker process exited (crashed, or was recycled after a timeout). */
 export class WorkerExitedError extends DevHostError {
@@ -47,9 +45,15 @@ export class ProcessWorker implements AppWorker {
   /** Unexpected exits since an invocation last completed. */
   #crashes = 0;
   #recycling = false;
+  /** The process loading the app, while it does. */
+  #loading: ChildProcess | undefined;
   #closing = false;
   #restartTimer: NodeJS.Timeout | undefined;
   #exited: Promise<void> = Promise.resolve();
+  /** Why the last load attempt failed, until one succeeds. */
+  #loadFailure: string | undefined;
+  /** When the next start is due (Date.now()), while it waits out the back-off. */
+  #nextStartAt = 0;
   /** The environment the current process has (what it started with, plus what was synced since). */
   #sentEnv: NodeJS.ProcessEnv;
 
@@ -84,7 +88,16 @@ export class ProcessWorker implements AppWorker {
     return this.#child?.pid;
   }
 
+  async ready(): Promise<void> {
+    const waitMs = this.#nextStartAt - Date.now();
+    // Waiting out the back-off after a failed load: say so at once, with when the next attempt starts.
+    if (this.#loadFailure !== undefined && waitMs > 0)
+      throw new WorkerUnavailableError(this.#loadFailure, waitMs);
+    await this.#ready;
+  }
+
   async invoke(functionName: string, request: InvocationRequest): Promise<WorkerInvocationResult> {
+    await this.ready();
     const child = await this.#ready;
     return new Promise<WorkerInvocationResult>((resolve, reject) => {
       const id = request.invocationId;
@@ -123,7 +136,8 @@ export class ProcessWorker implements AppWorker {
 
   recycle(reason: string): void {
     const child = this.#child;
-    if (!child || this.#closing || this.#recycling) return;
+    // A process still loading runs no invocation: killing it would only start the load over.
+    if (!child || this.#closing || this.#recycling || this.#loading === child) return;
     this.#recycling = true;
     this.#o.logger.warn(`${reason} Restarting the worker process (pid ${child.pid}).`);
     child.kill("SIGKILL");
@@ -187,6 +201,7 @@ export class ProcessWorker implements AppWorker {
     }
     const { restartBackoffMs: base, restartBackoffMaxMs: max } = this.#o.settings;
     const delay = recycled || this.#crashes <= 1 ? 0 : Math.min(max, base * 2 ** (this.#crashes - 2));
+    this.#nextStartAt = Date.now() + delay;
     if (delay > 0)
       this.#o.logger.warn(`The worker process keeps exiting: the next one starts in ${delay} ms.`);
     this.#ready = this.#restart(delay);
@@ -208,88 +223,23 @@ export class ProcessWorker implements AppWorker {
         (c, code, signal) => this.#onExit(c, code, signal),
         (c) => {
           this.#child = c;
+          this.#loading = c;
           this.#sentEnv = env;
         },
         (c, m) => this.#onResult(c, m),
       );
+      this.#loading = undefined;
+      this.#loadFailure = undefined;
       this.#watch(child);
       this.#o.logger.info(`Worker process started and initialized (pid ${child.pid}).`);
       return child;
     } catch (e) {
-      this.#o.logger.error(`The worker process could not load the app: ${(e as Error).message}`);
-      throw e;
+      this.#loading = undefined;
+      const message = (e as Error).message;
+      this.#loadFailure = message;
+      this.#o.logger.error(`The worker process could not load the app: ${message}`);
+      // What waited for this attempt is answered now (503), not when the next one, after its back-off, ends.
+      throw new WorkerUnavailableError(message, Math.max(0, this.#nextStartAt - Date.now()));
     }
   }
-}
-
-/**
- * Spawns one worker process and loads the app in it. `onExit` hears every exit of that process, even one before
- * the load finished (then the returned promise rejects too).
- */
-function spawnWorker(
-  o: ProcessWorkerOptions,
-  env: NodeJS.ProcessEnv,
-  onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
-  onSpawned?: (child: ChildProcess) => void,
-  onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>) => void,
-): Promise<{ child: ChildProcess; index: AppIndex }> {
-  const child = spawn(process.execPath, [ENTRY], {
-    cwd: o.appDir,
-    env,
-    stdio: ["ignore", "pipe", "pipe", "ipc"],
-    serialization: "advanced",
-  });
-  onSpawned?.(child);
-  // What the app writes to stdout/stderr is the worker's console: the host logs it line by line.
-  for (const [stream, level] of [
-    [child.stdout, "information"],
-    [child.stderr, "error"],
-  ] as const) {
-    if (stream)
-      createInterface({ input: stream }).on("line", (line) =>
-        o.logger.log(level, line, { category: "Worker" }),
-      );
-  }
-  return new Promise((resolve, reject) => {
-    let loaded = false;
-    child.once("exit", (code, signal) => {
-      if (!loaded) {
-        reject(
-          new DevHostError(
-            `The worker process exited with ${signal ?? `code ${code}`} before the app loaded.`,
-            {
-              code: "AppLoad",
-            },
-          ),
-        );
-      }
-      onExit(child, code, signal);
-    });
-    child.once("error", (e) => {
-      if (!loaded)
-        reject(new DevHostError(`The worker process could not start: ${e.message}`, { code: "AppLoad" }));
-    });
-    // One dispatcher for everything the worker sends: logs, the load's answer, invocation results.
-    child.on("message", (m: WorkerToHost) => {
-      switch (m.kind) {
-        case "log":
-          o.logger.log(m.level, m.message, { category: m.category, invocationId: m.invocationId });
-          return;
-        case "loaded":
-          loaded = true;
-          resolve({ child, index: m.index });
-          return;
-        case "loadFailed": {
-          loaded = true; // the process exits next; the load error is the one to report
-          const e = fromWireError(m.error);
-          reject(new DevHostError(e.message, { code: m.error.code ?? "AppLoad", cause: e }));
-          return;
-        }
-        case "result":
-          onResult?.(child, m);
-          return;
-      }
-    });
-    child.send({ kind: "load", appDir: o.appDir } satisfies HostToWorker);
-  });
 }
