@@ -45,6 +45,11 @@ export interface HttpServerOptions {
   settings?: Partial<DevHttpSettings>;
   /** Host names answered besides loopback ones (Host.AllowedHosts / --allowed-hosts, parsed by parseAllowedHosts). */
   allowedHosts?: HostAllowList;
+  /**
+   * The app is not served (its load failed after a --watch save): every path but the built-in routes' is answered
+   * 503 with this `{code, message}`.
+   */
+  unavailable?: { code: string; message: string };
   /** The clock of the minimum data rate (tests move a FakeClock); the system's by default. */
   clock?: Clock;
 }
@@ -206,6 +211,10 @@ export class DevHttpServer {
           logger,
         }),
       );
+    }
+    const unavailable = this.#options.unavailable;
+    if (unavailable) {
+      return this.#refuse(req, res, 503, unavailable.code, unavailable.message, { "retry-after": "1" });
     }
     const found = findRoute(table, method, url.pathname);
     if (!found) return sendEmpty(res, 404);
