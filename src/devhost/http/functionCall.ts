@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { pipeline } from "node:stream/promises";
 import type { HttpCookie, HttpData } from "../coreTypes.js";
 import type { BindingExtensions } from "../extensions.js";
 import { answerInvocationFailure } from "../hostLimits.js";
@@ -107,7 +108,13 @@ export async function serveFunction(c: FunctionCall): Promise<void> {
   for (const [name, value] of Object.entries(out.headers ?? {})) res.setHeader(name, value);
   const cookies = (out.cookies ?? []).map(cookieHeader);
   if (cookies.length) res.setHeader("set-cookie", cookies);
-  res.setHeader("content-length", String(bytes.length));
+  const held = outcome.body; // a large body, pulled from the worker as the client reads it
+  res.setHeader("content-length", String(held ? held.bytes : bytes.length));
   res.writeHead(Number(out.statusCode ?? 200));
-  res.end(req.method === "HEAD" ? undefined : bytes);
+  if (!held) return void res.end(req.method === "HEAD" ? undefined : bytes);
+  if (req.method === "HEAD") {
+    held.stream.destroy();
+    return void res.end();
+  }
+  await pipeline(held.stream, res).catch(() => res.destroy());
 }

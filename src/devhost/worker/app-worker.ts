@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { InvocationRequest, InvocationResponse } from "../coreTypes.js";
 
 /** What one invocation in the worker gave back. */
@@ -7,6 +8,11 @@ export interface WorkerInvocationResult {
   result: unknown;
   /** Whether it returned a value at all (neither undefined nor null), even one that could not cross. */
   returned: boolean;
+  /**
+   * A large HTTP response body, left out of `response` and read from the worker piece by piece as this stream is
+   * read (response-body.ts); its length in bytes is `bodyBytes`.
+   */
+  body?: { stream: Readable; bytes: number };
 }
 
 /**

@@ -5,6 +5,7 @@ import type { AppIndex } from "../loader.js";
 import type { HostLogger } from "../logger.js";
 import type { AppWorker, WorkerInvocationResult } from "./app-worker.js";
 import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
+import { PulledBody } from "./response-body.js";
 import type { WorkerSettings } from "./settings.js";
 import { spawnWorker } from "./spawn-worker.js";
 import { WorkerUnavailableError } from "./unavailable.js";
@@ -42,6 +43,9 @@ export class ProcessWorker implements AppWorker {
   #child: ChildProcess | undefined;
   #ready: Promise<ChildProcess>;
   readonly #pending = new Map<string, Pending>();
+  /** Response bodies being pulled from a worker process, by invocation id. */
+  readonly #bodies = new Map<string, { child: ChildProcess; stream: PulledBody }>();
+  #bodyPieces = 0;
   /** Unexpected exits since an invocation last completed. */
   #crashes = 0;
   #recycling = false;
@@ -76,7 +80,7 @@ export class ProcessWorker implements AppWorker {
       },
       undefined,
       (child, m) => {
-        if (worker) worker.#onResult(child, m);
+        if (worker) worker.#onMessage(child, m);
       },
     );
     worker = new ProcessWorker(options, { child, env });
@@ -163,7 +167,13 @@ export class ProcessWorker implements AppWorker {
     this.#exited = new Promise((resolve) => child.once("exit", () => resolve()));
   }
 
-  /** An invocation's answer from `child` (spawnWorker's one message dispatcher routes it here). */
+  /** An invocation's answer or a piece of its body from `child` (spawnWorker's one message dispatcher routes here). */
+  #onMessage(child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" | "bodyChunk" }>): void {
+    if (m.kind === "result") this.#onResult(child, m);
+    else this.#onBodyChunk(child, m);
+  }
+
+  /** An invocation's answer from `child`. */
   #onResult(child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>): void {
     const pending = this.#pending.get(m.invocationId);
     if (!pending || pending.child !== child) return;
@@ -175,11 +185,51 @@ export class ProcessWorker implements AppWorker {
         response: m.response,
         result: m.resultCloned ? m.result : undefined,
         returned: m.returned ?? (m.result !== undefined && m.result !== null),
+        ...(m.bodyBytes !== undefined ? { body: this.#pullBody(child, m.invocationId, m.bodyBytes) } : {}),
       });
     else pending.reject(new Error("The worker answered an invocation with neither a response nor an error."));
   }
 
+  /** A response body the worker holds back, as a stream that pulls its pieces (response-body.ts). */
+  #pullBody(child: ChildProcess, invocationId: string, bytes: number): { stream: PulledBody; bytes: number } {
+    const tell = (message: HostToWorker) => {
+      try {
+        child.send(message);
+      } catch {
+        // The process is gone: the stream fails on its exit.
+      }
+    };
+    const stream = new PulledBody(
+      () => tell({ kind: "bodyPull", invocationId }),
+      () => {
+        this.#bodies.delete(invocationId);
+        tell({ kind: "bodyCancel", invocationId });
+      },
+    );
+    this.#bodies.set(invocationId, { child, stream });
+    stream.once("end", () => this.#bodies.delete(invocationId));
+    return { stream, bytes };
+  }
+
+  /** A piece of a held-back body from `child` (spawnWorker's dispatcher routes it here). */
+  #onBodyChunk(child: ChildProcess, m: Extract<WorkerToHost, { kind: "bodyChunk" }>): void {
+    const body = this.#bodies.get(m.invocationId);
+    if (!body || body.child !== child) return;
+    this.#bodyPieces++;
+    body.stream.deliver(m.chunk, m.last);
+  }
+
+  /** Pieces of held-back response bodies received so far (diagnostics and tests). */
+  get bodyPiecesReceived(): number {
+    return this.#bodyPieces;
+  }
+
   #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    for (const [id, body] of this.#bodies) {
+      if (body.child !== child) continue;
+      this.#bodies.delete(id);
+      body.stream.destroy(new WorkerExitedError(`The worker process exited while sending a response body.`));
+    }
     if (child !== this.#child) return;
     this.#child = undefined;
     const how = signal ? `signal ${signal}` : `code ${code} (0x${(code ?? 0).toString(16).toUpperCase()})`;
@@ -226,7 +276,7 @@ export class ProcessWorker implements AppWorker {
           this.#loading = c;
           this.#sentEnv = env;
         },
-        (c, m) => this.#onResult(c, m),
+        (c, m) => this.#onMessage(c, m),
       );
       this.#loading = undefined;
       this.#loadFailure = undefined;

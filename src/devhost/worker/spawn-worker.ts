@@ -17,7 +17,7 @@ export function spawnWorker(
   env: NodeJS.ProcessEnv,
   onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
   onSpawned?: (child: ChildProcess) => void,
-  onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>) => void,
+  onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" | "bodyChunk" }>) => void,
 ): Promise<{ child: ChildProcess; index: AppIndex }> {
   const child = spawn(process.execPath, [ENTRY], {
     cwd: o.appDir,
@@ -87,6 +87,7 @@ export function spawnWorker(
           return;
         }
         case "result":
+        case "bodyChunk":
           onResult?.(child, m);
           return;
       }
