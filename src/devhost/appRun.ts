@@ -30,7 +30,7 @@ import {
 import type { CorsPolicy } from "./http/cors.js";
 import type { LoadedApp } from "./loader.js";
 import { serveLoadFailure } from "./loadFailure.js";
-import { HostLogger, type LogSink } from "./logger.js";
+import type { LogSink } from "./logger.js";
 
 /** Where the durable task hub lives when the app's container definitions name no `durable` container. */
 export const DURABLE_DEFAULTS = {
@@ -277,17 +277,10 @@ export async function startAppRun(
       previous: previous.app,
       builtinRoutes: [durable.routes, dashboard.routes],
       dashboard,
-      logger: new HostLogger({ sink: session.sink }),
-      env,
-    }).catch(async (listenError: unknown) => {
-      await release();
-      throw listenError;
+      session,
+      release,
     });
-    say(
-      `The app failed to load: ${(e as Error)?.message ?? String(e)} — ${failed.baseUrl} keeps serving the dev host's own routes (/_dev, /runtime/webhooks/durabletask/); the app's routes answer 503 with this error until a save that loads.`,
-      "error",
-    );
-    return { host: undefined, dashboard, stop: () => failed.close().finally(release) };
+    return { host: undefined, dashboard, stop: failed.close };
   }
   if (dashboard.routes.enabled?.()) say(`Dashboard: ${host.baseUrl}/_dev`);
   // Core Tools' last start-up line, the one tools (Microsoft's e2e harness among them) wait for: here the host
