@@ -2,6 +2,7 @@ import type { Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { tooSlow, watchDataRate } from "../../src/devhost/http/dataRate.js";
+import { RequestThrottle } from "../../src/devhost/http/throttle.js";
 import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
@@ -111,6 +112,29 @@ describe("the minimum request body data rate (Kestrel's MinRequestBodyDataRate)"
 });
 
 describe("slow clients hold no throttle slot", () => {
+  it("an admitted request counts as outstanding but runs only once it takes a slot (after its body is read)", async () => {
+    const throttle = new RequestThrottle(1, 3);
+    const reading = [throttle.tryAdmit(), throttle.tryAdmit()];
+    expect([throttle.running, throttle.admitted]).toEqual([0, 2]); // reading their bodies: no slot taken
+    const quick = throttle.tryAdmit();
+    expect(throttle.tryAdmit()).toBeUndefined(); // 3 outstanding: 429
+    const release = await quick?.slot();
+    expect([throttle.running, throttle.admitted]).toEqual([1, 2]);
+    let second = false;
+    const next = reading[0]?.slot().then((r) => {
+      second = true;
+      return r;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(second).toBe(false); // the one slot is taken
+    release?.();
+    (await next)?.();
+    expect(second).toBe(true);
+    reading[1]?.leave(); // its client went away while its body arrived
+    expect([throttle.running, throttle.admitted, throttle.waiting]).toEqual([0, 0, 0]);
+    expect(throttle.tryAdmit()).toBeDefined();
+  });
+
   it("500 connections whose bodies never finish: a normal request is still answered 200", async () => {
     // The rule is off, so that only where bodies are read (before a slot is taken) can be the reason.
     const host = await serve({

@@ -117,7 +117,7 @@ export const DEV_HTTP_SETTINGS = {
     unit: "ms",
     default: 30_000,
     min: 1_000,
-    max: 3_600_000,
+    max: 300_000, // node:http refuses a headersTimeout above its requestTimeout (300 s)
     description:
       "Longest time a client may take to send a request's headers (Kestrel's RequestHeadersTimeout, 30 s; node:http's headersTimeout); past it the connection is answered 408 and closed, so a client that never finishes its headers (slowloris) holds nothing for long.",
   },
