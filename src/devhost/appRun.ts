@@ -28,6 +28,8 @@ import {
   type TriggerRunnerFactory,
 } from "./host.js";
 import type { CorsPolicy } from "./http/cors.js";
+import type { LoadedApp } from "./loader.js";
+import { serveLoadFailure } from "./loadFailure.js";
 import type { LogSink } from "./logger.js";
 
 /** Where the durable task hub lives when the app's container definitions name no `durable` container. */
@@ -61,7 +63,8 @@ export interface AppRunSession {
 
 /** One run of the app: the dev host with its triggers, durable task hub and dashboard. */
 export interface AppRun {
-  host: RunningDevHost;
+  /** Undefined when the app failed to load and only the dev host's own routes are served (see loadFailure.ts). */
+  host: RunningDevHost | undefined;
   dashboard: DevDashboard;
   /**
    * Graceful stop: no new HTTP, in-flight requests and invocations get `drainMs`, then the triggers stop (leases
@@ -97,8 +100,15 @@ function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
   ]).finally(() => clearTimeout(timer));
 }
 
-/** Starts one run of the app (see AppRun) on `port`. */
-export async function startAppRun(session: AppRunSession, port: number | undefined): Promise<AppRun> {
+/**
+ * Starts one run of the app (see AppRun) on `port`. With `previous` (a --watch restart), an app that fails to load
+ * does not throw: the port keeps answering (loadFailure.ts) until the next restart.
+ */
+export async function startAppRun(
+  session: AppRunSession,
+  port: number | undefined,
+  previous?: { app: LoadedApp; port: number },
+): Promise<AppRun> {
   const { env, definitions, target, say } = session;
   const cosmos = createCosmosRuntime({
     env,
@@ -264,8 +274,21 @@ export async function startAppRun(session: AppRunSession, port: number | undefin
       },
     });
   } catch (e) {
-    await release();
-    throw e;
+    if (!previous) {
+      await release();
+      throw e;
+    }
+    const failed = await serveLoadFailure({
+      error: e,
+      port: previous.port,
+      hostname: session.host?.hostname ?? "127.0.0.1",
+      previous: previous.app,
+      builtinRoutes: [durable.routes, dashboard.routes],
+      dashboard,
+      session,
+      release,
+    });
+    return { host: undefined, dashboard, stop: failed.close };
   }
   if (dashboard.routes.enabled?.()) say(`Dashboard: ${host.baseUrl}/_dev`);
   // Core Tools' last start-up line, the one tools (Microsoft's e2e harness among them) wait for: here the host

@@ -54,7 +54,10 @@ export interface DevHostOptions {
   builtinRoutes?: BuiltinRoutes[];
   /** Told the base URL once HTTP listens, before trigger runners start. */
   listening?: (baseUrl: string) => void;
-  /** The clock host.json's functionTimeout runs on; the system's by default (tests inject a FakeClock). */
+  /**
+   * The clock host.json's functionTimeout and the front door's minimum data rate run on; the system's by default
+   * (tests inject a FakeClock).
+   */
   clock?: Clock;
 }
 
@@ -166,6 +169,7 @@ async function serve(
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     cors,
     builtinRoutes: options.builtinRoutes,
+    ...(options.clock ? { clock: options.clock } : {}),
     ...front,
   });
   const hostname = options.hostname ?? "127.0.0.1";

@@ -1,6 +1,8 @@
 import type { ServerResponse } from "node:http";
 import type { BindingInfo } from "./coreTypes.js";
 import { DevHostError } from "./errors.js";
+import { sendProblem } from "./http/problem.js";
+import { WorkerUnavailableError } from "./worker/unavailable.js";
 
 /**
  * What this dev host cannot serve, said the same way at start (a warning per function, bindingCheck.ts) and on a
@@ -47,8 +49,15 @@ export function devHostLimitMessage(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Answers a failed invocation: a 500 whose text body says which binding when the dev host is the limit, else empty. */
+/**
+ * Answers a failed invocation: 503 (JSON, Retry-After) when no worker process has the app loaded, so nothing was
+ * invoked; a 500 whose text body says which binding when the dev host is the limit; else an empty 500.
+ */
 export function answerInvocationFailure(res: ServerResponse, error: unknown): void {
+  if (error instanceof WorkerUnavailableError) {
+    sendProblem(res, 503, error.code, error.message, { "retry-after": String(error.retryAfterSeconds) });
+    return;
+  }
   const message = devHostLimitMessage(error);
   const body = message === undefined ? Buffer.alloc(0) : Buffer.from(`${message}\n`);
   const headers: Record<string, string> = { "content-length": String(body.length) };

@@ -5,6 +5,7 @@ import { applyOutputs, type BindingExtensions, collectExtraInputs } from "./exte
 import { FunctionTimeoutError, withFunctionTimeout } from "./functionTimeout.js";
 import type { LoadedApp, LoadedFunction } from "./loader.js";
 import type { HostLogger } from "./logger.js";
+import type { WorkerInvocationResult } from "./worker/app-worker.js";
 
 export interface InvokeOptions {
   /** The host's wording, e.g. "This function was programmatically called via the host APIs." for HTTP. */
@@ -33,6 +34,8 @@ export interface InvocationOutcome {
   result?: unknown;
   /** Whether the handler returned a value (neither undefined nor null), even one that could not cross (a stream). */
   returned?: boolean;
+  /** A large HTTP response body, left out of `response`: read it (or destroy it) — see worker/response-body.ts. */
+  body?: WorkerInvocationResult["body"];
 }
 
 export const HTTP_REASON = "This function was programmatically called via the host APIs.";
@@ -51,6 +54,13 @@ export async function invokeFunction(
 ): Promise<InvocationOutcome> {
   const invocationId = options.invocationId ?? randomUUID();
   const name = fn.metadata.name;
+  // Loading is not an invocation: a worker process still loading the app is waited for before functionTimeout
+  // starts, and one that failed to load (WorkerUnavailableError: HTTP 503) means this invocation never starts.
+  try {
+    await app.worker.ready();
+  } catch (error) {
+    return { invocationId, durationMs: 0, error };
+  }
   const started = performance.now();
   logger.log(
     "information",
@@ -63,10 +73,11 @@ export async function invokeFunction(
   let response: InvocationResponse | undefined;
   let result: unknown;
   let returned: boolean | undefined;
+  let body: InvocationOutcome["body"];
   let error: unknown;
   try {
     const timeoutMs = app.config.functionTimeoutMs;
-    ({ response, result, returned } = await withFunctionTimeout(
+    ({ response, result, returned, body } = await withFunctionTimeout(
       runInWorker(app, fn, invocationId, options),
       name,
       timeoutMs,
@@ -98,7 +109,7 @@ export async function invokeFunction(
   // The host's answer to a handler that outlived functionTimeout: a new worker process (the old one, and whatever
   // else ran in it, goes).
   if (error instanceof FunctionTimeoutError) app.worker.recycle("A function timeout has occurred.");
-  return { invocationId, durationMs, response, result, returned, error };
+  return { invocationId, durationMs, response, result, returned, error, ...(body ? { body } : {}) };
 }
 
 async function runInWorker(
@@ -106,19 +117,24 @@ async function runInWorker(
   fn: LoadedFunction,
   invocationId: string,
   options: InvokeOptions,
-): Promise<{ response: InvocationResponse; result: unknown; returned: boolean }> {
+): Promise<WorkerInvocationResult> {
   const extensions = options.extensions ?? {};
   // Input bindings other than the trigger are read by the host, as the extensions do, and sent as typed data.
   const extraInputs = await collectExtraInputs(fn, extensions, options.bindingData ?? {});
-  const { response, result, returned } = await app.worker.invoke(fn.metadata.name, {
+  const answer = await app.worker.invoke(fn.metadata.name, {
     invocationId,
     inputData: [...options.inputData, ...extraInputs],
     triggerMetadata: options.triggerMetadata ?? {},
     retryContext: options.retryContext,
     traceContext: traceContextFor(options.traceParent),
   });
-  await applyOutputs(fn, extensions, response);
-  return { response, result, returned };
+  try {
+    await applyOutputs(fn, extensions, answer.response);
+  } catch (e) {
+    answer.body?.stream.destroy(); // never to be sent: the worker lets go of it
+    throw e;
+  }
+  return answer;
 }
 
 /**

@@ -70,7 +70,8 @@ export interface StartedApp {
   readonly dataDir: string;
   /**
    * Stops the app gracefully (leases released) and starts it again on the same port and emulator, as --watch does
-   * after a change. A start that fails is logged; the next restart tries again.
+   * after a change. An app that fails to load is logged and its port keeps answering: the dev host's own routes as
+   * before, the app's with 503 and the load error (`host` stays the last one that ran); the next restart tries again.
    */
   restart(): Promise<void>;
   /**
@@ -220,7 +221,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     let dashboard: DevDashboard | undefined;
     const began = (r: AppRun) => {
       run = r;
-      host = r.host;
+      host = r.host ?? host; // an app that failed to load: the last one that ran (its port still answers)
       dashboard = r.dashboard;
     };
     const first = startAppRun(session, options.port).then(began);
@@ -233,8 +234,10 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
         await run?.stop({ drainMs: LIFECYCLE.stopDrainMs });
         run = undefined;
         try {
-          began(await startAppRun(session, host?.port ?? options.port));
-          say("Host restarted.");
+          const previous = host ? { app: host.app, port: host.port } : undefined;
+          const next = await startAppRun(session, host?.port ?? options.port, previous);
+          began(next);
+          if (next.host) say("Host restarted.");
         } catch (e) {
           say(
             `The host did not start again: ${(e as Error)?.message ?? String(e)} — fix it and save again.`,

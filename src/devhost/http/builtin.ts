@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HostLogger } from "../logger.js";
-import { readBody, refuseLargeBody } from "./body.js";
+import { type RefusalBounds, readBody, refuseLargeBody, refuseSlowBody } from "./body.js";
+import type { DataRateRule } from "./dataRate.js";
 import { sendEmpty } from "./problem.js";
 
 /** A request to a host endpoint: the path without query, the query, lower-case headers, the whole body. */
@@ -59,16 +60,21 @@ export interface BuiltinCall {
   /** The body limit and, for the 413, what it is. */
   limit: number;
   limitName: string;
-  discardBytes: number;
+  refusal: RefusalBounds;
+  rate: DataRateRule;
+  /** Takes the request's slot of the built-in routes' throttle, once the body is read; false when the client left. */
+  enter(): Promise<boolean>;
   logger: HostLogger;
 }
 
-/** Reads the body (bounded), calls the routes' handler and writes its answer; a throw is an empty 500, logged. */
+/** Reads the body (bounded, before taking a slot), calls the routes' handler and writes its answer; a throw is an empty 500, logged. */
 export async function serveBuiltin(c: BuiltinCall): Promise<void> {
   const { req, res, url } = c;
-  const body = await readBody(req, c.limit);
-  if (body === "too-large") return refuseLargeBody(req, res, c.limit, c.limitName, c.discardBytes);
+  const body = await readBody(req, c.limit, c.rate);
+  if (body === "too-large") return refuseLargeBody(req, res, c.limit, c.limitName, c.refusal);
+  if (body === "too-slow") return refuseSlowBody(req, res, c.rate, c.refusal);
   if (body === "aborted") return;
+  if (!(await c.enter())) return;
   const gone = new AbortController();
   res.on("close", () => gone.abort());
   let out: BuiltinResponse | undefined;

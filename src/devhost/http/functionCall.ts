@@ -1,12 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { pipeline } from "node:stream/promises";
 import type { HttpCookie, HttpData } from "../coreTypes.js";
 import type { BindingExtensions } from "../extensions.js";
 import { answerInvocationFailure } from "../hostLimits.js";
 import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
-import { readBody, refuseLargeBody } from "./body.js";
+import { type RefusalBounds, readBody, refuseLargeBody, refuseSlowBody } from "./body.js";
 import { joinedHeaders } from "./builtin.js";
+import type { DataRateRule } from "./dataRate.js";
 import { sendEmpty } from "./problem.js";
 import type { HttpRoute } from "./router.js";
 import { invokeStreaming } from "./stream.js";
@@ -46,7 +48,14 @@ export interface FunctionCall {
   url: URL;
   /** FUNCTIONS_REQUEST_BODY_SIZE_LIMIT, and what to read of a refused body before closing. */
   limit: number;
-  discardBytes: number;
+  refusal: RefusalBounds;
+  /** The minimum data rate of the body. */
+  rate: DataRateRule;
+  /**
+   * Takes the request's slot of the HTTP throttle (called once the body is read: a slow body holds no slot);
+   * false when the client went away meanwhile.
+   */
+  enter(): Promise<boolean>;
 }
 
 const LIMIT_NAME = "HTTP functions (FUNCTIONS_REQUEST_BODY_SIZE_LIMIT)";
@@ -57,11 +66,13 @@ export async function serveFunction(c: FunctionCall): Promise<void> {
   const httpUri = app.capabilities.HttpUri;
   // Streaming: the body goes through the library's proxy; a declared length over the limit is refused here.
   if (httpUri && Number(req.headers["content-length"] ?? 0) > limit) {
-    return refuseLargeBody(req, res, limit, LIMIT_NAME, c.discardBytes);
+    return refuseLargeBody(req, res, limit, LIMIT_NAME, c.refusal);
   }
-  const body = httpUri ? Buffer.alloc(0) : await readBody(req, limit);
-  if (body === "too-large") return refuseLargeBody(req, res, limit, LIMIT_NAME, c.discardBytes);
+  const body = httpUri ? Buffer.alloc(0) : await readBody(req, limit, c.rate);
+  if (body === "too-large") return refuseLargeBody(req, res, limit, LIMIT_NAME, c.refusal);
+  if (body === "too-slow") return refuseSlowBody(req, res, c.rate, c.refusal);
   if (body === "aborted") return;
+  if (!(await c.enter())) return;
 
   const headers = joinedHeaders(req);
   const query: Record<string, string> = {};
@@ -77,7 +88,7 @@ export async function serveFunction(c: FunctionCall): Promise<void> {
   const fn = c.route.fn;
   const { logger, extensions } = c;
   if (httpUri) {
-    const bounds = { limit, limitName: LIMIT_NAME, discardBytes: c.discardBytes };
+    const bounds = { limit, limitName: LIMIT_NAME, refusal: c.refusal, rate: c.rate };
     return invokeStreaming({ app, fn, logger, extensions, httpUri, req, res, http, ...bounds });
   }
   const outcome = await invokeFunction(app, fn, logger, {
@@ -97,7 +108,13 @@ export async function serveFunction(c: FunctionCall): Promise<void> {
   for (const [name, value] of Object.entries(out.headers ?? {})) res.setHeader(name, value);
   const cookies = (out.cookies ?? []).map(cookieHeader);
   if (cookies.length) res.setHeader("set-cookie", cookies);
-  res.setHeader("content-length", String(bytes.length));
+  const held = outcome.body; // a large body, pulled from the worker as the client reads it
+  res.setHeader("content-length", String(held ? held.bytes : bytes.length));
   res.writeHead(Number(out.statusCode ?? 200));
-  res.end(req.method === "HEAD" ? undefined : bytes);
+  if (!held) return void res.end(req.method === "HEAD" ? undefined : bytes);
+  if (req.method === "HEAD") {
+    held.stream.destroy();
+    return void res.end();
+  }
+  await pipeline(held.stream, res).catch(() => res.destroy());
 }

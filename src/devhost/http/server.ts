@@ -1,16 +1,18 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type Clock, systemClock } from "../../shared/changefeed/clock.js";
 import { DevHostError } from "../errors.js";
 import type { BindingExtensions } from "../extensions.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
-import { discardBody } from "./body.js";
+import { type RefusalBounds, refuse } from "./body.js";
 import { type BuiltinRoutes, serveBuiltin, underPrefix } from "./builtin.js";
 import { applyCors, type CorsPolicy } from "./cors.js";
 import { crossSiteRefusal } from "./crossSite.js";
+import type { DataRateRule } from "./dataRate.js";
 import { serveFunction } from "./functionCall.js";
 import { checkHost, type HostAllowList, parseAllowedHosts, withBindName } from "./hosts.js";
-import { sendEmpty, sendProblem } from "./problem.js";
+import { sendEmpty } from "./problem.js";
 import { findRoute, type RouteTable } from "./router.js";
 import { DEV_HTTP_SETTINGS, type DevHttpSettings } from "./settings.js";
 import { ConnectionTurns, RequestThrottle } from "./throttle.js";
@@ -43,6 +45,13 @@ export interface HttpServerOptions {
   settings?: Partial<DevHttpSettings>;
   /** Host names answered besides loopback ones (Host.AllowedHosts / --allowed-hosts, parsed by parseAllowedHosts). */
   allowedHosts?: HostAllowList;
+  /**
+   * The app is not served (its load failed after a --watch save): every path but the built-in routes' is answered
+   * 503 with this `{code, message}`.
+   */
+  unavailable?: { code: string; message: string };
+  /** The clock of the minimum data rate (tests move a FakeClock); the system's by default. */
+  clock?: Clock;
 }
 
 function defaults(): DevHttpSettings {
@@ -66,6 +75,8 @@ export class DevHttpServer {
   readonly #turns: ConnectionTurns;
   readonly #functions: RequestThrottle;
   readonly #builtins: RequestThrottle;
+  readonly #rate: DataRateRule;
+  readonly #refusal: RefusalBounds;
   #allowed: HostAllowList;
   /** Host names refused so far, each logged once (bounded: a flood of names is not a flood of lines). */
   readonly #refusedHosts = new Set<string>();
@@ -79,7 +90,19 @@ export class DevHttpServer {
     this.#turns = new ConnectionTurns(s.maxInFlightPerConnection, s.pipelineBacklog);
     this.#functions = new RequestThrottle(s.maxConcurrentRequests, s.maxOutstandingRequests);
     this.#builtins = new RequestThrottle(s.builtinMaxConcurrentRequests, s.builtinMaxOutstandingRequests);
-    this.#server = createServer((req, res) => {
+    this.#rate = {
+      minBytesPerSecond: s.minRequestBodyDataRate,
+      graceMs: s.requestBodyGracePeriodMs,
+      checkEveryMs: s.dataRateCheckIntervalMs,
+      clock: options.clock ?? systemClock,
+    };
+    this.#refusal = { discardBytes: s.discardAfterRefusalBytes, lingerMs: s.refusalLingerMs };
+    // Headers that never end (slowloris) are cut after headersTimeout (408), checked this often.
+    const headers = {
+      headersTimeout: s.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(s.dataRateCheckIntervalMs, s.headersTimeoutMs),
+    };
+    this.#server = createServer(headers, (req, res) => {
       const handled = this.#door(req, res).catch((e) => {
         options.logger.error(`HTTP request failed in the dev host: ${(e as Error)?.stack ?? String(e)}`);
         if (!res.headersSent) sendEmpty(res, 500);
@@ -174,7 +197,7 @@ export class DevHttpServer {
         );
       }
       const [limit, limitName] = this.#builtinBodyLimit(builtin);
-      return this.#throttled(this.#builtins, "the dev host's endpoints", req, res, () =>
+      return this.#throttled(this.#builtins, "the dev host's endpoints", req, res, (enter) =>
         serveBuiltin({
           routes: builtin,
           req,
@@ -182,15 +205,21 @@ export class DevHttpServer {
           url,
           limit,
           limitName,
-          discardBytes: s.discardAfterRefusalBytes,
+          refusal: this.#refusal,
+          rate: this.#rate,
+          enter,
           logger,
         }),
       );
     }
+    const unavailable = this.#options.unavailable;
+    if (unavailable) {
+      return this.#refuse(req, res, 503, unavailable.code, unavailable.message, { "retry-after": "1" });
+    }
     const found = findRoute(table, method, url.pathname);
     if (!found) return sendEmpty(res, 404);
     const { app, extensions } = this.#options;
-    return this.#throttled(this.#functions, "HTTP functions", req, res, () =>
+    return this.#throttled(this.#functions, "HTTP functions", req, res, (enter) =>
       serveFunction({
         app,
         logger,
@@ -201,7 +230,9 @@ export class DevHttpServer {
         res,
         url,
         limit: s.maxRequestBodyBytes,
-        discardBytes: s.discardAfterRefusalBytes,
+        refusal: this.#refusal,
+        rate: this.#rate,
+        enter,
       }),
     );
   }
@@ -215,8 +246,7 @@ export class DevHttpServer {
     message: string,
     headers: Record<string, string> = {},
   ): void {
-    sendProblem(res, status, code, message, headers);
-    discardBody(req, this.#settings.discardAfterRefusalBytes);
+    refuse(req, res, this.#refusal, status, code, message, headers);
   }
 
   /** A built-in route's body limit and its name: its own, or DEV_HTTP_BUILTIN_MAX_BODY_BYTES, within the host's. */
@@ -232,16 +262,19 @@ export class DevHttpServer {
     return [limit, builtin.maxBodyName ?? builtin.prefix];
   }
 
-  /** Runs `work` in a slot of `throttle`; 429 when as many requests as it holds are running or waiting. */
+  /**
+   * Runs `work` admitted by `throttle` (429 when as many requests as it holds are running or waiting); `work` reads
+   * the body first and then calls `enter` to wait for a slot, so that a body still arriving holds none.
+   */
   async #throttled(
     throttle: RequestThrottle,
     what: string,
     req: IncomingMessage,
     res: ServerResponse,
-    work: () => Promise<void>,
+    work: (enter: () => Promise<boolean>) => Promise<void>,
   ): Promise<void> {
-    const slot = throttle.tryEnter();
-    if (!slot) {
+    const admission = throttle.tryAdmit();
+    if (!admission) {
       return this.#refuse(
         req,
         res,
@@ -251,12 +284,16 @@ export class DevHttpServer {
         { "retry-after": "1" },
       );
     }
-    const release = await slot;
+    let release: (() => void) | undefined;
+    const enter = async () => {
+      release = await admission.slot();
+      return !req.socket.destroyed;
+    };
     try {
-      if (req.socket.destroyed) return;
-      await work();
+      await work(enter);
     } finally {
-      release();
+      admission.leave();
+      release?.();
     }
   }
 }

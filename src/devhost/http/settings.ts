@@ -85,6 +85,51 @@ export const DEV_HTTP_SETTINGS = {
     description:
       "After a refusal (413, 421, 403, 429), how much more of that request's body is read and dropped (so that the client sees the answer) before the connection is closed, as Go's net/http does with 256 KiB.",
   },
+  minRequestBodyDataRate: {
+    setting: "DEV_HTTP_MIN_REQUEST_BODY_DATA_RATE",
+    unit: "bytes/s",
+    default: 240,
+    min: 0,
+    max: 1_000_000_000,
+    description:
+      "Slowest request body accepted, on average since its first byte was awaited, once the grace period is over (Kestrel's MinRequestBodyDataRate, 240 bytes/s); slower → 408 and the connection closed. 0 = no minimum.",
+  },
+  requestBodyGracePeriodMs: {
+    setting: "DEV_HTTP_REQUEST_BODY_GRACE_MS",
+    unit: "ms",
+    default: 5_000,
+    min: 0,
+    max: 3_600_000,
+    description:
+      "How long a request body may arrive at any rate before DEV_HTTP_MIN_REQUEST_BODY_DATA_RATE applies (Kestrel's grace period, 5 s).",
+  },
+  dataRateCheckIntervalMs: {
+    setting: "DEV_HTTP_DATA_RATE_CHECK_MS",
+    unit: "ms",
+    default: 1_000,
+    min: 1,
+    max: 60_000,
+    description:
+      "How often a body being read is checked against the minimum data rate (Kestrel checks on its 1 s heartbeat).",
+  },
+  headersTimeoutMs: {
+    setting: "DEV_HTTP_REQUEST_HEADERS_TIMEOUT_MS",
+    unit: "ms",
+    default: 30_000,
+    min: 1_000,
+    max: 300_000, // node:http refuses a headersTimeout above its requestTimeout (300 s)
+    description:
+      "Longest time a client may take to send a request's headers (Kestrel's RequestHeadersTimeout, 30 s; node:http's headersTimeout); past it the connection is answered 408 and closed, so a client that never finishes its headers (slowloris) holds nothing for long.",
+  },
+  refusalLingerMs: {
+    setting: "DEV_HTTP_REFUSAL_LINGER_MS",
+    unit: "ms",
+    default: 500,
+    min: 0,
+    max: 60_000,
+    description:
+      "After a refusal whose body was not read (413, 408, 421, 403, 429), how long the connection stays half-open (answer sent, write side closed, the rest of the body no longer read) before it is closed, so that a client still sending reads the answer instead of a connection reset (Go's net/http waits 500 ms the same way).",
+  },
 } as const satisfies Record<string, WholeNumberKnob>;
 
 export type DevHttpSettings = { -readonly [K in keyof typeof DEV_HTTP_SETTINGS]: number };

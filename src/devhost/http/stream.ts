@@ -6,7 +6,8 @@ import { answerInvocationFailure } from "../hostLimits.js";
 import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp, LoadedFunction } from "../loader.js";
 import type { HostLogger } from "../logger.js";
-import { refuseLargeBody } from "./body.js";
+import { type RefusalBounds, refuseLargeBody, refuseSlowBody } from "./body.js";
+import { type DataRateRule, watchDataRate } from "./dataRate.js";
 
 export interface StreamInvocation {
   app: LoadedApp;
@@ -21,7 +22,9 @@ export interface StreamInvocation {
   /** FUNCTIONS_REQUEST_BODY_SIZE_LIMIT (bytes), its name for the 413, and what to read of a refused body. */
   limit: number;
   limitName: string;
-  discardBytes: number;
+  refusal: RefusalBounds;
+  /** The minimum data rate of the body as it streams (paused time, the proxy pushing back, not counted). */
+  rate: DataRateRule;
 }
 
 /**
@@ -59,20 +62,30 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
   });
   // The body streams to the proxy, counted as it goes (chunked bodies too): past the limit the forwarding stops,
   // the client gets 413 (when nothing was answered yet) and the rest of its body is not read.
-  let tooLarge = false;
+  let refused = false;
   let size = 0;
   req.pipe(forward);
-  const onData = (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= s.limit) return;
-    tooLarge = true;
+  const cut = (answer: () => void) => {
+    refused = true;
+    stopWatching();
     req.off("data", onData);
     req.unpipe(forward);
     forward.destroy();
     if (res.headersSent) res.destroy();
-    else refuseLargeBody(req, res, s.limit, s.limitName, s.discardBytes);
+    else answer();
+  };
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= s.limit) return;
+    cut(() => refuseLargeBody(req, res, s.limit, s.limitName, s.refusal));
   };
   req.on("data", onData);
+  // A body that trickles in is cut as without streaming (408): it holds its throttle slot while it streams.
+  const stopWatching = req.complete
+    ? () => {}
+    : watchDataRate(req, s.rate, () => cut(() => refuseSlowBody(req, res, s.rate, s.refusal)));
+  req.once("end", stopWatching);
+  req.once("close", stopWatching);
 
   const triggerMetadata: Record<string, TypedData> = {
     Headers: { json: JSON.stringify(s.http.headers ?? {}) },
@@ -88,7 +101,7 @@ export async function invokeStreaming(s: StreamInvocation): Promise<void> {
     bindingData: { ...s.http.query, ...s.http.params, Query: s.http.query, Headers: s.http.headers },
     traceParent: s.http.headers?.traceparent,
   });
-  if (tooLarge) return; // answered above; the invocation failed for want of its body
+  if (refused) return; // answered above (413, 408); the invocation failed for want of its body
   // Whether the handler returned a response, not the response itself: a body that is a stream cannot cross from
   // the worker, and the library has only queued its chunks on the proxy's socket when the invocation ends, so the
   // rest of the body is still on its way and must not be cut.

@@ -102,11 +102,28 @@ export class ConnectionTurns {
   }
 }
 
-/** At most `maxConcurrent` running and `maxOutstanding` running or waiting (Infinity = unbounded). */
+/**
+ * A request admitted by RequestThrottle (it counts as outstanding) that does not run yet: it may read its body
+ * first, then take a slot, or leave without running (refused, client gone).
+ */
+export interface Admission {
+  /** Resolves once a slot is free (at once when one is); release it when done. */
+  slot(): Promise<Release>;
+  /** Gives the admission up without running (calling it after slot() does nothing). */
+  leave(): void;
+}
+
+/**
+ * At most `maxConcurrent` running and `maxOutstanding` admitted — running, waiting for a slot, or reading their body
+ * before they ask for one — (Infinity = unbounded). Bodies are read before a slot is taken: a slow client must not
+ * hold one of the `maxConcurrent` slots while its bytes trickle in.
+ */
 export class RequestThrottle {
   readonly maxConcurrent: number;
   readonly maxOutstanding: number;
   #running = 0;
+  /** Admitted and not running: waiting for a slot or not asking yet. */
+  #admitted = 0;
   readonly #waiting: (() => void)[] = [];
 
   constructor(maxConcurrent: number, maxOutstanding: number) {
@@ -122,18 +139,47 @@ export class RequestThrottle {
     return this.#waiting.length;
   }
 
+  /** Admitted requests that do not run yet (reading their body, or waiting for a slot). */
+  get admitted(): number {
+    return this.#admitted;
+  }
+
   /** A slot (once one is free), or undefined when `maxOutstanding` requests are already running or waiting: 429. */
   tryEnter(): Promise<Release> | undefined {
-    if (this.#running + this.#waiting.length >= this.maxOutstanding) return undefined;
+    return this.tryAdmit()?.slot();
+  }
+
+  /** An admission, or undefined when `maxOutstanding` requests are already admitted or running: 429. */
+  tryAdmit(): Admission | undefined {
+    if (this.#running + this.#admitted >= this.maxOutstanding) return undefined;
+    this.#admitted++;
+    let settled = false;
     const release = once(() => {
       const next = this.#waiting.shift();
       if (next) next();
       else this.#running--;
     });
-    if (this.#running < this.maxConcurrent) {
-      this.#running++;
-      return Promise.resolve(release);
-    }
-    return new Promise((resolve) => this.#waiting.push(() => resolve(release)));
+    const leave = () => {
+      if (settled) return;
+      settled = true;
+      this.#admitted--;
+    };
+    return {
+      leave,
+      slot: () => {
+        if (settled) return Promise.resolve(() => {});
+        if (this.#running < this.maxConcurrent && this.#waiting.length === 0) {
+          leave();
+          this.#running++;
+          return Promise.resolve(release);
+        }
+        return new Promise((resolve) =>
+          this.#waiting.push(() => {
+            leave(); // the slot passes on from the request that released it: running stays the same
+            resolve(release);
+          }),
+        );
+      },
+    };
   }
 }

@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { InvocationRequest, InvocationResponse } from "../coreTypes.js";
 
 /** What one invocation in the worker gave back. */
@@ -7,6 +8,11 @@ export interface WorkerInvocationResult {
   result: unknown;
   /** Whether it returned a value at all (neither undefined nor null), even one that could not cross. */
   returned: boolean;
+  /**
+   * A large HTTP response body, left out of `response` and read from the worker piece by piece as this stream is
+   * read (response-body.ts); its length in bytes is `bodyBytes`.
+   */
+  body?: { stream: Readable; bytes: number };
 }
 
 /**
@@ -16,6 +22,12 @@ export interface WorkerInvocationResult {
  */
 export interface AppWorker {
   invoke(functionName: string, request: InvocationRequest): Promise<WorkerInvocationResult>;
+  /**
+   * Resolves once a worker process has loaded the app (at once when one has). Rejects with WorkerUnavailableError
+   * when the load under way fails, or while the dev host waits (back-off) before the next attempt: an invocation then
+   * never starts, and its functionTimeout never runs.
+   */
+  ready(): Promise<void>;
   /**
    * Kills the worker process and starts a new one (the host's answer to a function timeout): every invocation
    * still running in it fails; invocations sent meanwhile wait for the new process.

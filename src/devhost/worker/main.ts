@@ -2,6 +2,7 @@ import type { LogLevel } from "../coreTypes.js";
 import { type LocalApp, type LocalFunction, loadApp } from "../loader.js";
 import { HostLogger } from "../logger.js";
 import { type HostToWorker, toWireError, type WorkerToHost } from "./protocol.js";
+import { PendingBodies } from "./response-body.js";
 import { runInvocation } from "./run-invocation.js";
 import { readWorkerSettings } from "./settings.js";
 import { guardStreamProxy, type StreamProxyGuard } from "./stream-proxy-guard.js";
@@ -32,6 +33,7 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
   let streams: StreamProxyGuard | undefined;
   const byName = new Map<string, LocalFunction>();
   let dying = false;
+  const bodies = new PendingBodies(readWorkerSettings().responseChunkBytes);
 
   const die = (e: unknown) => {
     if (dying) return;
@@ -68,6 +70,14 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
       case "environment":
         for (const [k, v] of Object.entries(message.set)) process.env[k] = v;
         for (const k of message.unset) delete process.env[k];
+        return;
+      case "bodyPull": {
+        const piece = bodies.next(message.invocationId);
+        if (piece) send({ kind: "bodyChunk", invocationId: message.invocationId, ...piece });
+        return;
+      }
+      case "bodyCancel":
+        bodies.cancel(message.invocationId);
         return;
       case "terminate":
         void terminate();
@@ -122,6 +132,12 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
         log(level, message, category, invocationId),
       );
       const returned = result !== undefined && result !== null;
+      const bodyBytes = bodies.holdBack(invocationId, response);
+      if (bodyBytes !== undefined) {
+        // The handler's result holds the same body: only the response (without it) crosses now, the body in pieces.
+        send({ kind: "result", invocationId, response, resultCloned: false, returned, bodyBytes });
+        return;
+      }
       try {
         send({ kind: "result", invocationId, response, result, resultCloned: true, returned });
       } catch {

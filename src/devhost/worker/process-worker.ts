@@ -1,19 +1,14 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import type { InvocationRequest } from "../coreTypes.js";
 import { DevHostError } from "../errors.js";
 import type { AppIndex } from "../loader.js";
 import type { HostLogger } from "../logger.js";
 import type { AppWorker, WorkerInvocationResult } from "./app-worker.js";
 import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
+import { PulledBody } from "./response-body.js";
 import type { WorkerSettings } from "./settings.js";
-
-// From the TypeScript sources the worker registers tsx for its own code first (entry.mjs); compiled, it is plain
-// JavaScript (compiled-entry.js, beside this file in dist-tools/).
-const ENTRY = fileURLToPath(
-  new URL(import.meta.url.endsWith(".ts") ? "./entry.mjs" : "./compiled-entry.js", import.meta.url),
-);
+import { spawnWorker } from "./spawn-worker.js";
+import { WorkerUnavailableError } from "./unavailable.js";
 
 /** An invocation failed because its worker process exited (crashed, or was recycled after a timeout). */
 export class WorkerExitedError extends DevHostError {
@@ -48,12 +43,21 @@ export class ProcessWorker implements AppWorker {
   #child: ChildProcess | undefined;
   #ready: Promise<ChildProcess>;
   readonly #pending = new Map<string, Pending>();
+  /** Response bodies being pulled from a worker process, by invocation id. */
+  readonly #bodies = new Map<string, { child: ChildProcess; stream: PulledBody }>();
+  #bodyPieces = 0;
   /** Unexpected exits since an invocation last completed. */
   #crashes = 0;
   #recycling = false;
+  /** The process loading the app, while it does. */
+  #loading: ChildProcess | undefined;
   #closing = false;
   #restartTimer: NodeJS.Timeout | undefined;
   #exited: Promise<void> = Promise.resolve();
+  /** Why the last load attempt failed, until one succeeds. */
+  #loadFailure: string | undefined;
+  /** When the next start is due (Date.now()), while it waits out the back-off. */
+  #nextStartAt = 0;
   /** The environment the current process has (what it started with, plus what was synced since). */
   #sentEnv: NodeJS.ProcessEnv;
 
@@ -76,7 +80,7 @@ export class ProcessWorker implements AppWorker {
       },
       undefined,
       (child, m) => {
-        if (worker) worker.#onResult(child, m);
+        if (worker) worker.#onMessage(child, m);
       },
     );
     worker = new ProcessWorker(options, { child, env });
@@ -88,7 +92,16 @@ export class ProcessWorker implements AppWorker {
     return this.#child?.pid;
   }
 
+  async ready(): Promise<void> {
+    const waitMs = this.#nextStartAt - Date.now();
+    // Waiting out the back-off after a failed load: say so at once, with when the next attempt starts.
+    if (this.#loadFailure !== undefined && waitMs > 0)
+      throw new WorkerUnavailableError(this.#loadFailure, waitMs);
+    await this.#ready;
+  }
+
   async invoke(functionName: string, request: InvocationRequest): Promise<WorkerInvocationResult> {
+    await this.ready();
     const child = await this.#ready;
     return new Promise<WorkerInvocationResult>((resolve, reject) => {
       const id = request.invocationId;
@@ -127,7 +140,8 @@ export class ProcessWorker implements AppWorker {
 
   recycle(reason: string): void {
     const child = this.#child;
-    if (!child || this.#closing || this.#recycling) return;
+    // A process still loading runs no invocation: killing it would only start the load over.
+    if (!child || this.#closing || this.#recycling || this.#loading === child) return;
     this.#recycling = true;
     this.#o.logger.warn(`${reason} Restarting the worker process (pid ${child.pid}).`);
     child.kill("SIGKILL");
@@ -153,7 +167,13 @@ export class ProcessWorker implements AppWorker {
     this.#exited = new Promise((resolve) => child.once("exit", () => resolve()));
   }
 
-  /** An invocation's answer from `child` (spawnWorker's one message dispatcher routes it here). */
+  /** An invocation's answer or a piece of its body from `child` (spawnWorker's one message dispatcher routes here). */
+  #onMessage(child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" | "bodyChunk" }>): void {
+    if (m.kind === "result") this.#onResult(child, m);
+    else this.#onBodyChunk(child, m);
+  }
+
+  /** An invocation's answer from `child`. */
   #onResult(child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>): void {
     const pending = this.#pending.get(m.invocationId);
     if (!pending || pending.child !== child) return;
@@ -165,11 +185,51 @@ export class ProcessWorker implements AppWorker {
         response: m.response,
         result: m.resultCloned ? m.result : undefined,
         returned: m.returned ?? (m.result !== undefined && m.result !== null),
+        ...(m.bodyBytes !== undefined ? { body: this.#pullBody(child, m.invocationId, m.bodyBytes) } : {}),
       });
     else pending.reject(new Error("The worker answered an invocation with neither a response nor an error."));
   }
 
+  /** A response body the worker holds back, as a stream that pulls its pieces (response-body.ts). */
+  #pullBody(child: ChildProcess, invocationId: string, bytes: number): { stream: PulledBody; bytes: number } {
+    const tell = (message: HostToWorker) => {
+      try {
+        child.send(message);
+      } catch {
+        // The process is gone: the stream fails on its exit.
+      }
+    };
+    const stream = new PulledBody(
+      () => tell({ kind: "bodyPull", invocationId }),
+      () => {
+        this.#bodies.delete(invocationId);
+        tell({ kind: "bodyCancel", invocationId });
+      },
+    );
+    this.#bodies.set(invocationId, { child, stream });
+    stream.once("end", () => this.#bodies.delete(invocationId));
+    return { stream, bytes };
+  }
+
+  /** A piece of a held-back body from `child` (spawnWorker's dispatcher routes it here). */
+  #onBodyChunk(child: ChildProcess, m: Extract<WorkerToHost, { kind: "bodyChunk" }>): void {
+    const body = this.#bodies.get(m.invocationId);
+    if (!body || body.child !== child) return;
+    this.#bodyPieces++;
+    body.stream.deliver(m.chunk, m.last);
+  }
+
+  /** Pieces of held-back response bodies received so far (diagnostics and tests). */
+  get bodyPiecesReceived(): number {
+    return this.#bodyPieces;
+  }
+
   #onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    for (const [id, body] of this.#bodies) {
+      if (body.child !== child) continue;
+      this.#bodies.delete(id);
+      body.stream.destroy(new WorkerExitedError(`The worker process exited while sending a response body.`));
+    }
     if (child !== this.#child) return;
     this.#child = undefined;
     const how = signal ? `signal ${signal}` : `code ${code} (0x${(code ?? 0).toString(16).toUpperCase()})`;
@@ -191,6 +251,7 @@ export class ProcessWorker implements AppWorker {
     }
     const { restartBackoffMs: base, restartBackoffMaxMs: max } = this.#o.settings;
     const delay = recycled || this.#crashes <= 1 ? 0 : Math.min(max, base * 2 ** (this.#crashes - 2));
+    this.#nextStartAt = Date.now() + delay;
     if (delay > 0)
       this.#o.logger.warn(`The worker process keeps exiting: the next one starts in ${delay} ms.`);
     this.#ready = this.#restart(delay);
@@ -212,88 +273,23 @@ export class ProcessWorker implements AppWorker {
         (c, code, signal) => this.#onExit(c, code, signal),
         (c) => {
           this.#child = c;
+          this.#loading = c;
           this.#sentEnv = env;
         },
-        (c, m) => this.#onResult(c, m),
+        (c, m) => this.#onMessage(c, m),
       );
+      this.#loading = undefined;
+      this.#loadFailure = undefined;
       this.#watch(child);
       this.#o.logger.info(`Worker process started and initialized (pid ${child.pid}).`);
       return child;
     } catch (e) {
-      this.#o.logger.error(`The worker process could not load the app: ${(e as Error).message}`);
-      throw e;
+      this.#loading = undefined;
+      const message = (e as Error).message;
+      this.#loadFailure = message;
+      this.#o.logger.error(`The worker process could not load the app: ${message}`);
+      // What waited for this attempt is answered now (503), not when the next one, after its back-off, ends.
+      throw new WorkerUnavailableError(message, Math.max(0, this.#nextStartAt - Date.now()));
     }
   }
-}
-
-/**
- * Spawns one worker process and loads the app in it. `onExit` hears every exit of that process, even one before
- * the load finished (then the returned promise rejects too).
- */
-function spawnWorker(
-  o: ProcessWorkerOptions,
-  env: NodeJS.ProcessEnv,
-  onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
-  onSpawned?: (child: ChildProcess) => void,
-  onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>) => void,
-): Promise<{ child: ChildProcess; index: AppIndex }> {
-  const child = spawn(process.execPath, [ENTRY], {
-    cwd: o.appDir,
-    env,
-    stdio: ["ignore", "pipe", "pipe", "ipc"],
-    serialization: "advanced",
-  });
-  onSpawned?.(child);
-  // What the app writes to stdout/stderr is the worker's console: the host logs it line by line.
-  for (const [stream, level] of [
-    [child.stdout, "information"],
-    [child.stderr, "error"],
-  ] as const) {
-    if (stream)
-      createInterface({ input: stream }).on("line", (line) =>
-        o.logger.log(level, line, { category: "Worker" }),
-      );
-  }
-  return new Promise((resolve, reject) => {
-    let loaded = false;
-    child.once("exit", (code, signal) => {
-      if (!loaded) {
-        reject(
-          new DevHostError(
-            `The worker process exited with ${signal ?? `code ${code}`} before the app loaded.`,
-            {
-              code: "AppLoad",
-            },
-          ),
-        );
-      }
-      onExit(child, code, signal);
-    });
-    child.once("error", (e) => {
-      if (!loaded)
-        reject(new DevHostError(`The worker process could not start: ${e.message}`, { code: "AppLoad" }));
-    });
-    // One dispatcher for everything the worker sends: logs, the load's answer, invocation results.
-    child.on("message", (m: WorkerToHost) => {
-      switch (m.kind) {
-        case "log":
-          o.logger.log(m.level, m.message, { category: m.category, invocationId: m.invocationId });
-          return;
-        case "loaded":
-          loaded = true;
-          resolve({ child, index: m.index });
-          return;
-        case "loadFailed": {
-          loaded = true; // the process exits next; the load error is the one to report
-          const e = fromWireError(m.error);
-          reject(new DevHostError(e.message, { code: m.error.code ?? "AppLoad", cause: e }));
-          return;
-        }
-        case "result":
-          onResult?.(child, m);
-          return;
-      }
-    });
-    child.send({ kind: "load", appDir: o.appDir } satisfies HostToWorker);
-  });
 }

@@ -12,6 +12,10 @@ export type HostToWorker =
   | { kind: "invoke"; functionName: string; request: InvocationRequest }
   /** Environment changes made by the host after the worker started (FunctionEnvironmentReloadRequest). */
   | { kind: "environment"; set: Record<string, string>; unset: string[] }
+  /** Send the next piece of an invocation's HTTP response body (the host's reader wants more). */
+  | { kind: "bodyPull"; invocationId: string }
+  /** The host no longer wants that body (its client went away). */
+  | { kind: "bodyCancel"; invocationId: string }
   /** Run appTerminate hooks and exit (WorkerTerminate). */
   | { kind: "terminate" };
 
@@ -33,7 +37,14 @@ export type WorkerToHost =
        */
       returned?: boolean;
       error?: WireError;
+      /**
+       * The HTTP response body (returnValue.http.body) was left out: it has this many bytes and follows in
+       * `bodyChunk` messages, one per `bodyPull`.
+       */
+      bodyBytes?: number;
     }
+  /** A piece of a response body announced by `bodyBytes`; `last` ends it. */
+  | { kind: "bodyChunk"; invocationId: string; chunk: Uint8Array; last: boolean }
   | { kind: "terminated" };
 
 /** An error as it crosses the channel: the worker's RpcException (message, stack, type) plus a code when set. */

@@ -23,6 +23,24 @@ export const WORKER_KNOBS = {
     max: 600_000,
     description: "The longest wait between two starts of a crashing worker process.",
   },
+  loadTimeoutMs: {
+    setting: "DEVHOST_WORKER_LOAD_TIMEOUT_MS",
+    unit: "ms",
+    default: 60_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      "How long a worker process has to load the app (its entry files, top-level awaits included) before it is killed and the load counts as failed. Timed apart from functionTimeout: loading is not an invocation, and requests waiting for it do not time it out.",
+  },
+  responseChunkBytes: {
+    setting: "DEVHOST_WORKER_RESPONSE_CHUNK_BYTES",
+    unit: "bytes",
+    default: 1_048_576,
+    min: 1_024,
+    max: 104_857_600,
+    description:
+      "An HTTP response body larger than this crosses from the worker process in pieces of this size, one at a time as the client takes them, so that one large answer never holds the channel every other invocation's messages go through.",
+  },
   stopGraceMs: {
     setting: "DEVHOST_WORKER_STOP_GRACE_MS",
     unit: "ms",

@@ -1,0 +1,101 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { DevHostError } from "../errors.js";
+import type { AppIndex } from "../loader.js";
+import type { ProcessWorkerOptions } from "./process-worker.js";
+import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
+
+// From the TypeScript sources the worker registers tsx for its own code first (entry.mjs); compiled, it is plain
+// JavaScript (compiled-entry.js, beside this file in dist-tools/).
+const ENTRY = fileURLToPath(
+  new URL(import.meta.url.endsWith(".ts") ? "./entry.mjs" : "./compiled-entry.js", import.meta.url),
+);
+
+/**
+ * Spawns one worker process and loads the app in it. `onExit` hears every exit of that process, even one before
+ * the load finished (then the returned promise rejects too).
+ */
+export function spawnWorker(
+  o: ProcessWorkerOptions,
+  env: NodeJS.ProcessEnv,
+  onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
+  onSpawned?: (child: ChildProcess) => void,
+  onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" | "bodyChunk" }>) => void,
+): Promise<{ child: ChildProcess; index: AppIndex }> {
+  const child = spawn(process.execPath, [ENTRY], {
+    cwd: o.appDir,
+    env,
+    stdio: ["ignore", "pipe", "pipe", "ipc"],
+    serialization: "advanced",
+  });
+  onSpawned?.(child);
+  // What the app writes to stdout/stderr is the worker's console: the host logs it line by line.
+  for (const [stream, level] of [
+    [child.stdout, "information"],
+    [child.stderr, "error"],
+  ] as const) {
+    if (stream)
+      createInterface({ input: stream }).on("line", (line) =>
+        o.logger.log(level, line, { category: "Worker" }),
+      );
+  }
+  return new Promise((resolve, reject) => {
+    let loaded = false;
+    let timedOut = false;
+    const loadTimeoutMs = o.settings.loadTimeoutMs;
+    // Loading is not an invocation: it has a bound of its own, and past it the process is killed (the exit below
+    // then rejects, and the caller's back-off decides when the next attempt starts).
+    const loadTimer = setTimeout(() => {
+      timedOut = true;
+      o.logger.error(
+        `The worker process (pid ${child.pid}) did not load the app within ${loadTimeoutMs} ms (DEVHOST_WORKER_LOAD_TIMEOUT_MS); stopping it.`,
+      );
+      child.kill("SIGKILL");
+    }, loadTimeoutMs);
+    loadTimer.unref();
+    child.once("exit", (code, signal) => {
+      clearTimeout(loadTimer);
+      if (!loaded) {
+        reject(
+          new DevHostError(
+            timedOut
+              ? `The worker process did not load the app within ${loadTimeoutMs} ms (DEVHOST_WORKER_LOAD_TIMEOUT_MS).`
+              : `The worker process exited with ${signal ?? `code ${code}`} before the app loaded.`,
+            { code: timedOut ? "AppLoadTimeout" : "AppLoad" },
+          ),
+        );
+      }
+      onExit(child, code, signal);
+    });
+    child.once("error", (e) => {
+      if (!loaded)
+        reject(new DevHostError(`The worker process could not start: ${e.message}`, { code: "AppLoad" }));
+    });
+    // One dispatcher for everything the worker sends: logs, the load's answer, invocation results.
+    child.on("message", (m: WorkerToHost) => {
+      switch (m.kind) {
+        case "log":
+          o.logger.log(m.level, m.message, { category: m.category, invocationId: m.invocationId });
+          return;
+        case "loaded":
+          loaded = true;
+          clearTimeout(loadTimer);
+          resolve({ child, index: m.index });
+          return;
+        case "loadFailed": {
+          loaded = true; // the process exits next; the load error is the one to report
+          clearTimeout(loadTimer);
+          const e = fromWireError(m.error);
+          reject(new DevHostError(e.message, { code: m.error.code ?? "AppLoad", cause: e }));
+          return;
+        }
+        case "result":
+        case "bodyChunk":
+          onResult?.(child, m);
+          return;
+      }
+    });
+    child.send({ kind: "load", appDir: o.appDir } satisfies HostToWorker);
+  });
+}
