@@ -62,6 +62,7 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
   process.on("message", (message: HostToWorker) => {
     switch (message.kind) {
       case "load":
+        send({ kind: "loading" });
         void load(message.appDir);
         return;
       case "invoke":

@@ -20,6 +20,8 @@ export type HostToWorker =
   | { kind: "terminate" };
 
 export type WorkerToHost =
+  /** The worker's own runtime is up and it starts loading the app now: the load's time bound starts here. */
+  | { kind: "loading" }
   | { kind: "loaded"; index: AppIndex }
   | { kind: "loadFailed"; error: WireError }
   | { kind: "log"; level: LogLevel; category: string; message: string; invocationId?: string }

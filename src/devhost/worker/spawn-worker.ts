@@ -45,15 +45,21 @@ export function spawnWorker(
     let timedOut = false;
     const loadTimeoutMs = o.settings.loadTimeoutMs;
     // Loading is not an invocation: it has a bound of its own, and past it the process is killed (the exit below
-    // then rejects, and the caller's back-off decides when the next attempt starts).
-    const loadTimer = setTimeout(() => {
-      timedOut = true;
-      o.logger.error(
-        `The worker process (pid ${child.pid}) did not load the app within ${loadTimeoutMs} ms (DEVHOST_WORKER_LOAD_TIMEOUT_MS); stopping it.`,
-      );
-      child.kill("SIGKILL");
-    }, loadTimeoutMs);
-    loadTimer.unref();
+    // then rejects, and the caller's back-off decides when the next attempt starts). The bound starts when the
+    // worker says it begins loading the app, so the worker's own start (its runtime, a transpiler on a busy
+    // machine) is not counted against the app.
+    let loadTimer: NodeJS.Timeout | undefined;
+    const startLoadTimer = () => {
+      if (loadTimer || loaded) return;
+      loadTimer = setTimeout(() => {
+        timedOut = true;
+        o.logger.error(
+          `The worker process (pid ${child.pid}) did not load the app within ${loadTimeoutMs} ms (DEVHOST_WORKER_LOAD_TIMEOUT_MS); stopping it.`,
+        );
+        child.kill("SIGKILL");
+      }, loadTimeoutMs);
+      loadTimer.unref();
+    };
     child.once("exit", (code, signal) => {
       clearTimeout(loadTimer);
       if (!loaded) {
@@ -75,6 +81,9 @@ export function spawnWorker(
     // One dispatcher for everything the worker sends: logs, the load's answer, invocation results.
     child.on("message", (m: WorkerToHost) => {
       switch (m.kind) {
+        case "loading":
+          startLoadTimer();
+          return;
         case "log":
           o.logger.log(m.level, m.message, { category: m.category, invocationId: m.invocationId });
           return;
