@@ -63,6 +63,8 @@ export interface DispatcherOptions {
   maxConcurrent: number;
   maxAttempts: number;
   maxPayloadBytes: number;
+  /** host.json durableTask.defaultVersion: what a sub-orchestration without a version gets. */
+  defaultVersion?: string;
   activityLockMs: number;
   committed: (work: CommittedWork) => void;
   log: (level: "debug" | "information" | "warning" | "error", message: string) => void;
@@ -359,6 +361,7 @@ export class OrchestrationDispatcher {
     this.counters.replays++;
     const result = await this.o.apply(state, messages, new Date(this.o.clock.now()), this.o.invoke, {
       maxPayloadBytes: this.o.maxPayloadBytes,
+      ...(this.o.defaultVersion !== undefined ? { defaultVersion: this.o.defaultVersion } : {}),
     });
     // Results the replay could not apply yet (the instance is suspended, pending, continued as new, or they need
     // a replay of their own) wait as messages, as any message does: a result held only in memory would be lost.

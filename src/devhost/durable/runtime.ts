@@ -227,6 +227,9 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
         container,
         leaseContainer: leases,
         hubName: hubName(),
+        ...(loaded.config.durableDefaultVersion !== undefined
+          ? { defaultVersion: loaded.config.durableDefaultVersion }
+          : {}),
         invokeOrchestrator,
         invokeActivity,
         invokeEntity,
