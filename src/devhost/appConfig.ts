@@ -20,6 +20,11 @@ export interface AppConfig {
   /** host.json `extensions.durableTask.storageProvider.type` (Azure's; the dev host logs and ignores it). */
   durableStorageProvider?: string;
   /**
+   * host.json `extensions.durableTask.defaultVersion`: the version of orchestrations (and sub-orchestrations) started
+   * without one, what `context.df.version` reads.
+   */
+  durableDefaultVersion?: string;
+  /**
    * host.json `extensions.durableTask.maxConcurrentActivityFunctions` / `maxConcurrentOrchestratorFunctions`
    * (positive whole numbers; anything else is ignored, as the dev host's own defaults then apply).
    */
@@ -136,6 +141,10 @@ export function readAppConfig(appDir: string): AppConfig {
     httpThrottle: readHttpThrottle(http),
     durableHubName: typeof hub === "string" ? hub : undefined,
     durableStorageProvider: typeof storageProvider === "string" ? storageProvider : undefined,
+    durableDefaultVersion:
+      typeof durableTask.defaultVersion === "string" && durableTask.defaultVersion !== ""
+        ? durableTask.defaultVersion
+        : undefined,
     durableConcurrency: {
       ...(activities ? { activities } : {}),
       ...(orchestrations ? { orchestrations } : {}),

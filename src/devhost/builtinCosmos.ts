@@ -4,7 +4,6 @@ import { resolveCosmosConnection } from "./connections.js";
 import type { BindingInfo, TypedData } from "./coreTypes.js";
 import { appCosmosBindings } from "./cosmos/appBindings.js";
 import {
-  CosmosBindingError,
   type CosmosInputOptions,
   type CosmosOutputOptions,
   readCosmosInput,
@@ -180,17 +179,9 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
       cosmosDB: async (binding, bindingData) => {
         const input = asV4<CosmosInputOptions>("input", binding);
         const client = clientFor(input.connection);
-        const read = () => readCosmosInput({ options: input, client, triggerMetadata: bindingData });
-        let value: unknown;
-        try {
-          value = await read();
-        } catch (e) {
-          // On the emulator a container the app reads is created empty, as a trigger's is (then: null or []).
-          if (!(e instanceof CosmosBindingError && e.code === "ContainerNotFound" && createMissing()))
-            throw e;
-          await createFor(client, input, "read by a cosmosDB input binding");
-          value = await read();
-        }
+        // A missing container fails the invocation, on the emulator too: the extension never creates one for an
+        // input binding (CreateIfNotExists "only applies to output bindings", CosmosDBAttribute).
+        const value = await readCosmosInput({ options: input, client, triggerMetadata: bindingData });
         return value === undefined ? undefined : { json: JSON.stringify(value) };
       },
     },

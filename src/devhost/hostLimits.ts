@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { BindingInfo } from "./coreTypes.js";
+import { durableLimitRefusal } from "./durable/client-refusal.js";
 import { DevHostError } from "./errors.js";
 import { sendProblem } from "./http/problem.js";
 import { WorkerUnavailableError } from "./worker/unavailable.js";
@@ -38,7 +39,8 @@ export function unsupportedBindingsWarning(functionName: string, bindings: strin
 }
 
 /**
- * The body of a failed call's 500 when the failure is a limit of the dev host (an unsupported binding); undefined
+ * The body of a failed call's 500 when the failure is a limit of the dev host (an unsupported binding, a durable
+ * client call refused for a payload the extension would store: durable/client-refusal.ts); undefined
  * for the app's own failures, which the host answers with an empty 500 (the details are in the log under the
  * invocation id).
  */
@@ -46,7 +48,7 @@ export function devHostLimitMessage(error: unknown): string | undefined {
   const e = error as { code?: unknown; message?: unknown } | null | undefined;
   const message = typeof e?.message === "string" ? e.message : undefined;
   if (e?.code === UNSUPPORTED_BINDING && message) return message;
-  return undefined;
+  return durableLimitRefusal(error);
 }
 
 /**

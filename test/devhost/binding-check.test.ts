@@ -61,7 +61,8 @@ describe("checkFunctionBindings", () => {
       cosmosServed,
     );
     expect(check.inError.get("read")).toBe(
-      `cosmosDB input binding '${v3Input.name}': 'connection' is required (host.json extension bundle [4.*, 5.0.0) brings Cosmos DB extension 4.x). It has the v3 name 'connectionStringSetting': use 'connection' (extension bundle 4), or extension bundle 3 ("[3.*, 4.0.0)" in host.json) for the v3 names.`,
+      // Its connection falls back to the setting CosmosDB (extension 4.x's default); the container has no 4.x name.
+      `cosmosDB input binding '${v3Input.name}': 'containerName' is required (host.json extension bundle [4.*, 5.0.0) brings Cosmos DB extension 4.x). It has the v3 name 'collectionName': use 'containerName' (extension bundle 4), or extension bundle 3 ("[3.*, 4.0.0)" in host.json) for the v3 names.`,
     );
   });
 

@@ -1,8 +1,8 @@
 /**
- * An app whose only Cosmos DB use is an input binding (no trigger — as the Azure Functions docs' cosmosInput
- * samples): the container the dev host creates on the emulator at the first read is logged with its partition key
- * and how to choose another. The log line used to be lost: the bindings only logged once a Cosmos DB trigger had
- * started.
+ * A cosmosDB input binding on a container that does not exist fails the invocation, as the Functions host does
+ * (the extension never creates a container for an input binding: CosmosDBAttribute.CreateIfNotExists "only applies
+ * to output bindings") — on the emulator too. It used to create the database and container and read `null` / `[]`.
+ * The app has no Cosmos DB trigger (as the Azure Functions docs' cosmosInput samples), so nothing else creates them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LogRecord, RunningDevHost } from "../../src/devhost/index.js";
@@ -17,8 +17,11 @@ let running: Awaited<ReturnType<typeof startCosmosDevHost>> | undefined;
 const logs: LogRecord[] = [];
 
 const APP = `const { app, input } = require("@azure/functions");
-const item = input.cosmosDB({ connection: "ONLY_COSMOS", databaseName: "todo", containerName: "items", id: "{id}", partitionKey: "{id}" });
+const where = { connection: "ONLY_COSMOS", databaseName: "todo", containerName: "items" };
+const item = input.cosmosDB({ ...where, id: "{id}", partitionKey: "{id}" });
+const all = input.cosmosDB({ ...where, sqlQuery: "SELECT * FROM c" });
 app.http("readItem", { route: "items/{id}", extraInputs: [item], handler: (req, context) => ({ jsonBody: context.extraInputs.get(item) ?? "none" }) });
+app.http("listItems", { route: "items", extraInputs: [all], handler: (req, context) => ({ jsonBody: context.extraInputs.get(all) }) });
 `;
 
 beforeAll(async () => {
@@ -35,17 +38,24 @@ afterAll(async () => {
   apps.removeAll();
 });
 
-describe("containers created for an app without a Cosmos DB trigger", () => {
-  it("are logged with their partition key and how to choose another", async () => {
-    const res = await fetch(`${host.baseUrl}/api/items/a1`);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toBe("none");
-    const created = logs.filter((r) => r.message.startsWith("Created "));
-    expect(created.map((r) => r.message)).toEqual([
-      "Created database 'todo' (read by a cosmosDB input binding).",
-      "Created container 'todo/items' (read by a cosmosDB input binding; partition key /id, from the dev host's default: the app defines no partition key for it; to choose another, define the container in a container definitions file (--containers <file>; default src/shared/containers.json) or create it before starting).",
-    ]);
-    const { resource } = await emu.client.database("todo").container("items").read();
-    expect(resource?.partitionKey?.paths).toEqual(["/id"]);
+describe("an input binding on a container that does not exist", () => {
+  it.each([
+    ["by id", "/api/items/a1", "readItem"],
+    ["by query", "/api/items", "listItems"],
+  ])("%s: the invocation fails (the host's empty 500), the error names the container", async (_, path, fn) => {
+    const res = await fetch(`${host.baseUrl}${path}`);
+    expect(res.status).toBe(500);
+    expect(await res.text()).toBe("");
+    const failure = logs.find(
+      (r) =>
+        r.message.startsWith(`Exception while executing function: Functions.${fn}.`) && r.level === "error",
+    );
+    expect(failure?.message).toContain("The container 'items' (in database 'todo') does not exist.");
+  });
+
+  it("creates neither the database nor the container", async () => {
+    expect(logs.filter((r) => r.message.startsWith("Created "))).toEqual([]);
+    const { resources } = await emu.client.databases.readAll().fetchAll();
+    expect(resources.map((d) => d.id)).not.toContain("todo");
   });
 });

@@ -478,6 +478,16 @@ describe("resolveCosmosTriggerOptions", () => {
     });
   });
 
+  it("without 'connection', extension 4.x reads the setting CosmosDB (Constants.DefaultConnectionStringName)", () => {
+    const warnings: string[] = [];
+    const raw = { databaseName: "db", containerName: "c", connectionStringSetting: "X" };
+    const resolved = resolveCosmosTriggerOptions("f", raw, (w) => warnings.push(w), 4);
+    expect(resolved).toMatchObject({ connection: "CosmosDB", leaseConnection: "CosmosDB" });
+    expect(warnings.join("\n")).toContain(
+      "'connectionStringSetting' is a v3 (extension bundle 3) name and is ignored",
+    );
+  });
+
   it("refuses v4 names with extension bundle 3, naming the v3 name", () => {
     const call = () => resolveCosmosTriggerOptions("f", base, () => {}, 3);
     expect(call).toThrowError(CosmosTriggerError);
@@ -487,7 +497,7 @@ describe("resolveCosmosTriggerOptions", () => {
   });
 
   it.each([
-    [{ databaseName: "db", containerName: "c", connectionStringSetting: "X" }, /'connection' is required/],
+    [{ databaseName: "db", containerName: "c", connection: "" }, /'connection' is required/],
     [
       { ...base, containerName: undefined, collectionName: "c" },
       /v3 name 'collectionName': use 'containerName'/,

@@ -58,9 +58,17 @@ const NOT_READ: Record<CosmosBindingKind, Record<string, string>> = {
 
 /**
  * Extension 3.x's connection when a binding names none: the app setting `AzureWebJobsCosmosDBConnectionStringName`
- * (CosmosDBExtensionConfigProvider.AzureWebJobsCosmosDBConnectionStringName). Extension 4.x has no default.
+ * (CosmosDBExtensionConfigProvider.AzureWebJobsCosmosDBConnectionStringName).
  */
 export const V3_DEFAULT_CONNECTION_SETTING = "AzureWebJobsCosmosDBConnectionStringName";
+
+/**
+ * Extension 4.x's connection when a binding or trigger names none: the setting `CosmosDB` (Constants.
+ * DefaultConnectionStringName; `attribute.Connection ?? Constants.DefaultConnectionStringName` in
+ * CosmosDBExtensionConfigProvider.CreateContext and the trigger's ResolveAttributeConnection). Only an absent
+ * `connection` falls back: an empty one stays an error, as `??` leaves "" alone.
+ */
+export const V4_DEFAULT_CONNECTION_SETTING = "CosmosDB";
 
 const v4NameOf = (kind: CosmosBindingKind, v3: string) => RENAMED[kind][v3];
 const v3NameOf = (kind: CosmosBindingKind, v4: string) =>
@@ -137,6 +145,9 @@ export function translateCosmosOptions(
   if (m === 3 && (options.connection === undefined || options.connection === "")) {
     options.connection = V3_DEFAULT_CONNECTION_SETTING;
   }
+  if (m === 4 && (options.connection === undefined || options.connection === null)) {
+    options.connection = V4_DEFAULT_CONNECTION_SETTING;
+  }
   const hintFor = (v4Name: string): string => {
     if (m === 4) {
       const v3 = v3NameOf(kind, v4Name);
@@ -162,7 +173,7 @@ export function cosmosOptionName(
   return major === 3 ? (v3NameOf(kind, v4Name) ?? v4Name) : v4Name;
 }
 
-/** The connection setting names a binding names (v3 and v4 keys; extension 3's default when it names none). */
+/** The connection setting names a binding names (v3 and v4 keys; the extension's default when it names none). */
 export function cosmosConnectionSettings(
   kind: CosmosBindingKind,
   raw: Record<string, unknown>,

@@ -212,9 +212,12 @@ export function createDurableApiHandler(options: DurableApiOptions): DurableApiH
         `The function '${name}' doesn't exist, is disabled, or is not an orchestrator function.`,
       );
     }
+    // The client's startNew({ version }) sends it as the query parameter `version`.
+    const version = single(c.req.query, "version");
     const started = await c.hub.startNew(name, {
       ...(instanceId !== undefined ? { instanceId } : {}),
       input,
+      ...(version ? { version } : {}),
     });
     return startedResponse(c, started.instanceId);
   };

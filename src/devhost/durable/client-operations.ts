@@ -19,6 +19,7 @@ import { entityInstanceView, historyView, instancesQuery, runtimeStatusOf } from
 import { type HubStore, statusOf } from "./store.js";
 import {
   type CleanEntityStorageResult,
+  type EngineLimits,
   type EntityFilter,
   type EntityStatus,
   type HistoryEvent,
@@ -51,7 +52,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
     readonly hubName: string,
     protected readonly store: HubStore,
     protected readonly clock: Clock,
-    protected readonly limits: { maxPayloadBytes: number },
+    protected readonly limits: EngineLimits,
     private readonly waitPollMs: number,
   ) {}
 
@@ -80,7 +81,8 @@ export abstract class TaskHubClientBase implements TaskHubClient {
     return this.store.readInstance(instanceId);
   }
 
-  async startNew(name: string, options: { instanceId?: string; input?: string | null }) {
+  async startNew(name: string, options: { instanceId?: string; input?: string | null; version?: string }) {
+    const version = options.version || this.limits.defaultVersion;
     const instanceId = validateInstanceId(options.instanceId ?? randomUUID().replaceAll("-", ""));
     checkPayload(options.input, "The orchestration input", this.limits.maxPayloadBytes);
     const executionId = randomUUID().replaceAll("-", "");
@@ -108,7 +110,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
       key: `start-${executionId}`,
       instanceId,
       event: { EventType: HistoryEventType.ExecutionStarted, EventId: -1, IsPlayed: false, Timestamp: at },
-      start: { name, input: options.input ?? null, executionId },
+      start: { name, input: options.input ?? null, executionId, ...(version ? { version } : {}) },
     };
     let r = await this.store.batch(pk, [
       { operationType: BulkOperationType.Create, resourceBody: asJson(pending) },

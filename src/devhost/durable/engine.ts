@@ -38,6 +38,7 @@ import {
   ActionType,
   type ApplyMessage,
   type ApplyMessages,
+  type EngineLimits,
   type FailureDetails,
   type HistoryEvent,
   HistoryEventType,
@@ -284,7 +285,7 @@ function startOf(
   };
   const started = historyEvent(HistoryEventType.ExecutionStarted, at, {
     Name: start.name,
-    Version: "",
+    Version: start.version ?? "",
     Input: start.input,
     OrchestrationInstance: { InstanceId: message.instanceId, ExecutionId: start.executionId },
     ...(start.parent
@@ -398,7 +399,7 @@ async function replay(
   incoming: HistoryEvent[],
   at: string,
   invoke: OrchestratorInvoker,
-  limits: { maxPayloadBytes: number },
+  limits: EngineLimits,
 ): Promise<ReplayResult> {
   const book = bookkeeping(state);
   const work: OutboundWork[] = [];
@@ -433,7 +434,10 @@ async function replay(
       });
     } else if (c?.kind === "attempt") {
       const t = c.track;
-      scheduleTask(state, t.kind, t.name, t.input, t.taskId, at, schedule, work, t);
+      scheduleTask(state, t.kind, t.name, t.input, t.taskId, at, schedule, work, {
+        track: t,
+        version: t.version,
+      });
     }
     const poll = httpPollStep(book, ev, at);
     if (poll?.kind === "timer") {
@@ -547,6 +551,8 @@ async function replay(
         const what = `The input of ${kind === "activity" ? "activity" : "sub-orchestration"} '${String(a.functionName)}'`;
         const tooBig = payloadFailure(input, what, limits.maxPayloadBytes);
         if (tooBig) return failOver(tooBig);
+        // As the extension: a sub-orchestration without a version of its own gets host.json's defaultVersion.
+        const version = kind === "sub" ? (stringOrUndefined(a.version) ?? limits.defaultVersion) : undefined;
         const track: RetryTrack | undefined = a.retryOptions
           ? {
               kind,
@@ -557,10 +563,15 @@ async function replay(
               firstScheduledAt: at,
               taskId: id,
               ...(kind === "sub" && a.instanceId ? { subInstanceBase: a.instanceId } : {}),
+              ...(version !== undefined ? { version } : {}),
             }
           : undefined;
         if (track) book.retries[String(id)] = track;
-        scheduleTask(state, kind, String(a.functionName), input, id, at, schedule, work, track, a.instanceId);
+        scheduleTask(state, kind, String(a.functionName), input, id, at, schedule, work, {
+          track,
+          explicitInstanceId: a.instanceId,
+          version,
+        });
         break;
       }
       case ActionType.CreateTimer: {
@@ -676,6 +687,8 @@ async function replay(
           input,
           executionId,
           ...(state.parent ? { parent: state.parent } : {}),
+          // The new execution keeps the instance's version (DTFx's ContinueAsNew without a new version).
+          ...versionOf(state),
         },
       },
     });
@@ -712,9 +725,9 @@ function scheduleTask(
   at: string,
   schedule: (e: HistoryEvent) => void,
   work: OutboundWork[],
-  track?: RetryTrack,
-  explicitInstanceId?: string,
+  sub: { track?: RetryTrack; explicitInstanceId?: string; version?: string } = {},
 ): void {
+  const { track, explicitInstanceId, version } = sub;
   if (kind === "activity") {
     schedule(historyEvent(HistoryEventType.TaskScheduled, at, { Name: name, Version: "", Input: input }, id));
     work.push({
@@ -737,7 +750,7 @@ function scheduleTask(
     historyEvent(
       HistoryEventType.SubOrchestrationInstanceCreated,
       at,
-      { Name: name, Version: "", Input: input, InstanceId: instanceId },
+      { Name: name, Version: version ?? "", Input: input, InstanceId: instanceId },
       id,
     ),
   );
@@ -751,6 +764,7 @@ function scheduleTask(
         name,
         input,
         executionId,
+        ...(version !== undefined ? { version } : {}),
         parent: {
           instanceId: state.instanceId,
           executionId: state.executionId,
@@ -760,4 +774,16 @@ function scheduleTask(
       },
     },
   });
+}
+
+/** An action's optional string field (`version`), undefined when absent or empty. */
+function stringOrUndefined(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+/** The instance's version, from its execution's ExecutionStarted (for the next execution of a continue-as-new). */
+function versionOf(state: OrchestrationState): { version?: string } {
+  const started = state.history.find((e) => e.EventType === HistoryEventType.ExecutionStarted);
+  const version = stringOrUndefined(started?.Version);
+  return version !== undefined ? { version } : {};
 }

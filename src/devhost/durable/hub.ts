@@ -53,6 +53,8 @@ export interface CosmosTaskHubOptions {
   maxConcurrentActivities?: number;
   maxConcurrentOrchestrations?: number;
   maxPayloadBytes?: number;
+  /** host.json durableTask.defaultVersion: the version of instances and sub-orchestrations started without one. */
+  defaultVersion?: string;
   maxWorkItemAttempts?: number;
   activityLockMs?: number;
   waitPollMs?: number;
@@ -108,7 +110,10 @@ export class CosmosTaskHub extends TaskHubClientBase {
       options.hubName,
       new HubStore(options.container, options.hubName),
       options.clock ?? systemClock,
-      { maxPayloadBytes: setting("maxPayloadBytes") },
+      {
+        maxPayloadBytes: setting("maxPayloadBytes"),
+        ...(options.defaultVersion !== undefined ? { defaultVersion: options.defaultVersion } : {}),
+      },
       setting("waitPollMs"),
     );
     this.o = options;
@@ -126,6 +131,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
       maxConcurrent: v("maxConcurrentOrchestrations"),
       maxAttempts: v("maxWorkItemAttempts"),
       maxPayloadBytes: v("maxPayloadBytes"),
+      ...(options.defaultVersion !== undefined ? { defaultVersion: options.defaultVersion } : {}),
       activityLockMs: v("activityLockMs"),
       committed: (w) => this.afterCommit(w),
       log,

@@ -38,6 +38,8 @@ export interface RetryTrack {
   /** The retry timer now pending, if any. */
   timerId?: number;
   subInstanceBase?: string;
+  /** A sub-orchestration's version, for every attempt. */
+  version?: string;
 }
 
 export interface Bookkeeping {

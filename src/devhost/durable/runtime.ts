@@ -16,6 +16,7 @@ import {
 } from "./client-binding.js";
 import type { EntityInvoker } from "./entity-engine.js";
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "./hub.js";
+import { checkTaskHubName } from "./hub-name.js";
 import { readDurableHubSettings } from "./settings.js";
 import type { ActivityInvoker, OrchestratorInvoker, TaskHubClient } from "./types.js";
 
@@ -207,6 +208,7 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
       );
       if (!durable) return;
       const storage = loaded.config.durableStorageProvider;
+      checkTaskHubName(hubName(), storage);
       if (storage) {
         log.info(
           `host.json durableTask.storageProvider (${storage}) is for Azure: the dev host keeps the task hub in Cosmos DB.`,
@@ -225,6 +227,9 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
         container,
         leaseContainer: leases,
         hubName: hubName(),
+        ...(loaded.config.durableDefaultVersion !== undefined
+          ? { defaultVersion: loaded.config.durableDefaultVersion }
+          : {}),
         invokeOrchestrator,
         invokeActivity,
         invokeEntity,

@@ -170,8 +170,17 @@ export interface InstanceMessage {
   /** The execution the event is for; a message for an older execution is dropped. Absent = any. */
   executionId?: string;
   event: HistoryEvent;
-  /** For ExecutionStarted: the orchestrator's name, input, parent. */
-  start?: { name: string; input: string | null; parent?: ParentInstance; executionId: string };
+  /**
+   * For ExecutionStarted: the orchestrator's name, input, parent, and the instance's version (ExecutionStarted's
+   * Version, what context.df.version reads; absent = "").
+   */
+  start?: {
+    name: string;
+    input: string | null;
+    parent?: ParentInstance;
+    executionId: string;
+    version?: string;
+  };
   /** A critical section's grant (entity-locks.ts): the lock's id and entities, released if the grant comes late. */
   lockGrant?: { id: string; set: string[] };
 }
@@ -208,9 +217,10 @@ export interface EpisodeResult {
 /** The client operations the HTTP API and the durableClient binding need (implemented by CosmosTaskHub). */
 export interface TaskHubClient {
   readonly hubName: string;
+  /** `version`: the instance's version; without one, host.json's defaultVersion (as the extension). */
   startNew(
     name: string,
-    options: { instanceId?: string; input?: string | null },
+    options: { instanceId?: string; input?: string | null; version?: string },
   ): Promise<{ instanceId: string }>;
   getStatus(
     instanceId: string,
@@ -321,8 +331,17 @@ export type ApplyMessages = (
   messages: InstanceMessage[],
   now: Date,
   invoke: OrchestratorInvoker,
-  limits: { maxPayloadBytes: number },
+  limits: EngineLimits,
 ) => Promise<WorkItemResult>;
+
+/**
+ * What the engine applies beyond the history: the payload limit, and host.json's durableTask.defaultVersion — the
+ * version a sub-orchestration started without one gets, as the extension gives it (absent = "").
+ */
+export interface EngineLimits {
+  maxPayloadBytes: number;
+  defaultVersion?: string;
+}
 
 export interface WorkItemResult {
   /** Undefined only when no message created the instance. */

@@ -13,18 +13,25 @@ import { sendEmpty } from "./problem.js";
 import type { HttpRoute } from "./router.js";
 import { invokeStreaming } from "./stream.js";
 
+/**
+ * One `Set-Cookie` value, as the host writes an RpcHttpCookie: it becomes ASP.NET Core CookieOptions (whose path
+ * defaults to "/") appended to the response, one header per cookie, the attributes in SetCookieHeaderValue's order
+ * (expires, max-age, domain, path, secure, samesite, httponly). Microsoft's Node worker e2e test expects exactly
+ * this for a non-streaming function ("mycookie=myvalue; max-age=200000; path=/, …").
+ */
 function cookieHeader(c: HttpCookie): string {
   let s = `${c.name}=${c.value ?? ""}`;
-  if (c.domain?.value) s += `; domain=${c.domain.value}`;
-  if (c.path?.value) s += `; path=${c.path.value}`;
   if (c.expires?.value?.seconds !== undefined) {
     s += `; expires=${new Date(c.expires.value.seconds * 1000).toUTCString()}`;
   }
-  if (c.maxAge?.value !== undefined) s += `; max-age=${c.maxAge.value}`;
+  // TimeSpan.FromSeconds, written as whole seconds.
+  if (c.maxAge?.value !== undefined) s += `; max-age=${Math.trunc(c.maxAge.value)}`;
+  if (c.domain?.value) s += `; domain=${c.domain.value}`;
+  s += `; path=${c.path?.value ?? "/"}`;
   if (c.secure?.value) s += "; secure";
-  if (c.httpOnly?.value) s += "; httponly";
   if (c.sameSite && c.sameSite !== "none")
     s += `; samesite=${c.sameSite === "explicitNone" ? "none" : c.sameSite}`;
+  if (c.httpOnly?.value) s += "; httponly";
   return s;
 }
 
