@@ -6,6 +6,7 @@ import { type DataFolderLock, lockDataFolder } from "../devhost/lifecycle/dataFo
 import { LIFECYCLE } from "../devhost/lifecycle/settings.js";
 import { DEFAULT_EMULATOR_PORT } from "../devhost/startCommand.js";
 import {
+  ALLOWED_HOSTS_ENV,
   EmulatorStartError,
   type RunningEmulator,
   startEmulator,
@@ -42,6 +43,11 @@ function integer(name: string, min: number, max: number) {
     }
     return n;
   };
+}
+
+function emulatorTlsMode(raw: string): "auto" | "off" {
+  if (raw === "auto" || raw === "off") return raw;
+  throw new InvalidArgumentError("'auto' (HTTPS, and HTTP on the same port) or 'off' (HTTP only).");
 }
 
 function durability(raw: string): "normal" | "full" {
@@ -86,6 +92,10 @@ program
   .option("--no-throttle", "do not answer 429 when provisioned throughput is exceeded")
   .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (needs --tls-key)")
   .option("--tls-key <file>", "PEM private key for --tls-cert")
+  .option(
+    "--allowed-hosts <names>",
+    `host names answered besides localhost, *.localhost, 127.0.0.1, [::1] and the bound address: comma-separated, '*.domain' for a domain, '*' for any (default: $${ALLOWED_HOSTS_ENV})`,
+  )
   .option("--log", "log every request to stderr")
   .action(async (opts) => {
     if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) {
@@ -102,6 +112,7 @@ program
         rangesPerContainer: opts.ranges,
         enforceThroughput: opts.throttle,
         tls: opts.tlsCert ? { certFile: opts.tlsCert, keyFile: opts.tlsKey } : undefined,
+        allowedHosts: opts.allowedHosts ?? process.env[ALLOWED_HOSTS_ENV],
         log: opts.log,
       });
     } catch (e) {
@@ -164,6 +175,17 @@ program
     DEFAULT_EMULATOR_PORT,
   )
   .option(
+    "--emulator-tls <mode>",
+    "the embedded emulator: 'auto' serves HTTPS with a certificate made once into <data-dir>/tls (and HTTP on the same port), 'off' HTTP only",
+    emulatorTlsMode,
+    "auto",
+  )
+  .option(
+    "--emulator-tls-cert <file>",
+    "serve the emulator's HTTPS with this PEM certificate (needs --emulator-tls-key)",
+  )
+  .option("--emulator-tls-key <file>", "PEM private key for --emulator-tls-cert")
+  .option(
     "--data-dir <dir>",
     "data folder: emulator data and timer statuses, one dev host at a time (default: <appDir>/.data/cosmos-emulator)",
   )
@@ -189,11 +211,20 @@ program
   )
   .option("--watch", "rebuild and restart the app when a source file changes")
   .action(async (appDir: string, opts) => {
+    if (Boolean(opts.emulatorTlsCert) !== Boolean(opts.emulatorTlsKey)) {
+      program.error("--emulator-tls-cert and --emulator-tls-key go together.");
+    }
+    if (opts.emulatorTlsCert && opts.emulatorTls === "off") {
+      program.error("--emulator-tls off serves HTTP only: leave out --emulator-tls-cert/--emulator-tls-key.");
+    }
     await runStart({
       appDir,
       port: opts.port,
       cosmos: opts.cosmos,
       emulatorPort: opts.emulatorPort,
+      emulatorTls: opts.emulatorTlsCert
+        ? { certFile: opts.emulatorTlsCert, keyFile: opts.emulatorTlsKey }
+        : opts.emulatorTls,
       dataDir: opts.dataDir,
       containers: opts.containers,
       cors: opts.cors,
