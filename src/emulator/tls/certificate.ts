@@ -155,14 +155,24 @@ export function ensureCertificate(
   const stored = existsSync(certFile) && existsSync(keyFile);
   const why = unusable(certFile, keyFile, names, now);
   if (stored && why === undefined) return { certFile, keyFile, certPem: readFileSync(certFile, "utf8") };
-  const fresh = generateCertificate(names, now);
+  // Two starts on one folder at once (tests do it): each writes its own temporary files and renames them into
+  // place, then reads back the pair — when the other start's rename came between, the pair is remade.
+  let fresh = generateCertificate(names, now);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  // Written beside and renamed: a start killed halfway never leaves a certificate without its key.
-  writeFileSync(`${keyFile}.tmp`, fresh.keyPem, { mode: 0o600 });
-  chmodSync(`${keyFile}.tmp`, 0o600);
-  writeFileSync(`${certFile}.tmp`, fresh.certPem);
-  renameSync(`${keyFile}.tmp`, keyFile);
-  renameSync(`${certFile}.tmp`, certFile);
+  for (let attempt = 1; ; attempt++) {
+    const tmp = `.${process.pid}.${attempt}.tmp`;
+    writeFileSync(`${keyFile}${tmp}`, fresh.keyPem, { mode: 0o600 });
+    chmodSync(`${keyFile}${tmp}`, 0o600);
+    writeFileSync(`${certFile}${tmp}`, fresh.certPem);
+    renameSync(`${keyFile}${tmp}`, keyFile);
+    renameSync(`${certFile}${tmp}`, certFile);
+    const certPem = readFileSync(certFile, "utf8");
+    if (unusable(certFile, keyFile, names, now) === undefined || attempt === 3) {
+      fresh = { certPem, keyPem: fresh.keyPem };
+      break;
+    }
+    fresh = generateCertificate(names, now);
+  }
   return {
     certFile,
     keyFile,
