@@ -24,22 +24,23 @@ export interface EmulatorTls {
 
 /**
  * Makes (or reuses) the certificate and points NODE_EXTRA_CA_CERTS of `env` — the worker process's environment —
- * at it, before the worker starts: Node reads that variable once, at a process's start. A NODE_EXTRA_CA_CERTS the
- * user set is kept: both go into one bundle in the data folder. `say` hears when a certificate was made.
+ * at it, before the worker starts: Node reads that variable once, at a process's start (so this runs whether or
+ * not the app turns out to need the emulator; the certificate is made once per data folder). A
+ * NODE_EXTRA_CA_CERTS the user set is kept: both go into one bundle in the data folder.
  */
 export function prepareEmulatorTls(
   choice: EmulatorTlsChoice,
   dataDir: string,
   env: NodeJS.ProcessEnv,
-  say: (line: string) => void,
 ): EmulatorTls | undefined {
   if (choice === "off") return undefined;
   const dir = join(dataDir, "tls");
   let certFile: string;
   let keyFile: string;
+  let made = "";
   if (choice === "auto") {
     const stored = ensureCertificate(dir);
-    if (stored.created) say(`The emulator's TLS certificate ${stored.certFile}: ${stored.created}.`);
+    if (stored.created) made = ` (${stored.created})`;
     ({ certFile, keyFile } = stored);
   } else {
     certFile = resolve(choice.certFile);
@@ -65,7 +66,7 @@ export function prepareEmulatorTls(
     certFile,
     trustInProcess: (emulator) => trustEmulatorCertificate(emulator.port, emulator.tls?.certPem ?? ""),
     hint:
-      `The emulator serves HTTPS (http:// answered on the same port too) with the certificate ${certFile}; the app's ` +
+      `The emulator serves HTTPS (http:// answered on the same port too) with the certificate ${certFile}${made}; the app's ` +
       `worker trusts it (NODE_EXTRA_CA_CERTS). Elsewhere: NODE_EXTRA_CA_CERTS=${certFile} for Node.js, ` +
       `SSL_CERT_FILE=${certFile} for .NET on Linux, keytool -importcert -alias cosmos-feed-emulator -file ${certFile} ` +
       "for Java (docs/emulator.md#https); --emulator-tls off serves HTTP only.",

@@ -172,12 +172,12 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   let watcher: SourceWatcher | undefined;
   try {
     const build = options.build ?? true;
+    await ensureBuilt(config, { build, log: say, warn });
     // Before the worker starts (it reads NODE_EXTRA_CA_CERTS once): not needed when --cosmos names an account.
     const tls =
       target.kind === "connectionString"
         ? undefined
-        : prepareEmulatorTls(options.emulatorTls ?? "off", dataDir, env, say);
-    await ensureBuilt(config, { build, log: say, warn });
+        : prepareEmulatorTls(options.emulatorTls ?? "off", dataDir, env);
     // On the emulator, databases and containers the app names are created when missing (with a log line).
     const definitions = readContainerDefinitions(
       resolve(options.containers ?? join(appDir, "src", "shared", "containers.json")),

@@ -4,7 +4,7 @@
  * http:// ("Cannot connect to http://… while allowInsecureConnection is false") — works unmodified, because the
  * worker trusts the certificate made in the data folder; `--emulator-tls off` is HTTP only.
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type CliRun, killAll, removeScratch, runCli, scratchDir } from "../support/start-cli.js";
@@ -84,8 +84,10 @@ describe("cosmos-feed start: the embedded emulator over HTTPS", () => {
     const dataDir = scratchDir("tls-data-");
     const run = start([app, "--data-dir", dataDir]);
     const certFile = join(dataDir, "tls", "emulator-cert.pem");
-    await run.waitFor(new RegExp(`The emulator's TLS certificate ${certFile}: generated on first use\\.`));
     await run.waitFor(/Cosmos DB emulator listening on https:\/\/127\.0\.0\.1:\d+\//);
+    await run.waitFor(
+      new RegExp(`with the certificate ${certFile} \\(generated on first use\\); the app's worker`),
+    );
     await run.waitFor(new RegExp(`NODE_EXTRA_CA_CERTS=${certFile} for Node\\.js`));
     const [, base] = await run.waitFor(/own: \[GET\] (http:\/\/127\.0\.0\.1:\d+)\/api\/own/);
     await run.waitFor(READY);
@@ -109,7 +111,8 @@ describe("cosmos-feed start: the embedded emulator over HTTPS", () => {
     expect(answer.ownAgent).toMatch(
       /^failed: Cannot connect to http:\/\/127\.0\.0\.1:\d+ while allowInsecureConnection is false/,
     );
-    expect(run.output()).not.toContain("TLS certificate");
+    expect(run.output()).not.toContain("serves HTTPS");
+    expect(existsSync(join(dataDir, "tls"))).toBe(false);
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);
   });
