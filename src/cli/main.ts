@@ -14,6 +14,7 @@ import {
 } from "../emulator/index.js";
 import { ChangeFeedDefaults } from "../shared/changefeed/index.js";
 import { InvalidTuningInputError } from "../shared/tuning/model.js";
+import { standaloneCertificate } from "./emulatorCertificate.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
 import { onStopSignals } from "./signals.js";
 import { runStart } from "./start.js";
@@ -43,6 +44,11 @@ function integer(name: string, min: number, max: number) {
     }
     return n;
   };
+}
+
+function tlsAuto(raw: string): "auto" {
+  if (raw === "auto") return raw;
+  throw new InvalidArgumentError("'auto' (or give --tls-cert and --tls-key).");
 }
 
 function emulatorTlsMode(raw: string): "auto" | "off" {
@@ -93,6 +99,11 @@ program
   .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (needs --tls-key)")
   .option("--tls-key <file>", "PEM private key for --tls-cert")
   .option(
+    "--tls <mode>",
+    "'auto': HTTPS (and HTTP on the same port) with a certificate made once into <data-dir>/tls (in memory: a folder of yours under the system's temp folder)",
+    tlsAuto,
+  )
+  .option(
     "--allowed-hosts <names>",
     `host names answered besides localhost, *.localhost, 127.0.0.1, [::1] and the bound address: comma-separated, '*.domain' for a domain, '*' for any (default: $${ALLOWED_HOSTS_ENV})`,
   )
@@ -101,8 +112,11 @@ program
     if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) {
       program.error("--tls-cert and --tls-key go together.");
     }
+    if (opts.tls && opts.tlsCert)
+      program.error("--tls auto makes a certificate: leave out --tls-cert/--tls-key.");
     let emu: RunningEmulator;
     try {
+      const made = opts.tls ? standaloneCertificate(opts.dataDir, opts.host) : undefined;
       emu = await startEmulator({
         port: opts.port,
         host: opts.host,
@@ -111,7 +125,11 @@ program
         key: opts.key,
         rangesPerContainer: opts.ranges,
         enforceThroughput: opts.throttle,
-        tls: opts.tlsCert ? { certFile: opts.tlsCert, keyFile: opts.tlsKey } : undefined,
+        tls: made
+          ? { certFile: made.certFile, keyFile: made.keyFile, http: true }
+          : opts.tlsCert
+            ? { certFile: opts.tlsCert, keyFile: opts.tlsKey }
+            : undefined,
         allowedHosts: opts.allowedHosts ?? process.env[ALLOWED_HOSTS_ENV],
         log: opts.log,
       });
@@ -143,6 +161,12 @@ program
       `Cosmos DB emulator listening on ${emu.endpoint}${opts.dataDir ? ` (data in ${opts.dataDir})` : " (in memory)"}`,
     );
     console.log(`Connection string: ${emu.connectionString}`);
+    if (emu.tls) {
+      const file = emu.tls.certFile;
+      console.log(
+        `HTTPS with the certificate ${file}${emu.tls.http ? " (http:// answered on the same port too)" : ""}: trust it with NODE_EXTRA_CA_CERTS=${file} (Node.js), SSL_CERT_FILE=${file} (.NET on Linux), keytool -importcert -alias cosmos-feed-emulator -file ${file} (Java); docs/emulator.md#https`,
+      );
+    }
     console.log(`  new CosmosClient({ endpoint: "${emu.endpoint}", key: "<the key above>" })`);
     // One Ctrl-C (a burst of signals: the terminal's and npm's) stops; a later, separate signal exits at once.
     onStopSignals({
