@@ -84,7 +84,8 @@ describe("cosmos-feed start: the embedded emulator over HTTPS", () => {
     const dataDir = scratchDir("tls-data-");
     const run = start([app, "--data-dir", dataDir]);
     const certFile = join(dataDir, "tls", "emulator-cert.pem");
-    await run.waitFor(/Cosmos DB emulator listening on https:\/\/127\.0\.0\.1:\d+\//);
+    const [, endpoint] = await run.waitFor(/Cosmos DB emulator listening on (\S+) /);
+    expect(endpoint).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/$/);
     await run.waitFor(
       new RegExp(`with the certificate ${certFile} \\(generated on first use\\); the app's worker`),
     );
