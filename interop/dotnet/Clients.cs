@@ -1,5 +1,7 @@
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
+using System.Security.Cryptography.X509Certificates;
 using Microsoft.Azure.Cosmos;
 
 namespace CosmosInterop;
@@ -21,6 +23,14 @@ internal sealed class ClientConfig
     public bool Bulk { get; set; }
     /// <summary>429 retries the SDK makes by itself (its default is 9).</summary>
     public int? MaxRetryOn429 { get; set; }
+    /// <summary>
+    /// How the emulator's certificate is judged: "any" (default: accepted unchecked, as the test's throw-away one),
+    /// "system" (the default validation against the OS store — on Linux OpenSSL's, which SSL_CERT_FILE /
+    /// SSL_CERT_DIR name), or "file" (chained to <see cref="CaFile"/> only, by a validation callback).
+    /// </summary>
+    public string? Trust { get; set; }
+    /// <summary>With Trust "file": the PEM certificate trusted as the root (the emulator's emulator-cert.pem).</summary>
+    public string? CaFile { get; set; }
 }
 
 internal static class Clients
@@ -31,12 +41,21 @@ internal static class Clients
     /// </summary>
     public static CosmosClient Create(ClientConfig config)
     {
-        var handler = new SocketsHttpHandler
+        var handler = new SocketsHttpHandler { PooledConnectionLifetime = TimeSpan.FromMinutes(5) };
+        switch (config.Trust ?? "any")
         {
-            // The emulator's certificate is a throw-away self-signed one made by the test.
-            SslOptions = { RemoteCertificateValidationCallback = (_, _, _, _) => true },
-            PooledConnectionLifetime = TimeSpan.FromMinutes(5),
-        };
+            case "any":
+                // The emulator's certificate is a throw-away self-signed one made by the test.
+                handler.SslOptions.RemoteCertificateValidationCallback = (_, _, _, _) => true;
+                break;
+            case "system":
+                break;
+            case "file":
+                handler.SslOptions.RemoteCertificateValidationCallback = TrustOnly(config.CaFile!);
+                break;
+            default:
+                throw new ArgumentException($"Trust is any, system or file, not '{config.Trust}'");
+        }
         if (config.ConnectTo is { } target)
         {
             string[] parts = target.Split(':');
@@ -67,5 +86,24 @@ internal static class Clients
         if (config.Consistency is { } level) options.ConsistencyLevel = Enum.Parse<ConsistencyLevel>(level);
         if (config.MaxRetryOn429 is { } retries) options.MaxRetryAttemptsOnRateLimitedRequests = retries;
         return new CosmosClient(config.Endpoint, config.Key, options);
+    }
+
+    /// <summary>
+    /// A validation callback that trusts one root (the emulator's certificate file) and nothing else: the chain is
+    /// rebuilt with that certificate as its custom trust store, and the host name must match (no other error
+    /// than an untrusted root, which the custom store settles, is forgiven).
+    /// </summary>
+    private static RemoteCertificateValidationCallback TrustOnly(string caFile)
+    {
+        var root = X509Certificate2.CreateFromPem(File.ReadAllText(caFile));
+        return (_, certificate, _, errors) =>
+        {
+            if (certificate is null || errors.HasFlag(SslPolicyErrors.RemoteCertificateNameMismatch)) return false;
+            using var chain = new X509Chain();
+            chain.ChainPolicy.TrustMode = X509ChainTrustMode.CustomRootTrust;
+            chain.ChainPolicy.CustomTrustStore.Add(root);
+            chain.ChainPolicy.RevocationMode = X509RevocationMode.NoCheck;
+            return chain.Build(new X509Certificate2(certificate));
+        };
     }
 }

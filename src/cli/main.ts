@@ -6,6 +6,7 @@ import { type DataFolderLock, lockDataFolder } from "../devhost/lifecycle/dataFo
 import { LIFECYCLE } from "../devhost/lifecycle/settings.js";
 import { DEFAULT_EMULATOR_PORT } from "../devhost/startCommand.js";
 import {
+  ALLOWED_HOSTS_ENV,
   EmulatorStartError,
   type RunningEmulator,
   startEmulator,
@@ -13,6 +14,7 @@ import {
 } from "../emulator/index.js";
 import { ChangeFeedDefaults } from "../shared/changefeed/index.js";
 import { InvalidTuningInputError } from "../shared/tuning/model.js";
+import { standaloneCertificate } from "./emulatorCertificate.js";
 import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
 import { onStopSignals } from "./signals.js";
 import { runStart } from "./start.js";
@@ -42,6 +44,16 @@ function integer(name: string, min: number, max: number) {
     }
     return n;
   };
+}
+
+function tlsAuto(raw: string): "auto" {
+  if (raw === "auto") return raw;
+  throw new InvalidArgumentError("'auto' (or give --tls-cert and --tls-key).");
+}
+
+function emulatorTlsMode(raw: string): "auto" | "off" {
+  if (raw === "auto" || raw === "off") return raw;
+  throw new InvalidArgumentError("'auto' (HTTPS, and HTTP on the same port) or 'off' (HTTP only).");
 }
 
 function durability(raw: string): "normal" | "full" {
@@ -89,13 +101,25 @@ program
   .option("--no-throttle", "do not answer 429 when provisioned throughput is exceeded")
   .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (needs --tls-key)")
   .option("--tls-key <file>", "PEM private key for --tls-cert")
+  .option(
+    "--tls <mode>",
+    "'auto': HTTPS (and HTTP on the same port) with a certificate made once into <data-dir>/tls (in memory: a folder of yours under the system's temp folder)",
+    tlsAuto,
+  )
+  .option(
+    "--allowed-hosts <names>",
+    `host names answered besides localhost, *.localhost, 127.0.0.1, [::1] and the bound address: comma-separated, '*.domain' for a domain, '*' for any (default: $${ALLOWED_HOSTS_ENV})`,
+  )
   .option("--log", "log every request to stderr")
   .action(async (opts) => {
     if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) {
       program.error("--tls-cert and --tls-key go together.");
     }
+    if (opts.tls && opts.tlsCert)
+      program.error("--tls auto makes a certificate: leave out --tls-cert/--tls-key.");
     let emu: RunningEmulator;
     try {
+      const made = opts.tls ? standaloneCertificate(opts.dataDir, opts.host) : undefined;
       emu = await startEmulator({
         port: opts.port,
         host: opts.host,
@@ -104,7 +128,12 @@ program
         key: opts.key,
         rangesPerContainer: opts.ranges,
         enforceThroughput: opts.throttle,
-        tls: opts.tlsCert ? { certFile: opts.tlsCert, keyFile: opts.tlsKey } : undefined,
+        tls: made
+          ? { certFile: made.certFile, keyFile: made.keyFile, http: true }
+          : opts.tlsCert
+            ? { certFile: opts.tlsCert, keyFile: opts.tlsKey }
+            : undefined,
+        allowedHosts: opts.allowedHosts ?? process.env[ALLOWED_HOSTS_ENV],
         log: opts.log,
       });
     } catch (e) {
@@ -135,6 +164,12 @@ program
       `Cosmos DB emulator listening on ${emu.endpoint}${opts.dataDir ? ` (data in ${opts.dataDir})` : " (in memory)"}`,
     );
     console.log(`Connection string: ${emu.connectionString}`);
+    if (emu.tls) {
+      const file = emu.tls.certFile;
+      console.log(
+        `HTTPS with the certificate ${file}${emu.tls.http ? " (http:// answered on the same port too)" : ""}: trust it with NODE_EXTRA_CA_CERTS=${file} (Node.js), SSL_CERT_FILE=${file} (.NET on Linux), keytool -importcert -alias cosmos-feed-emulator -file ${file} (Java); docs/emulator.md#https`,
+      );
+    }
     console.log(`  new CosmosClient({ endpoint: "${emu.endpoint}", key: "<the key above>" })`);
     // One Ctrl-C (a burst of signals: the terminal's and npm's) stops; a later, separate signal exits at once.
     onStopSignals({
@@ -167,6 +202,17 @@ program
     DEFAULT_EMULATOR_PORT,
   )
   .option(
+    "--emulator-tls <mode>",
+    "the embedded emulator: 'auto' serves HTTPS with a certificate made once into <data-dir>/tls (and HTTP on the same port), 'off' HTTP only",
+    emulatorTlsMode,
+    "auto",
+  )
+  .option(
+    "--emulator-tls-cert <file>",
+    "serve the emulator's HTTPS with this PEM certificate (needs --emulator-tls-key)",
+  )
+  .option("--emulator-tls-key <file>", "PEM private key for --emulator-tls-cert")
+  .option(
     "--data-dir <dir>",
     "data folder: emulator data and timer statuses, one dev host at a time (default: <appDir>/.data/cosmos-emulator)",
   )
@@ -192,11 +238,20 @@ program
   )
   .option("--watch", "rebuild and restart the app when a source file changes")
   .action(async (appDir: string, opts) => {
+    if (Boolean(opts.emulatorTlsCert) !== Boolean(opts.emulatorTlsKey)) {
+      program.error("--emulator-tls-cert and --emulator-tls-key go together.");
+    }
+    if (opts.emulatorTlsCert && opts.emulatorTls === "off") {
+      program.error("--emulator-tls off serves HTTP only: leave out --emulator-tls-cert/--emulator-tls-key.");
+    }
     await runStart({
       appDir,
       port: opts.port,
       cosmos: opts.cosmos,
       emulatorPort: opts.emulatorPort,
+      emulatorTls: opts.emulatorTlsCert
+        ? { certFile: opts.emulatorTlsCert, keyFile: opts.emulatorTlsKey }
+        : opts.emulatorTls,
       dataDir: opts.dataDir,
       containers: opts.containers,
       cors: opts.cors,

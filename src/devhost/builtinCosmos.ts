@@ -10,6 +10,7 @@ import {
   writeCosmosOutput,
 } from "./cosmos/bindings.js";
 import { type AppCosmosBinding, chooseContainerDefinition } from "./cosmos/containerChoice.js";
+import { emulatorAgent } from "./cosmos/emulatorAgent.js";
 import { translateCosmosOptions } from "./cosmos/optionNames.js";
 import { type ContainerDefinitionLookup, ensureContainer } from "./cosmos/provision.js";
 import { CosmosTriggerError, type CosmosTriggerOptions, startCosmosTrigger } from "./cosmos/trigger.js";
@@ -72,10 +73,12 @@ export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosR
     let client = clients.get(setting);
     if (!client) {
       const connection = resolveCosmosConnection(setting, env);
+      const { endpoint } = connection;
+      const agent = emulatorAgent(endpoint); // the embedded emulator over HTTPS: its certificate
       client =
         connection.kind === "key"
-          ? new CosmosClient({ endpoint: connection.endpoint, key: connection.key })
-          : new CosmosClient({ endpoint: connection.endpoint, aadCredentials: connection.credential });
+          ? new CosmosClient({ endpoint, key: connection.key, agent })
+          : new CosmosClient({ endpoint, aadCredentials: connection.credential, agent });
       clients.set(setting, client);
     }
     return client;

@@ -8,6 +8,7 @@ import {
 } from "@azure/identity";
 import { readConnectionString } from "../shared/cosmos/client.js";
 import { CosmosFeedError } from "../shared/errors.js";
+import { emulatorAgent } from "./cosmos/emulatorAgent.js";
 
 /**
  * Resolves a binding's `connection` the way the Functions Cosmos DB extension does
@@ -215,6 +216,7 @@ export function createCosmosClient(
   // `plugins` is a supported client option the SDK's public typings leave out.
   const common: Omit<CosmosClientOptions, "key" | "aadCredentials"> & { plugins?: PluginConfig[] } = {
     endpoint: connection.endpoint,
+    agent: emulatorAgent(connection.endpoint),
     ...(options.preferredLocations?.length
       ? { connectionPolicy: { preferredLocations: options.preferredLocations } }
       : {}),

@@ -6,8 +6,10 @@ import { readAppConfig } from "./appConfig.js";
 import { type AppRun, type AppRunSession, startAppRun } from "./appRun.js";
 import { ensureBuilt, runBuild } from "./build.js";
 import { createDefinedContainers, readContainerDefinitions } from "./containerDefinitions.js";
+import { emulatorAgent } from "./cosmos/emulatorAgent.js";
 import { type CosmosTarget, pointConnections } from "./cosmosTarget.js";
 import type { DevDashboard } from "./dashboard/index.js";
+import { type EmulatorTlsChoice, prepareEmulatorTls } from "./emulatorTls.js";
 import { DevHostError } from "./errors.js";
 import type { DevHostOptions, RunningDevHost } from "./host.js";
 import { parseCorsPolicy } from "./http/cors.js";
@@ -29,6 +31,11 @@ export interface StartCommandOptions {
   /** "emulator", a connection string, or undefined (the app's settings; the emulator when none resolves). */
   cosmos?: string;
   emulatorPort?: number;
+  /**
+   * The embedded emulator's HTTPS (emulatorTls.ts): `auto` (the CLI's default) a certificate made once into
+   * `<dataDir>/tls`, or one given, HTTP answered on the same port too; `off` (the default here) HTTP only.
+   */
+  emulatorTls?: EmulatorTlsChoice;
   /**
    * The data folder: the embedded emulator's data (locked for this process while the emulator runs) and the timer
    * statuses (`<dataDir>/timers`); default `<appDir>/.data/cosmos-emulator` (persistent).
@@ -162,11 +169,17 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   };
 
   let emulator: RunningEmulator | undefined;
+  let untrust: (() => void) | undefined;
   let run: AppRun | undefined;
   let watcher: SourceWatcher | undefined;
   try {
     const build = options.build ?? true;
     await ensureBuilt(config, { build, log: say, warn });
+    // Before the worker starts (it reads NODE_EXTRA_CA_CERTS once): not needed when --cosmos names an account.
+    const tls =
+      target.kind === "connectionString"
+        ? undefined
+        : prepareEmulatorTls(options.emulatorTls ?? "off", dataDir, env);
     // On the emulator, databases and containers the app names are created when missing (with a log line).
     const definitions = readContainerDefinitions(
       resolve(options.containers ?? join(appDir, "src", "shared", "containers.json")),
@@ -198,12 +211,19 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
           }
           const port = settingPort ?? options.emulatorPort ?? DEFAULT_EMULATOR_PORT;
           const portFrom = settingPort === undefined ? undefined : names.join(", ");
-          emulator = await startEmulator({ port, dataDir }).catch((e: unknown) => {
-            throw emulatorAdvice(e, port, dataDir, portFrom);
-          });
+          // The dev host's allow-list is the emulator's too (its DNS-rebinding guard, src/emulator/hostGuard.ts).
+          const allowedHosts = options.allowedHosts ?? config.allowedHosts;
+          emulator = await startEmulator({ port, dataDir, tls: tls?.options, allowedHosts }).catch(
+            (e: unknown) => {
+              throw emulatorAdvice(e, port, dataDir, portFrom);
+            },
+          );
+          untrust = tls?.trustInProcess(emulator);
           say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
+          if (tls) say(tls.hint);
           if (definitions) {
-            const client = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
+            const { endpoint, key } = emulator;
+            const client = new CosmosClient({ endpoint, key, agent: emulatorAgent(endpoint) });
             try {
               await createDefinedContainers(definitions, client, say);
             } finally {
@@ -259,6 +279,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
         await run?.stop({ drainMs: LIFECYCLE.stopDrainMs, phase: o.phase });
         o.phase?.("the emulator");
         await emulator?.close();
+        untrust?.();
         unlock();
       })();
       return stopping;
@@ -281,6 +302,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     watcher?.close();
     await run?.stop({ drainMs: LIFECYCLE.stopDrainMs }).catch(() => undefined);
     await emulator?.close();
+    untrust?.();
     unlock();
     throw e;
   }

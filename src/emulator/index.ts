@@ -1,5 +1,6 @@
 export { MasterKeyAuth, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
 export { CosmosError } from "./errors.js";
+export { ALLOWED_HOSTS_ENV } from "./hostGuard.js";
 export { effectivePartitionKey } from "./partitioning/epk.js";
 export { RANGE_COUNT_HEADER } from "./routes/resources.js";
 export { RuModel } from "./ru/charges.js";

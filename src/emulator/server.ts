@@ -1,15 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import {
-  createServer as createHttpServer,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from "node:http";
-import { createServer as createHttpsServer } from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { HostAllowList } from "../devhost/http/hosts.js";
 import { MasterKeyAuth, pathSegments, signedResource, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
 import { CosmosError } from "./errors.js";
+import { emulatorAllowList, hostRefusal } from "./hostGuard.js";
+import { createListener } from "./listener.js";
+import { errorReply, send } from "./reply.js";
 import { adminRoute } from "./routes/admin.js";
 import { changeFeed } from "./routes/changefeed.js";
 import type { Reply, RequestContext } from "./routes/context.js";
@@ -57,8 +55,16 @@ export interface EmulatorOptions {
   ttlSweepIntervalMs?: number;
   /** Retention of the all-versions-and-deletes history (ms). */
   changeFeedRetentionMs?: number;
-  /** Serve HTTPS with this certificate and key (PEM file paths). */
-  tls?: { certFile: string; keyFile: string };
+  /**
+   * Serve HTTPS with this certificate and key (PEM file paths); with `http: true` plain HTTP is answered on the
+   * same port too (what `cosmos-feed start` serves). The endpoint is https:// either way.
+   */
+  tls?: { certFile: string; keyFile: string; http?: boolean };
+  /**
+   * Host names answered besides loopback ones and the bound address (comma-separated, `*.domain`, `*` for any):
+   * the DNS-rebinding guard (hostGuard.ts). Requests naming another host get 421.
+   */
+  allowedHosts?: string;
   /** Log each request to stderr. */
   log?: boolean;
   /**
@@ -72,7 +78,7 @@ export interface EmulatorOptions {
 /** Why the emulator could not start: `code` says which setting to change, the message how. */
 export class EmulatorStartError extends Error {
   constructor(
-    readonly code: "PORT_IN_USE" | "LISTEN_FAILED" | "DATA_DIR_UNUSABLE",
+    readonly code: "PORT_IN_USE" | "LISTEN_FAILED" | "DATA_DIR_UNUSABLE" | "INVALID_OPTION",
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -87,6 +93,8 @@ export interface RunningEmulator {
   key: string;
   connectionString: string;
   port: number;
+  /** When serving HTTPS: the certificate clients must trust (PEM), its file, and whether HTTP is answered too. */
+  tls?: { certFile: string; certPem: string; http: boolean };
   account: Account;
   meter: RuMeter;
   /** Splits a live partition key range; requests naming it then get 410/1002. Returns the children's ids. */
@@ -101,6 +109,26 @@ export interface RunningEmulator {
 /** Starts the embedded Cosmos DB (NoSQL) emulator and resolves once it listens. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
   const key = options.key ?? WELL_KNOWN_EMULATOR_KEY;
+  let allowList: HostAllowList;
+  try {
+    allowList = emulatorAllowList(options.host ?? "127.0.0.1", options.allowedHosts);
+  } catch (e) {
+    throw new EmulatorStartError("INVALID_OPTION", (e as Error).message, { cause: e });
+  }
+  let certPem: string | undefined;
+  let tlsKey: Buffer | undefined;
+  if (options.tls) {
+    try {
+      certPem = readFileSync(options.tls.certFile, "utf8");
+      tlsKey = readFileSync(options.tls.keyFile);
+    } catch (e) {
+      throw new EmulatorStartError(
+        "INVALID_OPTION",
+        `Cannot read the TLS certificate or key (${(e as Error).message}).`,
+        { cause: e },
+      );
+    }
+  }
   const auth = new MasterKeyAuth(key);
   const meter = new RuMeter();
   // Loaded only when persisting: the in-memory emulator needs no native module.
@@ -165,6 +193,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     req.on("end", () => {
       const activityId = randomUUID();
       void answer(req, res, activityId, () => {
+        // First of all: a request for a foreign host name (DNS rebinding) reads and writes nothing.
+        const refused = hostRefusal(req.headers.host, allowList);
+        if (refused) throw refused;
         if (tooLarge) {
           throw new CosmosError(
             413,
@@ -173,7 +204,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
           );
         }
         const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-        return dispatch(req, body, activityId, scheme, account, auth, meter, { purgeExpired, retentionMs });
+        // The account's locations name the scheme this request came in with (HTTP and HTTPS may share the port).
+        const requestScheme = "encrypted" in req.socket && req.socket.encrypted ? "https" : "http";
+        return dispatch(req, body, activityId, requestScheme, account, auth, meter, {
+          purgeExpired,
+          retentionMs,
+        });
       });
     });
   };
@@ -208,13 +244,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     if (options.log) console.error(`${req.method} ${req.url} -> ${reply.status}`);
   };
 
-  const server: Server = options.tls
-    ? createHttpsServer(
-        { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) },
-        handler,
-      )
-    : createHttpServer(handler);
-  server.keepAliveTimeout = 60_000;
+  const listener = createListener(
+    handler,
+    certPem !== undefined && tlsKey ? { cert: certPem, key: tlsKey, http: options.tls?.http } : undefined,
+  );
+  const server = listener.server;
   const wantedPort = options.port ?? 8081;
   const wantedHost = options.host ?? "127.0.0.1";
   try {
@@ -240,13 +274,21 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     );
   }
   const port = (server.address() as AddressInfo).port;
-  const host = options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
+  const bound = options.host ?? "127.0.0.1";
+  const host = ["0.0.0.0", "::", "[::]"].includes(bound)
+    ? "127.0.0.1"
+    : bound.includes(":") && !bound.startsWith("[")
+      ? `[${bound}]`
+      : bound;
   const endpoint = `${scheme}://${host}:${port}/`;
   return {
     endpoint,
     key,
     connectionString: `AccountEndpoint=${endpoint};AccountKey=${key};`,
     port,
+    ...(options.tls && certPem !== undefined
+      ? { tls: { certFile: options.tls.certFile, certPem, http: options.tls.http === true } }
+      : {}),
     account,
     meter,
     splitRange: (db, coll, rangeId) =>
@@ -258,10 +300,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     purgeExpired,
     close: async () => {
       clearInterval(sweeper);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await listener.close();
       persistence?.close();
     },
   };
@@ -391,49 +430,4 @@ function unsupported(what: string): CosmosError {
     "BadRequest",
     `'${what}' resources (stored procedures, triggers, UDFs, users, conflicts) are not supported by this emulator.`,
   );
-}
-
-function errorReply(e: unknown, activityId: string): Reply {
-  if (e instanceof CosmosError) {
-    const headers: Record<string, string> = { ...e.headers };
-    if (e.substatus !== undefined) headers["x-ms-substatus"] = String(e.substatus);
-    return {
-      status: e.status,
-      body: { code: e.code, message: `${e.message}\r\nActivityId: ${activityId}` },
-      headers,
-      charge: e.charge ?? 0,
-    };
-  }
-  console.error("emulator: internal error:", e);
-  return {
-    status: 500,
-    body: {
-      code: "InternalServerError",
-      message: `Unexpected error: ${(e as Error)?.message}\r\nActivityId: ${activityId}`,
-    },
-  };
-}
-
-function send(res: ServerResponse, reply: Reply, activityId: string): void {
-  const headers: Record<string, string> = {
-    "x-ms-activity-id": activityId,
-    "x-ms-request-charge": String(reply.charge ?? 0),
-    "x-ms-gatewayversion": "version=2.14.0",
-    ...reply.headers,
-  };
-  let payload: string | Buffer | undefined;
-  if (Buffer.isBuffer(reply.body) && reply.status !== 204 && reply.status !== 304) {
-    // A binary answer (a .NET batch's HybridRow stream).
-    payload = reply.body;
-    headers["content-type"] = "application/octet-stream";
-    headers["content-length"] = String(payload.length);
-  } else if (reply.body !== undefined && reply.status !== 204 && reply.status !== 304) {
-    payload = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body);
-    headers["content-type"] = "application/json";
-    headers["content-length"] = String(Buffer.byteLength(payload));
-  } else {
-    headers["content-length"] = "0";
-  }
-  res.writeHead(reply.status, headers);
-  res.end(payload);
 }

@@ -118,7 +118,10 @@ describe("cosmos-feed command line", () => {
         { cwd: root, detached: signal === "SIGINT" },
       );
       const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
-      const [, emulatorPort] = await lineMatching(npm, /emulator listening on http:\/\/127\.0\.0\.1:(\d+)\//);
+      const [, emulatorPort] = await lineMatching(
+        npm,
+        /emulator listening on https:\/\/127\.0\.0\.1:(\d+)\//,
+      );
       const [, httpPort] = await lineMatching(npm, /http:\/\/127\.0\.0\.1:(\d+)\/api\/health/);
       await lineMatching(npm, /Host started/);
       const health = await fetch(`http://127.0.0.1:${httpPort}/api/health`);

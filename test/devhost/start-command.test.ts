@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Agent } from "node:https";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -93,7 +94,10 @@ describe("cosmos-feed start (a real child process)", () => {
       "Created container 'fixture/leases' (lease container of function 'onThing'",
     );
     // A write through the unmodified SDK reaches the app's trigger in the child process.
-    const client = new CosmosClient({ endpoint, key: WELL_KNOWN_EMULATOR_KEY });
+    // Over HTTPS (the CLI's default), trusting the certificate `start` made in the data folder.
+    expect(endpoint).toMatch(/^https:/);
+    const ca = readFileSync(join(dataDir, "tls", "emulator-cert.pem"), "utf8");
+    const client = new CosmosClient({ endpoint, key: WELL_KNOWN_EMULATOR_KEY, agent: new Agent({ ca }) });
     try {
       await client.database("fixture").container("things").items.create({ id: "from-test" });
       await run.waitFor(/saw 1 documents/);

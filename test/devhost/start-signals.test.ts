@@ -1,4 +1,5 @@
 import { readFileSync, writeFileSync } from "node:fs";
+import { Agent } from "node:https";
 import { join } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -31,6 +32,10 @@ function start(args: string[], options: Parameters<typeof runCli>[1] = {}): CliR
   runs.push(run);
   return run;
 }
+
+/** An HTTPS agent trusting the certificate `start` keeps in `dataDir` (and nothing else). */
+const trusting = (dataDir: string) =>
+  new Agent({ ca: readFileSync(join(dataDir, "tls", "emulator-cert.pem"), "utf8") });
 
 /** `id Owner` of every lease of the fixture's trigger (prefix `fixture-`). */
 async function leaseOwners(client: CosmosClient): Promise<{ id: string; owner: string | null }[]> {
@@ -66,7 +71,8 @@ describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", ()
     const [, endpoint] = await first.waitFor(/Cosmos DB emulator listening on (\S+) /);
     const [, base] = await first.waitFor(/slow: \[GET\] (http:\/\/127\.0\.0\.1:\d+)\/v1\/slow/);
     await first.waitFor(READY);
-    const client = new CosmosClient({ endpoint, key: WELL_KNOWN_EMULATOR_KEY });
+    // `start` serves the emulator over HTTPS with the certificate it made in the data folder.
+    const client = new CosmosClient({ endpoint, key: WELL_KNOWN_EMULATOR_KEY, agent: trusting(dataDir) });
     try {
       await client.database("fixture").container("things").items.create({ id: "before-stop" });
       await first.waitFor(/saw 1 documents: before-stop/);
@@ -113,7 +119,11 @@ describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", ()
     const second = start(args);
     const [, endpoint2] = await second.waitFor(/Cosmos DB emulator listening on (\S+) /);
     await second.waitFor(READY);
-    const writer = new CosmosClient({ endpoint: endpoint2, key: WELL_KNOWN_EMULATOR_KEY });
+    const writer = new CosmosClient({
+      endpoint: endpoint2,
+      key: WELL_KNOWN_EMULATOR_KEY,
+      agent: trusting(dataDir),
+    });
     try {
       await writer.database("fixture").container("things").items.create({ id: "after-restart" });
       await second.waitFor(/saw 1 documents: after-restart/);

@@ -18,6 +18,10 @@ export interface DotnetClient {
   key: string;
   /** "127.0.0.1:port": every connection goes there, whatever host the endpoint names. */
   connectTo?: string;
+  /** How the emulator's certificate is judged (Clients.cs): "any" (default), "system" (the OS store), "file". */
+  trust?: "any" | "system" | "file";
+  /** With trust "file": the certificate trusted as the root. */
+  caFile?: string;
 }
 
 export interface HarnessLine {
@@ -25,13 +29,13 @@ export interface HarnessLine {
   [k: string]: unknown;
 }
 
-function spawnHarness(command: string, config: object): ChildProcess {
+function spawnHarness(command: string, config: object, env: NodeJS.ProcessEnv = {}): ChildProcess {
   if (!existsSync(HARNESS_DLL)) {
     throw new Error(`${HARNESS_DLL} is missing: run \`npm run interop:build\` (needs the .NET SDK) first.`);
   }
   return spawn("dotnet", [HARNESS_DLL, command, JSON.stringify(config)], {
     stdio: ["pipe", "pipe", "pipe"],
-    env: { ...process.env, DOTNET_CLI_TELEMETRY_OPTOUT: "1", DOTNET_NOLOGO: "1" },
+    env: { ...process.env, DOTNET_CLI_TELEMETRY_OPTOUT: "1", DOTNET_NOLOGO: "1", ...env },
   });
 }
 
@@ -39,8 +43,9 @@ function spawnHarness(command: string, config: object): ChildProcess {
 export async function runHarness(
   command: string,
   config: object,
+  env?: NodeJS.ProcessEnv,
 ): Promise<{ lines: HarnessLine[]; code: number | null; stderr: string }> {
-  const child = spawnHarness(command, config);
+  const child = spawnHarness(command, config, env);
   child.stdin?.end();
   const lines: HarnessLine[] = [];
   let stderr = "";

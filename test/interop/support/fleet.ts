@@ -26,6 +26,8 @@ export interface TlsEmulator {
 export async function startTlsEmulator(options: EmulatorOptions = {}): Promise<TlsEmulator> {
   const certificate = selfSignedCertificate("interop-tls");
   const emulator = await startEmulator({
+    // The Azure-shaped account names the clients use (lease-ids.test.ts) pass the emulator's Host guard.
+    allowedHosts: "*.documents.azure.com",
     ...options,
     port: 0,
     tls: { certFile: certificate.certFile, keyFile: certificate.keyFile },
