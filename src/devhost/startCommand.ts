@@ -16,6 +16,7 @@ import { LIFECYCLE } from "./lifecycle/settings.js";
 import { entryFiles, readBuildSources, watchRoots } from "./lifecycle/sources.js";
 import { type FileChange, type SourceWatcher, watchSources } from "./lifecycle/watch.js";
 import { consoleSink, type LogSink } from "./logger.js";
+import { parseInspectFlag } from "./worker/node-arguments.js";
 
 export { DURABLE_DEFAULTS } from "./appRun.js";
 
@@ -48,6 +49,11 @@ export interface StartCommandOptions {
   build?: boolean;
   /** Rebuild and restart the app when a source file changes (see lifecycle/watch.ts). */
   watch?: boolean;
+  /**
+   * `--inspect[=[host:]port]`: node's inspector in the worker process (127.0.0.1:9229 by default), on the same port
+   * after every restart (a crash, --watch); over the inspector flags of languageWorkers__node__arguments.
+   */
+  inspect?: string | true;
   logSink?: LogSink;
   env?: NodeJS.ProcessEnv;
   /** Extra dev host options (trigger runners, binding extensions). */
@@ -141,6 +147,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   const appDir = resolve(options.appDir ?? ".");
   checkProjectRoot(appDir, warn);
   const target = parseCosmosTarget(options.cosmos);
+  const inspect = options.inspect === undefined ? undefined : parseInspectFlag(options.inspect);
   const config = readAppConfig(appDir);
   // Flags win over local.settings.json, as with `func start --cors`.
   const cors =
@@ -177,6 +184,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     const session: AppRunSession = {
       appDir,
       ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}),
+      ...(inspect !== undefined ? { inspect } : {}),
       env,
       sink,
       say,

@@ -1,11 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { InvocationRequest } from "../coreTypes.js";
 import { DevHostError } from "../errors.js";
 import type { AppIndex } from "../loader.js";
 import type { HostLogger } from "../logger.js";
 import type { AppWorker, WorkerInvocationResult } from "./app-worker.js";
+import { logWorkerConsole } from "./console-lines.js";
+import { nodeArgumentsOnceFree } from "./inspector-port.js";
+import { workerNodeArguments } from "./node-arguments.js";
 import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
 import type { WorkerSettings } from "./settings.js";
 
@@ -25,6 +27,8 @@ export interface ProcessWorkerOptions {
   env: () => NodeJS.ProcessEnv;
   logger: HostLogger;
   settings: WorkerSettings;
+  /** `cosmos-feed start --inspect[=[host:]port]`: the worker's debugger, over languageWorkers__node__arguments. */
+  inspect?: string | true;
 }
 
 interface Pending {
@@ -64,9 +68,15 @@ export class ProcessWorker implements AppWorker {
   static async start(options: ProcessWorkerOptions): Promise<{ worker: ProcessWorker; index: AppIndex }> {
     let worker: ProcessWorker | undefined;
     const env = options.env();
+    const node = workerNodeArguments(env, options.inspect);
+    if (node)
+      options.logger.info(
+        `The worker process starts with node arguments '${node.args.join(" ")}' (${node.source}).`,
+      );
     const { child, index } = await spawnWorker(
       options,
       env,
+      await nodeArgumentsOnceFree(options, env),
       (child, code, signal) => {
         if (worker) worker.#onExit(child, code, signal);
       },
@@ -189,22 +199,27 @@ export class ProcessWorker implements AppWorker {
     const delay = recycled || this.#crashes <= 1 ? 0 : Math.min(max, base * 2 ** (this.#crashes - 2));
     if (delay > 0)
       this.#o.logger.warn(`The worker process keeps exiting: the next one starts in ${delay} ms.`);
-    this.#ready = this.#restart(delay);
+    this.#ready = this.#restart(delay, child.pid);
     this.#ready.catch(() => {}); // waiting invocations see the rejection; nobody else must
   }
 
-  async #restart(delayMs: number): Promise<ChildProcess> {
+  async #restart(delayMs: number, previousPid: number | undefined): Promise<ChildProcess> {
     if (delayMs > 0) {
       await new Promise<void>((resolve) => {
         this.#restartTimer = setTimeout(resolve, delayMs);
       });
     }
-    if (this.#closing) throw new WorkerExitedError("The dev host is stopping.");
+    const stopping = () => new WorkerExitedError("The dev host is stopping.");
+    if (this.#closing) throw stopping();
     try {
       const env = this.#o.env();
+      // The same debugger port as the process before: it has exited, and nothing else may hold the port now.
+      const nodeArgs = await nodeArgumentsOnceFree(this.#o, env, previousPid, () => this.#closing);
+      if (this.#closing) throw stopping();
       const { child } = await spawnWorker(
         this.#o,
         env,
+        nodeArgs,
         (c, code, signal) => this.#onExit(c, code, signal),
         (c) => {
           this.#child = c;
@@ -223,33 +238,26 @@ export class ProcessWorker implements AppWorker {
 }
 
 /**
- * Spawns one worker process and loads the app in it. `onExit` hears every exit of that process, even one before
+ * Spawns one worker process (`node <nodeArgs> entry.mjs`, node's arguments before the entry file as the host puts
+ * them before the worker's) and loads the app in it. `onExit` hears every exit of that process, even one before
  * the load finished (then the returned promise rejects too).
  */
 function spawnWorker(
   o: ProcessWorkerOptions,
   env: NodeJS.ProcessEnv,
+  nodeArgs: string[],
   onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
   onSpawned?: (child: ChildProcess) => void,
   onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>) => void,
 ): Promise<{ child: ChildProcess; index: AppIndex }> {
-  const child = spawn(process.execPath, [ENTRY], {
+  const child = spawn(process.execPath, [...nodeArgs, ENTRY], {
     cwd: o.appDir,
     env,
     stdio: ["ignore", "pipe", "pipe", "ipc"],
     serialization: "advanced",
   });
   onSpawned?.(child);
-  // What the app writes to stdout/stderr is the worker's console: the host logs it line by line.
-  for (const [stream, level] of [
-    [child.stdout, "information"],
-    [child.stderr, "error"],
-  ] as const) {
-    if (stream)
-      createInterface({ input: stream }).on("line", (line) =>
-        o.logger.log(level, line, { category: "Worker" }),
-      );
-  }
+  logWorkerConsole(child, o.logger);
   return new Promise((resolve, reject) => {
     let loaded = false;
     child.once("exit", (code, signal) => {
