@@ -69,11 +69,11 @@ export function inspectorOf(args: readonly string[]): InspectorAddress | undefin
 }
 
 /**
- * The value of `cosmos-feed start --inspect[=[host:]port]`: true for the bare flag, else what follows it. A value
- * node would not take (commander hands over the next word: `start --inspect .`) is a clear error.
+ * The value of `cosmos-feed start --inspect[=[host:]port]`: true for the bare flag, else a port or `host:port`, as
+ * node documents the flag. Anything else (commander hands over the next word: `start --inspect .`) is a clear error.
  */
 export function parseInspectFlag(value: string | true): string | true {
-  if (value === true || parseHostPort(value)) return value;
+  if (value === true || (/^(?:.+:)?\d+$/.test(value) && parseHostPort(value))) return value;
   throw new DevHostError(
     `--inspect takes [host:]port (e.g. --inspect=9229), not '${value}'. Give the app folder before the flag: cosmos-feed start . --inspect`,
     { code: "InvalidOption" },

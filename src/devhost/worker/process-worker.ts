@@ -199,11 +199,11 @@ export class ProcessWorker implements AppWorker {
     const delay = recycled || this.#crashes <= 1 ? 0 : Math.min(max, base * 2 ** (this.#crashes - 2));
     if (delay > 0)
       this.#o.logger.warn(`The worker process keeps exiting: the next one starts in ${delay} ms.`);
-    this.#ready = this.#restart(delay, child.pid);
+    this.#ready = this.#restart(delay);
     this.#ready.catch(() => {}); // waiting invocations see the rejection; nobody else must
   }
 
-  async #restart(delayMs: number, previousPid: number | undefined): Promise<ChildProcess> {
+  async #restart(delayMs: number): Promise<ChildProcess> {
     if (delayMs > 0) {
       await new Promise<void>((resolve) => {
         this.#restartTimer = setTimeout(resolve, delayMs);
@@ -214,7 +214,7 @@ export class ProcessWorker implements AppWorker {
     try {
       const env = this.#o.env();
       // The same debugger port as the process before: it has exited, and nothing else may hold the port now.
-      const nodeArgs = await nodeArgumentsOnceFree(this.#o, env, previousPid, () => this.#closing);
+      const nodeArgs = await nodeArgumentsOnceFree(this.#o, env, () => this.#closing);
       if (this.#closing) throw stopping();
       const { child } = await spawnWorker(
         this.#o,
@@ -245,17 +245,18 @@ export class ProcessWorker implements AppWorker {
 function spawnWorker(
   o: ProcessWorkerOptions,
   env: NodeJS.ProcessEnv,
-  nodeArgs: string[],
+  nodeArgs: { args: string[]; spawned(child: ChildProcess): void },
   onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
   onSpawned?: (child: ChildProcess) => void,
   onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" }>) => void,
 ): Promise<{ child: ChildProcess; index: AppIndex }> {
-  const child = spawn(process.execPath, [...nodeArgs, ENTRY], {
+  const child = spawn(process.execPath, [...nodeArgs.args, ENTRY], {
     cwd: o.appDir,
     env,
     stdio: ["ignore", "pipe", "pipe", "ipc"],
     serialization: "advanced",
   });
+  nodeArgs.spawned(child);
   onSpawned?.(child);
   logWorkerConsole(child, o.logger);
   return new Promise((resolve, reject) => {
