@@ -144,10 +144,10 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   const say: AppRunSession["say"] = (message, level = "information") =>
     sink({ time: new Date(), level, category: "Host", message });
   const warn = (message: string) => say(message, "warning");
+  const inspect = options.inspect === undefined ? undefined : parseInspectFlag(options.inspect);
   const appDir = resolve(options.appDir ?? ".");
   checkProjectRoot(appDir, warn);
   const target = parseCosmosTarget(options.cosmos);
-  const inspect = options.inspect === undefined ? undefined : parseInspectFlag(options.inspect);
   const config = readAppConfig(appDir);
   // Flags win over local.settings.json, as with `func start --cors`.
   const cors =
