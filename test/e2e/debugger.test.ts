@@ -11,7 +11,7 @@ import {
   originalPosition,
   setBreakpointInSource,
 } from "../support/inspector.js";
-import { until, WAIT_MS } from "../support/until.js";
+import { settled, until, WAIT_MS } from "../support/until.js";
 import {
   type AppChild,
   buildAppFolder,
@@ -121,7 +121,8 @@ describe("debugging the app's TypeScript through the worker's inspector", () => 
     await first.send("Runtime.evaluate", {
       expression: "setTimeout(() => { throw new Error('crash for the debugger test'); }, 0); 1",
     });
-    await first.closed;
+    // The worker closes the debugger's connection as it exits (node would wait for the debugger to disconnect).
+    await settled("the crashed worker's inspector connection to close", first.closed);
     const url = await inspectorUrl(2);
     expect(url).not.toBe(await inspectorUrl(1));
     expect(host.output()).toContain(`Language Worker Process exited. Pid=${oldPid}.`);
