@@ -237,6 +237,10 @@ program
     "do not run `npm run build` (when main matches no file, or the sources are newer than the build)",
   )
   .option("--watch", "rebuild and restart the app when a source file changes")
+  .option(
+    "--inspect [[host:]port]",
+    "node's debugger in the worker process, where the app runs (default 127.0.0.1:9229), on the same port after every worker restart; as languageWorkers__node__arguments=--inspect=<port>",
+  )
   .action(async (appDir: string, opts) => {
     if (Boolean(opts.emulatorTlsCert) !== Boolean(opts.emulatorTlsKey)) {
       program.error("--emulator-tls-cert and --emulator-tls-key go together.");
@@ -259,6 +263,7 @@ program
       allowedHosts: opts.allowedHosts,
       build: opts.build,
       watch: opts.watch === true,
+      inspect: opts.inspect,
     });
   });
 

@@ -54,6 +54,8 @@ export interface AppRunSession {
   cors?: CorsPolicy;
   /** `--allowed-hosts` (overrides local.settings.json `Host.AllowedHosts`). */
   allowedHosts?: string;
+  /** `--inspect[=[host:]port]`: the worker process's debugger (every run's, on one port). */
+  inspect?: string | true;
   host?: Pick<DevHostOptions, "triggers" | "extensions" | "hostname">;
   /** The embedded emulator, once one runs (it outlives runs). */
   emulator(): RunningEmulator | undefined;
@@ -245,6 +247,7 @@ export async function startAppRun(
       port,
       ...(session.cors ? { cors: session.cors } : {}),
       ...(session.allowedHosts !== undefined ? { allowedHosts: session.allowedHosts } : {}),
+      ...(session.inspect !== undefined ? { inspect: session.inspect } : {}),
       env,
       logSink: session.sink,
       // … and the bindings' own connection settings once registration has named them.

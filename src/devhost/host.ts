@@ -59,6 +59,11 @@ export interface DevHostOptions {
    * (tests inject a FakeClock).
    */
   clock?: Clock;
+  /**
+   * `cosmos-feed start --inspect[=[host:]port]`: node's `--inspect` for the worker process (only it, not this one),
+   * over any inspector flag of languageWorkers__node__arguments. The same port at every start of the worker.
+   */
+  inspect?: string | true;
 }
 
 export interface RunningDevHost {
@@ -114,6 +119,7 @@ export async function startDevHost(options: DevHostOptions): Promise<RunningDevH
     env: () => workerEnvironment(appDir, env),
     logger,
     settings: readWorkerSettings(env),
+    ...(options.inspect !== undefined ? { inspect: options.inspect } : {}),
   });
   const app: LoadedApp = { ...index, appliedSettings, config, worker, clock: options.clock };
   try {

@@ -19,6 +19,7 @@ import { LIFECYCLE } from "./lifecycle/settings.js";
 import { entryFiles, readBuildSources, watchRoots } from "./lifecycle/sources.js";
 import { type FileChange, type SourceWatcher, watchSources } from "./lifecycle/watch.js";
 import { consoleSink, type LogSink } from "./logger.js";
+import { parseInspectFlag } from "./worker/node-arguments.js";
 
 export { DURABLE_DEFAULTS } from "./appRun.js";
 
@@ -56,6 +57,11 @@ export interface StartCommandOptions {
   build?: boolean;
   /** Rebuild and restart the app when a source file changes (see lifecycle/watch.ts). */
   watch?: boolean;
+  /**
+   * `--inspect[=[host:]port]`: node's inspector in the worker process (127.0.0.1:9229 by default), on the same port
+   * after every restart (a crash, --watch); over the inspector flags of languageWorkers__node__arguments.
+   */
+  inspect?: string | true;
   logSink?: LogSink;
   env?: NodeJS.ProcessEnv;
   /** Extra dev host options (trigger runners, binding extensions). */
@@ -147,6 +153,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
   const say: AppRunSession["say"] = (message, level = "information") =>
     sink({ time: new Date(), level, category: "Host", message });
   const warn = (message: string) => say(message, "warning");
+  const inspect = options.inspect === undefined ? undefined : parseInspectFlag(options.inspect);
   const appDir = resolve(options.appDir ?? ".");
   checkProjectRoot(appDir, warn);
   const target = parseCosmosTarget(options.cosmos);
@@ -192,6 +199,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
     const session: AppRunSession = {
       appDir,
       ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}),
+      ...(inspect !== undefined ? { inspect } : {}),
       env,
       sink,
       say,

@@ -1,3 +1,4 @@
+import inspector from "node:inspector";
 import type { LogLevel } from "../coreTypes.js";
 import { type LocalApp, type LocalFunction, loadApp } from "../loader.js";
 import { HostLogger } from "../logger.js";
@@ -10,6 +11,16 @@ import { guardStreamProxy, type StreamProxyGuard } from "./stream-proxy-guard.js
 /** The Node worker's line for an uncaught exception (its src/Worker.ts), before it exits with code 1. */
 export const UNCAUGHT_PREFIX =
   "Worker uncaught exception (learn more: https://go.microsoft.com/fwlink/?linkid=2097909 ): ";
+
+/**
+ * Ends the worker process. With a debugger attached (languageWorkers__node__arguments=--inspect), node would hold
+ * the process at exit until the debugger disconnects ("Waiting for the debugger to disconnect..."): its
+ * connections are closed first, so the process ends now and the next worker's inspector can bind the same port.
+ */
+function exitWorker(code: number): never {
+  if (inspector.url()) inspector.close();
+  process.exit(code);
+}
 
 function send(message: WorkerToHost, then?: () => void): void {
   if (!process.connected) {
@@ -41,14 +52,14 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
     const err = e as Error;
     log("error", `${UNCAUGHT_PREFIX}${err?.stack ?? String(e)}`, "Worker");
     // The log must reach the host before the process goes; a stuck channel does not keep it alive.
-    const exit = () => process.exit(1);
+    const exit = () => exitWorker(1);
     send({ kind: "log", level: "error", category: "Worker", message: "Worker exiting." }, exit);
     setTimeout(exit, 1000).unref();
   };
   process.on("uncaughtException", die);
   process.on("unhandledRejection", die);
   // The host went away (killed, crashed): a worker never outlives its host.
-  process.on("disconnect", () => process.exit(0));
+  process.on("disconnect", () => exitWorker(0));
   // A terminal's Ctrl-C reaches the whole process group, this worker included: the host decides when it ends (a
   // graceful stop sends `terminate` after in-flight invocations finished), so the signals are not the worker's.
   process.on("SIGINT", () => {});
@@ -115,7 +126,7 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
       );
       send({ kind: "loaded", index });
     } catch (e) {
-      send({ kind: "loadFailed", error: toWireError(e) }, () => process.exit(1));
+      send({ kind: "loadFailed", error: toWireError(e) }, () => exitWorker(1));
     }
   }
 
@@ -163,6 +174,6 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
     } catch (e) {
       log("error", `An appTerminate hook failed: ${(e as Error)?.stack ?? String(e)}`, "Worker");
     }
-    send({ kind: "terminated" }, () => process.exit(0));
+    send({ kind: "terminated" }, () => exitWorker(0));
   }
 }

@@ -4,6 +4,8 @@ import { DevHostError } from "../errors.js";
 import type { AppIndex } from "../loader.js";
 import type { HostLogger } from "../logger.js";
 import type { AppWorker, WorkerInvocationResult } from "./app-worker.js";
+import { nodeArgumentsOnceFree } from "./inspector-port.js";
+import { workerNodeArguments } from "./node-arguments.js";
 import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
 import { PulledBody } from "./response-body.js";
 import type { WorkerSettings } from "./settings.js";
@@ -24,6 +26,8 @@ export interface ProcessWorkerOptions {
   env: () => NodeJS.ProcessEnv;
   logger: HostLogger;
   settings: WorkerSettings;
+  /** `cosmos-feed start --inspect[=[host:]port]`: the worker's debugger, over languageWorkers__node__arguments. */
+  inspect?: string | true;
 }
 
 interface Pending {
@@ -72,9 +76,15 @@ export class ProcessWorker implements AppWorker {
   static async start(options: ProcessWorkerOptions): Promise<{ worker: ProcessWorker; index: AppIndex }> {
     let worker: ProcessWorker | undefined;
     const env = options.env();
+    const node = workerNodeArguments(env, options.inspect);
+    if (node)
+      options.logger.info(
+        `The worker process starts with node arguments '${node.args.join(" ")}' (${node.source}).`,
+      );
     const { child, index } = await spawnWorker(
       options,
       env,
+      await nodeArgumentsOnceFree(options, env),
       (child, code, signal) => {
         if (worker) worker.#onExit(child, code, signal);
       },
@@ -264,12 +274,17 @@ export class ProcessWorker implements AppWorker {
         this.#restartTimer = setTimeout(resolve, delayMs);
       });
     }
-    if (this.#closing) throw new WorkerExitedError("The dev host is stopping.");
+    const stopping = () => new WorkerExitedError("The dev host is stopping.");
+    if (this.#closing) throw stopping();
     try {
       const env = this.#o.env();
+      // The same debugger port as the process before: it has exited, and nothing else may hold the port now.
+      const nodeArgs = await nodeArgumentsOnceFree(this.#o, env, () => this.#closing);
+      if (this.#closing) throw stopping();
       const { child } = await spawnWorker(
         this.#o,
         env,
+        nodeArgs,
         (c, code, signal) => this.#onExit(c, code, signal),
         (c) => {
           this.#child = c;

@@ -59,7 +59,19 @@ export const WORKER_KNOBS = {
     description:
       "In the worker, how long a request to the HTTP stream proxy waits for the invocation its x-ms-invocation-id names before it is answered 404.",
   },
+  inspectorPortWaitMs: {
+    setting: "DEVHOST_WORKER_INSPECTOR_PORT_WAIT_MS",
+    unit: "ms",
+    default: 5_000,
+    min: 0,
+    max: 600_000,
+    description:
+      "With a debugger port in the worker's node arguments (--inspect): how long a worker process's start waits for another process to free that port (checked every INSPECTOR_PORT_POLL_MS) before it starts anyway, without its debugger.",
+  },
 } as const;
+
+/** How often a worker start that waits for its debugger port checks it again (ms); see inspectorPortWaitMs. */
+export const INSPECTOR_PORT_POLL_MS = 100;
 
 export type WorkerSettings = { -readonly [K in keyof typeof WORKER_KNOBS]: number };
 

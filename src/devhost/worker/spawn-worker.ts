@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { DevHostError } from "../errors.js";
 import type { AppIndex } from "../loader.js";
+import { logWorkerConsole } from "./console-lines.js";
 import type { ProcessWorkerOptions } from "./process-worker.js";
 import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
 
@@ -13,33 +13,27 @@ const ENTRY = fileURLToPath(
 );
 
 /**
- * Spawns one worker process and loads the app in it. `onExit` hears every exit of that process, even one before
+ * Spawns one worker process (`node <nodeArgs> entry.mjs`, node's arguments before the entry file as the host puts
+ * them before the worker's) and loads the app in it. `onExit` hears every exit of that process, even one before
  * the load finished (then the returned promise rejects too).
  */
 export function spawnWorker(
   o: ProcessWorkerOptions,
   env: NodeJS.ProcessEnv,
+  nodeArgs: { args: string[]; spawned(child: ChildProcess): void },
   onExit: (child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => void,
   onSpawned?: (child: ChildProcess) => void,
   onResult?: (child: ChildProcess, m: Extract<WorkerToHost, { kind: "result" | "bodyChunk" }>) => void,
 ): Promise<{ child: ChildProcess; index: AppIndex }> {
-  const child = spawn(process.execPath, [ENTRY], {
+  const child = spawn(process.execPath, [...nodeArgs.args, ENTRY], {
     cwd: o.appDir,
     env,
     stdio: ["ignore", "pipe", "pipe", "ipc"],
     serialization: "advanced",
   });
+  nodeArgs.spawned(child);
   onSpawned?.(child);
-  // What the app writes to stdout/stderr is the worker's console: the host logs it line by line.
-  for (const [stream, level] of [
-    [child.stdout, "information"],
-    [child.stderr, "error"],
-  ] as const) {
-    if (stream)
-      createInterface({ input: stream }).on("line", (line) =>
-        o.logger.log(level, line, { category: "Worker" }),
-      );
-  }
+  logWorkerConsole(child, o.logger);
   return new Promise((resolve, reject) => {
     let loaded = false;
     let timedOut = false;
@@ -48,9 +42,12 @@ export function spawnWorker(
     // then rejects, and the caller's back-off decides when the next attempt starts). The bound starts when the
     // worker says it begins loading the app, so the worker's own start (its runtime, a transpiler on a busy
     // machine) is not counted against the app.
+    // Under a debugger (node's --inspect arguments) a load may stand on a breakpoint for as long as the user looks:
+    // it is not timed then.
+    const debugging = nodeArgs.args.some((a) => a.startsWith("--inspect"));
     let loadTimer: NodeJS.Timeout | undefined;
     const startLoadTimer = () => {
-      if (loadTimer || loaded) return;
+      if (loadTimer || loaded || debugging) return;
       loadTimer = setTimeout(() => {
         timedOut = true;
         o.logger.error(
