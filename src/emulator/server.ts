@@ -9,7 +9,7 @@ import {
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { MasterKeyAuth, pathSegments, signedResource, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
-import { CosmosError } from "./errors.js";
+import { CosmosError, requestTooLarge } from "./errors.js";
 import { adminRoute } from "./routes/admin.js";
 import { changeFeed } from "./routes/changefeed.js";
 import type { Reply, RequestContext } from "./routes/context.js";
@@ -166,11 +166,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       const activityId = randomUUID();
       void answer(req, res, activityId, () => {
         if (tooLarge) {
-          throw new CosmosError(
-            413,
-            "RequestEntityTooLarge",
-            `Request size is too large (limit ${MAX_REQUEST_BYTES} bytes).`,
-          );
+          throw requestTooLarge(`The request body is over the limit of ${MAX_REQUEST_BYTES} bytes.`);
         }
         const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
         return dispatch(req, body, activityId, scheme, account, auth, meter, { purgeExpired, retentionMs });

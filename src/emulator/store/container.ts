@@ -1,4 +1,4 @@
-import { badRequest, CosmosError, notFound, partitionKeyRangeGone } from "../errors.js";
+import { badRequest, notFound, partitionKeyRangeGone, requestTooLarge } from "../errors.js";
 import { MAX_ITEM_NESTING, nestingDepth } from "../json.js";
 import {
   effectivePartitionKey,
@@ -454,10 +454,8 @@ export class Container {
       );
     }
     if (Buffer.byteLength(json) > MAX_ITEM_BYTES) {
-      throw new CosmosError(
-        413,
-        "RequestEntityTooLarge",
-        `Request size is too large: the document is ${Buffer.byteLength(json)} bytes; the limit is ${MAX_ITEM_BYTES} bytes.`,
+      throw requestTooLarge(
+        `The document is ${Buffer.byteLength(json)} bytes; the limit is ${MAX_ITEM_BYTES} bytes.`,
       );
     }
     return {

@@ -1,4 +1,4 @@
-import { badRequest } from "../errors.js";
+import { badRequest, serviceMessage } from "../errors.js";
 import { validateId } from "./ids.js";
 import type { JsonObject, PartitionKeyDefinition } from "./types.js";
 
@@ -25,6 +25,19 @@ export function validateDefaultTtl(ttl: unknown): void {
   }
 }
 
+/**
+ * Where a partition key path stops being valid (the service's "failed near position"), or undefined when it is valid:
+ * it must start with '/', have no empty segment, no trailing slash and no wildcard.
+ */
+function invalidPathPosition(p: unknown): number | undefined {
+  if (typeof p !== "string" || !p.startsWith("/")) return 0;
+  for (let i = 1; i < p.length; i++) {
+    if (p[i] === "*" || p[i] === "?") return i;
+    if (p[i] === "/" && (p[i - 1] === "/" || i === p.length - 1)) return i;
+  }
+  return p.length === 1 ? 1 : undefined;
+}
+
 /** Fills the service's defaults into a partition key definition and validates it. */
 export function normalizePartitionKey(input: unknown): PartitionKeyDefinition {
   if (input === undefined || input === null) return { paths: ["/_partitionKey"], kind: "Hash", version: 1 };
@@ -36,9 +49,12 @@ export function normalizePartitionKey(input: unknown): PartitionKeyDefinition {
   }
   if (def.paths.length > 3) throw badRequest("A hierarchical partition key can have at most 3 paths.");
   for (const p of def.paths) {
-    if (typeof p !== "string" || !/^\/[^/]/.test(p) || p.endsWith("/")) {
+    const at = invalidPathPosition(p);
+    if (at !== undefined) {
       throw badRequest(
-        `The partition key path ${JSON.stringify(p)} is invalid; it must look like '/property'.`,
+        serviceMessage(
+          `The partition key component definition path '${String(p)}' could not be accepted, failed near position '${at}'. Partition key paths must contain only valid characters and not contain a trailing slash or wildcard character.`,
+        ),
       );
     }
   }
