@@ -85,7 +85,23 @@ function parseQuerySpecFrom(ctx: RequestContext): SqlQuerySpec {
   return parseQuerySpec(jsonBody(ctx));
 }
 
+/**
+ * `x-ms-documentdb-responsecontinuationtokenlimitinkb` (.NET's `ResponseContinuationTokenLimitInKb`): the service
+ * takes a whole number of KB from 1 up and answers anything else (0 included) with 400. The emulator's tokens are
+ * small and need no limit, so a valid value changes nothing.
+ */
+function checkContinuationTokenLimit(ctx: RequestContext): void {
+  const raw = header(ctx, "x-ms-documentdb-responsecontinuationtokenlimitinkb");
+  if (raw === undefined) return;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) {
+    throw badRequest(
+      `ResponseContinuationTokenLimitInKb must be a whole number of KB of at least 1; got '${raw}'.`,
+    );
+  }
+}
+
 export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply> {
+  checkContinuationTokenLimit(ctx);
   const spec = parseQuerySpecFrom(ctx);
   const parsed = compileTimed(spec);
   const ast = parsed.query;

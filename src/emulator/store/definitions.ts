@@ -40,7 +40,10 @@ function invalidPathPosition(p: unknown): number | undefined {
 
 /** Fills the service's defaults into a partition key definition and validates it. */
 export function normalizePartitionKey(input: unknown): PartitionKeyDefinition {
-  if (input === undefined || input === null) return { paths: ["/_partitionKey"], kind: "Hash", version: 1 };
+  // A container created without a partition key (x-ms-version 2018-08-31 and older) gets the service's system key,
+  // marked as one: the .NET change feed processor refuses a lease container whose `/_partitionKey` is not.
+  if (input === undefined || input === null)
+    return { paths: ["/_partitionKey"], kind: "Hash", version: 1, systemKey: true };
   if (typeof input !== "object")
     throw badRequest("The partitionKey must be {paths: ['/path'], kind?, version?}.");
   const def = input as { paths?: unknown; kind?: unknown; version?: unknown; systemKey?: unknown };
@@ -172,4 +175,33 @@ function compositeIndexes(value: unknown): JsonObject[][] {
       return { ...(entry as JsonObject), order: orderName };
     });
   });
+}
+
+/**
+ * The container's `geospatialConfig` against its spatial indexes, as the service checks them: `Geometry` (planar
+ * coordinates) needs a `boundingBox` on every spatial index, `Geography` (the default, round-earth) allows none
+ * (learn.microsoft.com/azure/cosmos-db/nosql/query/geospatial-index, "Geometry data indexing").
+ */
+export function validateGeospatial(geospatialConfig: unknown, indexingPolicy: unknown): void {
+  const type = geospatialConfig === undefined ? "Geography" : (geospatialConfig as { type?: unknown })?.type;
+  if (type !== "Geography" && type !== "Geometry") {
+    throw badRequest(
+      `The geospatialConfig type must be 'Geography' or 'Geometry'; got ${JSON.stringify(type)}.`,
+    );
+  }
+  const spatial = (indexingPolicy as { spatialIndexes?: unknown } | undefined)?.spatialIndexes;
+  if (!Array.isArray(spatial)) return;
+  for (const index of spatial as { path?: unknown; boundingBox?: unknown }[]) {
+    const hasBox = index !== null && typeof index === "object" && index.boundingBox !== undefined;
+    if (type === "Geometry" && !hasBox) {
+      throw badRequest(
+        `The spatial index on ${JSON.stringify(index?.path)} needs a boundingBox: the container's geospatialConfig is 'Geometry'.`,
+      );
+    }
+    if (type === "Geography" && hasBox) {
+      throw badRequest(
+        `The spatial index on ${JSON.stringify(index?.path)} has a boundingBox, which only a 'Geometry' geospatialConfig allows.`,
+      );
+    }
+  }
 }
