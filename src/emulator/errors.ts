@@ -15,23 +15,47 @@ export class CosmosError extends Error {
   }
 }
 
+/**
+ * The service's error text: `Message: {"Errors":[…]}` (the shape every SDK surfaces and users match on, e.g. the
+ * Azure portal's Data Explorer parses it: github.com/Azure/cosmos-explorer, src/Common/ErrorParserUtility.ts). The
+ * service's own sentence comes first; the emulator's detail, when there is one, is a second entry.
+ */
+export const serviceMessage = (...errors: string[]): string =>
+  `Message: ${JSON.stringify({ Errors: errors })}`;
+
+/** The service's texts for the errors SDKs and users match on. */
+export const ServiceText = {
+  NotFound: "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found",
+  PreconditionFailed:
+    "One of the specified pre-condition is not met. Learn more: https://aka.ms/CosmosDB/sql/errors/precondition-failed",
+  Conflict: "Entity with the specified id already exists in the system.",
+  RequestTooLarge: "Request size is too large",
+} as const;
+
 export const badRequest = (message: string, substatus?: number): CosmosError =>
   new CosmosError(400, "BadRequest", message, substatus);
 
-export const notFound = (
-  message = "Entity with the specified id does not exist in the system.",
-): CosmosError => new CosmosError(404, "NotFound", message);
+/** 404 with the service's text; `detail` (which resource) follows it. */
+export const notFound = (detail?: string): CosmosError =>
+  new CosmosError(
+    404,
+    "NotFound",
+    detail ? serviceMessage(ServiceText.NotFound, detail) : serviceMessage(ServiceText.NotFound),
+  );
 
-export const conflict = (
-  message = "Entity with the specified id already exists in the system.",
-): CosmosError => new CosmosError(409, "Conflict", message);
+export const conflict = (detail?: string): CosmosError =>
+  new CosmosError(
+    409,
+    "Conflict",
+    detail ? serviceMessage(ServiceText.Conflict, detail) : serviceMessage(ServiceText.Conflict),
+  );
 
 export const preconditionFailed = (): CosmosError =>
-  new CosmosError(
-    412,
-    "PreconditionFailed",
-    "Operation cannot be performed because one of the specified precondition is not met.",
-  );
+  new CosmosError(412, "PreconditionFailed", serviceMessage(ServiceText.PreconditionFailed));
+
+/** 413 with the service's text (`{"Errors":["Request size is too large"]}`); `detail` says which limit. */
+export const requestTooLarge = (detail: string): CosmosError =>
+  new CosmosError(413, "RequestEntityTooLarge", serviceMessage(ServiceText.RequestTooLarge, detail));
 
 /** Substatus codes the SDK reacts to. */
 export const SubStatus = {

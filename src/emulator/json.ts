@@ -14,8 +14,18 @@ export const ENVELOPE_NESTING = 3;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/** First byte of a body in Cosmos binary JSON (the .NET SDK's JsonBinaryEncoding "BinaryFormat" marker). */
+const COSMOS_BINARY_MARKER = 0x80;
+
 /** Decodes a request body as strict UTF-8 (the service refuses malformed bytes rather than replacing them). */
 export function decodeUtf8(body: Buffer): string {
+  // The .NET SDK with AZURE_COSMOS_BINARY_ENCODING_ENABLED writes items in Cosmos binary JSON; the emulator reads
+  // text only (it answers in text, which the SDK accepts), so it says what the body is instead of "not UTF-8".
+  if (body[0] === COSMOS_BINARY_MARKER) {
+    throw badRequest(
+      "The request body is in Cosmos binary JSON (CosmosBinary), which this emulator does not read; send JSON text (for the .NET SDK: leave AZURE_COSMOS_BINARY_ENCODING_ENABLED unset).",
+    );
+  }
   try {
     return utf8.decode(body);
   } catch {

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { HostAllowList } from "../devhost/http/hosts.js";
 import { MasterKeyAuth, pathSegments, signedResource, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
-import { CosmosError } from "./errors.js";
+import { CosmosError, requestTooLarge } from "./errors.js";
 import { emulatorAllowList, hostRefusal } from "./hostGuard.js";
 import { createListener } from "./listener.js";
 import { errorReply, send } from "./reply.js";
@@ -197,11 +197,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
         const refused = hostRefusal(req.headers.host, allowList);
         if (refused) throw refused;
         if (tooLarge) {
-          throw new CosmosError(
-            413,
-            "RequestEntityTooLarge",
-            `Request size is too large (limit ${MAX_REQUEST_BYTES} bytes).`,
-          );
+          throw requestTooLarge(`The request body is over the limit of ${MAX_REQUEST_BYTES} bytes.`);
         }
         const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
         // The account's locations name the scheme this request came in with (HTTP and HTTPS may share the port).

@@ -358,6 +358,59 @@ describe("change feed, all-versions-and-deletes mode", () => {
     expect([...lsns].sort((a, b) => a - b)).toEqual(lsns);
   });
 
+  it("gives each change the service's shape, field by field: create, replace, upsert, patch, delete", async () => {
+    const c = await newContainer(1);
+    const it = c.items.getChangeFeedIterator<AvadItem>({
+      changeFeedStartFrom: ChangeFeedStartFrom.Now(),
+      changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
+    });
+    expect((await it.readNext()).statusCode).toBe(304);
+    await c.items.create<Doc>({ id: "a", pk: "p", n: 1 });
+    await c.item("a", "p").replace<Doc>({ id: "a", pk: "p", n: 2 });
+    await c.items.upsert<Doc>({ id: "a", pk: "p", n: 3 });
+    await c.items.upsert<Doc>({ id: "b", pk: "p", n: 1 });
+    await c.item("a", "p").patch([{ op: "set", path: "/n", value: 4 }]);
+    await c.item("a", "p").delete();
+    const { items } = await drain(it);
+    const shapes = items.map((x) => ({
+      keys: Object.keys(x).sort(),
+      metadata: Object.keys(x.metadata).sort(),
+      op: x.metadata.operationType,
+      current: x.current?.id,
+    }));
+    const written = {
+      keys: ["current", "metadata"],
+      metadata: ["crts", "lsn", "operationType", "previousImageLSN"],
+    };
+    expect(shapes).toEqual([
+      { ...written, op: "create", current: "a" },
+      { ...written, op: "replace", current: "a" },
+      { ...written, op: "replace", current: "a" },
+      { ...written, op: "create", current: "b" },
+      { ...written, op: "replace", current: "a" },
+      {
+        keys: ["current", "metadata", "previous"],
+        metadata: [
+          "crts",
+          "id",
+          "lsn",
+          "operationType",
+          "partitionKey",
+          "previousImageLSN",
+          "timeToLiveExpired",
+        ],
+        op: "delete",
+        current: undefined,
+      },
+    ]);
+    const deleted = items[5] as AvadItem & { metadata: { partitionKey: unknown } };
+    // `current` is an object without an id (the .NET SDK's test reads `Current.id` and expects null).
+    expect(deleted.current).toEqual({});
+    expect(deleted.previous?.n).toBe(4);
+    expect(deleted.metadata).toMatchObject({ id: "a", partitionKey: { pk: "p" }, timeToLiveExpired: false });
+    expect(deleted.metadata.previousImageLSN).toBe(items[4].metadata.lsn);
+  });
+
   it("refuses to start from the beginning", async () => {
     const c = await newContainer(1);
     const it = c.items.getChangeFeedIterator({

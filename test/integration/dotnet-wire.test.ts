@@ -284,8 +284,9 @@ describe("all versions and deletes as .NET reads it", () => {
     await container.items.create({ id: "a", tenant: "t1", user: "u1" });
     await container.item("a", ["t1", "u1"]).delete();
     const page = await it.readNext();
+    // Only a delete's metadata names the partition key (a create's has none, as the service).
     expect(page.result.map((x) => x.metadata.partitionKey)).toEqual([
-      { tenant: "t1", user: "u1" },
+      undefined,
       { tenant: "t1", user: "u1" },
     ]);
   });

@@ -107,6 +107,18 @@ describe("bytes that are not UTF-8", () => {
     expect((await container.item("bad-utf8", "p").read()).statusCode).toBe(404);
   });
 
+  it("a body in Cosmos binary JSON (.NET's binary encoding) is refused with a 400 that says so, not 'not UTF-8'", async () => {
+    const before = await count();
+    // 0x80 (binary format marker), then an object marker and bytes: what the .NET SDK writes with binary encoding on.
+    const res = await create(Buffer.from([0x80, 0xea, 0x02, 0x01, 0x00]));
+    expect(res.status).toBe(400);
+    const message = (res.body as { message: string }).message;
+    expect(message).toContain("Cosmos binary JSON");
+    expect(message).toContain("AZURE_COSMOS_BINARY_ENCODING_ENABLED");
+    expect(message).not.toMatch(/not valid UTF-8/);
+    expect(await count()).toBe(before);
+  });
+
   it("stores well-formed multi-byte UTF-8 as sent", async () => {
     const name = "Zoë 中文 🚀";
     await container.items.create({ id: "utf8", pk: "p", name });

@@ -7,6 +7,7 @@ import type {
   QueryMetrics,
   SqlQuerySpec,
 } from "@azure/cosmos";
+import { PartitionKeyKind } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
@@ -626,6 +627,20 @@ describe("paging as the service", () => {
     const ids = [...first.resources, ...second.resources].map((d) => d.id).sort();
     expect(ids).toEqual(["x0", "x1", "x2", "x3"]);
     expect((await four.items.readAll({ maxItemCount: 2 }).fetchAll()).resources.length).toBe(4);
+  });
+
+  it("a single-range query (hierarchical key, one range) pages as the service: a full last page, then an empty one", async () => {
+    const { container: hpk } = await db.containers.create({
+      id: uniqueName("hpk1"),
+      partitionKey: { paths: ["/t", "/u"], kind: PartitionKeyKind.MultiHash, version: 2 },
+    });
+    expect((await hpk.readPartitionKeyRanges().fetchAll()).resources.length).toBe(1);
+    for (let i = 0; i < 4; i++) await hpk.items.create({ id: `h${i}`, t: "t", u: `u${i}` });
+    const it = hpk.items.readAll({ maxItemCount: 2 });
+    const sizes: number[] = [];
+    while (it.hasMoreResults() && sizes.length < 10) sizes.push((await it.fetchNext()).resources.length);
+    expect(sizes).toEqual([2, 2, 0]);
+    expect((await hpk.items.readAll({ maxItemCount: 2 }).fetchAll()).resources.length).toBe(4);
   });
 
   it("the legacy read feed (GET /docs) pages the same way", async () => {

@@ -92,7 +92,9 @@ describe("TTL", () => {
       defaultTtl: -1,
     });
     const it = container.items.getChangeFeedIterator<{
-      metadata: { operationType: string; timeToLiveExpired?: boolean; id: string };
+      current: { id?: string };
+      previous?: { id: string };
+      metadata: { operationType: string; timeToLiveExpired?: boolean; id?: string };
     }>({
       changeFeedStartFrom: ChangeFeedStartFrom.Now(),
       changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
@@ -108,12 +110,16 @@ describe("TTL", () => {
       if (res.statusCode === 304) break;
       items.push(...res.result);
     }
-    expect(items.map((x) => `${x.metadata.operationType}:${x.metadata.id}`)).toEqual([
+    expect(items.map((x) => `${x.metadata.operationType}:${x.current.id ?? x.metadata.id}`)).toEqual([
       "create:e",
       "create:kept",
       "delete:e",
     ]);
+    // A TTL expiry is a delete in the service's shape: an empty `current`, the expired document as `previous`.
     expect(items[2].metadata.timeToLiveExpired).toBe(true);
+    expect(items[2].current).toEqual({});
+    expect(items[2].previous?.id).toBe("e");
+    expect(Object.keys(items[0].metadata)).not.toContain("id");
   });
 
   it("runs the background sweeper on its own", async () => {

@@ -1,4 +1,4 @@
-import { badRequest, CosmosError } from "../errors.js";
+import { badRequest, CosmosError, preconditionFailed, requestTooLarge } from "../errors.js";
 import type { PartitionKeyComponent } from "../partitioning/epk.js";
 import { patchCharge, pointReadCharge } from "../ru/charges.js";
 import { Container, canonicalPartitionKey, type WriteSet } from "../store/container.js";
@@ -172,7 +172,7 @@ function runOperation(ws: WriteSet, c: Container, op: BatchOperation, pkKey: str
         return { statusCode: 304, requestCharge: pointReadCharge(doc.json.length), eTag: doc.etag };
       }
       if (op.ifMatch !== undefined && op.ifMatch !== "*" && op.ifMatch !== doc.etag) {
-        throw new CosmosError(412, "PreconditionFailed", "The etag does not match.");
+        throw preconditionFailed();
       }
       return ok(200, doc, pointReadCharge(doc.json.length));
     }
@@ -211,10 +211,8 @@ function dependencyFailed(): OperationResult {
 export function batch(ctx: RequestContext, c: Container): Reply {
   // Over the limit the whole request is refused, before any operation is looked at (not 207 with per-operation 413s).
   if (ctx.body.length > MAX_BATCH_REQUEST_BYTES) {
-    throw new CosmosError(
-      413,
-      "RequestEntityTooLarge",
-      `Request size is too large: a batch or bulk request may carry at most ${MAX_BATCH_REQUEST_BYTES} bytes; got ${ctx.body.length}.`,
+    throw requestTooLarge(
+      `A batch or bulk request may carry at most ${MAX_BATCH_REQUEST_BYTES} bytes; got ${ctx.body.length}.`,
     );
   }
   // The .NET SDK sends (and reads) a HybridRow stream, the other SDKs JSON: answer in the request's format.

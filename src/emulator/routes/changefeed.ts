@@ -73,19 +73,30 @@ function partitionKeyObject(c: Container, values: readonly PartitionKeyComponent
   return named;
 }
 
+/**
+ * One change as the service shapes it (what the .NET SDK's emulator tests read: github.com/Azure/azure-cosmos-dotnet-v3,
+ * GetChangeFeedProcessorBuilderWithAllVersionsAndDeletesTests.cs). A create or a replace (upserts and patches are one
+ * of the two) is `{current, metadata}` with no `previous` and no id or partition key in its metadata; a delete (a TTL
+ * expiry too) is `{current: {}, previous, metadata}` — `current` an object without an id (the test reads
+ * `Current.id` and expects null) — whose metadata names the deleted document's id and partition key.
+ */
 function allVersionsItem(c: Container, e: LogEntry): string {
-  const metadata = JSON.stringify({
+  const base = {
     operationType: OPERATION_NAMES[e.op],
     lsn: e.lsn,
     crts: Math.floor(e.atMs / 1000),
     previousImageLSN: e.previousLsn,
-    ...(e.op === ChangeOp.Delete ? { timeToLiveExpired: e.ttlExpired } : {}),
-    id: e.doc.id,
-    partitionKey: partitionKeyObject(c, e.doc.pkValues),
-  });
-  if (e.op === ChangeOp.Delete)
-    return `{"previous":${withLsn(e.doc.json, e.previousLsn)},"metadata":${metadata}}`;
-  return `{"current":${withLsn(e.doc.json, e.lsn)},"metadata":${metadata}}`;
+  };
+  if (e.op === ChangeOp.Delete) {
+    const metadata = JSON.stringify({
+      ...base,
+      timeToLiveExpired: e.ttlExpired,
+      id: e.doc.id,
+      partitionKey: partitionKeyObject(c, e.doc.pkValues),
+    });
+    return `{"current":{},"previous":${withLsn(e.doc.json, e.previousLsn)},"metadata":${metadata}}`;
+  }
+  return `{"current":${withLsn(e.doc.json, e.lsn)},"metadata":${JSON.stringify(base)}}`;
 }
 
 /**

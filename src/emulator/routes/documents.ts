@@ -1,4 +1,4 @@
-import { badRequest, CosmosError } from "../errors.js";
+import { badRequest, CosmosError, notFound, ServiceText, serviceMessage } from "../errors.js";
 import type { PartitionKeyComponent } from "../partitioning/epk.js";
 import { conditionHolds } from "../query/engine.js";
 import {
@@ -130,8 +130,7 @@ export function documentOperation(ctx: RequestContext, c: Container, id: string)
   switch (ctx.method) {
     case "GET": {
       const doc = c.getLive(key);
-      if (!doc)
-        throw new CosmosError(404, "NotFound", "Entity with the specified id does not exist in the system.");
+      if (!doc) throw notFound();
       const charge = pointReadCharge(doc.json.length);
       if (header(ctx, "if-none-match") === doc.etag) {
         return { status: 304, headers: docHeaders(c, doc), charge, kind: "read" };
@@ -236,7 +235,10 @@ export function patchInto(
         throw new CosmosError(
           412,
           "PreconditionFailed",
-          `The patch condition '${patch.condition}' is not met by the current document.`,
+          serviceMessage(
+            ServiceText.PreconditionFailed,
+            `The patch condition '${patch.condition}' is not met by the current document.`,
+          ),
         );
       }
       return applyPatch(current.body, patch.operations);

@@ -85,7 +85,23 @@ function parseQuerySpecFrom(ctx: RequestContext): SqlQuerySpec {
   return parseQuerySpec(jsonBody(ctx));
 }
 
+/**
+ * `x-ms-documentdb-responsecontinuationtokenlimitinkb` (.NET's `ResponseContinuationTokenLimitInKb`): the service
+ * takes a whole number of KB from 1 up and answers anything else (0 included) with 400. The emulator's tokens are
+ * small and need no limit, so a valid value changes nothing.
+ */
+function checkContinuationTokenLimit(ctx: RequestContext): void {
+  const raw = header(ctx, "x-ms-documentdb-responsecontinuationtokenlimitinkb");
+  if (raw === undefined) return;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) {
+    throw badRequest(
+      `ResponseContinuationTokenLimitInKb must be a whole number of KB of at least 1; got '${raw}'.`,
+    );
+  }
+}
+
 export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply> {
+  checkContinuationTokenLimit(ctx);
   const spec = parseQuerySpecFrom(ctx);
   const parsed = compileTimed(spec);
   const ast = parsed.query;
@@ -104,6 +120,7 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
   const now = Date.now();
   const metricsWanted = isTrue(ctx, "x-ms-documentdb-populatequerymetrics");
   const binding = { q: exact, shape, scope: scopeKey };
+  const singleRange = (scope?.ranges.length ?? c.ranges.length) === 1;
 
   let offset = 0;
   if (token) {
@@ -121,7 +138,7 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
       const snap = snapshots.get(token.snap);
       if (snap && snap.expiresAt > now) {
         if (token.scope === scopeKey)
-          return page({ c, snapId: token.snap, snap, offset, pageSize, binding, metricsWanted });
+          return page({ c, snapId: token.snap, snap, offset, pageSize, binding, metricsWanted, singleRange });
         if (!windowWithin(scopeKey, token.scope))
           throw invalidToken("it was issued for a query over other partitions.");
         // The range was split since: continue with the rows of this (narrower) range.
@@ -142,6 +159,7 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
           pageSize,
           binding,
           metricsWanted,
+          singleRange,
         });
       }
       if (token.scope !== scopeKey)
@@ -169,6 +187,7 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
       binding,
       scanned,
       metricsWanted,
+      singleRange,
     });
   };
   return outcome instanceof Promise ? outcome.then(finish) : finish(outcome);
@@ -206,6 +225,8 @@ interface PageRequest {
   /** Set when this request ran the query (for the metrics and the charge). */
   scanned?: ScanFacts;
   metricsWanted: boolean;
+  /** The query reads one physical range: a full page carries a continuation even when nothing follows. */
+  singleRange: boolean;
 }
 
 interface ScanFacts {
@@ -215,7 +236,8 @@ interface ScanFacts {
 }
 
 /** One page of a snapshot. */
-function page({ c, snapId, snap, offset, pageSize, binding, scanned, metricsWanted }: PageRequest): Reply {
+function page(req: PageRequest): Reply {
+  const { c, snapId, snap, offset, pageSize, binding, scanned, metricsWanted, singleRange } = req;
   const started = performance.now();
   const rows = snap.rows.slice(offset, offset + pageSize);
   const json = snap.rowsAreJson ? rows.join(",") : rows.map((r) => JSON.stringify(r)).join(",");
@@ -225,9 +247,11 @@ function page({ c, snapId, snap, offset, pageSize, binding, scanned, metricsWant
     "x-ms-item-count": String(rows.length),
   };
   const next = offset + rows.length;
-  // The results are computed once, so a page knows whether anything follows: a last page that is exactly full
-  // carries no continuation (the SDK's hasMoreResults() turns false without fetching an empty page).
-  if (next < snap.rows.length) {
+  // A query of one physical range pages as the service's partition does: a page that stops at the page size
+  // carries a continuation even when nothing follows (the next page is then empty and final). A query over several
+  // ranges is answered whole here (the service's gateway merges them), so its exactly full last page ends it: the
+  // SDK's hasMoreResults() turns false without fetching an empty page.
+  if (next < snap.rows.length || (singleRange && rows.length > 0 && rows.length === pageSize)) {
     snap.expiresAt = Date.now() + SNAPSHOT_TTL_MS;
     const token: QueryToken = { rid: c.rid, ...binding, snap: snapId, offset: next };
     headers["x-ms-continuation"] = JSON.stringify(token);

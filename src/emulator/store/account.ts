@@ -6,6 +6,7 @@ import {
   normalizeIndexingPolicy,
   normalizePartitionKey,
   validateDefaultTtl,
+  validateGeospatial,
   validateResourceId,
 } from "./definitions.js";
 import {
@@ -156,6 +157,7 @@ export class Account {
     if (db.containers.has(id)) throw conflict(`Container '${id}' already exists in database '${dbId}'.`);
     const pk = normalizePartitionKey(body.partitionKey);
     validateDefaultTtl(body.defaultTtl);
+    validateGeospatial(body.geospatialConfig, body.indexingPolicy);
     const indexingPolicy = normalizeIndexingPolicy(body.indexingPolicy);
     const seq = this.nextSeq();
     const r = rid([...decodeRid(db.rid), ...containerRidPart(seq)]);

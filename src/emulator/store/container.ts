@@ -1,4 +1,4 @@
-import { badRequest, CosmosError, notFound, partitionKeyRangeGone } from "../errors.js";
+import { badRequest, notFound, partitionKeyRangeGone, requestTooLarge } from "../errors.js";
 import { MAX_ITEM_NESTING, nestingDepth } from "../json.js";
 import {
   effectivePartitionKey,
@@ -110,6 +110,8 @@ export class Container {
   readonly partitions = new Map<string, Map<string, StoredDoc>>();
   /** Log entry of each live document's current version (to mark it superseded). */
   private readonly currentEntry = new Map<string, LogEntry>();
+  /** Key of each live document by its `_rid` (a replace may rename a document; its rid stays). */
+  private readonly keyOfRid = new Map<string, string>();
   /** Documents with a finite expiry. */
   readonly expiring = new Set<string>();
   ranges: PhysicalRange[];
@@ -454,10 +456,8 @@ export class Container {
       );
     }
     if (Buffer.byteLength(json) > MAX_ITEM_BYTES) {
-      throw new CosmosError(
-        413,
-        "RequestEntityTooLarge",
-        `Request size is too large: the document is ${Buffer.byteLength(json)} bytes; the limit is ${MAX_ITEM_BYTES} bytes.`,
+      throw requestTooLarge(
+        `The document is ${Buffer.byteLength(json)} bytes; the limit is ${MAX_ITEM_BYTES} bytes.`,
       );
     }
     return {
@@ -550,6 +550,17 @@ export class Container {
   /** Applies one committed log entry to memory (also used when loading from disk). */
   apply(e: LogEntry): void {
     const key = e.doc.key;
+    const rid = e.doc.body._rid as string;
+    // A replace that gave the document a new id (the service renames): the old id's version is superseded and goes.
+    const renamedFrom = this.keyOfRid.get(rid);
+    if (e.op === ChangeOp.Replace && renamedFrom !== undefined && renamedFrom !== key) {
+      const old = this.currentEntry.get(renamedFrom);
+      if (old) {
+        old.superseded = true;
+        this.rangeFor(old.doc.epk).dead++;
+        this.forget(old.doc);
+      }
+    }
     const prev = this.currentEntry.get(key);
     const range = this.rangeFor(e.doc.epk);
     if (prev && !prev.superseded) {
@@ -561,15 +572,9 @@ export class Container {
     if (e.lsn > this.lsn) this.lsn = e.lsn;
     if (e.op === ChangeOp.Delete) {
       range.dead++;
-      this.currentEntry.delete(key);
-      this.docs.delete(key);
-      this.expiring.delete(key);
-      const part = this.partitions.get(e.doc.pkKey);
-      if (part) {
-        part.delete(e.doc.id);
-        if (part.size === 0) this.partitions.delete(e.doc.pkKey);
-      }
+      this.forget(e.doc);
     } else {
+      this.keyOfRid.set(rid, key);
       this.currentEntry.set(key, e);
       this.docs.set(key, e.doc);
       if (Number.isFinite(e.doc.expiresAtMs)) this.expiring.add(key);
@@ -580,6 +585,19 @@ export class Container {
         this.partitions.set(e.doc.pkKey, part);
       }
       part.set(e.doc.id, e.doc);
+    }
+  }
+
+  /** Removes a document (deleted, or renamed away from its key) from the live indexes. */
+  private forget(doc: StoredDoc): void {
+    this.currentEntry.delete(doc.key);
+    this.docs.delete(doc.key);
+    this.expiring.delete(doc.key);
+    if (this.keyOfRid.get(doc.body._rid as string) === doc.key) this.keyOfRid.delete(doc.body._rid as string);
+    const part = this.partitions.get(doc.pkKey);
+    if (part) {
+      part.delete(doc.id);
+      if (part.size === 0) this.partitions.delete(doc.pkKey);
     }
   }
 

@@ -1,4 +1,4 @@
-import { badRequest } from "../errors.js";
+import { badRequest, serviceMessage } from "../errors.js";
 import { validateId } from "./ids.js";
 import type { JsonObject, PartitionKeyDefinition } from "./types.js";
 
@@ -25,9 +25,25 @@ export function validateDefaultTtl(ttl: unknown): void {
   }
 }
 
+/**
+ * Where a partition key path stops being valid (the service's "failed near position"), or undefined when it is valid:
+ * it must start with '/', have no empty segment, no trailing slash and no wildcard.
+ */
+function invalidPathPosition(p: unknown): number | undefined {
+  if (typeof p !== "string" || !p.startsWith("/")) return 0;
+  for (let i = 1; i < p.length; i++) {
+    if (p[i] === "*" || p[i] === "?") return i;
+    if (p[i] === "/" && (p[i - 1] === "/" || i === p.length - 1)) return i;
+  }
+  return p.length === 1 ? 1 : undefined;
+}
+
 /** Fills the service's defaults into a partition key definition and validates it. */
 export function normalizePartitionKey(input: unknown): PartitionKeyDefinition {
-  if (input === undefined || input === null) return { paths: ["/_partitionKey"], kind: "Hash", version: 1 };
+  // A container created without a partition key (x-ms-version 2018-08-31 and older) gets the service's system key,
+  // marked as one: the .NET change feed processor refuses a lease container whose `/_partitionKey` is not.
+  if (input === undefined || input === null)
+    return { paths: ["/_partitionKey"], kind: "Hash", version: 1, systemKey: true };
   if (typeof input !== "object")
     throw badRequest("The partitionKey must be {paths: ['/path'], kind?, version?}.");
   const def = input as { paths?: unknown; kind?: unknown; version?: unknown; systemKey?: unknown };
@@ -36,9 +52,12 @@ export function normalizePartitionKey(input: unknown): PartitionKeyDefinition {
   }
   if (def.paths.length > 3) throw badRequest("A hierarchical partition key can have at most 3 paths.");
   for (const p of def.paths) {
-    if (typeof p !== "string" || !/^\/[^/]/.test(p) || p.endsWith("/")) {
+    const at = invalidPathPosition(p);
+    if (at !== undefined) {
       throw badRequest(
-        `The partition key path ${JSON.stringify(p)} is invalid; it must look like '/property'.`,
+        serviceMessage(
+          `The partition key component definition path '${String(p)}' could not be accepted, failed near position '${at}'. Partition key paths must contain only valid characters and not contain a trailing slash or wildcard character.`,
+        ),
       );
     }
   }
@@ -156,4 +175,33 @@ function compositeIndexes(value: unknown): JsonObject[][] {
       return { ...(entry as JsonObject), order: orderName };
     });
   });
+}
+
+/**
+ * The container's `geospatialConfig` against its spatial indexes, as the service checks them: `Geometry` (planar
+ * coordinates) needs a `boundingBox` on every spatial index, `Geography` (the default, round-earth) allows none
+ * (learn.microsoft.com/azure/cosmos-db/nosql/query/geospatial-index, "Geometry data indexing").
+ */
+export function validateGeospatial(geospatialConfig: unknown, indexingPolicy: unknown): void {
+  const type = geospatialConfig === undefined ? "Geography" : (geospatialConfig as { type?: unknown })?.type;
+  if (type !== "Geography" && type !== "Geometry") {
+    throw badRequest(
+      `The geospatialConfig type must be 'Geography' or 'Geometry'; got ${JSON.stringify(type)}.`,
+    );
+  }
+  const spatial = (indexingPolicy as { spatialIndexes?: unknown } | undefined)?.spatialIndexes;
+  if (!Array.isArray(spatial)) return;
+  for (const index of spatial as { path?: unknown; boundingBox?: unknown }[]) {
+    const hasBox = index !== null && typeof index === "object" && index.boundingBox !== undefined;
+    if (type === "Geometry" && !hasBox) {
+      throw badRequest(
+        `The spatial index on ${JSON.stringify(index?.path)} needs a boundingBox: the container's geospatialConfig is 'Geometry'.`,
+      );
+    }
+    if (type === "Geography" && hasBox) {
+      throw badRequest(
+        `The spatial index on ${JSON.stringify(index?.path)} has a boundingBox, which only a 'Geometry' geospatialConfig allows.`,
+      );
+    }
+  }
 }

@@ -86,9 +86,15 @@ export class WriteSet {
     const current = this.get(key);
     if (!current) throw notFound();
     if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
-    if (this.keyOf(body) !== key) {
-      throw badRequest("The id or partition key in the body does not match the document being replaced.");
+    const newKey = this.keyOf(body);
+    if (newKey === key) return this.put(ChangeOp.Replace, body, current);
+    if (canonicalPartitionKey(this.container.partitionKeyOf(body)) !== current.pkKey) {
+      throw badRequest("PartitionKey extracted from document doesn't match the one specified in the header.");
     }
+    // A body id other than the URL's renames the document (as the service: the rid stays, the old id is gone);
+    // the new id must be free in the partition.
+    if (this.get(newKey)) throw conflict();
+    this.overlay.set(key, null);
     return this.put(ChangeOp.Replace, body, current);
   }
 
