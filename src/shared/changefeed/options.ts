@@ -50,6 +50,14 @@ export const ChangeFeedDefaults = {
   feedReadRetryInitialDelay: 1_000,
   /** Longest wait between failed change feed reads (ms). */
   feedReadRetryMaxDelay: 30_000,
+  /**
+   * Longest wait for the answer to one processor request: a change feed read of a lease's range, or a lease
+   * write (renewal, checkpoint, release). A request that has not answered by then is given up and retried like
+   * a 408 (a read after the feed-read backoff, a renewal after leaseRenewInterval), so a request that never
+   * answers cannot hold a partition worker or a lease's write queue for good. .NET races each read against its
+   * CosmosClientOptions.RequestTimeout (default 6 s) the same way (ms). Processor option: `requestTimeout`.
+   */
+  requestTimeout: 6_000,
 } as const;
 
 export type ErrorPolicy =
@@ -106,6 +114,8 @@ export interface ChangeFeedProcessorOptions {
   minReadInterval?: number;
   /** See ChangeFeedDefaults.maxCheckpointDelay (ms); 0 writes a checkpoint per batch. */
   maxCheckpointDelay?: number;
+  /** See ChangeFeedDefaults.requestTimeout (ms). */
+  requestTimeout?: number;
   /**
    * Hosts take turns reading the lease container's change feed, one per slot of this length (ms), so a lease
    * released by a stopping host is taken by its successor within about one slot; the container is read about
@@ -142,6 +152,7 @@ export interface ResolvedOptions {
   feedPollDelay: number;
   minReadInterval: number;
   maxCheckpointDelay: number;
+  requestTimeout: number;
   leaseWatchInterval: number;
   maxItemsPerInvocation: number | undefined;
   startFromBeginning: boolean;
@@ -192,6 +203,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     ChangeFeedDefaults.leaseExpirationInterval,
   );
   const poll = positiveMs("feedPollDelay", o.feedPollDelay, ChangeFeedDefaults.feedPollDelay);
+  const requestTimeout = positiveMs("requestTimeout", o.requestTimeout, ChangeFeedDefaults.requestTimeout);
   const minRead = o.minReadInterval ?? 0;
   if (!Number.isFinite(minRead) || minRead < 0) {
     throw new InvalidProcessorOptionsError(`minReadInterval must be 0 or more milliseconds; got ${minRead}.`);
@@ -277,6 +289,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     feedPollDelay: poll,
     minReadInterval: minRead,
     maxCheckpointDelay: checkpointDelay,
+    requestTimeout,
     leaseWatchInterval: watch,
     maxItemsPerInvocation: max,
     startFromBeginning: o.startFromBeginning ?? false,
