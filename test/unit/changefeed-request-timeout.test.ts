@@ -6,9 +6,12 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
+import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
 import { boundedRequest, RequestTimeoutError } from "../../src/shared/changefeed/bounded-request.js";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
+import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
+import { LoadBalancer } from "../../src/shared/changefeed/load-balancer.js";
 import { ChangeFeedDefaults, resolveOptions } from "../../src/shared/changefeed/options.js";
 import type { FeedPage } from "../../src/shared/changefeed/processing/feed-reader.js";
 import {
@@ -17,6 +20,7 @@ import {
   type WorkerExit,
 } from "../../src/shared/changefeed/processing/worker.js";
 import { type LeaseClose, LeaseSupervisor } from "../../src/shared/changefeed/supervisor.js";
+import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 type Doc = { id: string };
 const TEN_MINUTES = 10 * 60_000;
@@ -219,5 +223,49 @@ describe("bounded processor requests (fake clock)", () => {
     expect(l.closed()?.reason).toBe("expired");
     expect(l.renewFailures.length).toBeGreaterThan(0);
     expect(l.renewFailures.every((e) => e instanceof RequestTimeoutError)).toBe(true);
+  });
+
+  it("a lease acquire that never answers ends its balancing round after requestTimeout (reported, the next round runs)", async () => {
+    const clock = new FakeClock();
+    const store = new InMemoryLeaseStoreFake(clock);
+    store.put(newLease("p", "id", { id: "0", min: "", max: "FF" }, null, LeaseMode.LatestVersion));
+    const view = new LeaseView(store.asStore());
+    await view.load();
+    let acquires = 0;
+    store.update = () => {
+      acquires++;
+      return never();
+    };
+    const reported: unknown[] = [];
+    const balancer = new LoadBalancer({
+      options: resolveOptions(
+        { monitoredContainer: {} as Container, leaseContainer: {} as Container, requestTimeout: 3_000 },
+        () => "me",
+      ),
+      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
+      store: store.asStore(),
+      view,
+      monitored: {} as Container,
+      clock,
+      running: new Map(),
+      takeOver: () => {},
+      stolen: () => {},
+      excluded: new Set(),
+      report: (e) => reported.push(e),
+      signal: new AbortController().signal,
+    });
+    let first = false;
+    void balancer.balance().then(() => {
+      first = true;
+    });
+    await clock.advance(2_999);
+    expect(first).toBe(false);
+    await clock.advance(1);
+    expect(first).toBe(true);
+    expect(reported).toHaveLength(1);
+    expect(reported[0]).toBeInstanceOf(RequestTimeoutError);
+    void balancer.balance();
+    await clock.advance(1);
+    expect(acquires).toBe(2);
   });
 });
