@@ -51,13 +51,12 @@ export const ChangeFeedDefaults = {
   /** Longest wait between failed change feed reads (ms). */
   feedReadRetryMaxDelay: 30_000,
   /**
-   * Longest wait for the answer to one processor request: a change feed read of a lease's range, or a lease
-   * write (renewal, checkpoint, release). A request that has not answered by then is given up and retried like
-   * a 408 (a read after the feed-read backoff, a renewal after leaseRenewInterval), so a request that never
-   * answers cannot hold a partition worker or a lease's write queue for good. .NET races each read against its
-   * CosmosClientOptions.RequestTimeout (default 6 s) the same way (ms). Processor option: `requestTimeout`.
+   * Longest wait for one feed read or lease request (write, acquire, lease feed read): unanswered by then, it is
+   * given up and retried like a 408, so none can hold a worker or a balancing round for good (.NET races reads
+   * against RequestTimeout). It bounds the whole SDK call, 429 retries included (≤ 30 s, the SDK's
+   * maxWaitTimeInSeconds): 30 s + .NET's 6 s, so throttling is never taken for a hang (ms). Option: `requestTimeout`.
    */
-  requestTimeout: 6_000,
+  requestTimeout: 36_000,
 } as const;
 
 export type ErrorPolicy =
