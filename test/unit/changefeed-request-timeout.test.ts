@@ -160,10 +160,12 @@ describe("bounded processor requests (fake clock)", () => {
       () => "me",
     );
     const updatesAt: number[] = [];
+    const signals: (AbortSignal | undefined)[] = [];
     const store = {
       prefix: "p",
-      update: (l: Lease, mutate: (l: Lease) => Lease): Promise<Lease> => {
+      update: (l: Lease, mutate: (l: Lease) => Lease, signal?: AbortSignal): Promise<Lease> => {
         updatesAt.push(clock.monotonicNow());
+        signals.push(signal);
         return answer(updatesAt.length - 1, mutate(l));
       },
     };
@@ -195,7 +197,7 @@ describe("bounded processor requests (fake clock)", () => {
     void s.done.then((c) => {
       closed = c;
     });
-    return { s, updatesAt, renewFailures, closed: () => closed };
+    return { s, updatesAt, signals, renewFailures, closed: () => closed };
   }
 
   it("a lease write that never answers times out and is retried: one hung renewal does not cost the lease", async () => {
@@ -209,6 +211,8 @@ describe("bounded processor requests (fake clock)", () => {
     expect(l.updatesAt.slice(0, 2)).toEqual([6_000, 8_500]);
     expect(l.renewFailures).toHaveLength(1);
     expect(l.renewFailures[0]).toBeInstanceOf(RequestTimeoutError);
+    // The hung write's own signal (what the SDK call gets) fired when it was given up.
+    expect(l.signals[0]?.aborted).toBe(true);
     expect(l.closed()).toBeUndefined();
     expect(l.s.signal.aborted).toBe(false);
     l.s.close("released");

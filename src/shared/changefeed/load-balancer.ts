@@ -123,7 +123,7 @@ export class LoadBalancer {
           options.requestTimeout,
           this.o.signal,
           "lease acquire",
-          () => store.update(ranged, acquireAs(stored.owner, me)),
+          (s) => store.update(ranged, acquireAs(stored.owner, me), s),
         );
         view.apply(acquired);
         this.o.takeOver(acquired, sentAt);

@@ -140,7 +140,7 @@ export class LeaseSupervisor<T> {
         this.o.options.requestTimeout,
         undefined,
         "lease write",
-        () => this.o.store.update(this.lease, mutate),
+        (signal) => this.o.store.update(this.lease, mutate, signal),
       );
       this.lease = next;
       this.lastWriteSentAt = Math.max(this.lastWriteSentAt, sentAt);
