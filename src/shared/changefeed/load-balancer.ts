@@ -6,6 +6,7 @@ import {
   type WatchSchedule,
   watchParticipants,
 } from "./balancing/watch-schedule.js";
+import { boundedRequest } from "./bounded-request.js";
 import type { Clock } from "./clock.js";
 import type { Lease } from "./leases/lease.js";
 import { acquireAs } from "./leases/mutations.js";
@@ -116,7 +117,14 @@ export class LoadBalancer {
       try {
         const ranged = stored.feedRange ? stored : await this.withFeedRange(stored);
         const sentAt = this.o.clock.monotonicNow();
-        const acquired = await store.update(ranged, acquireAs(stored.owner, me));
+        // Bounded: an acquire that never answers would stall every later round of this host.
+        const acquired = await boundedRequest(
+          this.o.clock,
+          options.requestTimeout,
+          this.o.signal,
+          "lease acquire",
+          (s) => store.update(ranged, acquireAs(stored.owner, me), s),
+        );
         view.apply(acquired);
         this.o.takeOver(acquired, sentAt);
       } catch (e) {

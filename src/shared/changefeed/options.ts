@@ -50,6 +50,13 @@ export const ChangeFeedDefaults = {
   feedReadRetryInitialDelay: 1_000,
   /** Longest wait between failed change feed reads (ms). */
   feedReadRetryMaxDelay: 30_000,
+  /**
+   * Longest wait for one feed read or lease request (write, acquire, lease feed read): unanswered by then, it is
+   * given up and retried like a 408, so none can hold a worker or a balancing round for good (.NET races reads
+   * against RequestTimeout). It bounds the whole SDK call, 429 retries included (≤ 30 s, the SDK's
+   * maxWaitTimeInSeconds): 30 s + .NET's 6 s, so throttling is never taken for a hang (ms). Option: `requestTimeout`.
+   */
+  requestTimeout: 36_000,
 } as const;
 
 export type ErrorPolicy =
@@ -106,6 +113,8 @@ export interface ChangeFeedProcessorOptions {
   minReadInterval?: number;
   /** See ChangeFeedDefaults.maxCheckpointDelay (ms); 0 writes a checkpoint per batch. */
   maxCheckpointDelay?: number;
+  /** See ChangeFeedDefaults.requestTimeout (ms). */
+  requestTimeout?: number;
   /**
    * Hosts take turns reading the lease container's change feed, one per slot of this length (ms), so a lease
    * released by a stopping host is taken by its successor within about one slot; the container is read about
@@ -142,6 +151,7 @@ export interface ResolvedOptions {
   feedPollDelay: number;
   minReadInterval: number;
   maxCheckpointDelay: number;
+  requestTimeout: number;
   leaseWatchInterval: number;
   maxItemsPerInvocation: number | undefined;
   startFromBeginning: boolean;
@@ -192,6 +202,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     ChangeFeedDefaults.leaseExpirationInterval,
   );
   const poll = positiveMs("feedPollDelay", o.feedPollDelay, ChangeFeedDefaults.feedPollDelay);
+  const requestTimeout = positiveMs("requestTimeout", o.requestTimeout, ChangeFeedDefaults.requestTimeout);
   const minRead = o.minReadInterval ?? 0;
   if (!Number.isFinite(minRead) || minRead < 0) {
     throw new InvalidProcessorOptionsError(`minReadInterval must be 0 or more milliseconds; got ${minRead}.`);
@@ -277,6 +288,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     feedPollDelay: poll,
     minReadInterval: minRead,
     maxCheckpointDelay: checkpointDelay,
+    requestTimeout,
     leaseWatchInterval: watch,
     maxItemsPerInvocation: max,
     startFromBeginning: o.startFromBeginning ?? false,

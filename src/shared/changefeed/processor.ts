@@ -3,6 +3,7 @@ import { EventEmitter } from "node:events";
 import type { Container } from "@azure/cosmos";
 import { EqualPartitionsBalancingStrategy } from "./balancing/strategy.js";
 import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
+import { boundedRequest, RequestTimeoutError } from "./bounded-request.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type ChangeFeedProcessorEvents, ProcessorEvents } from "./events.js";
 import { HandoffPlanner } from "./handoff-planner.js";
@@ -175,7 +176,13 @@ export class ChangeFeedProcessor<
         signal,
         (now) => balancer.nextWatchAt(now) - now,
         async () => {
-          const changed = await view.refresh();
+          // Bounded: a lease feed read that never answers would stop this host noticing released leases.
+          const changed = await boundedRequest(this.clock, o.requestTimeout, signal, "lease feed read", () =>
+            view.refresh(),
+          ).catch((e: unknown) => {
+            if (e instanceof RequestTimeoutError) view.dropFeed();
+            throw e;
+          });
           if (changed.some((l) => l.owner === null)) await balancer.balance();
         },
       ),

@@ -1,4 +1,5 @@
 import type { Container } from "@azure/cosmos";
+import { boundedRequest } from "./bounded-request.js";
 import type { Clock } from "./clock.js";
 import type { Lease } from "./leases/lease.js";
 import { checkpointAs, renewAs } from "./leases/mutations.js";
@@ -133,7 +134,14 @@ export class LeaseSupervisor<T> {
   write(mutate: (l: Lease) => Lease, after?: () => void): Promise<Lease> {
     const run = this.writes.then(async () => {
       const sentAt = this.o.clock.monotonicNow();
-      const next = await this.o.store.update(this.lease, mutate);
+      // Bounded: a write that never answers would hold every later write of this lease (release included).
+      const next = await boundedRequest(
+        this.o.clock,
+        this.o.options.requestTimeout,
+        undefined,
+        "lease write",
+        (signal) => this.o.store.update(this.lease, mutate, signal),
+      );
       this.lease = next;
       this.lastWriteSentAt = Math.max(this.lastWriteSentAt, sentAt);
       this.o.written(next);
@@ -173,6 +181,7 @@ export class LeaseSupervisor<T> {
       minReadInterval: o.options.minReadInterval,
       maxItemCount: o.options.maxItemsPerInvocation,
       maxCheckpointDelay: o.options.maxCheckpointDelay,
+      requestTimeout: o.options.requestTimeout,
       allVersions: o.options.allVersions,
       events: o.workerEvents,
       processorName: o.store.prefix,

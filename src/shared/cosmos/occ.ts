@@ -87,11 +87,14 @@ export async function replaceIfMatch<T extends ItemDefinition>(
   partitionKey: PartitionKey,
   body: T,
   etag: string,
+  /** Stops the write (the SDK's abortSignal), e.g. when its caller gave it up. */
+  signal?: AbortSignal,
 ): Promise<WriteResult<T>> {
   try {
-    const res = await container
-      .item(id, partitionKey)
-      .replace<T>(body, { accessCondition: { type: "IfMatch", condition: etag } });
+    const res = await container.item(id, partitionKey).replace<T>(body, {
+      accessCondition: { type: "IfMatch", condition: etag },
+      ...(signal ? { abortSignal: signal } : {}),
+    });
     return {
       resource: res.resource as Stored<T>,
       requestCharge: res.requestCharge,

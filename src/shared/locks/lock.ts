@@ -7,8 +7,9 @@ import { defaultOccRetryPolicy, type OccRetryPolicy } from "../cosmos/retry.js";
 import { sessionTokenLsn } from "../cosmos/session.js";
 import { checkLockContainer } from "./container-check.js";
 import { LockContainerError, LockHeldError } from "./errors.js";
-import { type LockDocument, LockHandle, type LockHandleContext, lockExpiresAtMs } from "./handle.js";
+import { type LockDocument, LockHandle, type LockHandleContext } from "./handle.js";
 import { validateLockName } from "./names.js";
+import { ObservedLockExpiry } from "./observed-expiry.js";
 import {
   type AcquireOptions,
   checkDuration,
@@ -43,6 +44,7 @@ export class LockClient implements LockHandleContext {
   private readonly random: () => number;
   private readonly retryPolicy: OccRetryPolicy;
   private readonly queue: LockQueue;
+  private readonly expiry: ObservedLockExpiry;
   private containerChecked: Promise<void> | undefined;
 
   constructor(options: LockClientOptions) {
@@ -82,6 +84,7 @@ export class LockClient implements LockHandleContext {
     this.random = options.random ?? Math.random;
     this.retryPolicy = options.retryPolicy ?? defaultOccRetryPolicy;
     if (options.checkContainerTtl === false) this.containerChecked = Promise.resolve();
+    this.expiry = new ObservedLockExpiry(this.clock, this.clockSkewAllowanceMs);
     this.queue = new LockQueue({
       container: this.container,
       retryPolicy: this.retryPolicy,
@@ -129,22 +132,21 @@ export class LockClient implements LockHandleContext {
     const sentAt = this.clock.monotonicNow();
     try {
       const res = await createWithResult(this.container, body);
+      this.expiry.forget(name);
       return await this.handle(name, res.resource, res.sessionToken, sentAt, options);
     } catch (e) {
       if (!(e instanceof AlreadyExistsError)) throw e;
     }
     // Held, or expired but not yet purged: read it to decide.
-    const current = await this.container.item(name, name).read<LockDocument>();
-    if (current.statusCode === 404 || !current.resource) throw new HolderVanished();
-    const held = current.resource as Stored<LockDocument>;
-    const expiresAtMs = lockExpiresAtMs(held._ts, held.ttl ?? this.ttlSeconds);
-    const now = this.clock.now();
-    if (now < expiresAtMs + this.clockSkewAllowanceMs) {
-      throw new LockHeldError(name, held.owner, Math.max(0, expiresAtMs - now));
-    }
+    const held = await this.readLock(name);
+    if (!held) throw new HolderVanished();
+    // Expired only once this host has seen this version unchanged for its TTL (never by comparing `_ts`).
+    const remaining = this.expiry.remainingMs(name, held._etag, held.ttl ?? this.ttlSeconds);
+    if (remaining > 0) throw new LockHeldError(name, held.owner, remaining);
     const takeoverSentAt = this.clock.monotonicNow();
     try {
       const res = await replaceIfMatch(this.container, name, name, body, held._etag);
+      this.expiry.forget(name);
       return await this.handle(name, res.resource, res.sessionToken, takeoverSentAt, options);
     } catch (e) {
       if (e instanceof PreconditionFailedError || e instanceof NotFoundError)
@@ -241,10 +243,11 @@ export class LockClient implements LockHandleContext {
             position = 0;
           }
           if (position === 0) {
-            const expiresAtMs = holder ? lockExpiresAtMs(holder._ts, holder.ttl ?? this.ttlSeconds) : 0;
-            const now = this.clock.now();
-            if (holder && now < expiresAtMs + this.clockSkewAllowanceMs) {
-              lastHeld = new LockHeldError(name, holder.owner, Math.max(0, expiresAtMs - now));
+            const remaining = holder
+              ? this.expiry.remainingMs(name, holder._etag, holder.ttl ?? this.ttlSeconds)
+              : 0;
+            if (holder && remaining > 0) {
+              lastHeld = new LockHeldError(name, holder.owner, remaining);
             } else {
               try {
                 acquired = await this.tryAcquire(name, { ...options, ticketId: ticket.id });
@@ -283,7 +286,11 @@ export class LockClient implements LockHandleContext {
   /** The lock document as it is now (one point read), or undefined when free. */
   private async readLock(name: string): Promise<Stored<LockDocument> | undefined> {
     const res = await this.container.item(name, name).read<LockDocument>();
-    return res.statusCode === 404 || !res.resource ? undefined : (res.resource as Stored<LockDocument>);
+    if (res.statusCode === 404 || !res.resource) {
+      this.expiry.forget(name);
+      return undefined;
+    }
+    return res.resource as Stored<LockDocument>;
   }
 
   /** Runs `fn` holding the lock; `fn` gets the lock's signal and must stop writing when it aborts. */

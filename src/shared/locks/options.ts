@@ -11,7 +11,11 @@ export const LockDefaults = {
   ttlSeconds: 10,
   /** Subtracted from the TTL for the holder's own deadline (ms): `_ts` is whole seconds (1000) plus safety (500). */
   safetyMarginMs: 1_500,
-  /** Takeover of an expired-but-unpurged lock waits this much past `_ts + ttl` on the local clock (ms). */
+  /**
+   * Takeover of an expired-but-unpurged lock waits this much past the TTL during which this host saw the same
+   * version unchanged, on its own monotonic clock (clock rate drift, the read in flight); waiter tickets count
+   * as live this much past their expiry (ms).
+   */
   clockSkewAllowanceMs: 1_000,
   /** Fast-path retries (a waiter not yet queued) start at this delay (ms); doubles per attempt. */
   minRetryDelayMs: 50,

@@ -141,9 +141,9 @@ export class LeaseStore {
 
   /**
    * Conditional update. `mutate` gets the freshest known copy and returns the new content, or throws
-   * LeaseLostError when the lease is no longer ours.
+   * LeaseLostError when the lease is no longer ours. `signal` is passed to the SDK (a bounded request's).
    */
-  async update(cached: Lease, mutate: (current: Lease) => Lease): Promise<Lease> {
+  async update(cached: Lease, mutate: (current: Lease) => Lease, signal?: AbortSignal): Promise<Lease> {
     let current = cached;
     return defaultOccRetryPolicy.run(
       async () => {
@@ -156,6 +156,7 @@ export class LeaseStore {
             current.partitionKeyValue,
             doc as unknown as ItemDefinition,
             current.etag,
+            signal,
           );
           this.counters.add("replace", res.requestCharge);
           const written = parseLease(res.resource as unknown as Record<string, unknown>);

@@ -44,6 +44,11 @@ export class LeaseView {
     }
   }
 
+  /** A refresh was given up in flight (timed out): its feed may still move, so the next refresh lists again. */
+  dropFeed(): void {
+    this.feed = undefined;
+  }
+
   /** Records a copy (ours after a write, or from the feed) unless a newer copy is known. True when recorded. */
   apply(lease: Lease): boolean {
     const known = this.byId.get(lease.id);

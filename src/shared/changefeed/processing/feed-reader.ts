@@ -80,7 +80,8 @@ export class LeaseFeedReader<T> {
   private iterator: ChangeFeedPullModelIterator<T> | undefined;
   private readonly container: Container;
   private readonly range: EpkRange;
-  private readonly continuation: string | null;
+  /** Where a (re)opened iterator starts: the lease's etag, then the etag of the last page returned. */
+  private position: string | null;
   private readonly start: StartPosition;
   private readonly maxItemCount: number | undefined;
   private readonly allVersions: boolean;
@@ -89,7 +90,7 @@ export class LeaseFeedReader<T> {
   constructor(o: LeaseFeedReaderOptions) {
     this.container = o.container;
     this.range = o.range;
-    this.continuation = o.continuation;
+    this.position = o.continuation;
     this.start = o.start;
     this.maxItemCount = o.maxItemCount;
     this.allVersions = o.allVersions ?? false;
@@ -102,7 +103,7 @@ export class LeaseFeedReader<T> {
       changeFeedMode: mode,
       ...(this.maxItemCount ? { maxItemCount: this.maxItemCount } : {}),
     };
-    if (this.continuation) {
+    if (this.position) {
       const rid = await cached(rids, this.container, async () => {
         const { resource } = await this.container.read();
         return resource?._rid as string;
@@ -113,7 +114,7 @@ export class LeaseFeedReader<T> {
           {
             minInclusive: this.range.min,
             maxExclusive: this.range.max,
-            continuationToken: this.continuation,
+            continuationToken: this.position,
           },
         ],
       };
@@ -133,9 +134,21 @@ export class LeaseFeedReader<T> {
     return this.container.items.getChangeFeedIterator<T>({ ...common, changeFeedStartFrom: startFrom });
   }
 
+  /**
+   * Drops the iterator of a read given up in flight (the SDK's readNext takes no abort signal): its late answer
+   * would move that iterator past a page nobody handled, so the next read opens a new one at the last page returned.
+   */
+  abandon(): void {
+    this.iterator = undefined;
+  }
+
   async next(): Promise<FeedPage<T>> {
-    this.iterator ??= await this.open();
-    const res = await this.iterator.readNext();
+    const iterator = this.iterator ?? (await this.open());
+    this.iterator = iterator;
+    const res = await iterator.readNext();
+    // Abandoned while in flight: the caller has moved on; leave the position where it was.
+    if (this.iterator !== iterator)
+      return { kind: "empty", etag: undefined, requestCharge: res.requestCharge, sessionToken: undefined };
     const token = JSON.parse(res.continuationToken) as CompositeToken;
     const entries = token.Continuation;
     if (
@@ -147,6 +160,7 @@ export class LeaseFeedReader<T> {
       return { kind: "gone" };
     }
     const etag = entries[0].continuationToken ?? undefined;
+    if (etag) this.position = etag;
     const sessionToken = res.headers["x-ms-session-token"] as string | undefined;
     // Session tokens start with the id of the range that served the read. The SDK follows a merge silently
     // (EPK headers on the merged range); .NET then turns the version-0 lease into a version-1 one, and so do we.

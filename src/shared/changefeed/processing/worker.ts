@@ -1,4 +1,5 @@
 import type { Container } from "@azure/cosmos";
+import { boundedRequest, RequestTimeoutError } from "../bounded-request.js";
 import { type Clock, systemClock } from "../clock.js";
 import type { EpkRange } from "../leases/lease.js";
 import { LeaseLostError } from "../leases/store.js";
@@ -61,7 +62,13 @@ type ReadOutcome<T> = { page: FeedPage<T> } | { error: unknown };
 
 /** What the worker reads from: one lease's range of the change feed (a {@link LeaseFeedReader}). */
 export interface FeedReader<T> {
-  next(): Promise<FeedPage<T>>;
+  /** The next page; `signal` fires when the worker gives the read up (timeout, lease lost, stop). */
+  next(signal?: AbortSignal): Promise<FeedPage<T>>;
+  /**
+   * A read was given up while still in flight: its late answer must not move the position, so the next read
+   * starts again from the last page this reader returned.
+   */
+  abandon?(): void;
 }
 
 export interface PartitionWorkerOptions<T> {
@@ -77,6 +84,8 @@ export interface PartitionWorkerOptions<T> {
   maxItemCount: number | undefined;
   /** Longest a handled batch's checkpoint waits while the next pages keep coming (ms); see ChangeFeedDefaults. */
   maxCheckpointDelay?: number;
+  /** Longest wait for one read's answer before it is retried (ms); see ChangeFeedDefaults.requestTimeout. */
+  requestTimeout?: number;
   allVersions: boolean;
   events: WorkerEvents;
   /** The lease prefix, recorded in dead-letter documents. */
@@ -141,6 +150,7 @@ export class PartitionWorker<T> {
     // The wake-up generation when the last read was issued: a wake after it means that read may miss a write.
     let generation = 0;
     const minInterval = this.o.minReadInterval ?? 0;
+    const timeout = this.o.requestTimeout ?? ChangeFeedDefaults.requestTimeout;
     let lastRead = Number.NEGATIVE_INFINITY;
     const read = async (): Promise<ReadOutcome<T>> => {
       if (minInterval > 0) {
@@ -149,9 +159,13 @@ export class PartitionWorker<T> {
         lastRead = this.clock.monotonicNow();
       }
       generation = this.o.wakeup?.current ?? 0;
-      return reader.next().then(
+      // Raced against requestTimeout and the lease's signal: a read that never answers cannot hold the worker.
+      return boundedRequest(this.clock, timeout, signal, "change feed read", (s) => reader.next(s)).then(
         (page) => ({ page }),
-        (error: unknown) => ({ error }),
+        (error: unknown) => {
+          if (error instanceof RequestTimeoutError) reader.abandon?.();
+          return { error };
+        },
       );
     };
     let prefetched: Promise<ReadOutcome<T>> | undefined;

@@ -1,0 +1,56 @@
+import { CosmosFeedError } from "../errors.js";
+import type { Clock } from "./clock.js";
+
+/** A processor request (a feed read, a lease write) got no answer within requestTimeout: retryable. */
+export class RequestTimeoutError extends CosmosFeedError {
+  constructor(
+    readonly what: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`${what} got no answer within requestTimeout (${timeoutMs} ms); it is retried.`, {
+      statusCode: 408,
+      code: "RequestTimeout",
+    });
+  }
+}
+
+/** The request was given up because its caller's signal fired (the lease was lost, the processor stops). */
+export class RequestAbortedError extends CosmosFeedError {
+  constructor(readonly what: string) {
+    super(`${what} was abandoned: the lease closed or the processor stopped.`, {
+      statusCode: 499,
+      code: "RequestAborted",
+    });
+  }
+}
+
+/**
+ * Runs one request raced against `timeoutMs` on `clock` and against `signal`, as .NET's processor races each
+ * read against its RequestTimeout: a request that never answers cannot hold its caller (a partition worker, a
+ * lease write) for good. On timeout or abort the request's own signal fires too (pass it to the SDK where the
+ * call takes one); its late answer, if any, is dropped. Rejects with {@link RequestTimeoutError} (retryable) or
+ * {@link RequestAbortedError}.
+ */
+export async function boundedRequest<T>(
+  clock: Clock,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  what: string,
+  request: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  if (signal?.aborted) throw new RequestAbortedError(what);
+  const settled = new AbortController();
+  const requestSignal = signal ? AbortSignal.any([signal, settled.signal]) : settled.signal;
+  const limit = new Promise<never>((_, reject) => {
+    void clock.sleep(timeoutMs, requestSignal).then(() => {
+      // The request answered first: the timer was only cleared.
+      if (settled.signal.aborted) return;
+      reject(signal?.aborted ? new RequestAbortedError(what) : new RequestTimeoutError(what, timeoutMs));
+    });
+  });
+  try {
+    return await Promise.race([request(requestSignal), limit]);
+  } finally {
+    settled.abort();
+  }
+}

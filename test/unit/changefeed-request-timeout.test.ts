@@ -1,0 +1,275 @@
+/**
+ * Every processor request is bounded (ChangeFeedDefaults.requestTimeout), on a fake clock: a change feed read
+ * that never answers is given up when the lease is lost (run() returns) or after requestTimeout (retried as a
+ * 408, from the last page returned), and a lease write that never answers no longer holds the lease's write
+ * queue, so the lease still closes.
+ */
+import type { Container } from "@azure/cosmos";
+import { describe, expect, it } from "vitest";
+import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
+import { boundedRequest, RequestTimeoutError } from "../../src/shared/changefeed/bounded-request.js";
+import { FakeClock } from "../../src/shared/changefeed/clock.js";
+import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
+import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
+import { LoadBalancer } from "../../src/shared/changefeed/load-balancer.js";
+import { ChangeFeedDefaults, resolveOptions } from "../../src/shared/changefeed/options.js";
+import type { FeedPage } from "../../src/shared/changefeed/processing/feed-reader.js";
+import {
+  type FeedReader,
+  PartitionWorker,
+  type WorkerExit,
+} from "../../src/shared/changefeed/processing/worker.js";
+import { type LeaseClose, LeaseSupervisor } from "../../src/shared/changefeed/supervisor.js";
+import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
+
+type Doc = { id: string };
+const TEN_MINUTES = 10 * 60_000;
+const never = <T>() => new Promise<T>(() => undefined);
+const changes = (id: string, etag: string): FeedPage<Doc> => ({
+  kind: "changes",
+  items: [{ id }],
+  etag,
+  requestCharge: 1,
+  sessionToken: undefined,
+});
+
+/** A worker over `reader`; records the read failures and what was delivered. */
+function workerOver(clock: FakeClock, reader: FeedReader<Doc>, requestTimeout?: number) {
+  const failures: unknown[] = [];
+  const delivered: string[] = [];
+  const lost = new AbortController();
+  const worker = new PartitionWorker<Doc>({
+    lease: {
+      leaseToken: "0",
+      feedRange: { min: "", max: "FF" },
+      partitionKeyRangeId: "0",
+      continuationToken: '"1"',
+      checkpoint: async () => {},
+    },
+    monitored: {} as Container,
+    handler: async (docs) => {
+      delivered.push(...docs.map((d) => d.id));
+    },
+    errorPolicy: { kind: "retry" },
+    startPosition: { kind: "beginning" },
+    feedPollDelay: 100,
+    maxItemCount: undefined,
+    ...(requestTimeout === undefined ? {} : { requestTimeout }),
+    allVersions: false,
+    events: {
+      checkpointed: () => {},
+      handlerFailed: () => {},
+      readFailed: (_t, e) => failures.push(e),
+      deadLettered: () => {},
+    },
+    processorName: "p",
+    clock,
+    createReader: () => reader,
+  });
+  let exit: WorkerExit | undefined;
+  void worker.run(lost.signal).then((e) => {
+    exit = e;
+  });
+  return { lost, failures, delivered, exit: () => exit };
+}
+
+describe("bounded processor requests (fake clock)", () => {
+  it("a feed read that never answers: losing the lease ends run(), and the read's signal fires", async () => {
+    const clock = new FakeClock();
+    const signals: AbortSignal[] = [];
+    const w = workerOver(clock, {
+      next: (signal) => {
+        if (signal) signals.push(signal);
+        return never();
+      },
+    });
+    await clock.advance(1);
+    expect(signals).toHaveLength(1);
+    w.lost.abort();
+    await clock.advance(TEN_MINUTES);
+    expect(w.exit()).toEqual({ kind: "aborted" });
+    expect(signals[0].aborted).toBe(true);
+    expect(w.delivered).toEqual([]);
+  });
+
+  it("a feed read that never answers is given up after requestTimeout and retried from the last page returned", async () => {
+    const clock = new FakeClock();
+    const TIMEOUT = 2_000;
+    const readsAt: number[] = [];
+    let abandoned = 0;
+    const w = workerOver(
+      clock,
+      {
+        next: async () => {
+          readsAt.push(clock.monotonicNow());
+          if (readsAt.length === 1) return never();
+          if (readsAt.length === 2) return changes("a", '"2"');
+          return never();
+        },
+        abandon: () => {
+          abandoned++;
+        },
+      },
+      TIMEOUT,
+    );
+    await clock.advance(TIMEOUT - 1);
+    expect(w.failures).toEqual([]);
+    await clock.advance(1);
+    expect(w.failures).toHaveLength(1);
+    expect(w.failures[0]).toBeInstanceOf(RequestTimeoutError);
+    expect((w.failures[0] as RequestTimeoutError).statusCode).toBe(408);
+    expect(abandoned).toBe(1);
+    // Retried after the feed-read backoff (at most its first delay), not ended: a timeout is retryable.
+    await clock.advance(ChangeFeedDefaults.feedReadRetryInitialDelay);
+    expect(readsAt).toHaveLength(3);
+    expect(w.delivered).toEqual(["a"]);
+    expect(w.exit()).toBeUndefined();
+    w.lost.abort();
+    await clock.advance(1);
+    expect(w.exit()).toEqual({ kind: "aborted" });
+  });
+
+  it("boundedRequest answers with the request's own result or error when it comes first, and clears its timer", async () => {
+    const clock = new FakeClock();
+    await expect(boundedRequest(clock, 1_000, undefined, "x", async () => 7)).resolves.toBe(7);
+    await expect(
+      boundedRequest(clock, 1_000, undefined, "x", async () => {
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
+    await clock.advance(0);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  /** A supervised lease whose store answers each update as `answer(n)` says (n counts from 0). */
+  function supervisedLease(
+    clock: FakeClock,
+    answer: (n: number, l: Lease) => Promise<Lease>,
+    reader: FeedReader<Doc>,
+  ) {
+    const options = resolveOptions(
+      {
+        monitoredContainer: {} as Container,
+        leaseContainer: {} as Container,
+        leaseRenewInterval: 2_000,
+        leaseExpirationInterval: 10_000,
+        leaseSafetyMargin: 500,
+        feedPollDelay: 100,
+        requestTimeout: 500,
+      },
+      () => "me",
+    );
+    const updatesAt: number[] = [];
+    const signals: (AbortSignal | undefined)[] = [];
+    const store = {
+      prefix: "p",
+      update: (l: Lease, mutate: (l: Lease) => Lease, signal?: AbortSignal): Promise<Lease> => {
+        updatesAt.push(clock.monotonicNow());
+        signals.push(signal);
+        return answer(updatesAt.length - 1, mutate(l));
+      },
+    };
+    const renewFailures: unknown[] = [];
+    const s = new LeaseSupervisor<Doc>({
+      lease: {
+        ...newLease("p", "id", { id: "0", min: "", max: "FF" }, '"1"', LeaseMode.LatestVersion),
+        owner: "me",
+      },
+      acquireSentAt: 0,
+      me: "me",
+      store,
+      monitored: {} as Container,
+      handler: async () => {},
+      options,
+      startPosition: { kind: "beginning" },
+      clock,
+      workerEvents: {
+        checkpointed: () => {},
+        handlerFailed: () => {},
+        readFailed: () => {},
+        deadLettered: () => {},
+      },
+      written: () => {},
+      renewFailed: (_t, e) => renewFailures.push(e),
+      createReader: () => reader,
+    });
+    let closed: LeaseClose | undefined;
+    void s.done.then((c) => {
+      closed = c;
+    });
+    return { s, updatesAt, signals, renewFailures, closed: () => closed };
+  }
+
+  it("a lease write that never answers times out and is retried: one hung renewal does not cost the lease", async () => {
+    const clock = new FakeClock();
+    const idle: FeedReader<Doc> = {
+      next: async () => ({ kind: "empty", etag: '"1"', requestCharge: 1, sessionToken: undefined }),
+    };
+    const l = supervisedLease(clock, (n, next) => (n === 0 ? never() : Promise.resolve(next)), idle);
+    await clock.advance(30_000);
+    // Due at 6 s (age ⌈(10 − 4) / 2⌉ × 2 s); it hangs, times out at 6.5 s, is retried at 8.5 s (before the 9.5 s deadline).
+    expect(l.updatesAt.slice(0, 2)).toEqual([6_000, 8_500]);
+    expect(l.renewFailures).toHaveLength(1);
+    expect(l.renewFailures[0]).toBeInstanceOf(RequestTimeoutError);
+    // The hung write's own signal (what the SDK call gets) fired when it was given up.
+    expect(l.signals[0]?.aborted).toBe(true);
+    expect(l.closed()).toBeUndefined();
+    expect(l.s.signal.aborted).toBe(false);
+    l.s.close("released");
+    await clock.advance(1);
+    expect(l.closed()?.reason).toBe("released");
+  });
+
+  it("a lease whose writes and reads never answer still closes at its local deadline (worker and renewer both end)", async () => {
+    const clock = new FakeClock();
+    const l = supervisedLease(clock, () => never(), { next: () => never() });
+    await clock.advance(TEN_MINUTES);
+    expect(l.closed()?.reason).toBe("expired");
+    expect(l.renewFailures.length).toBeGreaterThan(0);
+    expect(l.renewFailures.every((e) => e instanceof RequestTimeoutError)).toBe(true);
+  });
+
+  it("a lease acquire that never answers ends its balancing round after requestTimeout (reported, the next round runs)", async () => {
+    const clock = new FakeClock();
+    const store = new InMemoryLeaseStoreFake(clock);
+    store.put(newLease("p", "id", { id: "0", min: "", max: "FF" }, null, LeaseMode.LatestVersion));
+    const view = new LeaseView(store.asStore());
+    await view.load();
+    let acquires = 0;
+    store.update = () => {
+      acquires++;
+      return never();
+    };
+    const reported: unknown[] = [];
+    const balancer = new LoadBalancer({
+      options: resolveOptions(
+        { monitoredContainer: {} as Container, leaseContainer: {} as Container, requestTimeout: 3_000 },
+        () => "me",
+      ),
+      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
+      store: store.asStore(),
+      view,
+      monitored: {} as Container,
+      clock,
+      running: new Map(),
+      takeOver: () => {},
+      stolen: () => {},
+      excluded: new Set(),
+      report: (e) => reported.push(e),
+      signal: new AbortController().signal,
+    });
+    let first = false;
+    void balancer.balance().then(() => {
+      first = true;
+    });
+    await clock.advance(2_999);
+    expect(first).toBe(false);
+    await clock.advance(1);
+    expect(first).toBe(true);
+    expect(reported).toHaveLength(1);
+    expect(reported[0]).toBeInstanceOf(RequestTimeoutError);
+    void balancer.balance();
+    await clock.advance(1);
+    expect(acquires).toBe(2);
+  });
+});
