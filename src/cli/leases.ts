@@ -38,6 +38,8 @@ export interface LeaseRow {
   range: string | null;
   owner: string | null;
   continuation: string | null;
+  /** The lease's last write (its `timestamp`, else `_ts`), ms since the epoch: what expiry is counted from. */
+  lastWriteMs: number;
   lastWriteAgeMs: number;
   expired: boolean;
   estimatedLag: number | null;
@@ -124,6 +126,7 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
       range: lease.version === 1 && lease.feedRange ? `${lease.feedRange.min}–${lease.feedRange.max}` : null,
       owner: lease.owner,
       continuation: lease.continuationToken,
+      lastWriteMs: lease.timestampMs,
       lastWriteAgeMs: age,
       expired: lease.owner !== null && age > o.expirationMs,
       estimatedLag: null,

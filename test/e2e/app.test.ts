@@ -21,10 +21,20 @@ import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from 
 //   its first request, and the Cosmos DB triggers, whose containers are missing when the host starts, come up
 //   through the listener start retry (src/devhost/listenerRetry.ts, as the Functions host's FunctionListener).
 // - Short intervals through the app settings: feed poll 100 ms, lease renew/acquire 1 s, expiry 5 s (the
-//   settings' minimum), lock TTL 3 s (the minimum), request bodies ≤ 1024 bytes.
+//   settings' minimum), request bodies ≤ 1024 bytes; but a subscription lock TTL of LOCK_TTL_S, not the fast 3 s.
 
 const DATABASE = "cosmos-feed-app";
-const SETTINGS = FAST_APP_SETTINGS;
+/**
+ * The subscription lock's TTL here (LOCK_TTL_SECONDS): a request holds its lock until ttl − 1.5 s without a
+ * renewal (src/shared/locks), which with 3 s a loaded machine outlasts (503 LockLost mid-request). 30 s keeps the
+ * app's promise (a lapsed lock is never written under) and gives a request 28.5 s; the crash test's writers wait
+ * out the killed requests' locks by retrying as the 409s tell them.
+ */
+const LOCK_TTL_S = 30;
+const SETTINGS: Readonly<Record<string, string>> = {
+  ...FAST_APP_SETTINGS,
+  LOCK_TTL_SECONDS: String(LOCK_TTL_S),
+};
 const MAX_BODY = Number(SETTINGS.MAX_REQUEST_BODY_BYTES);
 
 const scratch = mkdtempSync(join(tmpdir(), "cosmos-feed-e2e-"));
@@ -520,7 +530,7 @@ describe("the app on a dev host child process, over HTTP", () => {
           acked.push({ sub, name, opId, etag: a.headers.get("etag") as string });
           return true;
         }
-        // A held lock (after the crash: the killed request's, until its 3 s TTL) → retry as told.
+        // A held lock (after the crash: the killed request's, until its LOCK_TTL_S) → retry as told.
         if (a.status !== 409 || !a.headers.get("retry-after")) {
           failures.push(`${sub}/${name}: ${a.status} ${JSON.stringify(a.json)}`);
           return false;

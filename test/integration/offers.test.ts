@@ -2,18 +2,22 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Database, OfferDefinition } from "@azure/cosmos";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { RANGE_COUNT_HEADER } from "../../src/emulator/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
+import { ThroughputClock } from "../support/throughput-clock.js";
 
 let t: TestEmulator;
 let db: Database;
+/** The budgets' clock: the throttling test stops it, so its burst gets one second's budget however slow the machine. */
+const clock = new ThroughputClock();
 
 beforeAll(async () => {
-  t = await startTestEmulator();
+  t = await startTestEmulator({ throughputClock: clock.now });
   db = (await t.client.databases.create({ id: uniqueName("offers") })).database;
 });
+afterEach(() => clock.run());
 afterAll(async () => {
   await t.close();
 });
@@ -321,12 +325,15 @@ describe("offers API", () => {
         },
       },
     });
+    // No refill while the test runs: the budget is the 400 RU the container starts with, then what the raise adds.
+    clock.stop();
     const { container: created } = await db.containers.create(
       { id: uniqueName("hot"), partitionKey: "/pk" },
       { offerThroughput: 400 },
     );
     const container = noRetry.database(db.id).container(created.id);
-    // ~22 RU per 60 KB write (published charges): 100 at once need ~2,200 RU, far more than a 400 RU/s second holds.
+    const meterName = `${db.id}/${created.id}`;
+    // ~22 RU per 60 KB write (published charges): 100 need ~2,200 RU, far more than the 400 RU of one second.
     const burst = async (round: string) => {
       const outcomes = await Promise.allSettled(
         Array.from({ length: 100 }, (_, i) =>
@@ -338,8 +345,17 @@ describe("offers API", () => {
         .map((o) => (o as PromiseRejectedResult).reason.code);
     };
     const before = await burst("x");
-    expect(before.length).toBeGreaterThan(0);
     expect(new Set(before)).toEqual(new Set([429]));
+    // Admitted while the balance was positive, by count: the writes before the last admitted cost under 400 RU,
+    // all admitted ones at least 400; every other one was throttled.
+    const m = t.emulator.meter.snapshot()[meterName].create;
+    const admitted = m?.count ?? 0;
+    const ru = m?.ru ?? 0;
+    expect(before.length).toBe(100 - admitted);
+    expect(m?.throttled).toBe(before.length);
+    expect(ru).toBeGreaterThanOrEqual(400);
+    expect(ru - ru / admitted).toBeLessThan(400);
+    expect(before.length).toBeGreaterThan(50);
 
     const { resource: offer, offer: ref } = await created.readOffer();
     if (!offer || !ref) throw new Error("no offer");

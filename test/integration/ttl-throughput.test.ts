@@ -1,7 +1,8 @@
 import { ChangeFeedMode, ChangeFeedStartFrom, type Database, StatusCodes } from "@azure/cosmos";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { RuModel } from "../../src/emulator/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { ThroughputClock } from "../support/throughput-clock.js";
 import { waitUntil } from "../support/until.js";
 
 let t: TestEmulator;
@@ -11,12 +12,19 @@ let nowMs = Date.now();
 const advance = (ms: number) => {
   nowMs += ms;
 };
+/** The budgets' clock: the throttling tests stop it, so a burst gets one second's budget however slow the machine. */
+const clock = new ThroughputClock();
 
 beforeAll(async () => {
   // A long sweep interval: these tests decide when purges happen.
-  t = await startTestEmulator({ ttlSweepIntervalMs: 3_600_000, now: () => nowMs });
+  t = await startTestEmulator({
+    ttlSweepIntervalMs: 3_600_000,
+    now: () => nowMs,
+    throughputClock: clock.now,
+  });
   db = (await t.client.databases.createIfNotExists({ id: uniqueName("ttl") })).database;
 });
+afterEach(() => clock.run());
 afterAll(async () => {
   await t.close();
 });
@@ -181,7 +189,10 @@ describe("request units and provisioned throughput", () => {
       { offerThroughput: 400 },
     );
     const name = `${db.id}/${container.id}`;
-    // ~5.4 RU per write: 200 concurrent writes need ~1100 RU, nearly 3 s of a 400 RU/s budget.
+    // ~5.4 RU per write: 200 writes need ~1100 RU, nearly 3 s of a 400 RU/s budget. The budget stands still until
+    // the first 429 (so one comes, by count, however slowly the writes arrive), then refills in real time for the
+    // SDK's retries.
+    clock.stop(() => (t.emulator.meter.snapshot()[name]?.create?.throttled ?? 0) > 0);
     const results = await Promise.all(
       Array.from({ length: 200 }, (_, i) => container.items.create({ id: `d${i}`, pk: `p${i % 7}`, n: i })),
     );
@@ -207,6 +218,8 @@ describe("request units and provisioned throughput", () => {
       { offerThroughput: 400 },
     );
     const c = noRetry.database(db.id).container(container.id);
+    // No refill: 150 writes of ~22 RU need ~3,300 RU against the container's 400, whatever the machine's speed.
+    clock.stop();
     const outcomes = await Promise.allSettled(
       Array.from({ length: 150 }, (_, i) =>
         c.items.create({ id: `d${i}`, pk: "a", pad: "y".repeat(60_000) }),

@@ -32,14 +32,16 @@ export async function spawnEmulator(options: EmulatorOptions): Promise<EmulatorC
 
 /**
  * Resolves on the child's first IPC message (the "ready" every test child sends once it started); rejects when the
- * child exits first or after WAIT_MS. `detail()` is appended to either error (e.g. the child's stderr so far).
+ * child exits first or after `ms` (WAIT_MS unless given). `detail()` is appended to either error (e.g. the child's stderr so far).
  */
-export function untilReady(proc: ChildProcess, what: string, detail: () => string = () => ""): Promise<void> {
+export function untilReady(
+  proc: ChildProcess,
+  what: string,
+  detail: () => string = () => "",
+  ms = WAIT_MS,
+): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${what} not ready after ${WAIT_MS} ms${detail()}`)),
-      WAIT_MS,
-    );
+    const timer = setTimeout(() => reject(new Error(`${what} not ready after ${ms} ms${detail()}`)), ms);
     proc.once("message", () => {
       clearTimeout(timer);
       resolve();

@@ -41,6 +41,8 @@ export interface ProcessorChildConfig {
   handoffTimeout?: number;
   holdBatches?: boolean;
   cutLeaseWritesOnSigusr2?: boolean;
+  /** The SDK's per-request timeout (ms; its default is 60 s), for tests that bound how long a lost request stalls. */
+  requestTimeoutMs?: number;
 }
 
 /** One line of a host's handling log. */
@@ -87,7 +89,12 @@ if (config.cutLeaseWritesOnSigusr2) {
     log(`lease writes cut at ${now()}`);
   });
 }
-const client = new CosmosClient({ endpoint: config.endpoint, key: config.key, ...faults });
+const client = new CosmosClient({
+  endpoint: config.endpoint,
+  key: config.key,
+  ...faults,
+  ...(config.requestTimeoutMs ? { connectionPolicy: { requestTimeout: config.requestTimeoutMs } } : {}),
+});
 const database = client.database(config.databaseId);
 
 const workers = new Map<AbortSignal, number>();

@@ -99,8 +99,9 @@ export async function readTriggerLeases(
     thisHost: l.owner !== null && l.owner === t.thisHostOwner,
     continuation: l.continuation,
     lastWriteAgeMs: l.lastWriteAgeMs,
-    expiresAt:
-      l.owner === null ? null : new Date(o.now - l.lastWriteAgeMs + r.leaseExpirationInterval).toISOString(),
+    // From the lease's own last write, not `now - age`: the age is clamped at 0 for a lease written after `now`
+    // was taken (while the listing was read), which would put its expiry that much too early.
+    expiresAt: l.owner === null ? null : new Date(l.lastWriteMs + r.leaseExpirationInterval).toISOString(),
     expired: l.expired,
     estimatedLag: o.lag.values.get(l.id) ?? null,
   }));

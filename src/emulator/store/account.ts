@@ -37,6 +37,8 @@ export interface AccountOptions {
   meter: RuMeter;
   persistence?: SqlitePersistence;
   now: () => number;
+  /** The monotonic clock (ms) the throughput budgets refill by; `performance.now` when absent. */
+  throughputClock?: () => number;
 }
 
 export class CosmosDatabase {
@@ -342,7 +344,7 @@ export class Account {
 
   private budgetFor(offer: Offer | undefined): ThroughputBudget | undefined {
     return offer && !offer.defaulted && this.options.enforceThroughput
-      ? new ThroughputBudget(offer.throughput.ruPerSecond)
+      ? new ThroughputBudget(offer.throughput.ruPerSecond, this.options.throughputClock)
       : undefined;
   }
 
