@@ -34,7 +34,9 @@ export class ObservedLockExpiry {
       sighting = { etag, at: now };
       this.seen.set(name, sighting);
     }
-    return Math.max(0, sighting.at + ttlSeconds * 1000 + this.allowanceMs - now);
+    // Elapsed first, then the difference: `at + window - now` in floating point can land a hair above the window
+    // (4000.0000000009 ms), which a caller rounding up to seconds turns into one second more.
+    return Math.max(0, ttlSeconds * 1000 + this.allowanceMs - (now - sighting.at));
   }
 
   /** The lock was taken, released or purged: the next version is watched from scratch. */
