@@ -15,7 +15,6 @@ import {
 import { isTerminal } from "./engine.js";
 import {
   addTrigger,
-  type HandOverReason,
   handOver,
   LeaseOwnership,
   type LocalEvent,
@@ -199,15 +198,7 @@ export class OrchestrationDispatcher {
         slot.trigger = newTrigger();
         await this.acquire();
         try {
-          if (this.stopped) {
-            // Results this host holds (activities that finished) are recorded, not dropped: they wait as messages
-            // for the instance's next work item, on whichever host, so the activity does not run again.
-            if (local.length > 0) await this.handOff(instanceId, local, "stopping");
-            if (messages.length > 0 || local.length === 0)
-              throw new Error("The durable task hub is stopping.");
-            for (const d of done) d.resolve();
-            continue;
-          }
+          if (this.stopped) throw new Error("The durable task hub is stopping.");
           await this.workItem(instanceId, messages, local, claim, trigger);
           for (const d of done) d.resolve();
         } catch (e) {
@@ -430,7 +421,7 @@ export class OrchestrationDispatcher {
   private async handOff(
     instanceId: string,
     local: LocalEvent[],
-    why: HandOverReason = "lease",
+    why: "lease" | "waits" = "lease",
   ): Promise<void> {
     this.cache.drop(instanceId);
     const o = {
