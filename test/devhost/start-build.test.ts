@@ -10,6 +10,8 @@ afterAll(removeScratch);
 
 const HELLO = /hello: \[GET\] (http:\/\/127\.0\.0\.1:\d+)\/api\/hello/;
 const READY = /Host lock lease acquired by instance ID/;
+/** How long a save may take to be served (a bound that only ends a hang; nothing here judges the time). */
+const SAVE_SERVED_MS = 300_000;
 
 function start(appDir: string, ...flags: string[]): CliRun {
   const run = runCli(["start", appDir, "--port", "0", ...flags]);
@@ -79,8 +81,11 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
     expect(await greeting(base)).toBe("v1");
 
     setGreeting(app, 'const greeting = "v2";');
-    await until("the new greeting over HTTP", async () =>
-      (await greeting(base).catch(() => "")) === "v2" ? true : undefined,
+    // The first save waits for the kept compiler's first full build: on a busy machine that alone can take minutes.
+    await until(
+      "the new greeting over HTTP",
+      async () => ((await greeting(base).catch(() => "")) === "v2" ? true : undefined),
+      SAVE_SERVED_MS,
     );
     const file = join(app, "src", "functions", "hello.ts");
     expect(run.output()).toContain(`File change of type 'Changed' detected for '${file}'`);
@@ -90,12 +95,20 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
 
     // Saved by rename, then in place again: node's recursive watch saw neither the rename's save nor any after it.
     const served = (v: string) =>
-      until(`${v} over HTTP`, async () => ((await greeting(base).catch(() => "")) === v ? true : undefined));
+      until(
+        `${v} over HTTP`,
+        async () => ((await greeting(base).catch(() => "")) === v ? true : undefined),
+        SAVE_SERVED_MS,
+      );
     setGreetingByRename(app, 'const greeting = "v3";');
     await served("v3");
     setGreeting(app, 'const greeting = "v4";');
     await served("v4");
-    expect(run.output().match(/Host restarted\./g)).toHaveLength(3);
+    // At least one restart per save (a busy machine may see sed's temporary file in a batch of its own first, and
+    // restart for it too: a new file is a change).
+    const restarts = () => run.output().match(/Host restarted\./g)?.length ?? 0;
+    expect(restarts()).toBeGreaterThanOrEqual(3);
+    const restartsBeforeTypeError = restarts();
     // Built by the compiler kept alive between saves (the build script is tsc alone), not `npm run build`, which
     // ran once, at start (nothing was built yet): npm prints its "> tsc" banner for each run.
     expect(run.output().match(/^> tsc$/gm)).toHaveLength(1);
@@ -107,7 +120,7 @@ describe("cosmos-feed start builds what it serves (a TypeScript app built by tsc
     );
     expect(await greeting(base)).toBe("v4");
     expect(run.output()).toContain("error TS2322: Type 'string' is not assignable to type 'number'.");
-    expect(run.output().match(/Host restarted\./g)).toHaveLength(3);
+    expect(restarts()).toBe(restartsBeforeTypeError);
     await stop(run);
   });
 });
