@@ -6,9 +6,10 @@
 // host.json, production dependencies only: scripts/package.mjs --stage) and publishes that folder with --no-build.
 // Without Core Tools: one line saying what to install; exit 1.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
-import { delimiter, dirname, join, resolve } from "node:path";
+import { writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { funcExecutables, funcOnPath } from "./func-on-path.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
@@ -23,12 +24,7 @@ if (!app || app.startsWith("-")) {
   );
   process.exit(1);
 }
-const exe = process.platform === "win32" ? ["func.cmd", "func.exe"] : ["func"];
-const found = (process.env.PATH ?? "")
-  .split(delimiter)
-  .filter(Boolean)
-  .some((dir) => exe.some((name) => existsSync(join(dir, name))));
-if (!found) {
+if (!funcOnPath()) {
   console.error(
     "publish:func needs Azure Functions Core Tools v4 ('func' on PATH): npm i -g azure-functions-core-tools@4; `azd deploy` ships the same package without it.",
   );
@@ -43,10 +39,14 @@ writeFileSync(
   join(stage, "local.settings.json"),
   '{ "IsEncrypted": false, "Values": { "FUNCTIONS_WORKER_RUNTIME": "node" } }\n',
 );
-const func = spawn(exe[0], ["azure", "functionapp", "publish", app, "--no-build", ...funcOptions], {
-  cwd: stage,
-  stdio: "inherit",
-  env: { ...process.env, FUNCTIONS_WORKER_RUNTIME: "node" },
-  shell: process.platform === "win32",
-});
+const func = spawn(
+  funcExecutables[0],
+  ["azure", "functionapp", "publish", app, "--no-build", ...funcOptions],
+  {
+    cwd: stage,
+    stdio: "inherit",
+    env: { ...process.env, FUNCTIONS_WORKER_RUNTIME: "node" },
+    shell: process.platform === "win32",
+  },
+);
 func.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

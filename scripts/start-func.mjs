@@ -3,15 +3,9 @@
 // Builds first (npm run build → dist/), then `func start` with any extra arguments. Without Core Tools: one line
 // saying what to install, and that `npm start` runs the same app on the dev host; exit 1.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { funcExecutables, funcOnPath } from "./func-on-path.mjs";
 
-const exe = process.platform === "win32" ? ["func.cmd", "func.exe"] : ["func"];
-const found = (process.env.PATH ?? "")
-  .split(delimiter)
-  .filter(Boolean)
-  .some((dir) => exe.some((name) => existsSync(join(dir, name))));
-if (!found) {
+if (!funcOnPath()) {
   console.error(
     "start:func needs Azure Functions Core Tools v4 ('func' on PATH): npm i -g azure-functions-core-tools@4 (and `npm run azurite` for AzureWebJobsStorage); `npm start` runs the same app on the dev host without it.",
   );
@@ -21,7 +15,10 @@ if (!found) {
 const windows = process.platform === "win32";
 const build = spawnSync(windows ? "npm.cmd" : "npm", ["run", "build"], { stdio: "inherit", shell: windows });
 if (build.status !== 0) process.exit(build.status ?? 1);
-const func = spawn(exe[0], ["start", ...process.argv.slice(2)], { stdio: "inherit", shell: windows });
+const func = spawn(funcExecutables[0], ["start", ...process.argv.slice(2)], {
+  stdio: "inherit",
+  shell: windows,
+});
 // A console's Ctrl-C reaches func on Windows by itself (and child.kill there is TerminateProcess): forward only on
 // POSIX, where npm's SIGTERM would otherwise stop here.
 if (!windows) for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => func.kill(signal));
