@@ -272,4 +272,46 @@ describe("bounded processor requests (fake clock)", () => {
     await clock.advance(1);
     expect(acquires).toBe(2);
   });
+
+  it("a lease acquire in flight when the processor stops is abandoned without an error report", async () => {
+    const clock = new FakeClock();
+    const store = new InMemoryLeaseStoreFake(clock);
+    store.put(newLease("p", "id", { id: "0", min: "", max: "FF" }, null, LeaseMode.LatestVersion));
+    const view = new LeaseView(store.asStore());
+    await view.load();
+    let acquires = 0;
+    store.update = () => {
+      acquires++;
+      return never();
+    };
+    const reported: unknown[] = [];
+    const stopping = new AbortController();
+    const balancer = new LoadBalancer({
+      options: resolveOptions(
+        { monitoredContainer: {} as Container, leaseContainer: {} as Container, requestTimeout: 3_000 },
+        () => "me",
+      ),
+      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
+      store: store.asStore(),
+      view,
+      monitored: {} as Container,
+      clock,
+      running: new Map(),
+      takeOver: () => {},
+      stolen: () => {},
+      excluded: new Set(),
+      report: (e) => reported.push(e),
+      signal: stopping.signal,
+    });
+    let ended = false;
+    void balancer.balance().then(() => {
+      ended = true;
+    });
+    await clock.advance(1);
+    expect(acquires).toBe(1);
+    stopping.abort();
+    await clock.advance(1);
+    expect(ended).toBe(true);
+    expect(reported).toEqual([]);
+  });
 });

@@ -3,7 +3,7 @@ import { EventEmitter } from "node:events";
 import type { Container } from "@azure/cosmos";
 import { EqualPartitionsBalancingStrategy } from "./balancing/strategy.js";
 import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
-import { boundedRequest, RequestTimeoutError } from "./bounded-request.js";
+import { boundedRequest, RequestAbortedError, RequestTimeoutError } from "./bounded-request.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type ChangeFeedProcessorEvents, ProcessorEvents } from "./events.js";
 import { HandoffPlanner } from "./handoff-planner.js";
@@ -199,7 +199,11 @@ export class ChangeFeedProcessor<
     while (!signal.aborted) {
       await this.clock.sleep(delayMs(this.clock.now()), signal);
       if (signal.aborted) break;
-      await tick().catch((e: unknown) => this.events.report(e, undefined));
+      await tick().catch((e: unknown) => {
+        // A request given up because the processor stops is not a failure.
+        if (signal.aborted && e instanceof RequestAbortedError) return;
+        this.events.report(e, undefined);
+      });
     }
   }
 
