@@ -229,15 +229,16 @@ describe("bounded processor requests (fake clock)", () => {
     expect(l.renewFailures.every((e) => e instanceof RequestTimeoutError)).toBe(true);
   });
 
-  it("a lease acquire that never answers ends its balancing round after requestTimeout (reported, the next round runs)", async () => {
+  /** A balancer over one free lease whose acquire never answers; `stopping` is the processor's stop signal. */
+  async function balancerWithHangingAcquire(stopping: AbortSignal) {
     const clock = new FakeClock();
     const store = new InMemoryLeaseStoreFake(clock);
     store.put(newLease("p", "id", { id: "0", min: "", max: "FF" }, null, LeaseMode.LatestVersion));
     const view = new LeaseView(store.asStore());
     await view.load();
-    let acquires = 0;
+    const counts = { acquires: 0 };
     store.update = () => {
-      acquires++;
+      counts.acquires++;
       return never();
     };
     const reported: unknown[] = [];
@@ -256,8 +257,15 @@ describe("bounded processor requests (fake clock)", () => {
       stolen: () => {},
       excluded: new Set(),
       report: (e) => reported.push(e),
-      signal: new AbortController().signal,
+      signal: stopping,
     });
+    return { clock, balancer, counts, reported };
+  }
+
+  it("a lease acquire that never answers ends its balancing round after requestTimeout (reported, the next round runs)", async () => {
+    const { clock, balancer, counts, reported } = await balancerWithHangingAcquire(
+      new AbortController().signal,
+    );
     let first = false;
     void balancer.balance().then(() => {
       first = true;
@@ -270,45 +278,18 @@ describe("bounded processor requests (fake clock)", () => {
     expect(reported[0]).toBeInstanceOf(RequestTimeoutError);
     void balancer.balance();
     await clock.advance(1);
-    expect(acquires).toBe(2);
+    expect(counts.acquires).toBe(2);
   });
 
   it("a lease acquire in flight when the processor stops is abandoned without an error report", async () => {
-    const clock = new FakeClock();
-    const store = new InMemoryLeaseStoreFake(clock);
-    store.put(newLease("p", "id", { id: "0", min: "", max: "FF" }, null, LeaseMode.LatestVersion));
-    const view = new LeaseView(store.asStore());
-    await view.load();
-    let acquires = 0;
-    store.update = () => {
-      acquires++;
-      return never();
-    };
-    const reported: unknown[] = [];
     const stopping = new AbortController();
-    const balancer = new LoadBalancer({
-      options: resolveOptions(
-        { monitoredContainer: {} as Container, leaseContainer: {} as Container, requestTimeout: 3_000 },
-        () => "me",
-      ),
-      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
-      store: store.asStore(),
-      view,
-      monitored: {} as Container,
-      clock,
-      running: new Map(),
-      takeOver: () => {},
-      stolen: () => {},
-      excluded: new Set(),
-      report: (e) => reported.push(e),
-      signal: stopping.signal,
-    });
+    const { clock, balancer, counts, reported } = await balancerWithHangingAcquire(stopping.signal);
     let ended = false;
     void balancer.balance().then(() => {
       ended = true;
     });
     await clock.advance(1);
-    expect(acquires).toBe(1);
+    expect(counts.acquires).toBe(1);
     stopping.abort();
     await clock.advance(1);
     expect(ended).toBe(true);
