@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type BuiltinRequest, DevHttpServer } from "../../src/devhost/http/server.js";
 import { DEV_HTTP_SETTINGS } from "../../src/devhost/http/settings.js";
-import { HostLogger, type LoadedApp, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
-import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
+import { HostLogger, type LoadedApp } from "../../src/devhost/index.js";
+import { frontDoorHosts } from "../support/front-door-app.js";
 import {
   exchange,
   openSocket,
@@ -18,29 +18,7 @@ import { waitUntil } from "../support/until.js";
 // Body limits and bounded work at the front door, over real sockets, judged by exact counts (bytes, answers, how
 // many invocations run at once inside the app), never by how long anything took.
 
-const apps: FrontDoorApp[] = [];
-const hosts: RunningDevHost[] = [];
-// The dev host runs the app in this process and puts local.settings.json Values into process.env (the real
-// environment wins there): each test's settings are taken out again so that the next test's apply.
-const savedEnv = { ...process.env };
-afterEach(async () => {
-  while (hosts.length) await hosts.pop()?.close();
-  for (const name of Object.keys(process.env)) if (!(name in savedEnv)) delete process.env[name];
-});
-afterAll(() => {
-  for (const a of apps) a.remove();
-});
-
-async function serve(
-  options: Parameters<typeof frontDoorApp>[0] = {},
-  extra: Partial<Parameters<typeof startDevHost>[0]> = {},
-): Promise<RunningDevHost> {
-  const app = frontDoorApp(options);
-  apps.push(app);
-  const host = await startDevHost({ appDir: app.dir, port: 0, logSink: () => {}, ...extra });
-  hosts.push(host);
-  return host;
-}
+const serve = frontDoorHosts({ afterEach, afterAll });
 
 const HOST = { host: "127.0.0.1" };
 const body = (a: RawAnswer) => JSON.parse(a.body) as Record<string, unknown>;

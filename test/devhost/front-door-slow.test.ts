@@ -3,38 +3,20 @@ import { PassThrough } from "node:stream";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { tooSlow, watchDataRate } from "../../src/devhost/http/dataRate.js";
 import { RequestThrottle } from "../../src/devhost/http/throttle.js";
-import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
+import { frontDoorHosts } from "../support/front-door-app.js";
 import { openSocket, parseAnswers, rawCall } from "../support/raw-http.js";
 import { settled, waitUntil } from "../support/until.js";
 
 // Slow clients at the front door: bodies that trickle in, headers that never end, and refusals a client still
 // sending can read. Judged by answers and counts over real sockets; time is a FakeClock's wherever a rule is timed.
 
-const apps: FrontDoorApp[] = [];
-const hosts: RunningDevHost[] = [];
+const serve = frontDoorHosts({ afterEach, afterAll });
+// Registered after the hosts' hook, so it runs before it (after-hooks run in reverse): no host waits on a socket.
 const sockets: Socket[] = [];
-const savedEnv = { ...process.env };
-afterEach(async () => {
+afterEach(() => {
   for (const s of sockets.splice(0)) s.destroy();
-  while (hosts.length) await hosts.pop()?.close();
-  for (const name of Object.keys(process.env)) if (!(name in savedEnv)) delete process.env[name];
 });
-afterAll(() => {
-  for (const a of apps) a.remove();
-});
-
-async function serve(
-  options: Parameters<typeof frontDoorApp>[0] = {},
-  extra: Partial<Parameters<typeof startDevHost>[0]> = {},
-): Promise<RunningDevHost> {
-  const app = frontDoorApp(options);
-  apps.push(app);
-  const host = await startDevHost({ appDir: app.dir, port: 0, logSink: () => {}, ...extra });
-  hosts.push(host);
-  return host;
-}
 
 /** A connection that sends a request head declaring `length` bytes of body, then `sent` of them, and no more. */
 async function slowUpload(port: number, length: number, sent: number) {

@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
 
 /**
  * A small CommonJS v4 app for the front door tests (test/devhost/front-door-*.test.ts), written to a scratch folder:
@@ -64,4 +65,37 @@ export function frontDoorApp(
     JSON.stringify({ IsEncrypted: false, Values: options.values ?? {}, Host: options.host ?? {} }),
   );
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Registers the front door tests' lifecycle in the calling test file: each test's dev hosts close after it (and the
+ * app settings they put into process.env are taken out again, so that the next test's apply), the scratch apps go
+ * after the file. Returns `serve`, which starts a dev host on a new {@link frontDoorApp}.
+ */
+export function frontDoorHosts(hooks: {
+  afterEach: (fn: () => Promise<void>) => void;
+  afterAll: (fn: () => void) => void;
+}) {
+  const apps: FrontDoorApp[] = [];
+  const hosts: RunningDevHost[] = [];
+  // The dev host runs the app in this process and puts local.settings.json Values into process.env (the real
+  // environment wins there).
+  const savedEnv = { ...process.env };
+  hooks.afterEach(async () => {
+    while (hosts.length) await hosts.pop()?.close();
+    for (const name of Object.keys(process.env)) if (!(name in savedEnv)) delete process.env[name];
+  });
+  hooks.afterAll(() => {
+    for (const a of apps) a.remove();
+  });
+  return async function serve(
+    options: Parameters<typeof frontDoorApp>[0] = {},
+    extra: Partial<Parameters<typeof startDevHost>[0]> = {},
+  ): Promise<RunningDevHost> {
+    const app = frontDoorApp(options);
+    apps.push(app);
+    const host = await startDevHost({ appDir: app.dir, port: 0, logSink: () => {}, ...extra });
+    hosts.push(host);
+    return host;
+  };
 }
