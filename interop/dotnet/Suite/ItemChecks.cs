@@ -183,12 +183,15 @@ internal static class ItemChecks
         {
             Container slow = await db.CreateContainerAsync(new ContainerProperties("slow", "/pk"), throughput: 400);
             string big = new('x', 4000);
+            // ~1.7 MiB: one write costs ~1,070 RU, far past the second's 400, so the next request is throttled
+            // however slowly this machine sends it (the debt takes ~1.7 s to repay) — not a race against the rate.
+            string huge = new('x', 1_800_000);
             using CosmosClient noRetry = Clients.Create(new ClientConfig { Endpoint = config.Endpoint, Key = config.Key, ConnectTo = config.ConnectTo, MaxRetryOn429 = 0 });
             Container slowNoRetry = noRetry.GetContainer(db.Id, "slow");
             int throttled = 0;
             for (int i = 0; i < 200 && throttled == 0; i++)
             {
-                try { await slowNoRetry.CreateItemAsync(new JObject { ["id"] = $"x{i}", ["pk"] = "s", ["big"] = big }, new PartitionKey("s")); }
+                try { await slowNoRetry.CreateItemAsync(new JObject { ["id"] = $"x{i}", ["pk"] = "s", ["big"] = huge }, new PartitionKey("s")); }
                 catch (CosmosException e) when (e.StatusCode == HttpStatusCode.TooManyRequests)
                 {
                     throttled++;
