@@ -36,6 +36,7 @@ internal static class Program
                     return await RunQuery(config);
                 case "suite":
                     return await RunSuite(config);
+                case "binary-vectors": return BinaryVectors.Run();
                 default:
                     Console.Error.WriteLine($"unknown command '{args[0]}'");
                     return 2;
