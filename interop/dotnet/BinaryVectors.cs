@@ -90,6 +90,7 @@ internal static class BinaryVectors
         yield return ("count-prefixed array", "[" + string.Join(",", Enumerable.Range(0, 20).Select(i => $"\"s{i}\"")) + "]");
         yield return ("2-byte length containers", "{\"items\":[" + string.Join(",", Enumerable.Range(0, 300).Select(i => $"{{\"k{i % 7}\":{i * 1000},\"w\":\"v{i}\"}}")) + "]}");
         yield return ("number arrays", "{\"u8\":[1,2,200,255],\"i8\":[-1,2,-3,4],\"i16\":[1000,-1000,3],\"i32\":[100000,-2,3],\"i64\":[1099511627776,1,2],\"f64\":[1.5,2.25,-3.125],\"matrix\":[[1,2],[3,4],[5,6]],\"mixed\":[1,\"a\",2]}");
+        yield return ("uniform arrays", "{\"i32\":[100000,200000,300000,400000],\"i64\":[1099511627776,2199023255552,3298534883328],\"wide\":[" + string.Join(",", Enumerable.Range(100, 300)) + "],\"matrix\":[[100,101,102,103,104,105],[106,107,108,109,110,111],[112,113,114,115,116,117]],\"tall\":[" + string.Join(",", Enumerable.Range(0, 300).Select(i => $"[{100 + (i % 50)},101,102,103,104]")) + "]}");
         yield return ("unsigned 64-bit", "{\"u64\":18446744073709551615}");
         yield return ("nested", "{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":{\"f\":{\"g\":{\"h\":[[[[[1]]]]]}}}}}}}}");
         // Over 65,535 bytes: a 4-byte length string, then names and values repeated past it (3-byte reference offsets).
