@@ -168,6 +168,12 @@ describe("malformed Cosmos binary JSON is refused with the reason and offset", (
       );
     }
   });
+});
+
+describe("decoded values are what JSON.parse gives for the same document", () => {
+  it("keeps a string's leading U+FEFF (TextDecoder would drop it as a byte order mark)", () => {
+    expect(decode([0x80, 0x84, 0xef, 0xbb, 0xbf, 0x78])).toBe("\ufeffx");
+  });
 
   it("keeps __proto__ an own property, as JSON.parse does", () => {
     const v = decode([0x80, 0xe9, 0x89, ...Buffer.from("__proto__"), 0x01]) as Record<string, unknown>;

@@ -49,7 +49,8 @@ const FOUR_BIT_SETS: Record<number, string> = {
   [Marker.CompressedDateTime]: " 0123456789:-.TZ",
 };
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a string that starts with U+FEFF keeps it (by default TextDecoder drops a leading BOM).
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** Whether a marker starts a string (field names are strings too). */
 export function isStringMarker(m: number): boolean {
