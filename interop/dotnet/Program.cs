@@ -36,6 +36,7 @@ internal static class Program
                     return await RunQuery(config);
                 case "suite":
                     return await RunSuite(config);
+                case "binary-vectors" or "binary-checks": return await BinaryChecks.Dispatch(args[0], config);
                 default:
                     Console.Error.WriteLine($"unknown command '{args[0]}'");
                     return 2;

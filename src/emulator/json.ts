@@ -1,5 +1,6 @@
 import { jsonNestingDepth as nestingDepth } from "../shared/json.js";
-import { badRequest } from "./errors.js";
+import { BinaryJsonError, decodeCosmosBinary, isCosmosBinary } from "./binary-json/decode.js";
+import { badRequest, requestTooLarge } from "./errors.js";
 
 export { nestingDepth };
 
@@ -12,20 +13,17 @@ export const MAX_ITEM_NESTING = 128;
 /** Levels a request body may wrap around an item: a batch's array and operation, a patch's operations. */
 export const ENVELOPE_NESTING = 3;
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+/**
+ * Characters of strings a body in Cosmos binary JSON may decode to: as many as the largest text body could carry
+ * (string references and packed strings make the decoded document larger than its bytes; past this it could not
+ * be stored anyway, the item limit being 2 MB).
+ */
+export const MAX_DECODED_BINARY_CHARS = 4 * 1024 * 1024;
 
-/** First byte of a body in Cosmos binary JSON (the .NET SDK's JsonBinaryEncoding "BinaryFormat" marker). */
-const COSMOS_BINARY_MARKER = 0x80;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Decodes a request body as strict UTF-8 (the service refuses malformed bytes rather than replacing them). */
 export function decodeUtf8(body: Buffer): string {
-  // The .NET SDK with AZURE_COSMOS_BINARY_ENCODING_ENABLED writes items in Cosmos binary JSON; the emulator reads
-  // text only (it answers in text, which the SDK accepts), so it says what the body is instead of "not UTF-8".
-  if (body[0] === COSMOS_BINARY_MARKER) {
-    throw badRequest(
-      "The request body is in Cosmos binary JSON (CosmosBinary), which this emulator does not read; send JSON text (for the .NET SDK: leave AZURE_COSMOS_BINARY_ENCODING_ENABLED unset).",
-    );
-  }
   try {
     return utf8.decode(body);
   } catch {
@@ -33,8 +31,13 @@ export function decodeUtf8(body: Buffer): string {
   }
 }
 
-/** Parses a request body: strict UTF-8, JSON, nesting within the item limit plus a request envelope. */
+/**
+ * Parses a request body: JSON text (strict UTF-8, nesting within the item limit plus a request envelope), or —
+ * first byte 0x80 — Cosmos binary JSON, which the .NET SDK sends item bodies in when
+ * AZURE_COSMOS_BINARY_ENCODING_ENABLED is on, within the same nesting limit.
+ */
 export function parseJsonBody(body: Buffer): unknown {
+  if (isCosmosBinary(body)) return parseBinaryBody(body);
   const text = decodeUtf8(body);
   const depth = nestingDepth(text);
   if (depth > MAX_ITEM_NESTING + ENVELOPE_NESTING) {
@@ -46,5 +49,19 @@ export function parseJsonBody(body: Buffer): unknown {
     return JSON.parse(text);
   } catch (e) {
     throw badRequest(`The request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function parseBinaryBody(body: Buffer): unknown {
+  try {
+    return decodeCosmosBinary(body, {
+      maxDepth: MAX_ITEM_NESTING + ENVELOPE_NESTING,
+      maxChars: MAX_DECODED_BINARY_CHARS,
+    });
+  } catch (e) {
+    if (!(e instanceof BinaryJsonError)) throw e;
+    const message = `The request body is not valid Cosmos binary JSON: ${e.message}.`;
+    if (e.tooLarge) throw requestTooLarge(message);
+    throw badRequest(message);
   }
 }

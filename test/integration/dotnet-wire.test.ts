@@ -400,6 +400,27 @@ describe("transactional batch and bulk as the .NET SDK sends them (HybridRow Rec
     expect((await container.item("bulk4", "bk4").read()).statusCode).toBe(200);
   });
 
+  it("bulk with binary encoding on: items in Cosmos binary JSON inside the HybridRow operations are stored", async () => {
+    const { container } = await newContainer(1);
+    // Create k2 {n: 302} and k0 {n: 300} in partition "bulk": as the .NET SDK 3.64 sent them with
+    // AZURE_COSMOS_BINARY_ENCODING_ENABLED=true (each resourceBody starts 0x80).
+    const body = fixture("bulk-binary-creates");
+    expect(body.includes(Buffer.from([0x80, 0xea]))).toBe(true);
+    const res = await postBatch(container, body, { "x-ms-cosmos-batch-atomic": "false" });
+    expect(res.status).toBe(200);
+    expect(readResults(res.body).map((r) => r.status)).toEqual([201, 201]);
+    expect((await container.item("k2", "bulk").read()).resource).toMatchObject({
+      id: "k2",
+      pk: "bulk",
+      n: 302,
+    });
+    expect((await container.item("k0", "bulk").read()).resource).toMatchObject({
+      id: "k0",
+      pk: "bulk",
+      n: 300,
+    });
+  });
+
   it("a stream whose record does not match its CRC is a 400 and writes nothing", async () => {
     const { container } = await newContainer(1);
     const body = Buffer.from(fixture("bulk-creates"));

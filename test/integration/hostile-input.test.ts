@@ -107,16 +107,32 @@ describe("bytes that are not UTF-8", () => {
     expect((await container.item("bad-utf8", "p").read()).statusCode).toBe(404);
   });
 
-  it("a body in Cosmos binary JSON (.NET's binary encoding) is refused with a 400 that says so, not 'not UTF-8'", async () => {
+  it("a body in Cosmos binary JSON (.NET's binary encoding) is stored as the document it encodes", async () => {
+    // {"id":"bin-1","pk":"p","n":300} as the .NET SDK encodes it with AZURE_COSMOS_BINARY_ENCODING_ENABLED: 0x80
+    // (binary format), an object of 17 bytes, the system string "id", 5-char "bin-1", "pk", "p", "n", Int16 300.
+    const body = Buffer.from("80ea112c8562696e2d3182706b8170816ec92c01", "hex");
+    const res = await create(body);
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ id: "bin-1", pk: "p", n: 300 });
+    expect((await container.item("bin-1", "p").read()).resource).toMatchObject({
+      id: "bin-1",
+      pk: "p",
+      n: 300,
+    });
+  });
+
+  it("a malformed body in Cosmos binary JSON is refused with a 400 that says what is wrong, and writes nothing", async () => {
     const before = await count();
-    // 0x80 (binary format marker), then an object marker and bytes: what the .NET SDK writes with binary encoding on.
-    const res = await create(Buffer.from([0x80, 0xea, 0x02, 0x01, 0x00]));
+    // The same document cut off inside the value of "pk".
+    const res = await create(Buffer.from("80ea112c8562696e2d3182706b81", "hex"));
     expect(res.status).toBe(400);
+    expect((res.body as { code: string }).code).toBe("BadRequest");
     const message = (res.body as { message: string }).message;
-    expect(message).toContain("Cosmos binary JSON");
-    expect(message).toContain("AZURE_COSMOS_BINARY_ENCODING_ENABLED");
+    expect(message).toContain("not valid Cosmos binary JSON");
+    expect(message).toMatch(/at byte \d+/);
     expect(message).not.toMatch(/not valid UTF-8/);
     expect(await count()).toBe(before);
+    await alive();
   });
 
   it("stores well-formed multi-byte UTF-8 as sent", async () => {

@@ -1,5 +1,7 @@
 import { crc32 } from "node:zlib";
+import { isCosmosBinary } from "../binary-json/decode.js";
 import { badRequest } from "../errors.js";
+import { parseJsonBody } from "../json.js";
 
 /**
  * Transactional batch and bulk as the .NET SDK sends them: not a JSON array but a HybridRow RecordIO stream
@@ -189,10 +191,15 @@ function decodeOperation(row: Buffer): Record<string, unknown> {
   if (values.partitionKey) op.partitionKey = values.partitionKey.toString("utf8");
   if (values.id) op.id = values.id.toString("utf8");
   if (values.resourceBody) {
-    try {
-      op.resourceBody = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(values.resourceBody));
-    } catch {
-      throw malformed("an operation's resourceBody is not UTF-8 JSON");
+    // Bulk with AZURE_COSMOS_BINARY_ENCODING_ENABLED: the .NET SDK serializes each item (in Cosmos binary JSON)
+    // before the bulk executor packs it into a batch.
+    if (isCosmosBinary(values.resourceBody)) op.resourceBody = parseJsonBody(values.resourceBody);
+    else {
+      try {
+        op.resourceBody = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(values.resourceBody));
+      } catch {
+        throw malformed("an operation's resourceBody is not UTF-8 JSON");
+      }
     }
   }
   return op;
