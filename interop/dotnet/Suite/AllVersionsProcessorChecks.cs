@@ -17,6 +17,7 @@ internal static class AllVersionsProcessorChecks
         public readonly List<string> Problems = [];
         public readonly TaskCompletionSource Acquired = new(TaskCreationOptions.RunContinuationsAsynchronously);
         public readonly TaskCompletionSource Delete = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        public readonly TaskCompletionSource Probe = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
         public void Add(ChangeFeedProcessorContext context, IEnumerable<ChangeFeedItem<JObject>> items)
         {
@@ -26,6 +27,11 @@ internal static class AllVersionsProcessorChecks
                 catch (CheckFailed e) { Problems.Add(e.Message); }
                 foreach (ChangeFeedItem<JObject> i in items)
                 {
+                    if ((string?)i.Current?["pk"] == ProbeKey)
+                    {
+                        Probe.TrySetResult();
+                        continue;
+                    }
                     Items.Add(i);
                     if (i.Metadata.OperationType == ChangeFeedOperationType.Delete) Delete.TrySetResult();
                 }
@@ -46,6 +52,27 @@ internal static class AllVersionsProcessorChecks
 
     private static string? Text(JToken? t, string name) => (string?)t?[name];
 
+    /// <summary>The partition key of the probes <see cref="Reading"/> writes (left out of what a check sees).</summary>
+    private const string ProbeKey = "probe";
+
+    /// <summary>
+    /// Returns once the processor reads the feed. An AVAD lease without a continuation starts from "now" at its first
+    /// read (the SDK sets no start time in this mode: azure-cosmos-dotnet-v3#5846), which comes after the acquire
+    /// notification: a write between the two would be missed. So probes are written, one every 2 s, until one is
+    /// delivered; only then does the check write what it asserts on.
+    /// </summary>
+    private static async Task Reading(Container monitored, Changes changes)
+    {
+        DateTime deadline = DateTime.UtcNow + Fixtures.Patience;
+        for (int i = 0; ; i++)
+        {
+            Task seen = changes.Probe.Task;
+            await monitored.CreateItemAsync(new JObject { ["id"] = $"probe{i}", ["pk"] = ProbeKey }, new PartitionKey(ProbeKey));
+            if (await Task.WhenAny(seen, Task.Delay(2000)) == seen) return;
+            if (DateTime.UtcNow > deadline) throw new CheckFailed($"no probe delivered within {Fixtures.Patience.TotalSeconds} s");
+        }
+    }
+
     public static async Task Run(CheckRunner run, Database db)
     {
         await run.Run("AVAD processor: cold start; create, replace, delete with lsn, previousImageLSN, crts, delete's id, key and previous image", async () =>
@@ -56,6 +83,7 @@ internal static class AllVersionsProcessorChecks
             ChangeFeedProcessor p = Processor(monitored, leases, changes, errors);
             await p.StartAsync();
             await Fixtures.Within(changes.Acquired.Task, "lease acquired");
+            await Reading(monitored, changes);
             await monitored.CreateItemAsync(new JObject { ["id"] = "1", ["pk"] = "1", ["description"] = "original test" }, new PartitionKey("1"));
             // crts has second granularity: a clear second between operations, as Microsoft's test waits.
             await Task.Delay(1100);
@@ -97,6 +125,7 @@ internal static class AllVersionsProcessorChecks
             ChangeFeedProcessor p = Processor(monitored, leases, changes, errors);
             await p.StartAsync();
             await Fixtures.Within(changes.Acquired.Task, "lease acquired");
+            await Reading(monitored, changes);
             await monitored.CreateItemAsync(new JObject { ["id"] = "1", ["pk"] = "1", ["description"] = "Testing TTL on CFP.", ["ttl"] = 2 }, new PartitionKey("1"));
             await Fixtures.Within(changes.Delete.Task, "the expiry delivered");
             await p.StopAsync();
