@@ -7,7 +7,8 @@ namespace CosmosInterop;
 /// Microsoft.Azure.Cosmos (the .NET SDK, Gateway mode) driven by the Node interop tests:
 /// <c>CosmosInterop &lt;command&gt; '&lt;config JSON&gt;'</c>; every result is a JSON line on stdout.
 /// Commands: <c>account</c> (read the account: a connectivity check), <c>suite</c> (the SDK checks),
-/// <c>processor</c> (a Change Feed Processor host until "stop" on stdin or a kill).
+/// <c>processor</c> (a Change Feed Processor host until "stop" on stdin or a kill), <c>emulator-tests</c> (the
+/// behaviours Microsoft's emulator tests assert: Suite/EmulatorTests.cs).
 /// </summary>
 internal static class Program
 {
@@ -15,7 +16,7 @@ internal static class Program
     {
         if (args.Length < 2)
         {
-            Console.Error.WriteLine("usage: CosmosInterop <account|suite|processor> '<config JSON>'");
+            Console.Error.WriteLine("usage: CosmosInterop <account|suite|emulator-tests|processor> '<config JSON>'");
             return 2;
         }
         JObject config = JObject.Parse(args[1]);
@@ -37,6 +38,8 @@ internal static class Program
                 case "suite":
                     return await RunSuite(config);
                 case "binary-vectors" or "binary-checks": return await BinaryChecks.Dispatch(args[0], config);
+                case "emulator-tests":
+                    return await Suite.EmulatorTests.Run(config);
                 default:
                     Console.Error.WriteLine($"unknown command '{args[0]}'");
                     return 2;

@@ -344,6 +344,7 @@ function dispatch(
     origin: `${scheme}://${headers.host ?? "127.0.0.1"}/`,
     account,
     activityId,
+    byRid: byRid !== undefined,
   };
   const n = segments.length;
   if (n === 0) return readAccount(ctx);

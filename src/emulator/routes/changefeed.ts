@@ -76,9 +76,12 @@ function partitionKeyObject(c: Container, values: readonly PartitionKeyComponent
 /**
  * One change as the service shapes it (what the .NET SDK's emulator tests read: github.com/Azure/azure-cosmos-dotnet-v3,
  * GetChangeFeedProcessorBuilderWithAllVersionsAndDeletesTests.cs). A create or a replace (upserts and patches are one
- * of the two) is `{current, metadata}` with no `previous` and no id or partition key in its metadata; a delete (a TTL
- * expiry too) is `{current: {}, previous, metadata}` — `current` an object without an id (the test reads
- * `Current.id` and expects null) — whose metadata names the deleted document's id and partition key.
+ * of the two) is `{current, metadata}` with no `previous` and no id or partition key in its metadata; a delete is
+ * `{current: {}, previous, metadata}` — `current` an object without an id (the test reads `Current.id` and expects
+ * null) — whose metadata names the deleted document's id and partition key. A TTL expiry is the same without
+ * `previous`: Microsoft's CFP/AllVersionsAndDeletes/BuilderTests.cs (WhenADocumentIsCreatedWithTtlSetThenTheDocumentIs
+ * DeletedTestsAsync) asserts `Previous` null on the expiry while WhenADocumentIsCreatedThenUpdatedThenDeletedTestsAsync
+ * reads the previous image of a user's delete.
  */
 function allVersionsItem(c: Container, e: LogEntry): string {
   const base = {
@@ -94,6 +97,7 @@ function allVersionsItem(c: Container, e: LogEntry): string {
       id: e.doc.id,
       partitionKey: partitionKeyObject(c, e.doc.pkValues),
     });
+    if (e.ttlExpired) return `{"current":{},"metadata":${metadata}}`;
     return `{"current":{},"previous":${withLsn(e.doc.json, e.previousLsn)},"metadata":${metadata}}`;
   }
   return `{"current":${withLsn(e.doc.json, e.lsn)},"metadata":${JSON.stringify(base)}}`;

@@ -15,6 +15,8 @@ export interface RequestContext {
   origin: string;
   account: Account;
   activityId: string;
+  /** The request named its database by `_rid` (routes/rid-paths.ts): `segments` carry the names it resolved to. */
+  byRid?: boolean;
 }
 
 /** A handler's answer: status, body (object → JSON, string → already-serialized JSON), headers, RU charge. */

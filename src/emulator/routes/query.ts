@@ -94,8 +94,10 @@ function checkContinuationTokenLimit(ctx: RequestContext): void {
   const raw = header(ctx, "x-ms-documentdb-responsecontinuationtokenlimitinkb");
   if (raw === undefined) return;
   if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) {
+    // "continuation token limit specified is not large enough" is the service's wording (Microsoft's
+    // CosmosItemTests.NegativeQueryTest matches it).
     throw badRequest(
-      `ResponseContinuationTokenLimitInKb must be a whole number of KB of at least 1; got '${raw}'.`,
+      `The response continuation token limit specified is not large enough: ResponseContinuationTokenLimitInKb must be a whole number of KB of at least 1; got '${raw}'.`,
     );
   }
 }
@@ -120,7 +122,9 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
   const now = Date.now();
   const metricsWanted = isTrue(ctx, "x-ms-documentdb-populatequerymetrics");
   const binding = { q: exact, shape, scope: scopeKey };
-  const singleRange = (scope?.ranges.length ?? c.ranges.length) === 1;
+  // A scan of one physical range keeps a continuation after a full page; a query of one logical partition (a
+  // partition key header) does not: see page().
+  const singleRange = (scope?.ranges.length ?? c.ranges.length) === 1 && scope?.pkKey === undefined;
 
   let offset = 0;
   if (token) {
@@ -225,7 +229,7 @@ interface PageRequest {
   /** Set when this request ran the query (for the metrics and the charge). */
   scanned?: ScanFacts;
   metricsWanted: boolean;
-  /** The query reads one physical range: a full page carries a continuation even when nothing follows. */
+  /** The query scans one physical range (no partition key): a full page carries a continuation even when nothing follows. */
   singleRange: boolean;
 }
 
@@ -250,7 +254,10 @@ function page(req: PageRequest): Reply {
   // A query of one physical range pages as the service's partition does: a page that stops at the page size
   // carries a continuation even when nothing follows (the next page is then empty and final). A query over several
   // ranges is answered whole here (the service's gateway merges them), so its exactly full last page ends it: the
-  // SDK's hasMoreResults() turns false without fetching an empty page.
+  // SDK's hasMoreResults() turns false without fetching an empty page. A query of one logical partition (the
+  // x-ms-documentdb-partitionkey header) ends on its exactly full last page too: Microsoft's
+  // CosmosItemTests.ValidateMaxItemCountOnItemQuery reads 6 documents of one key in pages of exactly 1 (and 2) to the
+  // end, and the .NET SDK hands an empty last page to its caller (SkipEmptyPageQueryPipelineStage).
   if (next < snap.rows.length || (singleRange && rows.length > 0 && rows.length === pageSize)) {
     snap.expiresAt = Date.now() + SNAPSHOT_TTL_MS;
     const token: QueryToken = { rid: c.rid, ...binding, snap: snapId, offset: next };

@@ -24,6 +24,10 @@ export function ridBasedPath(
     const c = [...db.containers.values()].find((x) => x.rid === segments[3]);
     // An unknown container rid stays as it is: the route answers 404 as for an unknown name.
     if (c) named[3] = c.id;
+    // A document by its rid (what Microsoft's CosmosItemTests.CreateDropItemWithInvalidIdCharactersTest replaces an
+    // item through when its id has a character no name-based URL carries); an unknown rid stays: 404.
+    const id = c && segments.length === 6 && segments[4] === "docs" ? c.idOfRid(segments[5]) : undefined;
+    if (id !== undefined) named[5] = id;
   }
   return {
     segments: named,

@@ -348,6 +348,12 @@ export class Container {
     return d && d.expiresAtMs > nowMs ? d : undefined;
   }
 
+  /** The id of the live document with this `_rid` (a RID-addressed request names a document by it). */
+  idOfRid(rid: string): string | undefined {
+    const key = this.keyOfRid.get(rid);
+    return key === undefined ? undefined : this.docs.get(key)?.id;
+  }
+
   static docKey(pkKey: string, id: string): string {
     return documentKey(pkKey, id);
   }

@@ -11,19 +11,17 @@ export const MAX_ID_BYTES = 1023;
 export const MAX_RESOURCE_ID_LENGTH = 255;
 /** Database and container ids: no `/ \ ? #` (the SDK refuses them too). */
 const ILLEGAL_RESOURCE_ID = /[/\\?#]/;
-/**
- * Item ids: the service refuses `/` and `\`; `#` cannot travel in a URL (the SDK refuses it client side),
- * so it is refused at create rather than leaving an item no point operation can reach.
- */
-const ILLEGAL_ITEM_ID = /[/\\#]/;
 
 /**
  * Validates an id. Items (`what` = "document") follow the service's per-item rules (concepts-limits: at most
- * 1,023 bytes, no `/` or `\`), plus what the SDK's URLs cannot carry: `#`, the dot segments `.` and `..`
- * (URL normalization turns `docs/..` into another path) and a trailing `?` (an empty query is dropped), so
- * such an item is refused at create instead of being unreachable afterwards. A trailing space, `?` inside,
- * `%`, `+` and any other Unicode are accepted. Databases and containers keep the resource rules (no
- * `/ \ ? #`, no trailing space, at most 255 characters).
+ * 1,023 bytes), plus what the SDK's URLs cannot carry: the dot segments `.` and `..` (URL normalization turns
+ * `docs/..` into another path) and a trailing `?` (an empty query is dropped), so such an item is refused at create
+ * instead of being unreachable afterwards. `/`, `\` and `#` are accepted at create, as the service accepts them
+ * (Microsoft's CosmosItemTests.CreateDropItemWithInvalidIdCharactersTest creates "Invalid#/\\?Id", gets 404 reading
+ * it by name, finds it by query and renames it through RID addresses; the SDK's maintainers: "the service does not
+ * reject invalid characters", github.com/Azure/azure-cosmos-dotnet-v3/issues/2573): no name-based URL reaches such
+ * an item (404), its RID does. A trailing space, `?` inside, `%`, `+` and any other Unicode are accepted.
+ * Databases and containers keep the resource rules (no `/ \ ? #`, no trailing space, at most 255 characters).
  */
 export function validateId(id: unknown, what = "document"): asserts id is string {
   if (id === undefined) {
@@ -42,8 +40,6 @@ export function validateId(id: unknown, what = "document"): asserts id is string
   const bytes = Buffer.byteLength(id);
   if (bytes > MAX_ID_BYTES)
     throw badRequest(`The document id is ${bytes} bytes long; the limit is ${MAX_ID_BYTES} bytes.`);
-  if (ILLEGAL_ITEM_ID.test(id))
-    throw badRequest(`The document id '${id}' contains an illegal character ('/', '\\' or '#').`);
   if (id === "." || id === "..")
     throw badRequest(`The document id '${id}' is a URL dot segment; no request URL could address it.`);
   if (id.endsWith("?"))

@@ -62,7 +62,32 @@ function tokens(path: string): string[] {
 
 type Container = JsonObject | unknown[];
 
-function parentOf(doc: JsonObject, path: string, create: boolean): { parent: Container; last: string } {
+/** The operation a path belongs to, for the service's messages: its 1-based position and its name. */
+interface OperationRef {
+  index: number;
+  name: string;
+}
+
+const OP_NAMES: Record<PatchOperation["op"], string> = {
+  add: "Add",
+  set: "Set",
+  replace: "Replace",
+  remove: "Remove",
+  incr: "Increment",
+  move: "Move",
+};
+
+/**
+ * The container of the last token of `path`. An operation that creates (`creating` set: add, set, incr, move's
+ * target) creates only the last token: a missing parent is a 400 in the service's words, as Microsoft's
+ * CosmosItemTests.ItemPatchFailureTest reads them ("For Operation(1): Add Operation can only create a child object of
+ * an existing node(array or object) and cannot create path recursively, no path found beyond: 'nonExistentParent'.").
+ */
+function parentOf(
+  doc: JsonObject,
+  path: string,
+  creating?: OperationRef,
+): { parent: Container; last: string } {
   const parts = tokens(path);
   let node: unknown = doc;
   for (let i = 0; i < parts.length - 1; i++) {
@@ -71,7 +96,11 @@ function parentOf(doc: JsonObject, path: string, create: boolean): { parent: Con
       node = node[Number(part)];
     } else if (node !== null && typeof node === "object") {
       const obj = node as JsonObject;
-      if (!(part in obj) && create) obj[part] = {};
+      if (!(part in obj) && creating) {
+        throw badRequest(
+          `For Operation(${creating.index}): ${creating.name} Operation can only create a child object of an existing node(array or object) and cannot create path recursively, no path found beyond: '${part}'. Learn more: https://aka.ms/cosmosdbpatchdocs`,
+        );
+      }
       node = obj[part];
     } else {
       node = undefined;
@@ -96,14 +125,14 @@ function arrayIndex(arr: unknown[], token: string, path: string, allowEnd: boole
 }
 
 function getAt(doc: JsonObject, path: string): unknown {
-  const { parent, last } = parentOf(doc, path, false);
+  const { parent, last } = parentOf(doc, path);
   if (Array.isArray(parent)) return parent[arrayIndex(parent, last, path, false)];
   if (!(last in parent)) throw badRequest(`Patch path '${path}' does not exist in the document.`);
   return parent[last];
 }
 
 function removeAt(doc: JsonObject, path: string): unknown {
-  const { parent, last } = parentOf(doc, path, false);
+  const { parent, last } = parentOf(doc, path);
   if (Array.isArray(parent)) return parent.splice(arrayIndex(parent, last, path, false), 1)[0];
   if (!(last in parent)) throw badRequest(`Patch path '${path}' does not exist in the document.`);
   const old = parent[last];
@@ -113,27 +142,29 @@ function removeAt(doc: JsonObject, path: string): unknown {
 
 /**
  * Applies patch operations to a deep copy of `doc` (Cosmos semantics: add inserts into arrays,
- * set creates or replaces, replace and remove need the path to exist, incr adds to a number and creates it).
+ * set creates or replaces, replace and remove need the path to exist, incr adds to a number and creates it; none
+ * creates a missing parent).
  * Paths naming `id`, system properties or the partition key are refused by the caller.
  */
 export function applyPatch(doc: JsonObject, operations: PatchOperation[]): JsonObject {
   const out = structuredClone(doc);
-  for (const op of operations) {
+  for (const [i, op] of operations.entries()) {
+    const creating = { index: i + 1, name: OP_NAMES[op.op] };
     switch (op.op) {
       case "add":
       case "set": {
-        const { parent, last } = parentOf(out, op.path, true);
+        const { parent, last } = parentOf(out, op.path, creating);
         if (Array.isArray(parent)) {
-          const i = arrayIndex(parent, last, op.path, true);
-          if (op.op === "add") parent.splice(i, 0, op.value);
-          else parent[i] = op.value;
+          const at = arrayIndex(parent, last, op.path, true);
+          if (op.op === "add") parent.splice(at, 0, op.value);
+          else parent[at] = op.value;
         } else {
           parent[last] = op.value;
         }
         break;
       }
       case "replace": {
-        const { parent, last } = parentOf(out, op.path, false);
+        const { parent, last } = parentOf(out, op.path);
         if (Array.isArray(parent)) parent[arrayIndex(parent, last, op.path, false)] = op.value;
         else if (last in parent) parent[last] = op.value;
         else throw badRequest(`Patch 'replace' path '${op.path}' does not exist in the document.`);
@@ -145,7 +176,7 @@ export function applyPatch(doc: JsonObject, operations: PatchOperation[]): JsonO
       case "incr": {
         if (typeof op.value !== "number")
           throw badRequest(`Patch 'incr' at '${op.path}' needs a numeric value.`);
-        const { parent, last } = parentOf(out, op.path, true);
+        const { parent, last } = parentOf(out, op.path, creating);
         const current = Array.isArray(parent)
           ? parent[arrayIndex(parent, last, op.path, false)]
           : (parent as JsonObject)[last];
@@ -161,7 +192,7 @@ export function applyPatch(doc: JsonObject, operations: PatchOperation[]): JsonO
         const from = op.from as string;
         const value = getAt(out, from);
         removeAt(out, from);
-        const { parent, last } = parentOf(out, op.path, true);
+        const { parent, last } = parentOf(out, op.path, creating);
         if (Array.isArray(parent)) parent.splice(arrayIndex(parent, last, op.path, true), 0, value);
         else parent[last] = value;
         break;
