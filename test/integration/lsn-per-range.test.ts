@@ -129,4 +129,43 @@ describe("per-range LSNs", () => {
     const rightAfter = await drainFeed(t2.emulator, "lsn", "docs", { rangeId: right.id, etag: '"6"' });
     expect(rightAfter.docs.map((d) => [d.id, d._lsn])).toEqual([["r2", 7]]);
   });
+
+  it("read over several ranges: commit order, one LSN per range in the continuation, through a split", async () => {
+    const t = await start();
+    const server = t.emulator;
+    const db = (await t.client.databases.create({ id: "multi" })).database;
+    const c = (
+      await db.containers.create(
+        { id: "docs", partitionKey: { paths: ["/pk"], version: 2 } },
+        { offerThroughput: 12_000 },
+      )
+    ).container;
+    const [r0, r1] = await keysPerRange(c, 1);
+    const order = ["m0", "n0", "n1", "m1", "n2"];
+    for (const id of order) await c.items.create({ id, pk: id.startsWith("m") ? r0.keys[0] : r1.keys[0] });
+    // No range named: the whole container, in commit order, 2 changes a page.
+    const first = await readFeed(server, "multi", "docs", { maxItems: 2 });
+    expect(first.docs.map((d) => d.id)).toEqual(["m0", "n0"]);
+    expect(first.etag).toBe(`"${r0.id}:1,${r1.id}:1"`);
+    expect(first.sessionToken).toBe(`${r0.id}:-1#2,${r1.id}:-1#3`);
+    const rest = await drainFeed(server, "multi", "docs", { maxItems: 2, etag: first.etag ?? "" });
+    expect(rest.docs.map((d) => d.id)).toEqual(["n1", "m1", "n2"]);
+    expect(rest.etag).toBe(`"${r0.id}:2,${r1.id}:3"`);
+
+    // After a split of range 1 the same continuation goes on in both children, from range 1's LSN.
+    const children = server.splitRange("multi", "docs", r1.id);
+    await c.items.create({ id: "n3", pk: r1.keys[0] });
+    await c.items.create({ id: "m2", pk: r0.keys[0] });
+    const after = await drainFeed(server, "multi", "docs", { maxItems: 10, etag: rest.etag ?? "" });
+    expect(after.docs.map((d) => [d.id, d._lsn])).toEqual([
+      ["n3", 4],
+      ["m2", 3],
+    ]);
+    expect(after.etag?.split(",")).toHaveLength(1 + children.length);
+
+    // Continuations it never issued: 400, not a 500.
+    for (const etag of ['"0:x"', '"0:1,0:2"', `"${r0.id}:99"`, '":5"']) {
+      expect((await readFeed(server, "multi", "docs", { etag })).status).toBe(400);
+    }
+  });
 });
