@@ -33,6 +33,7 @@ internal static class Program
                     }
                 case "processor":
                     return await ProcessorHost.Run(config.ToObject<ClientConfig>()!, config.ToObject<ProcessorConfig>()!);
+                case "estimator": return await Estimator.Run(config);
                 case "query":
                     return await RunQuery(config);
                 case "suite":

@@ -550,21 +550,23 @@ describe("splits and .NET leases", () => {
     // The database's own _rid, as the service reports it (not derived from the container rid like the code is).
     const dbRid = (await db.read()).resource?._rid as string;
     const prefix = `127.0.0.1_${dbRid}_${collRid}`;
-    // The LSN after the first 60 writes: everything up to it counts as already processed.
+    // Each range's LSN after the first 60 writes (each range counts its own): everything up to it counts as
+    // already processed.
     const probe = await monitored.items.getChangeFeedIterator({}).readNext();
     const composite = JSON.parse(probe.continuationToken) as {
-      Continuation: { continuationToken: string }[];
+      Continuation: { continuationToken: string; minInclusive: string }[];
     };
-    const lsn = Number(composite.Continuation[0].continuationToken.replace(/"/g, ""));
-    expect(lsn).toBeGreaterThanOrEqual(60);
     const ranges = (await monitored.readPartitionKeyRanges().fetchAll()).resources;
-    const continuation = `"${lsn}"`;
+    const continuationOf = (r: { minInclusive: string }) =>
+      composite.Continuation.find((c) => c.minInclusive === r.minInclusive)?.continuationToken as string;
+    const lsns = ranges.map((r) => Number(continuationOf(r).replace(/"/g, "")));
+    expect(lsns[0] + lsns[1]).toBe(60);
     // Range 0 as a legacy V2-library lease; range 1 as a version-1 EPK lease, both owned by a dead .NET host.
     await leases.items.create({
       id: `${prefix}..0`,
       PartitionId: "0",
       Owner: "dotnet-host",
-      ContinuationToken: continuation,
+      ContinuationToken: continuationOf(ranges[0]),
       timestamp: "2020-01-01T00:00:00.1234567Z",
     });
     await leases.items.create({
@@ -574,7 +576,7 @@ describe("splits and .NET leases", () => {
       LeaseToken: `${ranges[1].minInclusive}-${ranges[1].maxExclusive}`,
       FeedRange: { Range: { min: ranges[1].minInclusive, max: ranges[1].maxExclusive } },
       Owner: null,
-      ContinuationToken: continuation,
+      ContinuationToken: continuationOf(ranges[1]),
       properties: { custom: "kept" },
       timestamp: "2026-06-28T14:42:40.403196Z",
       _ts: 0,

@@ -11,6 +11,7 @@ import {
   type RequestContext,
   requestScope,
 } from "./context.js";
+import { currentContinuation, formatContinuation, parseContinuation } from "./feed-continuation.js";
 
 export const LATEST_VERSION_FEED = "incremental feed";
 export const ALL_VERSIONS_FEED = "full-fidelity feed";
@@ -21,22 +22,10 @@ function scopeOf(ctx: RequestContext, c: Container): Scope {
 }
 
 /** Parses If-None-Match / If-Modified-Since into where to start. `undefined` = start from now. */
-function startOf(ctx: RequestContext, c: Container, allVersions: boolean): FeedStart | "now" {
+function startOf(ctx: RequestContext, scope: Scope, allVersions: boolean): FeedStart | "now" {
   const inm = header(ctx, "if-none-match");
   if (inm === "*") return "now";
-  if (inm !== undefined) {
-    const lsn = Number(inm.replace(/^W\//, "").replace(/"/g, ""));
-    if (!Number.isInteger(lsn) || lsn < 0) {
-      throw badRequest(
-        `Invalid Continuation Token: the change feed continuation (If-None-Match) '${inm}' is not an LSN etag this emulator issued.`,
-      );
-    }
-    if (lsn > c.lsn)
-      throw badRequest(
-        `Invalid Continuation Token: the change feed continuation '${inm}' is ahead of this container (LSN ${c.lsn}).`,
-      );
-    return { afterLsn: lsn };
-  }
+  if (inm !== undefined) return { afterLsn: parseContinuation(inm, scope) };
   const ims = header(ctx, "if-modified-since");
   if (ims !== undefined) {
     const ms = Date.parse(ims);
@@ -105,7 +94,7 @@ function allVersionsItem(c: Container, e: LogEntry): string {
 
 /**
  * GET /docs with A-IM: the change feed of a range, an EPK window or a logical partition.
- * 200 with `etag: "<lsn>"` (the next continuation) or 304 with the etag still set.
+ * 200 with `etag: "<lsn>"` (the next continuation: see feed-continuation.ts) or 304 with the etag still set.
  */
 export function changeFeed(ctx: RequestContext, c: Container, aim: string): Reply {
   const mode = aim.toLowerCase();
@@ -114,25 +103,26 @@ export function changeFeed(ctx: RequestContext, c: Container, aim: string): Repl
   }
   const allVersions = mode === ALL_VERSIONS_FEED;
   const scope = scopeOf(ctx, c);
-  const start = startOf(ctx, c, allVersions);
+  const start = startOf(ctx, scope, allVersions);
   const max = maxItemCount(ctx, DEFAULT_CHANGE_FEED_PAGE);
   const rangeId = scope.ranges.length === 1 ? scope.ranges[0].id : undefined;
+  // Each range's own LSN (several ranges: one token each, as the service joins them).
   const sessionLsn = scope.ranges.reduce((m, r) => Math.max(m, r.lastLsn), 0);
   const headers: Record<string, string> = {
     "x-ms-content-path": c.rid,
     "x-ms-alt-content-path": altContentPath("dbs", c.databaseId, "colls", c.id),
-    "x-ms-session-token": `${rangeId ?? scope.ranges[0].id}:-1#${sessionLsn}`,
+    "x-ms-session-token": scope.ranges.map((r) => `${r.id}:-1#${r.lastLsn}`).join(","),
     lsn: String(sessionLsn),
     // Also on a 304: the .NET SDK parses it on every change feed page (int.Parse, so a missing one throws).
     "x-ms-item-count": "0",
   };
   if (rangeId !== undefined) headers["x-ms-documentdb-partitionkeyrangeid"] = rangeId;
   if (start === "now") {
-    headers.etag = `"${c.lsn}"`;
+    headers.etag = currentContinuation(scope);
     return { status: 304, headers, charge: changeFeedCharge(0), kind: "changeFeed" };
   }
   const page = c.readFeed(scope, start, max, allVersions);
-  headers.etag = `"${page.continuationLsn}"`;
+  headers.etag = formatContinuation(page.continuation);
   if (page.entries.length === 0)
     return { status: 304, headers, charge: changeFeedCharge(0), kind: "changeFeed" };
   const items = page.entries.map((e) => (allVersions ? allVersionsItem(c, e) : withLsn(e.doc.json, e.lsn)));

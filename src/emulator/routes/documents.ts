@@ -33,7 +33,7 @@ export function docHeaders(c: Container, doc: StoredDoc | undefined, epk?: strin
     "x-ms-session-token": `${range.id}:-1#${range.lastLsn}`,
     "x-ms-content-path": c.rid,
     "x-ms-alt-content-path": altContentPath("dbs", c.databaseId, "colls", c.id),
-    lsn: String(c.lsn),
+    lsn: String(range.lastLsn),
   };
   if (doc) h.etag = doc.etag;
   return h;

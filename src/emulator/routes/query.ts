@@ -385,7 +385,7 @@ interface OrderedDocument extends QueryDocument {
 
 /** Ordered documents of recent scopes, reused while the container has not changed. */
 interface OrderedEntry {
-  lsn: number;
+  seq: number;
   layout: string;
   /** The first of these documents to expire (TTL): the list is stale once it has. */
   firstToExpire?: StoredDoc;
@@ -404,7 +404,7 @@ function orderedDocuments(c: Container, scope: Scope | undefined, scopeKey: stri
   const hit = byScope?.get(scopeKey);
   // (Expiry is judged by the container's own clock: getLive answers only while a document is alive.)
   const fresh = (e: OrderedEntry) => !e.firstToExpire || c.getLive(e.firstToExpire.key) === e.firstToExpire;
-  if (hit && hit.lsn === c.lsn && hit.layout === layout && fresh(hit)) return hit.docs;
+  if (hit && hit.seq === c.seq && hit.layout === layout && fresh(hit)) return hit.docs;
   const stored = c.documentsIn(scope);
   const rangeIndex = new Map(c.ranges.map((r, i) => [r, i]));
   const keyed = stored.map((d) => {
@@ -425,7 +425,7 @@ function orderedDocuments(c: Container, scope: Scope | undefined, scopeKey: stri
     orderedCache.set(c, byScope);
   }
   byScope.delete(scopeKey);
-  byScope.set(scopeKey, { lsn: c.lsn, layout, firstToExpire, docs });
+  byScope.set(scopeKey, { seq: c.seq, layout, firstToExpire, docs });
   if (byScope.size > ORDERED_SCOPES_PER_CONTAINER) byScope.delete(byScope.keys().next().value as string);
   return docs;
 }

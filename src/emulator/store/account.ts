@@ -65,8 +65,13 @@ interface SavedContainer {
   /** Saved by older versions instead of `offer`. */
   throughput?: Throughput;
   offer?: Offer;
-  /** LSN and document sequence high-water marks (changes below them may have been compacted away). */
-  lsnFloor: number;
+  /** Commit sequence and document sequence high-water marks (changes below them may have been compacted away). */
+  seqFloor?: number;
+  /**
+   * Saved before ranges counted their own LSNs: the container-wide LSN (what is now the commit sequence), which
+   * every range's own LSN then starts from.
+   */
+  lsnFloor?: number;
   docSeqFloor: number;
 }
 
@@ -376,7 +381,7 @@ export class Account {
       pk: c.pk,
       layout: c.layout(),
       offer: this.containerOffers.get(c),
-      lsnFloor: c.lsn,
+      seqFloor: c.seq,
       docSeqFloor: c.docSeq,
     };
     p.saveResource("container", c.rid, db.rid, JSON.stringify(saved));
@@ -404,14 +409,14 @@ export class Account {
     const dbByRid = new Map<string, CosmosDatabase>();
     // Data saved before offers existed has throughput without an offer: it gets one, saved at once so its id
     // stays the same across restarts.
-    const legacy: (() => void)[] = [];
+    const resave: (() => void)[] = [];
     for (const r of p.loadResources("database")) {
       const saved = JSON.parse(r.json) as { body: JsonObject; throughput?: Throughput; offer?: Offer };
       const offer = saved.offer ?? (saved.throughput && this.newOffer(saved.throughput));
       const db = new CosmosDatabase(saved.body.id as string, r.rid, saved.body, offer, this.budgetFor(offer));
       this.databases.set(db.id, db);
       dbByRid.set(r.rid, db);
-      if (!saved.offer && offer) legacy.push(() => this.saveDatabase(db));
+      if (!saved.offer && offer) resave.push(() => this.saveDatabase(db));
     }
     for (const r of p.loadResources("container")) {
       const saved = JSON.parse(r.json) as SavedContainer;
@@ -433,12 +438,15 @@ export class Account {
       );
       if (offer) this.containerOffers.set(c, offer);
       for (const change of p.loadChanges(r.rid)) c.restore(change);
-      c.lsn = Math.max(c.lsn, saved.lsnFloor);
+      // A folder from before per-range LSNs: its container-wide LSN is the floor of every range's own.
+      const legacy = saved.seqFloor === undefined;
+      c.seq = Math.max(c.seq, saved.seqFloor ?? saved.lsnFloor ?? 0);
+      c.finishRestore(legacy ? c.seq : 0);
       c.docSeq = Math.max(c.docSeq, saved.docSeqFloor);
       db.containers.set(c.id, c);
-      if (!saved.offer && offer) legacy.push(() => this.saveContainer(c));
+      if ((!saved.offer && offer) || legacy) resave.push(() => this.saveContainer(c));
     }
-    for (const save of legacy) save();
+    for (const save of resave) save();
   }
 }
 

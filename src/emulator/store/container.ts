@@ -8,10 +8,11 @@ import {
   splitPoint,
 } from "../partitioning/epk.js";
 import type { ThroughputBudget } from "../ru/throughput.js";
+import { type FeedPage, pageOf, type RangePick } from "./feed-page.js";
 import { MAX_ID_BYTES, MAX_RESOURCE_ID_LENGTH, validateId } from "./ids.js";
 import { canonicalPartitionKey, documentKey } from "./partition-keys.js";
 import type { SavedChange } from "./persistence.js";
-import { firstAfterLsn, firstAtOrAfterTime, PhysicalRange } from "./ranges.js";
+import { byLsnThenSeq, firstAfterLsn, firstAtOrAfterTime, PhysicalRange } from "./ranges.js";
 import { decodeRid, documentRid, documentSeqOfRid, encodeRid } from "./rid.js";
 import {
   ChangeOp,
@@ -25,6 +26,7 @@ import { etagMatches, type WriteConditions, WriteSet } from "./write-set.js";
 
 // The container: documents, ranges, reads, feeds, materialize and commit. Ids, ranges, partition keys and the write
 // set have their own modules, re-exported here for the emulator's users.
+export type { FeedPage };
 export {
   MAX_ID_BYTES,
   MAX_RESOURCE_ID_LENGTH,
@@ -64,21 +66,17 @@ export interface Scope {
 }
 
 export interface FeedStart {
-  /** Continuation: changes with a higher LSN. */
-  afterLsn?: number;
+  /** Continuation: changes with a higher LSN, per range of the scope (see {@link Container.feedStartLsn}). */
+  afterLsn?: Map<PhysicalRange, number>;
   /** Start from a time (ms since epoch): changes written at or after it. */
   sinceMs?: number;
-}
-
-export interface FeedPage {
-  entries: LogEntry[];
-  /** The continuation (an LSN) to send back as If-None-Match. */
-  continuationLsn: number;
 }
 
 /** Writes planned against a consistent view, then committed all at once (or not at all). */
 export interface Mutation {
   op: ChangeOp;
+  /** Container-wide commit sequence number (the doc's LSN is its range's). */
+  seq: number;
   doc: StoredDoc;
   previousLsn: number;
   ttlExpired: boolean;
@@ -117,8 +115,12 @@ export class Container {
   ranges: PhysicalRange[];
   readonly goneRanges = new Map<string, string[]>();
   nextRangeId: number;
-  /** Container-wide, monotonic log sequence number of the last change. */
-  lsn = 0;
+  /**
+   * Container-wide, monotonic sequence number of the last change: the order of commits across ranges (and the
+   * key of a saved change). Not an LSN: each physical range numbers its own changes ({@link PhysicalRange.lastLsn}),
+   * as the service's partitions do.
+   */
+  seq = 0;
   docSeq = 0;
   private readonly ridBytes: Buffer;
 
@@ -143,9 +145,11 @@ export class Container {
         this.ranges.push(new PhysicalRange(String(i), bounds[i], bounds[i + 1], []));
       this.nextRangeId = layout.rangeCount;
     } else {
-      this.ranges = layout.ranges.map(
-        (r) => new PhysicalRange(r.id, r.minInclusive, r.maxExclusive, r.parents),
-      );
+      this.ranges = layout.ranges.map((r) => {
+        const range = new PhysicalRange(r.id, r.minInclusive, r.maxExclusive, r.parents);
+        range.lastLsn = r.lastLsn ?? 0;
+        return range;
+      });
       for (const [id, children] of Object.entries(layout.gone)) this.goneRanges.set(id, children);
       this.nextRangeId = layout.nextRangeId;
     }
@@ -281,11 +285,14 @@ export class Container {
     const lineage = [...parent.parents, parent.id];
     const left = new PhysicalRange(String(this.nextRangeId++), parent.minInclusive, mid, lineage);
     const right = new PhysicalRange(String(this.nextRangeId++), mid, parent.maxExclusive, lineage);
+    // Both children go on from the parent's LSN (the service's do: a continuation taken on the parent reads on
+    // either child, and the child's session token never goes back).
+    left.lastLsn = parent.lastLsn;
+    right.lastLsn = parent.lastLsn;
     for (const e of parent.log) {
       const child = e.doc.epk < mid ? left : right;
       child.log.push(e);
       if (e.superseded || e.op === ChangeOp.Delete) child.dead++;
-      child.lastLsn = e.lsn;
     }
     this.ranges.splice(idx, 1, left, right);
     this.goneRanges.set(parent.id, [left.id, right.id]);
@@ -295,8 +302,9 @@ export class Container {
 
   /**
    * Merges two adjacent live ranges into one with a new id (what the service does when throughput shrinks);
-   * both old ids then answer 410/1002. The LSN counter is per container, so continuations taken on either
-   * parent stay valid on the merged range when read with that parent's EPK window.
+   * both old ids then answer 410/1002. The merged range goes on from the higher of the two parents' LSNs and its
+   * changes keep theirs, so a continuation taken on either parent stays valid on the merged range read with that
+   * parent's EPK window (the SDKs read it so): the window holds that parent's changes and newer ones only.
    */
   mergeRanges(leftId: string, rightId: string): PhysicalRange {
     const li = this.ranges.findIndex((r) => r.id === leftId);
@@ -322,9 +330,10 @@ export class Container {
       ...right.parents,
       right.id,
     ]);
-    merged.log = [...left.log, ...right.log].sort((a, b) => a.lsn - b.lsn);
+    merged.log = [...left.log, ...right.log].sort(byLsnThenSeq);
     merged.dead = left.dead + right.dead;
     merged.lastLsn = Math.max(left.lastLsn, right.lastLsn);
+    merged.timeOrdered = merged.log.every((e, i) => i === 0 || merged.log[i - 1].seq < e.seq);
     this.ranges.splice(li, 2, merged);
     this.goneRanges.set(left.id, [merged.id]);
     this.goneRanges.set(right.id, [merged.id]);
@@ -334,7 +343,7 @@ export class Container {
 
   layout(): { ranges: PartitionKeyRangeInfo[]; gone: Record<string, string[]>; nextRangeId: number } {
     return {
-      ranges: this.ranges.map((r) => r.info()),
+      ranges: this.ranges.map((r) => ({ ...r.info(), lastLsn: r.lastLsn })),
       gone: Object.fromEntries(this.goneRanges),
       nextRangeId: this.nextRangeId,
     };
@@ -396,28 +405,32 @@ export class Container {
   ): FeedPage {
     const min = scope.epkMin;
     const max = scope.epkMax;
-    const perRange: LogEntry[][] = [];
+    const perRange: RangePick[] = [];
     for (const r of scope.ranges) {
       const log = r.log;
-      let i = start.afterLsn !== undefined ? firstAfterLsn(log, start.afterLsn) : 0;
-      if (start.afterLsn === undefined && start.sinceMs !== undefined)
-        i = firstAtOrAfterTime(log, start.sinceMs);
+      const after = start.afterLsn?.get(r);
+      const since = after === undefined ? start.sinceMs : undefined;
+      // A merged range's log is in LSN order, not time order: its time search scans.
+      let i = after !== undefined ? firstAfterLsn(log, after) : 0;
+      if (since !== undefined && r.timeOrdered) i = firstAtOrAfterTime(log, since);
       const picked: LogEntry[] = [];
-      for (; i < log.length && picked.length < maxItems; i++) {
+      for (; i < log.length; i++) {
         const e = log[i];
+        // A full page still takes the changes that share its last LSN (a merged range holds both parents'
+        // changes, numbered alike), so the continuation — an LSN — never falls between them.
+        if (picked.length >= maxItems && (picked.length === 0 || e.lsn !== picked[picked.length - 1].lsn))
+          break;
         if (!allVersions && (e.superseded || e.op === ChangeOp.Delete || e.doc.expiresAtMs <= nowMs))
           continue;
+        if (since !== undefined && e.atMs < since) continue;
         if (scope.pkKey !== undefined && e.doc.pkKey !== scope.pkKey) continue;
         const epk = e.doc.epk;
         if ((min !== undefined && epk < min) || (max !== undefined && max !== "FF" && epk >= max)) continue;
         picked.push(e);
       }
-      perRange.push(picked);
+      perRange.push({ range: r, picked, exhausted: i >= log.length, after });
     }
-    let entries = perRange.length === 1 ? perRange[0] : perRange.flat().sort((a, b) => a.lsn - b.lsn);
-    if (entries.length > maxItems) entries = entries.slice(0, maxItems);
-    const full = entries.length === maxItems && maxItems > 0;
-    return { entries, continuationLsn: full ? entries[entries.length - 1].lsn : this.lsn };
+    return pageOf(perRange, maxItems);
   }
 
   // ---------------------------------------------------------------- writes
@@ -427,10 +440,11 @@ export class Container {
   }
 
   /**
-   * Builds a stored version of `body` with fresh system properties under `lsn` (allocated by the write set;
-   * the container's counter moves only when the write commits).
+   * Builds a stored version of `body` with fresh system properties for commit sequence `seq` (allocated by the
+   * write set, which also gives it its range's LSN; the container's counters move only when the write commits).
+   * The etag is made from `seq`, unique in the container (LSNs repeat across ranges).
    */
-  materialize(body: JsonObject, nowMs: number, previous: StoredDoc | undefined, lsn: number): StoredDoc {
+  materialize(body: JsonObject, nowMs: number, previous: StoredDoc | undefined, seq: number): StoredDoc {
     const id = body.id;
     validateId(id);
     const pkValues = this.partitionKeyOf(body);
@@ -444,7 +458,7 @@ export class Container {
     } else {
       rid = documentRid(this.ridBytes, ++this.docSeq);
     }
-    const etag = `"${lsn.toString(16).padStart(8, "0")}-0000-0000-0000-${ts.toString(16).padStart(12, "0")}"`;
+    const etag = `"${seq.toString(16).padStart(8, "0")}-0000-0000-0000-${ts.toString(16).padStart(12, "0")}"`;
     const stored: JsonObject = {};
     for (const k in body) {
       if (!(SYSTEM_PROPERTIES as readonly string[]).includes(k)) stored[k] = body[k];
@@ -474,7 +488,7 @@ export class Container {
       epk,
       body: stored,
       json,
-      lsn,
+      lsn: 0,
       etag,
       writtenAtMs: nowMs,
       expiresAtMs: expiryOf(nowMs, ttl),
@@ -504,18 +518,28 @@ export class Container {
 
   /**
    * Persists, then applies, a write set's mutations: all or nothing. LSNs are handed out only here: a write
-   * refused before or during commit leaves the counter where it was, so every LSN a client has seen is on
+   * refused before or during commit leaves the counters where they were, so every LSN a client has seen is on
    * disk and a saved change feed continuation is never "ahead" after a restart.
    */
   commit(mutations: Mutation[], nowMs = this.hooks.now()): void {
     if (mutations.length === 0) return;
-    if (mutations[0].doc.lsn !== this.lsn + 1) {
-      // Another write committed between this write set's begin and commit: its LSNs are stale.
+    if (mutations[0].seq !== this.seq + 1) {
+      // Another write committed between this write set's begin and commit: its numbers are stale.
       throw new Error(
-        `write set is stale: its first LSN is ${mutations[0].doc.lsn}, the container is at ${this.lsn}`,
+        `write set is stale: its first sequence number is ${mutations[0].seq}, the container is at ${this.seq}`,
       );
     }
+    const expected = new Map<PhysicalRange, number>();
+    for (const m of mutations) {
+      const range = this.rangeFor(m.doc.epk);
+      const lsn = (expected.get(range) ?? range.lastLsn) + 1;
+      // A split or merge between begin and commit: the LSNs were taken from ranges that are gone.
+      if (m.doc.lsn !== lsn)
+        throw new Error(`write set is stale: LSN ${m.doc.lsn} where range ${range.id} is at ${lsn - 1}`);
+      expected.set(range, lsn);
+    }
     const entries: LogEntry[] = mutations.map((m) => ({
+      seq: m.seq,
       lsn: m.doc.lsn,
       op: m.op,
       doc: m.doc,
@@ -553,6 +577,19 @@ export class Container {
     this.apply({ ...saved, doc, superseded: false });
   }
 
+  /**
+   * Ends a restore: each range's log back in LSN order (a merged range's changes were saved in commit order, its
+   * two parents' LSNs interleaved), and each range's LSN at least `floorLsn` — the container-wide LSN of a data
+   * folder written before ranges counted their own, so no range hands out an LSN a saved continuation is past.
+   */
+  finishRestore(floorLsn: number): void {
+    for (const r of this.ranges) {
+      r.log.sort(byLsnThenSeq);
+      r.timeOrdered = r.log.every((e, i) => i === 0 || r.log[i - 1].seq < e.seq);
+      if (r.lastLsn < floorLsn) r.lastLsn = floorLsn;
+    }
+  }
+
   /** Applies one committed log entry to memory (also used when loading from disk). */
   apply(e: LogEntry): void {
     const key = e.doc.key;
@@ -575,7 +612,7 @@ export class Container {
     }
     range.log.push(e);
     if (e.lsn > range.lastLsn) range.lastLsn = e.lsn;
-    if (e.lsn > this.lsn) this.lsn = e.lsn;
+    if (e.seq > this.seq) this.seq = e.seq;
     if (e.op === ChangeOp.Delete) {
       range.dead++;
       this.forget(e.doc);
@@ -621,7 +658,7 @@ export class Container {
 
   /**
    * Drops log entries no feed can return any more: superseded versions and deletes older than the
-   * retention window. Returns the LSNs dropped (persistence prunes the same).
+   * retention window. Returns the sequence numbers dropped (persistence prunes the same).
    */
   compact(retentionMs: number, nowMs = this.hooks.now()): number[] {
     const dropped: number[] = [];
@@ -632,7 +669,7 @@ export class Container {
       let dead = 0;
       for (const e of r.log) {
         const isDead = e.superseded || e.op === ChangeOp.Delete;
-        if (isDead && e.atMs < cutoff) dropped.push(e.lsn);
+        if (isDead && e.atMs < cutoff) dropped.push(e.seq);
         else {
           kept.push(e);
           if (isDead) dead++;

@@ -37,6 +37,9 @@ export interface SavedResource {
 
 /** A change as saved: enough to rebuild the document, the logs and the feeds. */
 export interface SavedChange {
+  /** The container-wide commit sequence number (the row's key). */
+  seq: number;
+  /** The LSN its range gave it. */
   lsn: number;
   op: ChangeOp;
   json: string;
@@ -68,15 +71,16 @@ export class SqlitePersistence {
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS resources (rid TEXT PRIMARY KEY, kind TEXT NOT NULL, parent_rid TEXT NOT NULL, json TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS changes (
-        coll_rid TEXT NOT NULL, lsn INTEGER NOT NULL, op INTEGER NOT NULL, json TEXT NOT NULL,
-        at_ms INTEGER NOT NULL, previous_lsn INTEGER NOT NULL, ttl_expired INTEGER NOT NULL,
-        PRIMARY KEY (coll_rid, lsn)) WITHOUT ROWID;
+        coll_rid TEXT NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL, json TEXT NOT NULL,
+        at_ms INTEGER NOT NULL, previous_lsn INTEGER NOT NULL, ttl_expired INTEGER NOT NULL, lsn INTEGER NOT NULL,
+        PRIMARY KEY (coll_rid, seq)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     `);
+    this.migrateContainerLsn();
     this.insertChange = this.db.prepare(
-      "INSERT INTO changes (coll_rid, lsn, op, json, at_ms, previous_lsn, ttl_expired) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO changes (coll_rid, seq, lsn, op, json, at_ms, previous_lsn, ttl_expired) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     );
-    this.deleteChange = this.db.prepare("DELETE FROM changes WHERE coll_rid = ? AND lsn = ?");
+    this.deleteChange = this.db.prepare("DELETE FROM changes WHERE coll_rid = ? AND seq = ?");
     this.putResource = this.db.prepare(
       "INSERT INTO resources (rid, kind, parent_rid, json) VALUES (?, ?, ?, ?) ON CONFLICT(rid) DO UPDATE SET json = excluded.json",
     );
@@ -85,6 +89,21 @@ export class SqlitePersistence {
     this.putMeta = this.db.prepare(
       "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     );
+  }
+
+  /**
+   * A data folder written before each range counted its own LSNs keyed changes by a container-wide `lsn`: that
+   * number becomes the change's commit sequence and stays its LSN (so `_lsn`s, etags and saved continuations keep
+   * their meaning); the account then starts every range's own counter at the container's old LSN.
+   */
+  private migrateContainerLsn(): void {
+    const columns = this.db.prepare("PRAGMA table_info(changes)").all() as { name: string }[];
+    if (columns.some((c) => c.name === "seq")) return;
+    this.db.transaction(() => {
+      this.db.exec("ALTER TABLE changes RENAME COLUMN lsn TO seq");
+      this.db.exec("ALTER TABLE changes ADD COLUMN lsn INTEGER NOT NULL DEFAULT 0");
+      this.db.exec("UPDATE changes SET lsn = seq");
+    })();
   }
 
   appendChanges(collRid: string, entries: readonly LogEntry[]): void {
@@ -98,13 +117,23 @@ export class SqlitePersistence {
   }
 
   private insertOne(collRid: string, e: LogEntry): void {
-    this.insertChange.run(collRid, e.lsn, e.op, e.doc.json, e.atMs, e.previousLsn, e.ttlExpired ? 1 : 0);
+    this.insertChange.run(
+      collRid,
+      e.seq,
+      e.lsn,
+      e.op,
+      e.doc.json,
+      e.atMs,
+      e.previousLsn,
+      e.ttlExpired ? 1 : 0,
+    );
   }
 
-  pruneChanges(collRid: string, lsns: readonly number[]): void {
-    if (lsns.length === 0) return;
+  /** Deletes saved changes by commit sequence number. */
+  pruneChanges(collRid: string, seqs: readonly number[]): void {
+    if (seqs.length === 0) return;
     this.db.transaction(() => {
-      for (const lsn of lsns) this.deleteChange.run(collRid, lsn);
+      for (const seq of seqs) this.deleteChange.run(collRid, seq);
     })();
   }
 
@@ -144,9 +173,10 @@ export class SqlitePersistence {
   *loadChanges(collRid: string): Generator<SavedChange> {
     const rows = this.db
       .prepare(
-        "SELECT lsn, op, json, at_ms AS atMs, previous_lsn AS previousLsn, ttl_expired AS ttlExpired FROM changes WHERE coll_rid = ? ORDER BY lsn",
+        "SELECT seq, lsn, op, json, at_ms AS atMs, previous_lsn AS previousLsn, ttl_expired AS ttlExpired FROM changes WHERE coll_rid = ? ORDER BY seq",
       )
       .iterate(collRid) as Iterable<{
+      seq: number;
       lsn: number;
       op: number;
       json: string;

@@ -8,8 +8,13 @@ export class PhysicalRange {
   log: LogEntry[] = [];
   /** Entries of `log` no longer visible to the latest-version feed (superseded or deletes). */
   dead = 0;
-  /** Highest LSN written into this range (the session token's LSN). */
+  /**
+   * This range's LSN: the last one it handed out (the session token's LSN). Each range counts its own, as the
+   * service's physical partitions do; children of a split go on from their parent's, a merge from the higher.
+   */
   lastLsn = 0;
+  /** Whether `log` is also in time order (a merged range's is not: both parents' LSNs interleave). */
+  timeOrdered = true;
 
   constructor(
     readonly id: string,
@@ -30,6 +35,11 @@ export class PhysicalRange {
   contains(epk: string): boolean {
     return epk >= this.minInclusive && (this.maxExclusive === "FF" || epk < this.maxExclusive);
   }
+}
+
+/** The order of a range's log: by LSN, then (a merged range's equal LSNs) by commit. */
+export function byLsnThenSeq(a: LogEntry, b: LogEntry): number {
+  return a.lsn - b.lsn || a.seq - b.seq;
 }
 
 /** Index of the first entry of an LSN-ordered log after `lsn` (binary search). */

@@ -31,6 +31,7 @@ export interface StoredDoc {
   readonly body: JsonObject;
   /** `body` serialized once; responses reuse it. */
   readonly json: string;
+  /** LSN in the physical partition that holds this version (`_lsn`): each range counts its own. */
   readonly lsn: number;
   readonly etag: string;
   /** Write time (ms since epoch). */
@@ -41,6 +42,9 @@ export interface StoredDoc {
 
 /** A change in a range's LSN-ordered log. */
 export interface LogEntry {
+  /** Container-wide commit sequence: the order changes were made in (persistence key, cross-range order). */
+  readonly seq: number;
+  /** The range's own LSN (the `_lsn` and the continuation of a feed read on that range). */
   readonly lsn: number;
   readonly op: ChangeOp;
   /** The version written (create/replace) or the version deleted (delete). */
@@ -58,4 +62,9 @@ export interface PartitionKeyRangeInfo {
   minInclusive: string;
   maxExclusive: string;
   parents: string[];
+  /**
+   * The range's LSN when the layout was saved (a floor: later writes are in the change log). Missing in data
+   * folders written before ranges counted their own LSNs.
+   */
+  lastLsn?: number;
 }

@@ -2,6 +2,7 @@ import { badRequest, conflict, notFound, preconditionFailed } from "../errors.js
 import type { Container, Mutation } from "./container.js";
 import { validateId } from "./ids.js";
 import { canonicalPartitionKey, documentKey } from "./partition-keys.js";
+import type { PhysicalRange } from "./ranges.js";
 import { ChangeOp, type JsonObject, type StoredDoc } from "./types.js";
 
 /** Staged writes of one request (a single write, a batch, a bulk operation) before the container commits them. */
@@ -18,14 +19,28 @@ export interface WriteConditions {
 export class WriteSet {
   readonly mutations: Mutation[] = [];
   private readonly overlay = new Map<string, StoredDoc | null>();
-  /** The last LSN this write set allocated; the container's own counter moves only on commit. */
-  private lsn: number;
+  /** The last commit sequence number this write set allocated; the container's own moves only on commit. */
+  private seq: number;
+  /** The last LSN this write set allocated in each range it writes to (each range counts its own). */
+  private readonly rangeLsn = new Map<PhysicalRange, number>();
 
   constructor(
     readonly container: Container,
     readonly nowMs: number,
   ) {
-    this.lsn = container.lsn;
+    this.seq = container.seq;
+  }
+
+  /** The LSN the next change to a document with this EPK takes: one past the last of its range. */
+  private nextLsn(epk: string): { range: PhysicalRange; lsn: number } {
+    const range = this.container.rangeFor(epk);
+    return { range, lsn: (this.rangeLsn.get(range) ?? range.lastLsn) + 1 };
+  }
+
+  private take(next: { range: PhysicalRange; lsn: number }): number {
+    this.rangeLsn.set(next.range, next.lsn);
+    this.seq++;
+    return next.lsn;
   }
 
   /** Current version as this write set sees it; expired documents are purged first (a TTL delete). */
@@ -41,8 +56,10 @@ export class WriteSet {
   }
 
   expire(d: StoredDoc): void {
+    const seq = this.seq + 1;
     this.mutations.push({
       op: ChangeOp.Delete,
+      seq,
       doc: this.tombstone(d),
       previousLsn: d.lsn,
       ttlExpired: true,
@@ -50,16 +67,17 @@ export class WriteSet {
     this.overlay.set(d.key, null);
   }
 
-  /** A delete record: the deleted version's content under a new LSN. */
+  /** A delete record: the deleted version's content under a new LSN of its range. */
   private tombstone(d: StoredDoc): StoredDoc {
-    return { ...d, lsn: ++this.lsn };
+    return { ...d, lsn: this.take(this.nextLsn(d.epk)) };
   }
 
   private put(op: ChangeOp, body: JsonObject, previous: StoredDoc | undefined): StoredDoc {
+    const seq = this.seq + 1;
+    const made = this.container.materialize(body, this.nowMs, previous, seq);
     // Allocated only once materialize succeeded: a refused write (413, bad ttl …) takes no LSN.
-    const doc = this.container.materialize(body, this.nowMs, previous, this.lsn + 1);
-    this.lsn++;
-    this.mutations.push({ op, doc, previousLsn: previous?.lsn ?? 0, ttlExpired: false });
+    const doc: StoredDoc = { ...made, lsn: this.take(this.nextLsn(made.epk)) };
+    this.mutations.push({ op, seq, doc, previousLsn: previous?.lsn ?? 0, ttlExpired: false });
     this.overlay.set(doc.key, doc);
     return doc;
   }
@@ -112,8 +130,10 @@ export class WriteSet {
     const current = this.get(key);
     if (!current) throw notFound();
     if (cond.ifMatch !== undefined && !etagMatches(cond.ifMatch, current.etag)) throw preconditionFailed();
+    const seq = this.seq + 1;
     this.mutations.push({
       op: ChangeOp.Delete,
+      seq,
       doc: this.tombstone(current),
       previousLsn: current.lsn,
       ttlExpired: false,
