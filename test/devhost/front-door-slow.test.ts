@@ -149,4 +149,38 @@ describe("slow clients hold no throttle slot", () => {
     await settled("the server closes the connection", closed);
     expect(data).toMatch(/^HTTP\/1\.1 408 /);
   });
+
+  /** A keep-alive connection to `port` that has had one GET answered; `answers()` counts what came back on it. */
+  async function keptAlive(port: number) {
+    const socket = await openSocket(port);
+    sockets.push(socket);
+    let data = Buffer.alloc(0);
+    socket.on("data", (c: Buffer) => {
+      data = Buffer.concat([data, c]);
+    });
+    socket.on("error", () => {});
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    const get = () => socket.write("GET /api/echo HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n");
+    const answers = () => parseAnswers(data).answers;
+    get();
+    await waitUntil("the first answer", () => answers().length === 1);
+    return { socket, closed, get, answers };
+  }
+
+  it("an idle keep-alive connection is closed after DEV_HTTP_KEEP_ALIVE_TIMEOUT_MS", async () => {
+    const host = await serve({ values: { DEV_HTTP_KEEP_ALIVE_TIMEOUT_MS: "1000" } });
+    const c = await keptAlive(host.port);
+    expect(c.answers()[0]?.status).toBe(200);
+    await settled("the server closes the idle connection", c.closed);
+  });
+
+  it("by default an idle keep-alive connection outlives node's 5 s (Kestrel's 130 s): a request 6 s later is answered on it", async () => {
+    const host = await serve();
+    const c = await keptAlive(host.port);
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    expect(c.socket.destroyed).toBe(false);
+    c.get();
+    await waitUntil("the second answer on the same connection", () => c.answers().length === 2);
+    expect(c.answers().map((a) => a.status)).toEqual([200, 200]);
+  });
 });

@@ -100,6 +100,7 @@ export class DevHttpServer {
     // Headers that never end (slowloris) are cut after headersTimeout (408), checked this often.
     const headers = {
       headersTimeout: s.headersTimeoutMs,
+      keepAliveTimeout: s.keepAliveTimeoutMs,
       connectionsCheckingInterval: Math.min(s.dataRateCheckIntervalMs, s.headersTimeoutMs),
     };
     this.#server = createServer(headers, (req, res) => {

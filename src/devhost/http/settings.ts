@@ -121,6 +121,15 @@ export const DEV_HTTP_SETTINGS = {
     description:
       "Longest time a client may take to send a request's headers (Kestrel's RequestHeadersTimeout, 30 s; node:http's headersTimeout); past it the connection is answered 408 and closed, so a client that never finishes its headers (slowloris) holds nothing for long.",
   },
+  keepAliveTimeoutMs: {
+    setting: "DEV_HTTP_KEEP_ALIVE_TIMEOUT_MS",
+    unit: "ms",
+    default: 130_000,
+    min: 1_000,
+    max: 3_600_000,
+    description:
+      "How long an idle keep-alive connection stays open between requests (Kestrel's KeepAliveTimeout, 130 s; node:http's keepAliveTimeout, 5 s by default). With node's 5 s, a client reusing a pooled connection raced the server's close of it (\"socket hang up\") on a busy machine.",
+  },
   refusalLingerMs: {
     setting: "DEV_HTTP_REFUSAL_LINGER_MS",
     unit: "ms",
