@@ -15,6 +15,7 @@ import {
 import { isTerminal } from "./engine.js";
 import {
   addTrigger,
+  type HandOverReason,
   handOver,
   LeaseOwnership,
   type LocalEvent,
@@ -198,7 +199,15 @@ export class OrchestrationDispatcher {
         slot.trigger = newTrigger();
         await this.acquire();
         try {
-          if (this.stopped) throw new Error("The durable task hub is stopping.");
+          if (this.stopped) {
+            // Results this host holds (activities that finished) are recorded, not dropped: they wait as messages
+            // for the instance's next work item, on whichever host, so the activity does not run again.
+            if (local.length > 0) await this.handOff(instanceId, local, "stopping");
+            if (messages.length > 0 || local.length === 0)
+              throw new Error("The durable task hub is stopping.");
+            for (const d of done) d.resolve();
+            continue;
+          }
           await this.workItem(instanceId, messages, local, claim, trigger);
           for (const d of done) d.resolve();
         } catch (e) {
@@ -421,7 +430,7 @@ export class OrchestrationDispatcher {
   private async handOff(
     instanceId: string,
     local: LocalEvent[],
-    why: "lease" | "waits" = "lease",
+    why: HandOverReason = "lease",
   ): Promise<void> {
     this.cache.drop(instanceId);
     const o = {

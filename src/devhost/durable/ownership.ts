@@ -104,11 +104,14 @@ export interface HandOverOptions {
  * lease moved, or the result cannot apply yet (the instance is suspended, pending, continued as new, or the result
  * needs a replay of its own).
  */
+/** Why results held in memory are written as messages: the lease moved, they cannot apply yet, the hub stops. */
+export type HandOverReason = "lease" | "waits" | "stopping";
+
 export async function handOver(
   o: HandOverOptions,
   instanceId: string,
   local: LocalEvent[],
-  why: "lease" | "waits",
+  why: HandOverReason,
 ): Promise<void> {
   const pk = o.store.pk(instanceId);
   const entries = local.map((l) => ({ l, doc: o.newMessageDoc(l.message) }));
@@ -128,7 +131,9 @@ export async function handOver(
         "debug",
         why === "lease"
           ? `Instance '${instanceId}': its lease moved; ${e.l.message.key} handed over as a message.`
-          : `Instance '${instanceId}': ${e.l.message.key} cannot apply yet; it waits as a message.`,
+          : why === "stopping"
+            ? `Instance '${instanceId}': the task hub is stopping; ${e.l.message.key} handed over as a message.`
+            : `Instance '${instanceId}': ${e.l.message.key} cannot apply yet; it waits as a message.`,
       );
     }
   }
