@@ -306,7 +306,10 @@ export class OrchestrationDispatcher {
       );
     }
     await this.recordOnStop(instanceId, local);
-    if (messages.length > 0 || local.length === 0) throw new Error("The durable task hub is stopping.");
+    // Done with only when all it had were results (now recorded): a feed page that asked for it stays unchecked,
+    // so that whatever else the page carried is redone too.
+    if (messages.length > 0 || local.length === 0 || trigger.pages.size > 0)
+      throw new Error("The durable task hub is stopping.");
   }
 
   /**
