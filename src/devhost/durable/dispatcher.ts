@@ -13,8 +13,10 @@ import {
   type TimerDoc,
 } from "./documents.js";
 import { isTerminal } from "./engine.js";
+import { InFlightWorkItems } from "./in-flight.js";
 import {
   addTrigger,
+  type HandOverReason,
   handOver,
   LeaseOwnership,
   type LocalEvent,
@@ -91,17 +93,62 @@ export class OrchestrationDispatcher {
   private readonly cache = new SnapshotCache();
   private readonly ownership = new LeaseOwnership();
   private active = 0;
-  private readonly gate: (() => void)[] = [];
+  /** Work items waiting for a slot: woken with true (it is theirs), or false (the hub stops: no slot needed). */
+  private readonly gate: ((slot: boolean) => void)[] = [];
   /** The last message sequence number this host gave (see newMessageDoc). */
   private seq = 0;
   private stopped = false;
-  /** Orchestrator invocations and commits made (bench and tests). */
-  readonly counters = { workItems: 0, loads: 0, replays: 0, commits: 0, racesLost: 0, poisoned: 0 };
+  /** Stopped as a crash (abandon): nothing is handed over. */
+  private crashed = false;
+  private readonly inFlight = new InFlightWorkItems();
+  /** Every instance's drive loop (see stop). */
+  private readonly drives = new Set<Promise<void>>();
+  /** Orchestrator invocations and commits made, results of this host's activities and timers given (bench, tests). */
+  readonly counters = {
+    workItems: 0,
+    loads: 0,
+    replays: 0,
+    commits: 0,
+    racesLost: 0,
+    poisoned: 0,
+    localResults: 0,
+  };
 
   constructor(private readonly o: DispatcherOptions) {}
 
-  stop(): void {
+  /**
+   * A graceful stop. Work items waiting for a slot need none now: each records the results it holds (activities
+   * that finished, timers that fired) as messages for the instance and leaves its other inputs — stored messages,
+   * a start, a feed page that is not checkpointed — to be redone after the restart. Work items in flight get
+   * `boundMs` to end (commit); past it they are cut: their results are recorded the same way, their inputs stay,
+   * and they commit nothing if they ever come back (in-flight.ts). It waits for no invocation past the bound, and
+   * for nothing that waits for the stop (the change feed processor's stop, which waits for its pages, comes after).
+   */
+  async stop(boundMs: number): Promise<void> {
     this.stopped = true;
+    for (const wake of this.gate.splice(0)) wake(false);
+    const running = this.inFlight.size;
+    if (running > 0)
+      this.o.log(
+        "debug",
+        `The durable task hub is stopping: ${running} work item(s) in flight get up to ${boundMs} ms to end.`,
+      );
+    const cut = await this.inFlight.drain(boundMs);
+    if (cut > 0)
+      this.o.log(
+        "information",
+        `The durable task hub stopped waiting for ${cut} work item(s) still running after ${boundMs} ms (DURABLE_STOP_WORK_ITEMS_MS): they are redone after the restart.`,
+      );
+    // What is left of each drive is store writes (the hand-over of results), no invocation.
+    await Promise.allSettled([...this.drives]);
+  }
+
+  /** Stops as a crash does: work items waiting or in flight end at once, nothing is written. */
+  abandon(): void {
+    this.stopped = true;
+    this.crashed = true;
+    for (const wake of this.gate.splice(0)) wake(false);
+    this.inFlight.cutAll();
   }
 
   /** Seeds the cache with a snapshot this host just wrote (a start), so the first work item reads nothing. */
@@ -174,13 +221,22 @@ export class OrchestrationDispatcher {
       this.slots.set(instanceId, slot);
     }
     if (input.message) slot.messages.set(input.message.id, input.message);
-    if (input.local) slot.local.set(input.local.message.key, input.local);
+    if (input.local) {
+      this.counters.localResults++;
+      slot.local.set(input.local.message.key, input.local);
+    }
     if (input.claim) slot.claim = true;
     addTrigger(slot.trigger, input.signal);
     const s = slot;
     const promise = new Promise<void>((resolve, reject) => s.done.push({ resolve, reject }));
-    if (!slot.running) void this.drive(instanceId, slot);
+    if (!slot.running) this.startDrive(instanceId, slot);
     return promise;
+  }
+
+  private startDrive(instanceId: string, slot: Slot): void {
+    const drive = this.drive(instanceId, slot);
+    this.drives.add(drive);
+    void drive.finally(() => this.drives.delete(drive));
   }
 
   private async drive(instanceId: string, slot: Slot): Promise<void> {
@@ -196,35 +252,98 @@ export class OrchestrationDispatcher {
         slot.local.clear();
         slot.claim = false;
         slot.trigger = newTrigger();
-        await this.acquire();
+        const held = await this.acquire();
         try {
-          if (this.stopped) throw new Error("The durable task hub is stopping.");
-          await this.workItem(instanceId, messages, local, claim, trigger);
+          await this.runOrLeave(instanceId, messages, local, claim, trigger);
           for (const d of done) d.resolve();
         } catch (e) {
           for (const d of done) d.reject(e);
         } finally {
-          this.release();
+          if (held) this.release();
         }
       }
     } finally {
       slot.running = false;
       if (slot.done.length === 0) this.slots.delete(instanceId);
-      else void this.drive(instanceId, slot);
+      else this.startDrive(instanceId, slot);
     }
   }
 
-  private async acquire(): Promise<void> {
+  /**
+   * Runs the work item; on a stop, what it cannot finish is left for the restart (see stop). Resolves when its
+   * inputs are done with; throws when some are left in the store to be redone (so a feed page that asked for it
+   * is not checkpointed).
+   */
+  private async runOrLeave(
+    instanceId: string,
+    messages: MessageDoc[],
+    local: LocalEvent[],
+    claim: boolean,
+    trigger: Trigger,
+  ): Promise<void> {
+    if (!this.stopped) {
+      let outcome: "ended" | "cut";
+      const work = this.workItem(instanceId, messages, local, claim, trigger);
+      try {
+        outcome = await this.inFlight.run(work);
+      } catch (e) {
+        // Only a work item of a stopping hub throws (it does not retry an attempt that failed).
+        await this.recordOnStop(instanceId, local).catch((h: unknown) => this.handOffFailed(instanceId, h));
+        throw e;
+      }
+      if (outcome === "ended") return;
+      void work.then(
+        () => this.o.log("debug", `Instance '${instanceId}': its work item returned after the stop cut it.`),
+        (e: unknown) =>
+          this.o.log(
+            "debug",
+            `Instance '${instanceId}': its work item ended after the stop cut it: ${String(e)}`,
+          ),
+      );
+      await this.recordOnStop(instanceId, local);
+      throw new Error(
+        `Instance '${instanceId}': its work item was still running when the durable task hub stopped; it is redone after the restart.`,
+      );
+    }
+    await this.recordOnStop(instanceId, local);
+    // Done with only when all it had were results (now recorded): a feed page that asked for it stays unchecked,
+    // so that whatever else the page carried is redone too.
+    if (messages.length > 0 || local.length === 0 || trigger.pages.size > 0)
+      throw new Error("The durable task hub is stopping.");
+  }
+
+  /**
+   * Results this host holds (activities that finished, timers that fired) are recorded, not dropped, when the hub
+   * stops before they are applied: they wait as messages for the instance's next work item, on whichever host, so
+   * the activity does not run again. Race-free with a cut work item's commit: each message goes with its source
+   * document's deletion, and whichever of the two deletes it first wins (ownership.ts, handOver); a result without
+   * a document (an activity under its instance's claim) applied twice is dropped the second time by the engine.
+   */
+  private async recordOnStop(instanceId: string, local: LocalEvent[]): Promise<void> {
+    if (this.crashed || local.length === 0) return;
+    await this.handOff(instanceId, local, "stopping");
+  }
+
+  private handOffFailed(instanceId: string, e: unknown): void {
+    this.o.log(
+      "warning",
+      `Instance '${instanceId}': recording its results on stop failed (they are redone after the restart): ${String(e)}`,
+    );
+  }
+
+  /** A slot: true when it is taken (release it), false when the hub stopped (none is needed). */
+  private async acquire(): Promise<boolean> {
+    if (this.stopped) return false;
     if (this.active < this.o.maxConcurrent) {
       this.active++;
-      return;
+      return true;
     }
-    await new Promise<void>((r) => this.gate.push(r));
+    return new Promise<boolean>((r) => this.gate.push(r));
   }
 
   private release(): void {
     const next = this.gate.shift();
-    if (next) next();
+    if (next) next(true);
     else this.active--;
   }
 
@@ -279,6 +398,8 @@ export class OrchestrationDispatcher {
     let pendingLocal = local;
     let pendingFed = fed;
     for (;;) {
+      // Cut by the stop: its caller moved on and left its inputs for the restart.
+      if (this.inFlight.cut) return;
       if (pendingLocal.length === 0 && onlyLostPages(trigger)) {
         // The pages' lease moved: their new owner reads them again and runs it.
         this.cache.drop(instanceId);
@@ -306,6 +427,9 @@ export class OrchestrationDispatcher {
         races = 0;
       } catch (e) {
         this.cache.drop(instanceId);
+        // A stopping hub does not retry (nor poison the instance for what the stop caused): the attempt is redone
+        // after the restart.
+        if (this.stopped) throw e;
         failures++;
         this.o.log(
           "warning",
@@ -346,6 +470,7 @@ export class OrchestrationDispatcher {
     const settledEarly = local.filter((l) => l.stored && !snap.ids.has(l.sourceId));
     if (settledEarly.length > 0) this.o.committed(this.emptyWork(instanceId, snap, settledEarly));
     if (this.ownership.mustNotCommit(instanceId, live, trigger)) {
+      this.throwIfCut(instanceId);
       await this.handOff(instanceId, live);
       return "idle";
     }
@@ -366,6 +491,7 @@ export class OrchestrationDispatcher {
     // Results the replay could not apply yet (the instance is suspended, pending, continued as new, or they need
     // a replay of their own) wait as messages, as any message does: a result held only in memory would be lost.
     const waiting = live.filter((l) => !result.consumed.includes(l.message.key));
+    this.throwIfCut(instanceId);
     if (result.consumed.length === 0) {
       if (waiting.length > 0) await this.handOff(instanceId, waiting, "waits");
       else this.remember(instanceId, snap);
@@ -417,11 +543,17 @@ export class OrchestrationDispatcher {
     return outcome === "lost" ? "lost" : "done";
   }
 
+  /** A work item the stop cut writes nothing (its results were recorded, its inputs left: see stop). */
+  private throwIfCut(instanceId: string): void {
+    if (this.inFlight.cut)
+      throw new Error(`Instance '${instanceId}': its work item was cut by the stop; nothing is committed.`);
+  }
+
   /** Results this host must not or cannot apply yet, handed over as messages (ownership.ts, handOver). */
   private async handOff(
     instanceId: string,
     local: LocalEvent[],
-    why: "lease" | "waits" = "lease",
+    why: HandOverReason = "lease",
   ): Promise<void> {
     this.cache.drop(instanceId);
     const o = {
@@ -454,6 +586,7 @@ export class OrchestrationDispatcher {
     settledLocal: LocalEvent[],
     runHere: ActivityDoc[] = [],
   ): Promise<"lost" | "committed" | "done"> {
+    this.throwIfCut(instanceId);
     const plan = planWorkItem({
       hub: this.o.hub,
       instanceId,

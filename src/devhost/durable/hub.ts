@@ -59,6 +59,8 @@ export interface CosmosTaskHubOptions {
   activityLockMs?: number;
   waitPollMs?: number;
   stopGraceMs?: number;
+  /** On stop, how long orchestration work items in flight may take to end before they are abandoned (ms). */
+  stopWorkItemsMs?: number;
   /** context.df.callHttp's timeout of one HTTP exchange (ms). */
   httpTimeoutMs?: number;
   /** How callHttp's managed identity token source gets a token (DefaultAzureCredential unless a test passes one). */
@@ -87,6 +89,7 @@ export const TaskHubDefaults = {
   activityLockMs: d.activityLockMs.default,
   waitPollMs: d.waitPollMs.default,
   stopGraceMs: d.stopGraceMs.default,
+  stopWorkItemsMs: d.stopWorkItemsMs.default,
   httpTimeoutMs: d.httpTimeoutMs.default,
 } as const;
 
@@ -230,7 +233,12 @@ export class CosmosTaskHub extends TaskHubClientBase {
     };
   }
 
-  /** Stops dispatch: running activities hand their results on, the processor hands its leases off. */
+  /**
+   * Stops dispatch: running activities hand their results on, the dispatcher records the results it holds and
+   * gives its work items in flight DURABLE_STOP_WORK_ITEMS_MS (then abandons them: redone after the restart), and
+   * last the processor hands its leases off. In that order, so that no step waits for one that waits for it: the
+   * processor's stop waits for its pages, and a page waits for its work items.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.closed = true;
@@ -244,7 +252,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
       await Promise.allSettled([...this.background]);
     })();
     await Promise.race([settled, systemClock.sleep(grace)]);
-    this.dispatcher.stop();
+    await this.dispatcher.stop(this.o.stopWorkItemsMs ?? TaskHubDefaults.stopWorkItemsMs);
     await this.processor?.stop({ abortSignal: AbortSignal.timeout(grace) });
   }
 
@@ -254,7 +262,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
     this.closed = true;
     this.scanLoop?.abort();
     this.timers.stop();
-    this.dispatcher.stop();
+    this.dispatcher.abandon();
     void this.activities.stop();
     await this.processor?.abandon();
   }

@@ -95,20 +95,23 @@ export interface HandOverOptions {
   log: (level: "debug", message: string) => void;
 }
 
+/** Why results held in memory are written as messages: the lease moved, they cannot apply yet, the hub stops. */
+export type HandOverReason = "lease" | "waits" | "stopping";
+
 /**
  * Stores results this host holds for an instance as messages — each (its key makes it idempotent) with the
  * deletion of its activity or timer document in the same transactional batch — so that whoever runs the instance
  * next applies each once; a result whose document is gone was recorded already. Results go HAND_OVER_PER_BATCH to a
  * batch (within the batch byte limit); a batch refused as a whole (one of its messages exists already, one of its
  * documents is gone) is retried one result at a time, where each refusal has its meaning. `why`: the instance's
- * lease moved, or the result cannot apply yet (the instance is suspended, pending, continued as new, or the result
- * needs a replay of its own).
+ * lease moved, the result cannot apply yet (the instance is suspended, pending, continued as new, or the result
+ * needs a replay of its own), or the hub stops before applying it (dispatcher.ts, stop).
  */
 export async function handOver(
   o: HandOverOptions,
   instanceId: string,
   local: LocalEvent[],
-  why: "lease" | "waits",
+  why: HandOverReason,
 ): Promise<void> {
   const pk = o.store.pk(instanceId);
   const entries = local.map((l) => ({ l, doc: o.newMessageDoc(l.message) }));
@@ -128,7 +131,9 @@ export async function handOver(
         "debug",
         why === "lease"
           ? `Instance '${instanceId}': its lease moved; ${e.l.message.key} handed over as a message.`
-          : `Instance '${instanceId}': ${e.l.message.key} cannot apply yet; it waits as a message.`,
+          : why === "stopping"
+            ? `Instance '${instanceId}': the task hub is stopping; ${e.l.message.key} handed over as a message.`
+            : `Instance '${instanceId}': ${e.l.message.key} cannot apply yet; it waits as a message.`,
       );
     }
   }

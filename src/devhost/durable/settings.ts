@@ -103,6 +103,15 @@ export const DURABLE_HUB_SETTINGS = {
     description:
       "On stop, how long running activities may take to finish and record their results, and then how long the dispatch leases' hand-off may take. An activity still running after it is left to run again elsewhere once its claim expires. Short by default, so that a dev host's stop (Ctrl-C, --watch) ends within its 2 s bound.",
   },
+  stopWorkItemsMs: {
+    setting: "DURABLE_STOP_WORK_ITEMS_MS",
+    unit: "ms",
+    default: 100,
+    min: 0,
+    max: 600_000,
+    description:
+      "On stop, how long orchestration work items in flight (an orchestrator invocation and its commit) may take to end. One still running after it is abandoned, as the Durable extension's task hub worker stops waiting for its work items: the results it held are recorded as messages, its other inputs stay in the task hub and are redone after the restart, and it commits nothing if it ever returns.",
+  },
   waitPollMs: {
     setting: "DURABLE_WAIT_POLL_MS",
     unit: "ms",

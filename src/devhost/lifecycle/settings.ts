@@ -17,10 +17,10 @@ export const LIFECYCLE = {
   stopDrainMs: 1_500,
   /**
    * The graceful stop's bound for everything the app runs: in-flight work is cut at `stopDrainMs`, a trigger's
-   * lease hand-off at `triggerHandoffMs`, running activities at DURABLE_STOP_GRACE_MS, so on a machine with a core
-   * to spare the whole stop (leases released, durable hub, dashboard, emulator) ends well within it. Past it the
-   * CLI says what it still waits for — only the dev host's own Cosmos DB requests are left then — and gives them
-   * until `stopGiveUpMs`.
+   * lease hand-off at `triggerHandoffMs`, running activities at DURABLE_STOP_GRACE_MS, orchestration work items
+   * at DURABLE_STOP_WORK_ITEMS_MS, so on a machine with a core to spare the whole stop (leases released, durable
+   * hub, dashboard, emulator) ends well within it. Past it the CLI says what it still waits for — only the dev
+   * host's own Cosmos DB requests are left then — and gives them until `stopGiveUpMs`.
    */
   stopDeadlineMs: 2_000,
   /** Past this the CLI stops waiting for a stop (a Cosmos DB account that no longer answers) and exits 1. */
