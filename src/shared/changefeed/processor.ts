@@ -132,6 +132,7 @@ export class ChangeFeedProcessor<
       mode,
       clock: this.clock,
       retryDelay: o.leaseAcquireInterval,
+      requestTimeout: o.requestTimeout,
     }).run(signal);
     this.startPosition = o.startFromBeginning
       ? { kind: "beginning" }
@@ -151,6 +152,7 @@ export class ChangeFeedProcessor<
       clock: this.clock,
       events: this.events,
       wakeup: this.wakeup,
+      signal,
     });
     const balancer = new LoadBalancer({
       options: o,
@@ -263,6 +265,7 @@ export class ChangeFeedProcessor<
       clock: this.clock,
       retryInterval: this.options.leaseRenewInterval,
       giveUpAfter: this.options.leaseExpirationInterval,
+      requestTimeout: this.options.requestTimeout,
       released: (token) => this.events.fire("released", token),
       report: (e, token) => this.events.report(e, token),
       signal: this.hardStop.signal,
