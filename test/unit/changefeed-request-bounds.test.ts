@@ -1,6 +1,6 @@
 /**
  * The processor's other requests are bounded by requestTimeout too, on a fake clock: the bootstrap, a split's
- * replacement, the last releases of stop(), the lag estimator, and the re-read of a lease after a 412. Each
+ * replacement, the lag estimator, and the re-read of a lease after a 412 (stop()'s: changefeed-stop-bounds). Each
  * request that never answers is given up after requestTimeout (a 408), and ends at once when its caller's signal
  * fires (the processor stops), which is then no error.
  */
@@ -17,9 +17,6 @@ import { estimateLeaseLag } from "../../src/shared/changefeed/estimator.js";
 import { LeaseReplacer } from "../../src/shared/changefeed/lease-replacer.js";
 import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
 import { LeaseOperationCounters, LeaseStore } from "../../src/shared/changefeed/leases/store.js";
-import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
-import { releaseLeftovers } from "../../src/shared/changefeed/leftover-release.js";
-import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const TIMEOUT = 3_000;
 const TEN_MINUTES = 10 * 60_000;
@@ -180,63 +177,6 @@ describe("a split's replacement", () => {
     await clock.advance(1);
     expect(done.error).toBeUndefined();
     expect(done.value).toEqual({ kind: "stopped" });
-  });
-});
-
-describe("stop()'s release of leftover leases", () => {
-  async function leftovers(clock: FakeClock, hangFirst: number) {
-    const store = new InMemoryLeaseStoreFake(clock);
-    store.put(lease0("me", '"5"'));
-    const view = new LeaseView(store.asStore());
-    await view.load();
-    const real = store.update.bind(store);
-    let calls = 0;
-    store.update = (l, mutate) => (++calls <= hangFirst ? hung() : real(l, mutate));
-    const reported: unknown[] = [];
-    const released: string[] = [];
-    const abandon = new AbortController();
-    const done = track(
-      releaseLeftovers({
-        store: store.asStore(),
-        view,
-        me: "me",
-        clock,
-        retryInterval: 1_000,
-        giveUpAfter: 60_000,
-        requestTimeout: TIMEOUT,
-        released: (t) => released.push(t),
-        report: (e) => reported.push(e),
-        signal: abandon.signal,
-      }),
-    );
-    return { store, done, reported, released, abandon, calls: () => calls };
-  }
-
-  it("a release that never answers is given up after requestTimeout, reported, and retried", async () => {
-    const clock = new FakeClock();
-    const l = await leftovers(clock, 1);
-    await clock.advance(TIMEOUT - 1);
-    expect(l.reported).toEqual([]);
-    await clock.advance(1);
-    expect(l.reported).toHaveLength(1);
-    expect(l.reported[0]).toBeInstanceOf(RequestTimeoutError);
-    await clock.advance(1_000);
-    expect(l.calls()).toBe(2);
-    expect(l.done.settled).toBe(true);
-    expect(l.released).toEqual(["0"]);
-    expect(l.store.get(lease0().id)?.owner).toBeNull();
-  });
-
-  it("abandon() during a hung release ends it without an error report", async () => {
-    const clock = new FakeClock();
-    const l = await leftovers(clock, Number.POSITIVE_INFINITY);
-    await clock.advance(1);
-    expect(l.calls()).toBe(1);
-    l.abandon.abort();
-    await clock.advance(1);
-    expect(l.done.settled).toBe(true);
-    expect(l.reported).toEqual([]);
-    expect(l.calls()).toBe(1);
   });
 });
 
