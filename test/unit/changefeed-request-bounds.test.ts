@@ -6,6 +6,7 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
+import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
 import { BootstrapAbortedError, Bootstrapper } from "../../src/shared/changefeed/bootstrapper.js";
 import {
   boundedRequest,
@@ -17,6 +18,11 @@ import { estimateLeaseLag } from "../../src/shared/changefeed/estimator.js";
 import { LeaseReplacer } from "../../src/shared/changefeed/lease-replacer.js";
 import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
 import { LeaseOperationCounters, LeaseStore } from "../../src/shared/changefeed/leases/store.js";
+import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
+import { LoadBalancer } from "../../src/shared/changefeed/load-balancer.js";
+import { resolveOptions } from "../../src/shared/changefeed/options.js";
+import { ChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
+import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const TIMEOUT = 3_000;
 const TEN_MINUTES = 10 * 60_000;
@@ -241,5 +247,65 @@ describe("LeaseStore.update after a 412", () => {
     expect(reads[0]?.aborted).toBe(true);
     await clock.advance(TEN_MINUTES);
     expect(replaces).toBe(1);
+  });
+});
+
+describe("start() and a balancing round", () => {
+  it("start(): container reads that never answer fail it after requestTimeout; a stop meanwhile ends it stopped", async () => {
+    const clock = new FakeClock();
+    const hungContainer = { id: "c", read: () => hung() } as unknown as Container;
+    const input = {
+      monitoredContainer: hungContainer,
+      leaseContainer: hungContainer,
+      requestTimeout: TIMEOUT,
+      clock,
+    };
+    const failing = new ChangeFeedProcessor(input, async () => {});
+    const failed = track(failing.start());
+    await clock.advance(TIMEOUT - 1);
+    expect(failed.settled).toBe(false);
+    await clock.advance(1);
+    expect(failed.error).toBeInstanceOf(RequestTimeoutError);
+    const stopped = new ChangeFeedProcessor(input, async () => {});
+    const starting = track(stopped.start());
+    await clock.advance(1);
+    const stopping = track(stopped.stop());
+    await clock.advance(1);
+    expect(starting.settled && stopping.settled).toBe(true);
+    expect(starting.error).toBeUndefined();
+  });
+
+  it("a lease without FeedRange: a range lookup that never answers ends the round after requestTimeout", async () => {
+    const clock = new FakeClock();
+    const store = new InMemoryLeaseStoreFake(clock);
+    store.put({ ...lease0(), feedRange: undefined });
+    const view = new LeaseView(store.asStore());
+    await view.load();
+    const reported: unknown[] = [];
+    const monitored = { readPartitionKeyRanges: () => ({ fetchAll: () => hung() }) } as unknown as Container;
+    const balancer = new LoadBalancer({
+      options: resolveOptions(
+        { monitoredContainer: monitored, leaseContainer: {} as Container, requestTimeout: TIMEOUT },
+        () => "me",
+      ),
+      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
+      store: store.asStore(),
+      view,
+      monitored,
+      clock,
+      running: new Map(),
+      takeOver: () => {},
+      stolen: () => {},
+      excluded: new Set(),
+      report: (e) => reported.push(e),
+      signal: new AbortController().signal,
+    });
+    const round = track(balancer.balance());
+    await clock.advance(TIMEOUT - 1);
+    expect(round.settled).toBe(false);
+    await clock.advance(1);
+    expect(round.settled).toBe(true);
+    expect(reported).toHaveLength(1);
+    expect(reported[0]).toBeInstanceOf(RequestTimeoutError);
   });
 });

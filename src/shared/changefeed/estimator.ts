@@ -73,6 +73,7 @@ export async function estimateLag(options: EstimatorOptions & EstimatorBounds): 
     requireTtl: false,
   });
   // (Opening reads both containers' definitions and takes no signal: a late answer is only dropped.)
+  opening.catch(() => undefined); // rejected after a give-up: dropped, never unhandled
   const store = await bounded(options, "container reads", () => opening);
   const leases = await bounded(options, "lease listing", (s) => store.listAll(s));
   return Promise.all(leases.map((lease) => estimateLeaseLag(options.monitoredContainer, lease, options)));
