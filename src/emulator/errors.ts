@@ -2,6 +2,8 @@
 export class CosmosError extends Error {
   /** RU charged for the failed request (set where it is metered). */
   charge?: number;
+  /** The body's `additionalErrorInfo` (JSON text): the query plan of a 400/1004 "not directly served". */
+  additionalErrorInfo?: string;
 
   constructor(
     readonly status: number,
@@ -30,6 +32,9 @@ export const ServiceText = {
     "One of the specified pre-condition is not met. Learn more: https://aka.ms/CosmosDB/sql/errors/precondition-failed",
   Conflict: "Entity with the specified id already exists in the system.",
   RequestTooLarge: "Request size is too large",
+  /** 400/1004 on a cross-partition query the SDK must run itself (github.com/Azure/azure-sdk-for-go/issues/23128). */
+  CrossPartitionQueryNotServable:
+    "The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message.",
 } as const;
 
 export const badRequest = (message: string, substatus?: number): CosmosError =>

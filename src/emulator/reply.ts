@@ -9,7 +9,11 @@ export function errorReply(e: unknown, activityId: string): Reply {
     if (e.substatus !== undefined) headers["x-ms-substatus"] = String(e.substatus);
     return {
       status: e.status,
-      body: { code: e.code, message: `${e.message}\r\nActivityId: ${activityId}` },
+      body: {
+        code: e.code,
+        message: `${e.message}\r\nActivityId: ${activityId}`,
+        ...(e.additionalErrorInfo === undefined ? {} : { additionalErrorInfo: e.additionalErrorInfo }),
+      },
       headers,
       charge: e.charge ?? 0,
     };

@@ -27,6 +27,7 @@ import { ridBasedPath } from "./routes/rid-paths.js";
 import { RuModel } from "./ru/charges.js";
 import { RuMeter } from "./ru/meter.js";
 import { Account } from "./store/account.js";
+import { MAX_INITIAL_RANGES } from "./store/offers.js";
 import type { SqlitePersistence } from "./store/persistence.js";
 
 /** How often expired (TTL) documents are purged in the background (ms). */
@@ -133,6 +134,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
         { cause: e },
       );
     }
+  }
+  const ranges = options.rangesPerContainer;
+  if (ranges !== undefined && (!Number.isInteger(ranges) || ranges < 1 || ranges > MAX_INITIAL_RANGES)) {
+    throw new EmulatorStartError(
+      "INVALID_OPTION",
+      `rangesPerContainer must be an integer from 1 to ${MAX_INITIAL_RANGES}; got ${String(ranges)}.`,
+    );
   }
   const auth = new MasterKeyAuth(key);
   const meter = new RuMeter();
@@ -431,6 +439,6 @@ function unsupported(what: string): CosmosError {
   return new CosmosError(
     400,
     "BadRequest",
-    `'${what}' resources (stored procedures, triggers, UDFs, users, conflicts) are not supported by this emulator.`,
+    `'${what}' resources (stored procedures, triggers, UDFs, users and permissions, conflicts, client encryption keys) are not supported by this emulator.`,
   );
 }

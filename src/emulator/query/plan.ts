@@ -165,6 +165,17 @@ export function queryPlan(q: Query, parameters: ReadonlyMap<string, unknown>): P
   };
 }
 
+/**
+ * Whether a query's rows are built by the SDK itself when it spans partitions: GROUP BY or aggregates with a
+ * select list (not VALUE). The SDK's GroupByEndpointComponent makes each alias of the rewritten payload a key of
+ * the row, and an aggregate over nothing (MIN/MAX/AVG of a missing field) keeps its key with the value
+ * `undefined`, which no JSON answer can carry; so such a query is refused on the direct path as the gateway
+ * refuses it (400/1004 with this plan), and the SDK runs its pipeline.
+ */
+export function isGroupedSelectList(q: Query): boolean {
+  return q.select.kind === "list" && (q.groupBy !== undefined || selectExprs(q).some(containsAggregate));
+}
+
 function planError(message: string): QueryCompileError {
   return new QueryCompileError(message, 0, 0, "SC2100");
 }

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { badRequest } from "../errors.js";
+import { badRequest, type CosmosError, ServiceText, SubStatus } from "../errors.js";
 import type { Query } from "../query/ast.js";
 import {
   compileTimed,
@@ -11,7 +11,7 @@ import {
   type SqlQuerySpec,
 } from "../query/engine.js";
 import type { CompositeIndexPath } from "../query/evaluate.js";
-import { isRewrittenOrderByQuery, printQuery } from "../query/plan.js";
+import { isGroupedSelectList, isRewrittenOrderByQuery, printQuery } from "../query/plan.js";
 import { type ResumeFilter, rowsAfterResumePoint } from "../query/resume-filter.js";
 import { queryCharge } from "../ru/charges.js";
 import type { Container, Scope } from "../store/container.js";
@@ -33,10 +33,12 @@ export const DEFAULT_QUERY_PAGE = 100;
 
 /**
  * Queries are answered whole by the emulator on the SDK's direct path (no 400/1004 "needs a query plan"
- * round trip): cross-partition TOP, ORDER BY, OFFSET/LIMIT, DISTINCT, aggregates and GROUP BY come back
- * exactly merged, in pages. When the SDK does run the client-side pipeline (forceQueryPlan,
- * enableQueryControl), the plan describes the query as the service's does and each range executes the
- * rewritten query (plan.ts), so the SDK's merge produces the same results.
+ * round trip): cross-partition TOP, ORDER BY, OFFSET/LIMIT, DISTINCT, VALUE aggregates and GROUP BY ... VALUE
+ * come back exactly merged, in pages. GROUP BY or aggregates with a select list are the exception: their rows
+ * are the SDK's own (see isGroupedSelectList), so a cross-partition one is refused as the gateway refuses it.
+ * When the SDK does run the client-side pipeline (that refusal, forceQueryPlan, enableQueryControl), the plan
+ * describes the query as the service's does and each range executes the rewritten query (plan.ts), so the
+ * SDK's merge produces the same results.
  *
  * Paging: a query's results are computed once and snapshotted; the continuation names the snapshot and
  * an offset, and is bound to the container, the query (text and parameters) and its scope.
@@ -109,6 +111,8 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
   const ast = parsed.query;
   const pageSize = maxItemCount(ctx, DEFAULT_QUERY_PAGE);
   const scope = requestScope(ctx, c);
+  // Neither a partition key nor a range: a cross-partition query, whatever the container's ranges.
+  if (scope === undefined && isGroupedSelectList(ast)) throw notDirectlyServable(spec, c);
   const scopeKey = scopeKeyOf(ctx, scope);
   // A resume point is part of the query: a continuation of one resumed query does not continue another.
   const params =
@@ -195,6 +199,21 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
     });
   };
   return outcome instanceof Promise ? outcome.then(finish) : finish(outcome);
+}
+
+/**
+ * The gateway's 400/1004 for a query the SDK must merge itself, the plan in `additionalErrorInfo` (what the SDK
+ * checks before it runs its pipeline: `needsQueryPlan` in azure-sdk-for-js sdk/cosmosdb/cosmos/src/queryIterator.ts).
+ * A query that has no plan (ORDER BY with GROUP BY, say) is refused with the plan's own 400 instead.
+ */
+function notDirectlyServable(spec: SqlQuerySpec, c: Container): CosmosError {
+  const plan = planQuery(spec, { compositeIndexes: compositeIndexesOf(c) });
+  const refusal = badRequest(
+    ServiceText.CrossPartitionQueryNotServable,
+    SubStatus.CrossPartitionQueryNotServable,
+  );
+  refusal.additionalErrorInfo = JSON.stringify(plan);
+  return refusal;
 }
 
 /** The rows of a rewritten ORDER BY query after the resume point the .NET SDK sent (resume-filter.ts). */

@@ -1,5 +1,6 @@
 import type { Container } from "@azure/cosmos";
 import { CosmosFeedError } from "../errors.js";
+import { boundedRequest, RequestAbortedError } from "./bounded-request.js";
 import type { Clock } from "./clock.js";
 import { type EpkRange, type Lease, LeaseMode, newLease } from "./leases/lease.js";
 import type { LeaseStore } from "./leases/store.js";
@@ -54,6 +55,8 @@ export interface BootstrapperOptions {
   clock: Clock;
   /** Longest wait between attempts to take the `.lock` another host holds (ms). */
   retryDelay: number;
+  /** Longest wait for one request's answer (ms); see ChangeFeedDefaults.requestTimeout. */
+  requestTimeout: number;
 }
 
 /** The processor was stopped while it was still bootstrapping. */
@@ -66,51 +69,73 @@ export class BootstrapAbortedError extends CosmosFeedError {
 /**
  * .NET's bootstrap: unless `.info` exists, take `.lock`, create a lease for every part of a partition key
  * range that no lease covers, write `.info`, drop `.lock`. Refuses a change of mode for an existing prefix.
+ * Every request is bounded by requestTimeout (a RequestTimeoutError fails the start, as .NET's bootstrap
+ * fails StartAsync on an error) and ended by the start's signal (→ BootstrapAbortedError, not an error).
  */
 export class Bootstrapper {
   constructor(private readonly o: BootstrapperOptions) {}
 
   async run(signal: AbortSignal): Promise<void> {
+    try {
+      await this.bootstrap(signal);
+    } catch (e) {
+      if (e instanceof RequestAbortedError && signal.aborted) throw new BootstrapAbortedError();
+      throw e;
+    }
+  }
+
+  /** One request, bounded; `signal` undefined: only by requestTimeout. */
+  private bounded<T>(
+    signal: AbortSignal | undefined,
+    what: string,
+    request: (s: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    return boundedRequest(this.o.clock, this.o.requestTimeout, signal, `bootstrap: ${what}`, request);
+  }
+
+  private async bootstrap(signal: AbortSignal): Promise<void> {
     const { store, mode } = this.o;
-    const existing = await store.listAll();
+    const existing = await this.bounded(signal, "lease listing", (s) => store.listAll(s));
     if (existing.length > 0 && existing[0].mode !== mode) {
       throw new InvalidProcessorOptionsError(
         `Switching the change feed mode from '${existing[0].mode}' to '${mode}' is not allowed for the same lease prefix.`,
       );
     }
-    while (!(await store.isInitialized())) {
+    while (!(await this.bounded(signal, ".info read", (s) => store.isInitialized(s)))) {
       if (signal.aborted) throw new BootstrapAbortedError();
-      const lock = await store.acquireInitLock();
+      const lock = await this.bounded(signal, ".lock create", (s) => store.acquireInitLock(s));
       if (!lock) {
         await this.o.clock.sleep(Math.min(ChangeFeedDefaults.bootstrapRetryDelay, this.o.retryDelay), signal);
         if (signal.aborted) throw new BootstrapAbortedError();
         continue;
       }
       try {
-        await this.createMissingLeases();
-        await store.markInitialized();
+        await this.createMissingLeases(signal);
+        await this.bounded(signal, ".info create", (s) => store.markInitialized(s));
       } finally {
-        await store.releaseInitLock(lock);
+        // Not cut short by a stop: a lock left behind holds every host's bootstrap until its ttl.
+        await this.bounded(undefined, ".lock delete", (s) => store.releaseInitLock(lock, s));
       }
     }
   }
 
-  private async createMissingLeases(): Promise<void> {
+  private async createMissingLeases(signal: AbortSignal): Promise<void> {
     const { store, mode } = this.o;
-    const { resources: ranges } = await this.o.monitored.readPartitionKeyRanges().fetchAll();
-    const leases = await store.listAll();
+    const { resources: ranges } = await this.bounded(signal, "partition key ranges read", (s) =>
+      this.o.monitored.readPartitionKeyRanges({ abortSignal: s }).fetchAll(),
+    );
+    const leases = await this.bounded(signal, "lease listing", (s) => store.listAll(s));
     for (const r of ranges) {
       for (const gap of uncoveredParts(r, leases)) {
         const whole = gap.min === r.minInclusive && gap.max === r.maxExclusive;
-        await store.create(
-          newLease(
-            store.prefix,
-            store.layout,
-            whole ? { id: r.id, min: r.minInclusive, max: r.maxExclusive } : gap,
-            null,
-            mode,
-          ),
+        const lease = newLease(
+          store.prefix,
+          store.layout,
+          whole ? { id: r.id, min: r.minInclusive, max: r.maxExclusive } : gap,
+          null,
+          mode,
         );
+        await this.bounded(signal, "lease create", (s) => store.create(lease, s));
       }
     }
   }

@@ -1,13 +1,13 @@
 import { CosmosFeedError } from "../errors.js";
 import type { Clock } from "./clock.js";
 
-/** A processor request (a feed read, a lease write) got no answer within requestTimeout: retryable. */
+/** A processor request (a feed read, a lease write) got no answer within requestTimeout: retryable (408). */
 export class RequestTimeoutError extends CosmosFeedError {
   constructor(
     readonly what: string,
     readonly timeoutMs: number,
   ) {
-    super(`${what} got no answer within requestTimeout (${timeoutMs} ms); it is retried.`, {
+    super(`${what} got no answer within requestTimeout (${timeoutMs} ms) and was given up.`, {
       statusCode: 408,
       code: "RequestTimeout",
     });
@@ -50,6 +50,11 @@ export async function boundedRequest<T>(
   });
   try {
     return await Promise.race([request(requestSignal), limit]);
+  } catch (e) {
+    // The caller gave up: whatever the request itself answered to its fired signal (the SDK's AbortError comes
+    // before the timer's rejection), the caller learns that it was abandoned.
+    if (signal?.aborted && !(e instanceof RequestAbortedError)) throw new RequestAbortedError(what);
+    throw e;
   } finally {
     settled.abort();
   }

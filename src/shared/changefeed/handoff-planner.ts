@@ -1,4 +1,5 @@
 import { assignSuccessors, nextSlotStart } from "./balancing/watch-schedule.js";
+import { boundedRequest, RequestAbortedError, RequestTimeoutError } from "./bounded-request.js";
 import type { Clock } from "./clock.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import type { LeaseView } from "./leases/view.js";
@@ -43,7 +44,7 @@ export class HandoffPlanner {
     release: (entry: E, successor: string) => Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {
-    const plan = await this.plan(entries);
+    const plan = await this.plan(entries, signal);
     const releasing: Promise<void>[] = [];
     for (const batch of plan) {
       if (!(await this.waitFor(batch, signal))) break;
@@ -54,10 +55,10 @@ export class HandoffPlanner {
   }
 
   /** Batches in release order; empty when no other host is alive. */
-  async plan<E extends HandoffEntry>(entries: E[]): Promise<HandoffBatch<E>[]> {
-    const { options: r, view, balancer, clock } = this.o;
+  async plan<E extends HandoffEntry>(entries: E[], signal?: AbortSignal): Promise<HandoffBatch<E>[]> {
+    const { options: r, balancer, clock } = this.o;
     const me = r.instanceName;
-    await view.refresh().catch(() => undefined);
+    await this.refresh(signal);
     const now = clock.now();
     const counts = new Map<string, number>();
     for (const l of balancer.effectiveLeases(now)) {
@@ -83,6 +84,20 @@ export class HandoffPlanner {
     return batches.sort((a, b) => a.at - b.at);
   }
 
+  /**
+   * Reads the lease feed; a failure leaves the view as it was. Bounded by requestTimeout and `signal`: a read that
+   * never answers would hold stop() for good. One given up in flight may still move the feed, so the next refresh
+   * lists every lease again.
+   */
+  private async refresh(signal: AbortSignal | undefined): Promise<void> {
+    const { options: r, view, clock } = this.o;
+    await boundedRequest(clock, r.requestTimeout, signal, "lease feed read", () => view.refresh()).catch(
+      (e: unknown) => {
+        if (e instanceof RequestTimeoutError || e instanceof RequestAbortedError) view.dropFeed();
+      },
+    );
+  }
+
   /** Waits until `batch.at` (false when `signal` fired first: release everything now). */
   async waitFor(batch: { at: number }, signal: AbortSignal): Promise<boolean> {
     await this.o.clock.sleep(batch.at - this.o.clock.now(), signal);
@@ -104,7 +119,7 @@ export class HandoffPlanner {
     while (pending.size > 0 && clock.now() < deadline && !signal.aborted) {
       await clock.sleep(ChangeFeedDefaults.handoffCheckInterval, signal);
       if (signal.aborted) break;
-      await view.refresh().catch(() => undefined);
+      await this.refresh(signal);
       if (balancer.watchSchedule(clock.now()).participants.length < 2) break;
       for (const e of [...pending]) {
         const current = view.get(e.lease.id);

@@ -1,4 +1,6 @@
 import type { Container } from "@azure/cosmos";
+import { boundedRequest, RequestAbortedError } from "./bounded-request.js";
+import type { Clock } from "./clock.js";
 import { type Lease, newLease } from "./leases/lease.js";
 import type { LeaseStore } from "./leases/store.js";
 
@@ -6,6 +8,9 @@ export interface LeaseReplacerOptions {
   store: LeaseStore;
   monitored: Container;
   me: string;
+  clock: Clock;
+  /** Longest wait for one request's answer (ms); see ChangeFeedDefaults.requestTimeout. */
+  requestTimeout: number;
   /** Called with every lease created or deleted here (keeps the lease view current). */
   created: (lease: Lease) => void;
   deleted: (lease: Lease) => void;
@@ -16,24 +21,40 @@ export type Replacement =
   | { kind: "split"; parent: Lease; children: Lease[] }
   | { kind: "merged"; parent: Lease; successor: Lease }
   /** The parent is no longer this host's (or no longer exists): someone else replaces it. */
-  | { kind: "lost" };
+  | { kind: "lost" }
+  /** Given up because the processor stops (not an error): the parent is left for the next owner to replace. */
+  | { kind: "stopped" };
 
 /**
  * The lease's range split, or its partition was merged away (.NET's table, change-feed-leases.md §4.10):
  * after a split, a lease per child range carrying the parent's last checkpoint (version 0 per child
  * partition, or version-1 EPK tiles for an EPK lease); after a merge of a version-0 lease's partition, one
  * version-1 lease of the same EPK range with the same checkpoint. The new leases are owned by this host; the
- * old lease is deleted.
+ * old lease is deleted. Each request is bounded by requestTimeout and ended by `signal` (the processor stops):
+ * given up half-way, the parent lease is still there (deleted last), so the next owner replaces it again.
  */
 export class LeaseReplacer {
   constructor(private readonly o: LeaseReplacerOptions) {}
 
-  async replace(lease: Lease): Promise<Replacement> {
+  async replace(lease: Lease, signal?: AbortSignal): Promise<Replacement> {
+    try {
+      return await this.replaceBounded(lease, signal);
+    } catch (e) {
+      if (e instanceof RequestAbortedError && signal?.aborted) return { kind: "stopped" };
+      throw e;
+    }
+  }
+
+  private async replaceBounded(lease: Lease, signal: AbortSignal | undefined): Promise<Replacement> {
     const { store, me } = this.o;
-    const parent = await store.read(lease);
+    const bounded = <T>(what: string, request: (s: AbortSignal) => Promise<T>) =>
+      boundedRequest(this.o.clock, this.o.requestTimeout, signal, `split replacement: ${what}`, request);
+    const parent = await bounded("lease read", (s) => store.read(lease, s));
     if (!parent || parent.owner !== me) return { kind: "lost" };
     const range = parent.feedRange ?? { min: "", max: "FF" };
-    const { resources: all } = await this.o.monitored.readPartitionKeyRanges().fetchAll();
+    const { resources: all } = await bounded("partition key ranges read", (s) =>
+      this.o.monitored.readPartitionKeyRanges({ abortSignal: s }).fetchAll(),
+    );
     const children = all
       .filter(
         (r) =>
@@ -71,13 +92,13 @@ export class LeaseReplacer {
               max: i === children.length - 1 ? range.max : r.maxExclusive,
             });
       child.owner = me;
-      const c = await store.create(child);
+      const c = await bounded("lease create", (s) => store.create(child, s));
       if (c) {
         created.push(c);
         this.o.created(c);
       }
     }
-    await store.delete(parent);
+    await bounded("lease delete", (s) => store.delete(parent, s));
     this.o.deleted(parent);
     if (merged && created.length === 1) return { kind: "merged", parent, successor: created[0] };
     return { kind: "split", parent, children: created };

@@ -138,7 +138,13 @@ export class LoadBalancer {
 
   /** A lease without FeedRange (V2-library era): look its partition key range up by id, as .NET does on acquire. */
   private async withFeedRange(lease: Lease): Promise<Lease> {
-    const { resources } = await this.o.monitored.readPartitionKeyRanges().fetchAll();
+    const { resources } = await boundedRequest(
+      this.o.clock,
+      this.o.options.requestTimeout,
+      this.o.signal,
+      "partition key ranges read",
+      (s) => this.o.monitored.readPartitionKeyRanges({ abortSignal: s }).fetchAll(),
+    );
     const r = resources.find((x) => x.id === lease.leaseToken);
     if (!r)
       throw new Error(`Lease ${lease.leaseToken} has no FeedRange and no partition key range has that id.`);

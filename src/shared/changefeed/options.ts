@@ -51,8 +51,10 @@ export const ChangeFeedDefaults = {
   /** Longest wait between failed change feed reads (ms). */
   feedReadRetryMaxDelay: 30_000,
   /**
-   * Longest wait for one feed read or lease request (write, acquire, lease feed read): unanswered by then, it is
-   * given up and retried like a 408, so none can hold a worker or a balancing round for good (.NET races reads
+   * Longest wait for one request of the processor (feed read; lease write, acquire or re-read after a 412; lease
+   * feed read, the watch's and the hand-off's; the bootstrap's, a split replacement's and stop()'s last releases): unanswered by then, it is given
+   * up as a 408 (and retried where it can be), so none can hold a worker, a balancing round, start() or stop() for
+   * good (.NET races reads
    * against RequestTimeout). It bounds the whole SDK call, 429 retries included (≤ 30 s, the SDK's
    * maxWaitTimeInSeconds): 30 s + .NET's 6 s, so throttling is never taken for a hang (ms). Option: `requestTimeout`.
    */

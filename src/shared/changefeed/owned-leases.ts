@@ -23,6 +23,8 @@ export interface OwnedLeasesOptions<T> {
   events: ProcessorEvents;
   /** Shared by this host's workers: cuts their feed-poll waits short (processor.wake()). */
   wakeup?: FeedPollWakeup;
+  /** Fires when the processor stops: ends a split's replacement in flight. */
+  signal: AbortSignal;
 }
 
 /**
@@ -139,13 +141,16 @@ export class OwnedLeases<T> {
       store: this.o.store,
       monitored: this.o.monitored,
       me: this.o.options.instanceName,
+      clock: this.o.clock,
+      requestTimeout: this.o.options.requestTimeout,
       created: (l) => view.apply(l),
       deleted: (l) => view.forget(l),
     });
     const sentAt = this.o.clock.monotonicNow();
-    const done = await replacer.replace(s.lease);
+    const done = await replacer.replace(s.lease, this.o.signal);
     // Only now: until the parent is gone, a balancing round must not see it as ours-but-idle and re-take it.
     this.forget(s);
+    if (done.kind === "stopped") return;
     if (done.kind === "lost") return events.fire("lost", token, "gone");
     const successors = done.kind === "merged" ? [done.successor] : done.children;
     if (done.kind === "merged") events.fire("merged", token, done.successor.leaseToken);

@@ -105,8 +105,9 @@ export class ChangeFeedProcessor<
       } catch (e) {
         this.state = "stopped";
         lifecycle.abort();
-        // Stopped while bootstrapping: the caller asked for it, not an error.
-        if (!(e instanceof BootstrapAbortedError)) throw e;
+        // Stopped while bootstrapping (or opening the lease store): the caller asked for it, not an error.
+        const stopped = e instanceof RequestAbortedError && lifecycle.signal.aborted;
+        if (!(e instanceof BootstrapAbortedError) && !stopped) throw e;
       }
     })();
     this.starting = run.catch(() => undefined);
@@ -116,7 +117,8 @@ export class ChangeFeedProcessor<
   private async startUp(signal: AbortSignal): Promise<void> {
     const o = this.options;
     const monitored = this.input.monitoredContainer;
-    const store = await openLeaseStore({
+    // Bounded, as every request: opening reads both containers' definitions (no signal: a late answer is dropped).
+    const opening = openLeaseStore({
       monitored,
       leaseContainer: this.input.leaseContainer,
       processorName: o.prefix,
@@ -125,6 +127,14 @@ export class ChangeFeedProcessor<
       now: () => this.clock.now(),
       requireTtl: this.input.checkLeaseContainerTtl ?? true,
     });
+    opening.catch(() => undefined); // rejected after a give-up: dropped, never unhandled
+    const store = await boundedRequest(
+      this.clock,
+      o.requestTimeout,
+      signal,
+      "container reads",
+      () => opening,
+    );
     const mode = o.allVersions ? LeaseMode.AllVersionsAndDeletes : LeaseMode.LatestVersion;
     await new Bootstrapper({
       store,
@@ -132,6 +142,7 @@ export class ChangeFeedProcessor<
       mode,
       clock: this.clock,
       retryDelay: o.leaseAcquireInterval,
+      requestTimeout: o.requestTimeout,
     }).run(signal);
     this.startPosition = o.startFromBeginning
       ? { kind: "beginning" }
@@ -140,7 +151,7 @@ export class ChangeFeedProcessor<
         : // As .NET >= 3.59: "now" is pinned to the start time (less 1 s), so a restart does not skip changes.
           { kind: "time", time: new Date(this.clock.now() - 1000) };
     const view = new LeaseView(store);
-    await view.load();
+    await boundedRequest(this.clock, o.requestTimeout, signal, "lease listing", () => view.load());
     const owned = new OwnedLeases<T>({
       options: o,
       store,
@@ -151,6 +162,7 @@ export class ChangeFeedProcessor<
       clock: this.clock,
       events: this.events,
       wakeup: this.wakeup,
+      signal,
     });
     const balancer = new LoadBalancer({
       options: o,
@@ -263,6 +275,7 @@ export class ChangeFeedProcessor<
       clock: this.clock,
       retryInterval: this.options.leaseRenewInterval,
       giveUpAfter: this.options.leaseExpirationInterval,
+      requestTimeout: this.options.requestTimeout,
       released: (token) => this.events.fire("released", token),
       report: (e, token) => this.events.report(e, token),
       signal: this.hardStop.signal,

@@ -114,11 +114,14 @@ export async function deleteIfMatch(
   id: string,
   partitionKey: PartitionKey,
   etag: string,
+  /** Stops the delete (the SDK's abortSignal), e.g. when its caller gave it up. */
+  signal?: AbortSignal,
 ): Promise<number> {
   try {
-    const res = await container
-      .item(id, partitionKey)
-      .delete({ accessCondition: { type: "IfMatch", condition: etag } });
+    const res = await container.item(id, partitionKey).delete({
+      accessCondition: { type: "IfMatch", condition: etag },
+      ...(signal ? { abortSignal: signal } : {}),
+    });
     return res.requestCharge;
   } catch (e) {
     const s = statusOf(e);

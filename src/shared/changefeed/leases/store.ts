@@ -65,7 +65,8 @@ export const INIT_LOCK_TTL_SECONDS = 30;
 /**
  * The only writer of lease documents. Every write is a replace with If-Match; on 412 the current document is
  * re-read and the mutation re-applied under the shared OCC retry policy (the mutation decides whether the
- * lease is still ours); 404 and 409 mean lost. See change-feed-leases.md §4.9.
+ * lease is still ours); 404 and 409 mean lost. See change-feed-leases.md §4.9. Each request takes an optional
+ * signal, passed to the SDK: the processor's bounded requests (bounded-request.ts) fire it when they give up.
  */
 export class LeaseStore {
   constructor(
@@ -77,11 +78,14 @@ export class LeaseStore {
   ) {}
 
   /** Every lease of this prefix (`STARTSWITH(c.id, '<prefix>..')`). */
-  async listAll(): Promise<Lease[]> {
-    const iterator = this.container.items.query<Record<string, unknown>>({
-      query: "SELECT * FROM c WHERE STARTSWITH(c.id, @prefix)",
-      parameters: [{ name: "@prefix", value: `${this.prefix}..` }],
-    });
+  async listAll(signal?: AbortSignal): Promise<Lease[]> {
+    const iterator = this.container.items.query<Record<string, unknown>>(
+      {
+        query: "SELECT * FROM c WHERE STARTSWITH(c.id, @prefix)",
+        parameters: [{ name: "@prefix", value: `${this.prefix}..` }],
+      },
+      signal ? { abortSignal: signal } : {},
+    );
     const out: Lease[] = [];
     while (iterator.hasMoreResults()) {
       const page = await iterator.fetchNext();
@@ -117,18 +121,24 @@ export class LeaseStore {
     };
   }
 
-  async read(lease: Pick<Lease, "id" | "partitionKeyValue">): Promise<Lease | undefined> {
-    const res = await this.container.item(lease.id, lease.partitionKeyValue).read<Record<string, unknown>>();
+  async read(
+    lease: Pick<Lease, "id" | "partitionKeyValue">,
+    signal?: AbortSignal,
+  ): Promise<Lease | undefined> {
+    const res = await this.container
+      .item(lease.id, lease.partitionKeyValue)
+      .read<Record<string, unknown>>(signal ? { abortSignal: signal } : {});
     this.counters.add("read", res.requestCharge);
     if (res.statusCode === 404 || !res.resource) return undefined;
     return parseLease(res.resource);
   }
 
   /** Creates a lease document; `undefined` if it already exists (409: another host created it). */
-  async create(lease: Lease): Promise<Lease | undefined> {
+  async create(lease: Lease, signal?: AbortSignal): Promise<Lease | undefined> {
     try {
       const res = await this.container.items.create(
         toLeaseDocument(lease, this.now()) as unknown as ItemDefinition,
+        signal ? { abortSignal: signal } : {},
       );
       this.counters.add("create", res.requestCharge);
       return parseLease(res.resource as unknown as Record<string, unknown>);
@@ -145,6 +155,7 @@ export class LeaseStore {
    */
   async update(cached: Lease, mutate: (current: Lease) => Lease, signal?: AbortSignal): Promise<Lease> {
     let current = cached;
+    // The signal ends the whole update: the write, the re-read after a 412, and the retries after it.
     return defaultOccRetryPolicy.run(
       async () => {
         const next = mutate(current);
@@ -167,19 +178,21 @@ export class LeaseStore {
           if (e instanceof NotFoundError) throw new LeaseLostError(cached.leaseToken, "gone");
           if (statusOf(e) === 409) throw new LeaseLostError(cached.leaseToken, "conflict");
           if (!(e instanceof PreconditionFailedError)) throw e;
-          const fresh = await this.read(current);
+          const fresh = await this.read(current, signal);
           if (!fresh) throw new LeaseLostError(cached.leaseToken, "gone");
           current = fresh;
           throw e; // the shared policy backs off and re-applies `mutate` to the fresh copy
         }
       },
-      { onExhausted: () => new LeaseLostError(cached.leaseToken, "retries-exhausted") },
+      { signal, onExhausted: () => new LeaseLostError(cached.leaseToken, "retries-exhausted") },
     );
   }
 
-  async delete(lease: Lease): Promise<void> {
+  async delete(lease: Lease, signal?: AbortSignal): Promise<void> {
     try {
-      const res = await this.container.item(lease.id, lease.partitionKeyValue).delete();
+      const res = await this.container
+        .item(lease.id, lease.partitionKeyValue)
+        .delete(signal ? { abortSignal: signal } : {});
       this.counters.add("delete", res.requestCharge);
     } catch (e) {
       this.counters.add("delete", 0);
@@ -193,17 +206,20 @@ export class LeaseStore {
     return this.layout === "partitionKey" ? { partitionKey: id } : {};
   }
 
-  async isInitialized(): Promise<boolean> {
+  async isInitialized(signal?: AbortSignal): Promise<boolean> {
     const id = infoDocumentId(this.prefix);
-    const res = await this.container.item(id, id).read();
+    const res = await this.container.item(id, id).read(signal ? { abortSignal: signal } : {});
     this.counters.add("read", res.requestCharge);
     return res.statusCode === 200;
   }
 
-  async markInitialized(): Promise<void> {
+  async markInitialized(signal?: AbortSignal): Promise<void> {
     const id = infoDocumentId(this.prefix);
     try {
-      const res = await this.container.items.create({ id, ...this.docPk(id) });
+      const res = await this.container.items.create(
+        { id, ...this.docPk(id) },
+        signal ? { abortSignal: signal } : {},
+      );
       this.counters.add("create", res.requestCharge);
     } catch (e) {
       this.counters.add("create", 0);
@@ -212,10 +228,13 @@ export class LeaseStore {
   }
 
   /** Creates `<prefix>.lock` (ttl 30 s); returns its etag, or undefined when another host holds it. */
-  async acquireInitLock(): Promise<string | undefined> {
+  async acquireInitLock(signal?: AbortSignal): Promise<string | undefined> {
     const id = lockDocumentId(this.prefix);
     try {
-      const res = await this.container.items.create({ id, ...this.docPk(id), ttl: INIT_LOCK_TTL_SECONDS });
+      const res = await this.container.items.create(
+        { id, ...this.docPk(id), ttl: INIT_LOCK_TTL_SECONDS },
+        signal ? { abortSignal: signal } : {},
+      );
       this.counters.add("create", res.requestCharge);
       return res.etag;
     } catch (e) {
@@ -225,10 +244,10 @@ export class LeaseStore {
     }
   }
 
-  async releaseInitLock(etag: string): Promise<void> {
+  async releaseInitLock(etag: string, signal?: AbortSignal): Promise<void> {
     const id = lockDocumentId(this.prefix);
     try {
-      this.counters.add("delete", await deleteIfMatch(this.container, id, id, etag));
+      this.counters.add("delete", await deleteIfMatch(this.container, id, id, etag, signal));
     } catch (e) {
       this.counters.add("delete", 0);
       if (!(e instanceof NotFoundError) && !(e instanceof PreconditionFailedError)) throw e;

@@ -1,0 +1,311 @@
+/**
+ * The processor's other requests are bounded by requestTimeout too, on a fake clock: the bootstrap, a split's
+ * replacement, the lag estimator, and the re-read of a lease after a 412 (stop()'s: changefeed-stop-bounds). Each
+ * request that never answers is given up after requestTimeout (a 408), and ends at once when its caller's signal
+ * fires (the processor stops), which is then no error.
+ */
+import type { Container } from "@azure/cosmos";
+import { describe, expect, it } from "vitest";
+import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
+import { BootstrapAbortedError, Bootstrapper } from "../../src/shared/changefeed/bootstrapper.js";
+import {
+  boundedRequest,
+  RequestAbortedError,
+  RequestTimeoutError,
+} from "../../src/shared/changefeed/bounded-request.js";
+import { FakeClock } from "../../src/shared/changefeed/clock.js";
+import { estimateLeaseLag } from "../../src/shared/changefeed/estimator.js";
+import { LeaseReplacer } from "../../src/shared/changefeed/lease-replacer.js";
+import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
+import { LeaseOperationCounters, LeaseStore } from "../../src/shared/changefeed/leases/store.js";
+import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
+import { LoadBalancer } from "../../src/shared/changefeed/load-balancer.js";
+import { resolveOptions } from "../../src/shared/changefeed/options.js";
+import { ChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
+import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
+
+const TIMEOUT = 3_000;
+const TEN_MINUTES = 10 * 60_000;
+
+/** A request that never answers, but ends (as the SDK's calls do) once the signal it was given fires. */
+function hung<T>(signal?: AbortSignal): Promise<T> {
+  return new Promise<T>((_, reject) => {
+    signal?.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
+  });
+}
+
+/** Where a promise stands, without awaiting it. */
+function track<T>(p: Promise<T>) {
+  const s: { value?: T; error?: unknown; settled: boolean } = { settled: false };
+  p.then(
+    (v) => Object.assign(s, { value: v, settled: true }),
+    (e: unknown) => Object.assign(s, { error: e, settled: true }),
+  );
+  return s;
+}
+
+const lease0 = (owner: string | null = null, continuation: string | null = null): Lease => ({
+  ...newLease("p", "id", { id: "0", min: "", max: "FF" }, continuation, LeaseMode.LatestVersion),
+  owner,
+});
+
+/** A bootstrap over a store whose `.info` is missing; `hang` names the one request that never answers. */
+function bootstrapping(clock: FakeClock, hang: "isInitialized" | "acquireInitLock" | "ranges") {
+  const signals: Record<string, AbortSignal | undefined> = {};
+  let lockReleases = 0;
+  const answer =
+    <T>(name: string, value: T) =>
+    (s?: AbortSignal): Promise<T> => {
+      signals[name] = s;
+      return name === hang ? hung<T>(s) : Promise.resolve(value);
+    };
+  const store = {
+    prefix: "p",
+    layout: "id",
+    listAll: answer("listAll", []),
+    isInitialized: answer("isInitialized", false),
+    acquireInitLock: answer("acquireInitLock", '"lock"'),
+    markInitialized: answer("markInitialized", undefined),
+    create: async (l: Lease) => l,
+    releaseInitLock: async (_etag: string, s?: AbortSignal) => {
+      // Counted only when sent with a live signal (a release cut by the stop would be refused at once).
+      if (s && !s.aborted) lockReleases++;
+    },
+  } as unknown as LeaseStore;
+  const monitored = {
+    readPartitionKeyRanges: (o?: { abortSignal?: AbortSignal }) => ({
+      fetchAll: () =>
+        answer("ranges", { resources: [{ id: "0", minInclusive: "", maxExclusive: "FF" }] })(o?.abortSignal),
+    }),
+  } as unknown as Container;
+  const stop = new AbortController();
+  const run = track(
+    new Bootstrapper({
+      store,
+      monitored,
+      mode: LeaseMode.LatestVersion,
+      clock,
+      retryDelay: 1_000,
+      requestTimeout: TIMEOUT,
+    }).run(stop.signal),
+  );
+  return { run, stop, signals, lockReleases: () => lockReleases };
+}
+
+describe("boundedRequest", () => {
+  it("a request that fails on its own when the caller's signal fires (the SDK's AbortError) is RequestAbortedError", async () => {
+    const clock = new FakeClock();
+    const stop = new AbortController();
+    const done = track(boundedRequest(clock, TIMEOUT, stop.signal, "x", (s) => hung(s)));
+    await clock.advance(1);
+    stop.abort();
+    await clock.advance(1);
+    expect(done.error).toBeInstanceOf(RequestAbortedError);
+  });
+});
+
+describe("the bootstrap's requests", () => {
+  it("a read of .info that never answers fails the start after requestTimeout, its request's signal fired", async () => {
+    const clock = new FakeClock();
+    const b = bootstrapping(clock, "isInitialized");
+    await clock.advance(TIMEOUT - 1);
+    expect(b.run.settled).toBe(false);
+    await clock.advance(1);
+    expect(b.run.error).toBeInstanceOf(RequestTimeoutError);
+    expect((b.run.error as RequestTimeoutError).statusCode).toBe(408);
+    expect(b.signals.isInitialized?.aborted).toBe(true);
+  });
+
+  it("a stop while the lock create hangs ends the bootstrap as stopped (BootstrapAbortedError), not as an error", async () => {
+    const clock = new FakeClock();
+    const b = bootstrapping(clock, "acquireInitLock");
+    await clock.advance(1);
+    expect(b.run.settled).toBe(false);
+    b.stop.abort();
+    await clock.advance(1);
+    expect(b.run.error).toBeInstanceOf(BootstrapAbortedError);
+  });
+
+  it("a stop while the lock is held ends the bootstrap, and the lock is still released (not cut by the stop)", async () => {
+    const clock = new FakeClock();
+    const b = bootstrapping(clock, "ranges");
+    await clock.advance(1);
+    expect(b.signals.ranges).toBeDefined();
+    b.stop.abort();
+    await clock.advance(1);
+    expect(b.run.error).toBeInstanceOf(BootstrapAbortedError);
+    expect(b.signals.ranges?.aborted).toBe(true);
+    expect(b.lockReleases()).toBe(1);
+  });
+});
+
+describe("a split's replacement", () => {
+  function replacing(clock: FakeClock) {
+    const reads: (AbortSignal | undefined)[] = [];
+    const store = {
+      prefix: "p",
+      layout: "id",
+      read: (_l: Lease, s?: AbortSignal) => {
+        reads.push(s);
+        return hung<Lease | undefined>(s);
+      },
+    } as unknown as LeaseStore;
+    const replacer = new LeaseReplacer({
+      store,
+      monitored: {} as Container,
+      me: "me",
+      clock,
+      requestTimeout: TIMEOUT,
+      created: () => {},
+      deleted: () => {},
+    });
+    return { replacer, reads };
+  }
+
+  it("a lease read that never answers fails the replacement after requestTimeout", async () => {
+    const clock = new FakeClock();
+    const r = replacing(clock);
+    const done = track(r.replacer.replace(lease0("me")));
+    await clock.advance(TIMEOUT - 1);
+    expect(done.settled).toBe(false);
+    await clock.advance(1);
+    expect(done.error).toBeInstanceOf(RequestTimeoutError);
+    expect(r.reads[0]?.aborted).toBe(true);
+  });
+
+  it("the processor stopping ends it as 'stopped' (no error, the parent left for the next owner)", async () => {
+    const clock = new FakeClock();
+    const r = replacing(clock);
+    const stop = new AbortController();
+    const done = track(r.replacer.replace(lease0("me"), stop.signal));
+    await clock.advance(1);
+    stop.abort();
+    await clock.advance(1);
+    expect(done.error).toBeUndefined();
+    expect(done.value).toEqual({ kind: "stopped" });
+  });
+});
+
+describe("the lag estimator", () => {
+  const monitored = {
+    read: async () => ({ resource: { _rid: "cRid" } }),
+    items: { getChangeFeedIterator: () => ({ readNext: () => hung() }) },
+  } as unknown as Container;
+
+  it("a feed read that never answers fails the estimate after requestTimeout", async () => {
+    const clock = new FakeClock();
+    const lag = track(estimateLeaseLag(monitored, lease0("me", '"5"'), { clock, requestTimeout: TIMEOUT }));
+    await clock.advance(TIMEOUT - 1);
+    expect(lag.settled).toBe(false);
+    await clock.advance(1);
+    expect(lag.error).toBeInstanceOf(RequestTimeoutError);
+  });
+
+  it("its abortSignal ends a hung estimate at once", async () => {
+    const clock = new FakeClock();
+    const stop = new AbortController();
+    const lag = track(
+      estimateLeaseLag(monitored, lease0("me", '"5"'), {
+        clock,
+        requestTimeout: TIMEOUT,
+        abortSignal: stop.signal,
+      }),
+    );
+    await clock.advance(1);
+    stop.abort();
+    await clock.advance(1);
+    expect(lag.error).toBeInstanceOf(RequestAbortedError);
+  });
+});
+
+describe("LeaseStore.update after a 412", () => {
+  it("the re-read takes the write's signal: a hung re-read ends when the write is given up, and nothing follows", async () => {
+    const clock = new FakeClock();
+    let replaces = 0;
+    const reads: (AbortSignal | undefined)[] = [];
+    const container = {
+      item: () => ({
+        replace: async () => {
+          replaces++;
+          throw Object.assign(new Error("precondition failed"), { code: 412 });
+        },
+        read: (o?: { abortSignal?: AbortSignal }) => {
+          reads.push(o?.abortSignal);
+          return hung(o?.abortSignal);
+        },
+      }),
+    } as unknown as Container;
+    const store = new LeaseStore(container, "p", "id", new LeaseOperationCounters(), () => clock.now());
+    const write = track(
+      boundedRequest(clock, TIMEOUT, undefined, "lease write", (s) =>
+        store.update(lease0("me"), (l) => l, s),
+      ),
+    );
+    await clock.advance(TIMEOUT);
+    expect(write.error).toBeInstanceOf(RequestTimeoutError);
+    expect(reads).toHaveLength(1);
+    expect(reads[0]?.aborted).toBe(true);
+    await clock.advance(TEN_MINUTES);
+    expect(replaces).toBe(1);
+  });
+});
+
+describe("start() and a balancing round", () => {
+  it("start(): container reads that never answer fail it after requestTimeout; a stop meanwhile ends it stopped", async () => {
+    const clock = new FakeClock();
+    const hungContainer = { id: "c", read: () => hung() } as unknown as Container;
+    const input = {
+      monitoredContainer: hungContainer,
+      leaseContainer: hungContainer,
+      requestTimeout: TIMEOUT,
+      clock,
+    };
+    const failing = new ChangeFeedProcessor(input, async () => {});
+    const failed = track(failing.start());
+    await clock.advance(TIMEOUT - 1);
+    expect(failed.settled).toBe(false);
+    await clock.advance(1);
+    expect(failed.error).toBeInstanceOf(RequestTimeoutError);
+    const stopped = new ChangeFeedProcessor(input, async () => {});
+    const starting = track(stopped.start());
+    await clock.advance(1);
+    const stopping = track(stopped.stop());
+    await clock.advance(1);
+    expect(starting.settled && stopping.settled).toBe(true);
+    expect(starting.error).toBeUndefined();
+  });
+
+  it("a lease without FeedRange: a range lookup that never answers ends the round after requestTimeout", async () => {
+    const clock = new FakeClock();
+    const store = new InMemoryLeaseStoreFake(clock);
+    store.put({ ...lease0(), feedRange: undefined });
+    const view = new LeaseView(store.asStore());
+    await view.load();
+    const reported: unknown[] = [];
+    const monitored = { readPartitionKeyRanges: () => ({ fetchAll: () => hung() }) } as unknown as Container;
+    const balancer = new LoadBalancer({
+      options: resolveOptions(
+        { monitoredContainer: monitored, leaseContainer: {} as Container, requestTimeout: TIMEOUT },
+        () => "me",
+      ),
+      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
+      store: store.asStore(),
+      view,
+      monitored,
+      clock,
+      running: new Map(),
+      takeOver: () => {},
+      stolen: () => {},
+      excluded: new Set(),
+      report: (e) => reported.push(e),
+      signal: new AbortController().signal,
+    });
+    const round = track(balancer.balance());
+    await clock.advance(TIMEOUT - 1);
+    expect(round.settled).toBe(false);
+    await clock.advance(1);
+    expect(round.settled).toBe(true);
+    expect(reported).toHaveLength(1);
+    expect(reported[0]).toBeInstanceOf(RequestTimeoutError);
+  });
+});
