@@ -26,7 +26,7 @@ import {
 import { config } from "./setup.js";
 
 /** One run on one server. */
-interface Run {
+export interface Run {
   p50Ms: number;
   p99Ms: number;
   requestsPerSecond: number;
@@ -96,8 +96,8 @@ async function get(agent: Agent, url: string): Promise<number> {
   return res.ms;
 }
 
-/** Closed loop: `clients` clients take the next path from `paths` until none is left; `clients` = 1 is sequential. */
-async function run(
+/** Closed loop (also bench/app-single.bench.ts): `clients` clients take the next path from `paths` until none is left; `clients` = 1 is sequential. */
+export async function run(
   server: ServerChild,
   clients: number,
   paths: readonly string[],

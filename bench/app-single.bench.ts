@@ -1,0 +1,80 @@
+/**
+ * Phase 5's single request alone (`npm run bench:app:single`): 1,000 `noop` GETs one after another per server and
+ * round, on phase 5's fixture and servers (bench/app/concurrency-servers.ts), the overhead = dev host p50 − bare
+ * node:http p50 of the same round. Made to compare two versions of the dev host in one run: with
+ * BENCH_BEFORE_CHECKOUT set to another checkout (`git worktree add --detach <dir> <commit>`, node_modules linked),
+ * its dev host is a third server in every round, and the report gives this checkout's p50 ÷ that one's per round.
+ * Rounds alternate the servers' order, so a shared machine's drift hits each alike. Prints; writes no results file.
+ *
+ * BENCH_SINGLE_ROUNDS (10), BENCH_SINGLE_OPS (1000), BENCH_BEFORE_CHECKOUT (unset: no third server),
+ * BENCH_CPU_PROF_DIR (unset: no profile): this checkout's dev host and its worker write `node --cpu-prof` profiles
+ * there when they exit.
+ */
+import { loadavg } from "node:os";
+import { run, type Run } from "./app/concurrency.js";
+import {
+  type ServerChild,
+  type ServerKind,
+  startBareServer,
+  startDevhostServer,
+  writeFixture,
+} from "./app/concurrency-servers.js";
+import { config, ROOT } from "./app/setup.js";
+import { envNumber, median, round2 } from "./lib/stats.js";
+
+const rounds = envNumber("BENCH_SINGLE_ROUNDS", 10);
+const ops = envNumber("BENCH_SINGLE_OPS", 1000);
+const before = config.beforeCheckout;
+const profileDir = process.env.BENCH_CPU_PROF_DIR || null;
+
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+
+const fixture = writeFixture();
+const servers: ServerChild[] = [];
+try {
+  console.log(`load average at the start: ${load()}`);
+  // node refuses --cpu-prof in NODE_OPTIONS: the host process gets it as an argument, its worker through the
+  // setting the host passes node's arguments to the worker with.
+  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+  const env = profileDir ? { ...process.env, languageWorkers__node__arguments: profile.join(" ") } : process.env;
+  servers.push(await startDevhostServer("devhost", fixture, ROOT, { nodeArgs: profile, env }));
+  servers.push(await startBareServer(fixture));
+  if (before) servers.push(await startDevhostServer("before", fixture, before));
+  const paths = Array.from({ length: ops }, () => "/api/noop");
+  for (const s of servers) await run(s, 1, paths.slice(0, 300), false); // warm-up: the JIT, the caches
+  const runs: Record<ServerKind, Run[]> = { devhost: [], bare: [], before: [] };
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? servers : [...servers].reverse();
+    for (const s of order) runs[s.kind].push(await run(s, 1, paths, false));
+    const line = servers.map((s) => `${s.kind} ${runs[s.kind][r].p50Ms.toFixed(3)}`).join(", ");
+    console.log(`round ${r + 1}/${rounds}: p50 ${line} ms (load ${load()})`);
+  }
+  const p50 = (k: ServerKind) => round2(median(runs[k].map((x) => x.p50Ms)));
+  const p99 = (k: ServerKind) => round2(median(runs[k].map((x) => x.p99Ms)));
+  const cpu = (k: ServerKind) =>
+    round2(median(runs[k].map((x) => (x.serverCpuMsPerRequest ?? 0) + (x.appCpuMsPerRequest ?? 0))));
+  const paired = (a: ServerKind, b: ServerKind, f: (x: Run, y: Run) => number) =>
+    median(runs[a].map((x, i) => f(x, runs[b][i])));
+  const overhead = (k: ServerKind) => round2(paired(k, "bare", (x, y) => x.p50Ms - y.p50Ms));
+  for (const s of servers) {
+    const extra = s.kind === "bare" ? "" : `, overhead ${overhead(s.kind)} ms`;
+    console.log(`${s.kind}: p50 ${p50(s.kind)} ms, p99 ${p99(s.kind)} ms, CPU ${cpu(s.kind)} ms/request${extra}`);
+  }
+  if (before) {
+    const ratio = paired("devhost", "before", (x, y) => x.p50Ms / y.p50Ms);
+    const overheadRatio = paired("devhost", "before", (x, y) => {
+      const bare = runs.bare[runs.devhost.indexOf(x)].p50Ms;
+      return (x.p50Ms - bare) / (y.p50Ms - bare);
+    });
+    console.log(
+      `this checkout ÷ ${before}, per round, median: p50 ×${ratio.toFixed(3)}, overhead ×${overheadRatio.toFixed(3)}`,
+    );
+  }
+  console.log(`load average at the end: ${load()}`);
+} finally {
+  for (const s of servers) await s.stop();
+  fixture.remove();
+}
