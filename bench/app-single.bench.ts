@@ -11,7 +11,7 @@
  * there when they exit.
  */
 import { loadavg } from "node:os";
-import { run, type Run } from "./app/concurrency.js";
+import { type Run, run } from "./app/concurrency.js";
 import {
   type ServerChild,
   type ServerKind,
@@ -39,10 +39,15 @@ try {
   // node refuses --cpu-prof in NODE_OPTIONS: the host process gets it as an argument, its worker through the
   // setting the host passes node's arguments to the worker with.
   const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
-  const env = profileDir ? { ...process.env, languageWorkers__node__arguments: profile.join(" ") } : process.env;
+  const env = profileDir
+    ? { ...process.env, languageWorkers__node__arguments: profile.join(" ") }
+    : process.env;
+  if (before && process.env.BENCH_BEFORE_FIRST)
+    servers.push(await startDevhostServer("before", fixture, before));
   servers.push(await startDevhostServer("devhost", fixture, ROOT, { nodeArgs: profile, env }));
   servers.push(await startBareServer(fixture));
-  if (before) servers.push(await startDevhostServer("before", fixture, before));
+  if (before && !process.env.BENCH_BEFORE_FIRST)
+    servers.push(await startDevhostServer("before", fixture, before));
   const paths = Array.from({ length: ops }, () => "/api/noop");
   for (const s of servers) await run(s, 1, paths.slice(0, 300), false); // warm-up: the JIT, the caches
   const runs: Record<ServerKind, Run[]> = { devhost: [], bare: [], before: [] };
@@ -54,23 +59,35 @@ try {
   }
   const p50 = (k: ServerKind) => round2(median(runs[k].map((x) => x.p50Ms)));
   const p99 = (k: ServerKind) => round2(median(runs[k].map((x) => x.p99Ms)));
-  const cpu = (k: ServerKind) =>
-    round2(median(runs[k].map((x) => (x.serverCpuMsPerRequest ?? 0) + (x.appCpuMsPerRequest ?? 0))));
+  const cpu = (k: ServerKind) => {
+    const of = (pick: (x: Run) => number | null) => round2(median(runs[k].map((x) => pick(x) ?? 0)));
+    const apart = runs[k][0].appCpuMsPerRequest !== null;
+    const both = of((x) => (x.serverCpuMsPerRequest ?? 0) + (x.appCpuMsPerRequest ?? 0));
+    return apart
+      ? `${both} (host ${of((x) => x.serverCpuMsPerRequest)}, worker ${of((x) => x.appCpuMsPerRequest)})`
+      : `${both}`;
+  };
   const paired = (a: ServerKind, b: ServerKind, f: (x: Run, y: Run) => number) =>
     median(runs[a].map((x, i) => f(x, runs[b][i])));
   const overhead = (k: ServerKind) => round2(paired(k, "bare", (x, y) => x.p50Ms - y.p50Ms));
+  const overhead10 = (k: ServerKind) => round2(paired(k, "bare", (x, y) => x.p10Ms - y.p10Ms));
+  const p10 = (k: ServerKind) => round2(median(runs[k].map((x) => x.p10Ms)));
   for (const s of servers) {
-    const extra = s.kind === "bare" ? "" : `, overhead ${overhead(s.kind)} ms`;
-    console.log(`${s.kind}: p50 ${p50(s.kind)} ms, p99 ${p99(s.kind)} ms, CPU ${cpu(s.kind)} ms/request${extra}`);
+    const extra =
+      s.kind === "bare" ? "" : `, overhead ${overhead(s.kind)} ms (at p10 ${overhead10(s.kind)} ms)`;
+    console.log(
+      `${s.kind}: p10 ${p10(s.kind)} ms, p50 ${p50(s.kind)} ms, p99 ${p99(s.kind)} ms, CPU ${cpu(s.kind)} ms/request${extra}`,
+    );
   }
   if (before) {
     const ratio = paired("devhost", "before", (x, y) => x.p50Ms / y.p50Ms);
+    const ratio10 = paired("devhost", "before", (x, y) => x.p10Ms / y.p10Ms);
     const overheadRatio = paired("devhost", "before", (x, y) => {
       const bare = runs.bare[runs.devhost.indexOf(x)].p50Ms;
       return (x.p50Ms - bare) / (y.p50Ms - bare);
     });
     console.log(
-      `this checkout ÷ ${before}, per round, median: p50 ×${ratio.toFixed(3)}, overhead ×${overheadRatio.toFixed(3)}`,
+      `this checkout ÷ ${before}, per round, median: p50 ×${ratio.toFixed(3)}, p10 ×${ratio10.toFixed(3)}, overhead ×${overheadRatio.toFixed(3)}`,
     );
   }
   console.log(`load average at the end: ${load()}`);

@@ -27,6 +27,8 @@ import { config } from "./setup.js";
 
 /** One run on one server. */
 export interface Run {
+  /** The fastest tenth's bound: what a request costs when nothing else on the machine gets in its way. */
+  p10Ms: number;
   p50Ms: number;
   p99Ms: number;
   requestsPerSecond: number;
@@ -138,6 +140,7 @@ export async function run(
     const perRequest = (a: number | null, b: number | null) =>
       a === null || b === null ? null : (b - a) / paths.length;
     return {
+      p10Ms: percentile(ms, 10),
       p50Ms: percentile(ms, 50),
       p99Ms: percentile(ms, 99),
       requestsPerSecond: (paths.length * 1000) / wallMs,
