@@ -4,8 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { FunctionTimeoutError, withFunctionTimeout } from "../../src/devhost/functionTimeout.js";
 import { readBody } from "../../src/devhost/http/body.js";
 import { HostGuard, parseAllowedHosts } from "../../src/devhost/http/hosts.js";
+import { LIFECYCLE } from "../../src/devhost/lifecycle/settings.js";
 import { consoleSink } from "../../src/devhost/logger.js";
-import { until } from "../support/until.js";
 
 // Work the dev host does for every request, counted (bench:app:single measures what it costs; no test judges a
 // time): what a request without a body sets up, how often a Host header is parsed, how many timers
@@ -146,32 +146,36 @@ describe("functionTimeout on the system clock", () => {
 });
 
 describe("the console", () => {
-  it("writes a request's Executing and Executed lines, logged in different turns, in one write", async () => {
-    const writes = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
-    const marker = `request-work-${process.pid}`;
-    consoleSink({
-      time: new Date(),
-      level: "information",
-      category: "Function.f",
-      message: `Executing ${marker}`,
-    });
-    await new Promise((r) => setImmediate(r));
-    await new Promise((r) => setImmediate(r));
-    consoleSink({
-      time: new Date(),
-      level: "information",
-      category: "Function.f",
-      message: `Executed ${marker}`,
-    });
-    const ours = () => writes.mock.calls.map(([text]) => String(text)).filter((t) => t.includes(marker));
-    await until("the lines written", async () =>
-      ours().some((t) => t.includes("Executed")) ? true : undefined,
-    );
-    expect(ours()).toHaveLength(1);
-    expect(ours()[0]).toMatch(
-      new RegExp(
-        `^\\[\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\] Executing ${marker}\\n\\[[^\\]]+\\] Executed ${marker}\\n$`,
-      ),
-    );
+  it("writes a request's Executing and Executed lines, logged in different turns, in one write", () => {
+    // Fake timers: the turns between the two lines are the test's, not the machine's (no time is judged).
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate"] });
+    try {
+      const writes = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+      const marker = `request-work-${process.pid}`;
+      const ours = () => writes.mock.calls.map(([text]) => String(text)).filter((t) => t.includes(marker));
+      consoleSink({
+        time: new Date(),
+        level: "information",
+        category: "Function.f",
+        message: `Executing ${marker}`,
+      });
+      vi.advanceTimersByTime(1); // the invocation's turns (and any setImmediate) run
+      consoleSink({
+        time: new Date(),
+        level: "information",
+        category: "Function.f",
+        message: `Executed ${marker}`,
+      });
+      expect(ours()).toHaveLength(0); // nothing written yet: after the answer, not in its way
+      vi.advanceTimersByTime(LIFECYCLE.consoleFlushMs);
+      expect(ours()).toHaveLength(1);
+      expect(ours()[0]).toMatch(
+        new RegExp(
+          `^\\[\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\] Executing ${marker}\\n\\[[^\\]]+\\] Executed ${marker}\\n$`,
+        ),
+      );
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
