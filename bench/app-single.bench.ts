@@ -1,16 +1,19 @@
 /**
- * Phase 5's single request alone (`npm run bench:app:single`): 1,000 `noop` GETs one after another per server and
- * round, on phase 5's fixture and servers (bench/app/concurrency-servers.ts), the overhead = dev host p50 − bare
- * node:http p50 of the same round. Made to compare two versions of the dev host in one run: with
+ * Phase 5's single request alone (`npx tsx bench/app-single.bench.ts`): 1,000 `noop` GETs one after another per
+ * server and round, on phase 5's fixture and servers (bench/app/concurrency-servers.ts), the overhead = dev host p50
+ * − bare node:http p50 of the same round. Made to compare two versions of the dev host in one run: with
  * BENCH_BEFORE_CHECKOUT set to another checkout (`git worktree add --detach <dir> <commit>`, node_modules linked),
  * its dev host is a third server in every round, and the report gives this checkout's p50 ÷ that one's per round.
  * Rounds alternate the servers' order, so a shared machine's drift hits each alike. Prints; writes no results file.
  *
  * BENCH_SINGLE_ROUNDS (10), BENCH_SINGLE_OPS (1000), BENCH_BEFORE_CHECKOUT (unset: no third server),
- * BENCH_CPU_PROF_DIR (unset: no profile): this checkout's dev host and its worker write `node --cpu-prof` profiles
- * there when they exit.
+ * BENCH_BEFORE_FIRST (set: that server starts first), BENCH_SINGLE_INTERLEAVE (unset: each server's requests back
+ * to back, as phase 5; 1: request by request, see interleaved()), BENCH_CPU_PROF_DIR (unset: no profile): this
+ * checkout's dev host and its worker write `node --cpu-prof` profiles there when they exit.
  */
+import { Agent } from "node:http";
 import { loadavg } from "node:os";
+import { httpCall } from "../test/support/http-call.js";
 import { type Run, run } from "./app/concurrency.js";
 import {
   type ServerChild,
@@ -20,12 +23,53 @@ import {
   writeFixture,
 } from "./app/concurrency-servers.js";
 import { config, ROOT } from "./app/setup.js";
-import { envNumber, median, round2 } from "./lib/stats.js";
+import { envNumber, median, percentile, round2 } from "./lib/stats.js";
 
 const rounds = envNumber("BENCH_SINGLE_ROUNDS", 10);
 const ops = envNumber("BENCH_SINGLE_OPS", 1000);
 const before = config.beforeCheckout;
 const profileDir = process.env.BENCH_CPU_PROF_DIR || null;
+
+const interleave = process.env.BENCH_SINGLE_INTERLEAVE === "1";
+
+/**
+ * BENCH_SINGLE_INTERLEAVE=1: one round sends `ops` requests to each server, taking turns request by request (one
+ * client, each request after the previous one answered), so every server meets the shared machine's load of the
+ * same moments: a paired comparison that back-to-back runs of 1,000 cannot give when the load swings between them.
+ */
+async function interleaved(servers: ServerChild[], ops: number): Promise<Map<ServerKind, Run>> {
+  const agents = servers.map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
+  try {
+    const ms = servers.map((): number[] => []);
+    const noop = async (i: number) => {
+      const res = await httpCall(agents[i], "GET", `${servers[i].url}/api/noop`);
+      if (res.status !== 200) throw new Error(`${servers[i].kind}: GET /api/noop answered ${res.status}`);
+      return res.ms;
+    };
+    for (let i = 0; i < servers.length; i++) for (let k = 0; k < 3; k++) await noop(i); // the sockets
+    const cpu0 = servers.map((s) => s.cpuMs());
+    for (let n = 0; n < ops; n++) for (let i = 0; i < servers.length; i++) ms[i].push(await noop(i));
+    const cpu1 = servers.map((s) => s.cpuMs());
+    const perRequest = (a: number | null, b: number | null) =>
+      a === null || b === null ? null : (b - a) / ops;
+    return new Map(
+      servers.map((s, i) => [
+        s.kind,
+        {
+          p10Ms: percentile(ms[i], 10),
+          p50Ms: percentile(ms[i], 50),
+          p99Ms: percentile(ms[i], 99),
+          requestsPerSecond: Number.NaN,
+          serverCpuMsPerRequest: perRequest(cpu0[i].server, cpu1[i].server),
+          appCpuMsPerRequest: perRequest(cpu0[i].app, cpu1[i].app),
+          hostProbe: null,
+        },
+      ]),
+    );
+  } finally {
+    for (const a of agents) a.destroy();
+  }
+}
 
 const load = () =>
   loadavg()
@@ -53,7 +97,10 @@ try {
   const runs: Record<ServerKind, Run[]> = { devhost: [], bare: [], before: [] };
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? servers : [...servers].reverse();
-    for (const s of order) runs[s.kind].push(await run(s, 1, paths, false));
+    if (interleave) {
+      const byKind = await interleaved(order, ops);
+      for (const s of servers) runs[s.kind].push(byKind.get(s.kind) as Run);
+    } else for (const s of order) runs[s.kind].push(await run(s, 1, paths, false));
     const line = servers.map((s) => `${s.kind} ${runs[s.kind][r].p50Ms.toFixed(3)}`).join(", ");
     console.log(`round ${r + 1}/${rounds}: p50 ${line} ms (load ${load()})`);
   }
