@@ -107,8 +107,9 @@ async function spawnServer(
   cwd: string,
   ready: (output: string) => string | undefined,
   stdin: "ignore" | "pipe" = "ignore",
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<Omit<ServerChild, "appPid" | "cpuMs">> {
-  const child = spawn(process.execPath, args, { cwd, env: process.env, stdio: [stdin, "pipe", "pipe"] });
+  const child = spawn(process.execPath, args, { cwd, env, stdio: [stdin, "pipe", "pipe"] });
   trackChild(child);
   let text = "";
   let url: string | undefined;
@@ -149,20 +150,24 @@ const devhostReady = (text: string) =>
 
 /**
  * `node <checkout>/bin/cosmos-feed.js start <fixture> --no-build --port 0`: the fixture has no Cosmos DB function,
- * so no emulator is started and no connection is needed.
+ * so no emulator is started and no connection is needed. `nodeArgs` go before the CLI's file (node's own, e.g.
+ * --cpu-prof: the host process's); `env` (the bench's by default) reaches the host process and its worker.
  */
 export async function startDevhostServer(
   kind: "devhost" | "before",
   fixture: Fixture,
   checkout = ROOT,
+  { nodeArgs = [], env = process.env }: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<ServerChild> {
   const bin = join(checkout, "bin", "cosmos-feed.js");
   if (!existsSync(bin)) throw new Error(`${kind}: ${bin} does not exist.`);
   const s = await spawnServer(
     kind,
-    [bin, "start", fixture.dir, "--no-build", "--port", "0"],
+    [...nodeArgs, bin, "start", fixture.dir, "--no-build", "--port", "0"],
     fixture.dir,
     devhostReady,
+    "ignore",
+    env,
   );
   return withPids(s);
 }

@@ -26,7 +26,9 @@ import {
 import { config } from "./setup.js";
 
 /** One run on one server. */
-interface Run {
+export interface Run {
+  /** The fastest tenth's bound: what a request costs when nothing else on the machine gets in its way. */
+  p10Ms: number;
   p50Ms: number;
   p99Ms: number;
   requestsPerSecond: number;
@@ -96,8 +98,8 @@ async function get(agent: Agent, url: string): Promise<number> {
   return res.ms;
 }
 
-/** Closed loop: `clients` clients take the next path from `paths` until none is left; `clients` = 1 is sequential. */
-async function run(
+/** Closed loop (also bench/app-single.bench.ts): `clients` clients take the next path from `paths` until none is left; `clients` = 1 is sequential. */
+export async function run(
   server: ServerChild,
   clients: number,
   paths: readonly string[],
@@ -138,6 +140,7 @@ async function run(
     const perRequest = (a: number | null, b: number | null) =>
       a === null || b === null ? null : (b - a) / paths.length;
     return {
+      p10Ms: percentile(ms, 10),
       p50Ms: percentile(ms, 50),
       p99Ms: percentile(ms, 99),
       requestsPerSecond: (paths.length * 1000) / wallMs,

@@ -57,7 +57,7 @@ export async function invokeFunction(
   // Loading is not an invocation: a worker process still loading the app is waited for before functionTimeout
   // starts, and one that failed to load (WorkerUnavailableError: HTTP 503) means this invocation never starts.
   try {
-    await app.worker.ready();
+    if (!app.worker.loaded) await app.worker.ready();
   } catch (error) {
     return { invocationId, durationMs: 0, error };
   }
@@ -112,6 +112,22 @@ export async function invokeFunction(
   return { invocationId, durationMs, response, result, returned, error, ...(body ? { body } : {}) };
 }
 
+const NO_INPUTS: ParameterBinding[] = [];
+
+/** Whether the function has input bindings besides its trigger (most have none: nothing to read, no promise). */
+function hasExtraInputs(fn: LoadedFunction): boolean {
+  for (const [name, binding] of Object.entries(fn.bindings))
+    if (name !== fn.triggerName && binding.direction === "in") return true;
+  return false;
+}
+
+/** Whether applyOutputs has anything to write: output data, or a `$return` that is not the HTTP response. */
+function hasOutputs(fn: LoadedFunction, response: InvocationResponse): boolean {
+  if ((response.outputData?.length ?? 0) > 0) return true;
+  const ret = fn.bindings.$return;
+  return ret !== undefined && ret.type.toLowerCase() !== "http" && response.returnValue !== undefined;
+}
+
 async function runInWorker(
   app: LoadedApp,
   fn: LoadedFunction,
@@ -120,7 +136,9 @@ async function runInWorker(
 ): Promise<WorkerInvocationResult> {
   const extensions = options.extensions ?? {};
   // Input bindings other than the trigger are read by the host, as the extensions do, and sent as typed data.
-  const extraInputs = await collectExtraInputs(fn, extensions, options.bindingData ?? {});
+  const extraInputs = hasExtraInputs(fn)
+    ? await collectExtraInputs(fn, extensions, options.bindingData ?? {})
+    : NO_INPUTS;
   const answer = await app.worker.invoke(fn.metadata.name, {
     invocationId,
     inputData: [...options.inputData, ...extraInputs],
@@ -129,7 +147,7 @@ async function runInWorker(
     traceContext: traceContextFor(options.traceParent),
   });
   try {
-    await applyOutputs(fn, extensions, answer.response);
+    if (hasOutputs(fn, answer.response)) await applyOutputs(fn, extensions, answer.response);
   } catch (e) {
     answer.body?.stream.destroy(); // never to be sent: the worker lets go of it
     throw e;

@@ -1,4 +1,5 @@
 import type { LogLevel } from "./coreTypes.js";
+import { LIFECYCLE } from "./lifecycle/settings.js";
 
 export interface LogRecord {
   time: Date;
@@ -22,16 +23,20 @@ const RANK: Record<LogLevel, number> = {
 };
 
 /**
- * Lines waiting for the end of this turn of the event loop, in the order they were logged: one write per stream
- * and turn, not one per line. Writes to a pipe or a file are synchronous in Node on Linux, and a storm logs two
- * lines per invocation: line by line they cost the host's process about a tenth of its CPU in bench:app. Core
- * Tools' console logger queues its lines too. Flushed synchronously on exit, so only a SIGKILL can lose a turn's lines.
+ * Lines waiting to be written, in the order they were logged: one write per stream every LIFECYCLE.consoleFlushMs
+ * (or once 64 KiB wait), not one per line. Writes to a pipe or a file are synchronous in Node on Linux, and a request
+ * logs two lines: line by line they cost the host's process about a tenth of its CPU in bench:app, and woke the
+ * terminal (or whatever reads the pipe) twice per request. Core Tools' console logger queues its lines too. A line
+ * is formatted when it is written, not when it is logged. Flushed synchronously on exit, so only a SIGKILL can lose
+ * the last lines.
  */
-const queued: { stream: NodeJS.WriteStream; text: string }[] = [];
+const queued: { stream: NodeJS.WriteStream; time: Date; message: string }[] = [];
 let queuedBytes = 0;
 let flushArmed = false;
-/** A turn that logs more than this is written at once (a backlog never grows without bound). */
+/** This much waiting is written at once (a backlog never grows without bound). */
 const MAX_QUEUED_BYTES = 64 * 1024;
+/** `[2026-11-23T12:00:00.000Z] ` */
+const STAMP_CHARS = 27;
 
 /** Writes every queued line now (consecutive lines of one stream in one write). */
 export function flushConsole(): void {
@@ -40,7 +45,8 @@ export function flushConsole(): void {
   while (i < queued.length) {
     const stream = queued[i].stream;
     let text = "";
-    while (i < queued.length && queued[i].stream === stream) text += queued[i++].text;
+    for (; i < queued.length && queued[i].stream === stream; i++)
+      text += `[${queued[i].time.toISOString()}] ${queued[i].message}\n`;
     stream.write(text);
   }
   queued.length = 0;
@@ -51,9 +57,9 @@ let exitHooked = false;
 
 /** Core Tools' console format: `[2026-11-23T12:00:00.000Z] message`; errors go to stderr. */
 export const consoleSink: LogSink = (record) => {
-  const text = `[${record.time.toISOString()}] ${record.message}\n`;
-  queued.push({ stream: RANK[record.level] >= RANK.error ? process.stderr : process.stdout, text });
-  queuedBytes += text.length;
+  const stream = RANK[record.level] >= RANK.error ? process.stderr : process.stdout;
+  queued.push({ stream, time: record.time, message: record.message });
+  queuedBytes += STAMP_CHARS + record.message.length + 1;
   if (!exitHooked) {
     exitHooked = true;
     process.on("exit", flushConsole);
@@ -61,9 +67,11 @@ export const consoleSink: LogSink = (record) => {
   if (queuedBytes > MAX_QUEUED_BYTES) flushConsole();
   else if (!flushArmed) {
     flushArmed = true;
-    setImmediate(flushConsole);
+    setTimeout(flushConsole, LIFECYCLE.consoleFlushMs).unref();
   }
 };
+
+const MAX_KEPT_CATEGORIES = 1_000;
 
 /**
  * The host's log: minimum levels as host.json `logging.logLevel` sets them — `default`, overridden by the longest
@@ -73,6 +81,7 @@ export class HostLogger {
   readonly minLevel: LogLevel;
   readonly #categoryLevels: [string, LogLevel][];
   readonly #sink: LogSink;
+  readonly #minLevels = new Map<string, LogLevel>();
 
   constructor(
     options: { minLevel?: LogLevel; categoryLevels?: Record<string, LogLevel>; sink?: LogSink } = {},
@@ -86,13 +95,24 @@ export class HostLogger {
   }
 
   isEnabled(level: LogLevel, category = "Host"): boolean {
+    const min = this.#minLevelOf(category);
+    return level !== "none" && min !== "none" && RANK[level] >= RANK[min];
+  }
+
+  /** The minimum level of a category, looked up once per category (every invocation logs under its function's). */
+  #minLevelOf(category: string): LogLevel {
+    const kept = this.#minLevels.get(category);
+    if (kept !== undefined) return kept;
     const lower = category.toLowerCase();
     const min =
       this.#categoryLevels.find(([prefix]) => {
         const p = prefix.toLowerCase();
         return lower === p || lower.startsWith(`${p}.`);
       })?.[1] ?? this.minLevel;
-    return level !== "none" && min !== "none" && RANK[level] >= RANK[min];
+    // Categories are the host's and its functions' (a few per function); bounded anyway.
+    if (this.#minLevels.size >= MAX_KEPT_CATEGORIES) this.#minLevels.clear();
+    this.#minLevels.set(category, min);
+    return min;
   }
 
   log(level: LogLevel, message: string, extras: { category?: string; invocationId?: string } = {}): void {

@@ -11,6 +11,18 @@ export interface RefusalBounds {
   lingerMs: number;
 }
 
+/** The body of a request without one (no Content-Length or Transfer-Encoding, or Content-Length 0). */
+const NO_BODY = Buffer.alloc(0);
+
+/**
+ * Whether the request has a body: as node:http frames a request (RFC 9112 §6.3), a Transfer-Encoding or a
+ * Content-Length above 0. Without either the request ends with its headers, and there is nothing to read or watch.
+ */
+export function requestHasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && Number(length) !== 0);
+}
+
 /**
  * The body of a request, read up to `limit` bytes: "too-large" as soon as the declared Content-Length or the bytes
  * that arrived (chunked bodies too) pass it — reading stops there, the rest is not buffered —, "too-slow" when it
@@ -22,6 +34,8 @@ export function readBody(
   limit: number,
   rate?: DataRateRule,
 ): Promise<Buffer | "too-large" | "too-slow" | "aborted"> {
+  // Most requests (GET, HEAD) have none: no listeners, no flowing stream, no 'end' to wait a tick for.
+  if (!requestHasBody(req)) return Promise.resolve(NO_BODY);
   return new Promise((resolve, reject) => {
     if (Number(req.headers["content-length"] ?? 0) > limit) return resolve("too-large");
     const chunks: Buffer[] = [];

@@ -6,7 +6,7 @@ import { answerInvocationFailure } from "../hostLimits.js";
 import { HTTP_REASON, invokeFunction } from "../invocation.js";
 import type { LoadedApp } from "../loader.js";
 import type { HostLogger } from "../logger.js";
-import { type RefusalBounds, readBody, refuseLargeBody, refuseSlowBody } from "./body.js";
+import { type RefusalBounds, readBody, refuseLargeBody, refuseSlowBody, requestHasBody } from "./body.js";
 import { joinedHeaders } from "./builtin.js";
 import type { DataRateRule } from "./dataRate.js";
 import { sendEmpty } from "./problem.js";
@@ -66,6 +66,7 @@ export interface FunctionCall {
 }
 
 const LIMIT_NAME = "HTTP functions (FUNCTIONS_REQUEST_BODY_SIZE_LIMIT)";
+const EMPTY = Buffer.alloc(0);
 
 /** One HTTP function invocation: the body (bounded), the worker contract's HttpData, the answer. */
 export async function serveFunction(c: FunctionCall): Promise<void> {
@@ -75,7 +76,8 @@ export async function serveFunction(c: FunctionCall): Promise<void> {
   if (httpUri && Number(req.headers["content-length"] ?? 0) > limit) {
     return refuseLargeBody(req, res, limit, LIMIT_NAME, c.refusal);
   }
-  const body = httpUri ? Buffer.alloc(0) : await readBody(req, limit, c.rate);
+  // Without a body (most GETs) there is nothing to read: no promise to wait on either.
+  const body = httpUri || !requestHasBody(req) ? EMPTY : await readBody(req, limit, c.rate);
   if (body === "too-large") return refuseLargeBody(req, res, limit, LIMIT_NAME, c.refusal);
   if (body === "too-slow") return refuseSlowBody(req, res, c.rate, c.refusal);
   if (body === "aborted") return;

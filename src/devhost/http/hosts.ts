@@ -128,3 +128,41 @@ export function checkHost(host: string | undefined, list: HostAllowList): HostRe
       "or with --allowed-hosts.",
   };
 }
+
+/**
+ * checkHost with its verdicts kept by Host header: a client sends the same Host on every request, so each value is
+ * parsed (a regular expression and a URL) once, not on every request. At most `maxKept` values are kept — past
+ * that the memo starts over —, so a flood of names is not a flood of memory.
+ */
+const MAX_KEPT_HOST_LENGTH = 300;
+
+export class HostGuard {
+  readonly list: HostAllowList;
+  readonly #maxKept: number;
+  /** null: answered. */
+  readonly #verdicts = new Map<string, HostRefusal | null>();
+  #checked = 0;
+
+  constructor(list: HostAllowList, maxKept = 256) {
+    this.list = list;
+    this.#maxKept = maxKept;
+  }
+
+  check(host: string | undefined): HostRefusal | undefined {
+    if (host === undefined || this.list.any) return undefined;
+    const kept = this.#verdicts.get(host);
+    if (kept !== undefined) return kept ?? undefined;
+    const verdict = checkHost(host, this.list);
+    this.#checked++;
+    // A value longer than any host name (253) and a port is refused anyway, and not worth keeping.
+    if (host.length > MAX_KEPT_HOST_LENGTH) return verdict;
+    if (this.#verdicts.size >= this.#maxKept) this.#verdicts.clear();
+    this.#verdicts.set(host, verdict ?? null);
+    return verdict;
+  }
+
+  /** How many Host values were parsed and checked (not answered from the memo): for tests. */
+  get checked(): number {
+    return this.#checked;
+  }
+}

@@ -11,7 +11,7 @@ import { applyCors, type CorsPolicy } from "./cors.js";
 import { crossSiteRefusal } from "./crossSite.js";
 import type { DataRateRule } from "./dataRate.js";
 import { serveFunction } from "./functionCall.js";
-import { checkHost, type HostAllowList, parseAllowedHosts, withBindName } from "./hosts.js";
+import { type HostAllowList, HostGuard, parseAllowedHosts, withBindName } from "./hosts.js";
 import { sendEmpty } from "./problem.js";
 import { findRoute, type RouteTable } from "./router.js";
 import { DEV_HTTP_SETTINGS, type DevHttpSettings } from "./settings.js";
@@ -78,6 +78,7 @@ export class DevHttpServer {
   readonly #rate: DataRateRule;
   readonly #refusal: RefusalBounds;
   #allowed: HostAllowList;
+  #hosts: HostGuard;
   /** Host names refused so far, each logged once (bounded: a flood of names is not a flood of lines). */
   readonly #refusedHosts = new Set<string>();
 
@@ -87,6 +88,7 @@ export class DevHttpServer {
     if (options.maxRequestBodyBytes !== undefined) s.maxRequestBodyBytes = options.maxRequestBodyBytes;
     this.#settings = s;
     this.#allowed = options.allowedHosts ?? parseAllowedHosts(undefined);
+    this.#hosts = new HostGuard(this.#allowed);
     this.#turns = new ConnectionTurns(s.maxInFlightPerConnection, s.pipelineBacklog);
     this.#functions = new RequestThrottle(s.maxConcurrentRequests, s.maxOutstandingRequests);
     this.#builtins = new RequestThrottle(s.builtinMaxConcurrentRequests, s.builtinMaxOutstandingRequests);
@@ -118,6 +120,7 @@ export class DevHttpServer {
   listen(port: number, hostname: string): Promise<number> {
     // Bound to a name that is not loopback (0.0.0.0, a LAN address): that name is the base URL's, so it is answered.
     this.#allowed = withBindName(this.#allowed, hostname);
+    this.#hosts = new HostGuard(this.#allowed);
     return new Promise((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException) => {
         reject(
@@ -167,7 +170,7 @@ export class DevHttpServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { table, logger, cors } = this.#options;
-    const refusedHost = checkHost(req.headers.host, this.#allowed);
+    const refusedHost = this.#hosts.check(req.headers.host);
     if (refusedHost) {
       const name = String(req.headers.host).slice(0, 100);
       if (!this.#refusedHosts.has(name) && this.#refusedHosts.size < 100) {

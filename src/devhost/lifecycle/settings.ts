@@ -39,4 +39,11 @@ export const LIFECYCLE = {
    * it; a gone shell is taken as that SIGTERM (src/cli/npm-shell.ts).
    */
   npmShellPollMs: 250,
+  /**
+   * The dev host's console lines wait this long to be written together (or until 64 KiB are waiting): a request's
+   * Executing and Executed lines are then one write to the terminal, not one each, and the writes (synchronous in
+   * Node for a pipe or a file) come after the request is answered, not in its way. Short enough that nobody
+   * watching the console sees the difference.
+   */
+  consoleFlushMs: 10,
 } as const;

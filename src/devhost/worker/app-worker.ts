@@ -28,6 +28,8 @@ export interface AppWorker {
    * never starts, and its functionTimeout never runs.
    */
   ready(): Promise<void>;
+  /** Whether a worker process has the app loaded now: ready() would resolve at once (invocations skip the wait). */
+  readonly loaded: boolean;
   /**
    * Kills the worker process and starts a new one (the host's answer to a function timeout): every invocation
    * still running in it fails; invocations sent meanwhile wait for the new process.

@@ -46,6 +46,8 @@ export class ProcessWorker implements AppWorker {
   readonly #o: ProcessWorkerOptions;
   #child: ChildProcess | undefined;
   #ready: Promise<ChildProcess>;
+  /** The process that has the app loaded, while it runs (what #ready resolved to): invocations go to it at once. */
+  #loaded: ChildProcess | undefined;
   readonly #pending = new Map<string, Pending>();
   /** Response bodies being pulled from a worker process, by invocation id. */
   readonly #bodies = new Map<string, { child: ChildProcess; stream: PulledBody }>();
@@ -70,6 +72,7 @@ export class ProcessWorker implements AppWorker {
     this.#child = first.child;
     this.#sentEnv = first.env;
     this.#ready = Promise.resolve(first.child);
+    this.#loaded = first.child;
   }
 
   /** Starts the first worker process and waits until the app loaded in it (its load error rejects). */
@@ -102,6 +105,10 @@ export class ProcessWorker implements AppWorker {
     return this.#child?.pid;
   }
 
+  get loaded(): boolean {
+    return this.#loaded !== undefined;
+  }
+
   async ready(): Promise<void> {
     const waitMs = this.#nextStartAt - Date.now();
     // Waiting out the back-off after a failed load: say so at once, with when the next attempt starts.
@@ -111,14 +118,19 @@ export class ProcessWorker implements AppWorker {
   }
 
   async invoke(functionName: string, request: InvocationRequest): Promise<WorkerInvocationResult> {
-    await this.ready();
-    const child = await this.#ready;
+    // Loaded (nearly always): no promise to wait on before the invocation is sent.
+    let child = this.#loaded;
+    if (!child) {
+      await this.ready();
+      child = await this.#ready;
+    }
+    const to = child;
     return new Promise<WorkerInvocationResult>((resolve, reject) => {
       const id = request.invocationId;
-      this.#pending.set(id, { child, resolve, reject });
+      this.#pending.set(id, { child: to, resolve, reject });
       const message: HostToWorker = { kind: "invoke", functionName, request };
       const failed = (e: unknown) => {
-        if (this.#pending.get(id)?.child !== child) return;
+        if (this.#pending.get(id)?.child !== to) return;
         this.#pending.delete(id);
         reject(
           new WorkerExitedError(
@@ -127,7 +139,7 @@ export class ProcessWorker implements AppWorker {
         );
       };
       try {
-        child.send(message, (e) => e && failed(e));
+        to.send(message, (e) => e && failed(e));
       } catch (e) {
         failed(e);
       }
@@ -240,6 +252,7 @@ export class ProcessWorker implements AppWorker {
       this.#bodies.delete(id);
       body.stream.destroy(new WorkerExitedError(`The worker process exited while sending a response body.`));
     }
+    if (child === this.#loaded) this.#loaded = undefined;
     if (child !== this.#child) return;
     this.#child = undefined;
     const how = signal ? `signal ${signal}` : `code ${code} (0x${(code ?? 0).toString(16).toUpperCase()})`;
@@ -296,6 +309,8 @@ export class ProcessWorker implements AppWorker {
       this.#loading = undefined;
       this.#loadFailure = undefined;
       this.#watch(child);
+      // Exited meanwhile (its exit event came first): not the process to send invocations to.
+      if (child.exitCode === null && child.signalCode === null) this.#loaded = child;
       this.#o.logger.info(`Worker process started and initialized (pid ${child.pid}).`);
       return child;
     } catch (e) {
