@@ -74,8 +74,11 @@ describe("cosmos-feed start (a real child process)", () => {
     run.child.kill("SIGTERM");
     expect(await slow).toEqual([200, "slow done"]);
     expect(await run.exited).toBe(0);
+    // The request was finished, then the CLI's last line. ("Host stopped." comes only when the host's whole close
+    // — worker's appTerminate hooks included — fits in LIFECYCLE.stopDrainMs, which a loaded machine may not give;
+    // past it the triggers are stopped anyway, and the in-flight request still finished, as asserted here.)
     expect(run.output()).toMatch(
-      /Received SIGTERM; stopping\.[\s\S]*Executed 'Functions\.slow' \(Succeeded[\s\S]*Host stopped\./,
+      /Received SIGTERM; stopping\.[\s\S]*Executed 'Functions\.slow' \(Succeeded[\s\S]*Stopped \(\d+ ms\)\./,
     );
   });
 
