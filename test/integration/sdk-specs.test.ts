@@ -103,6 +103,21 @@ describe("aggregates of the SDK's specs (aggregateQuery.spec.ts)", () => {
     expect(it.hasMoreResults()).toBe(false);
     expect(fetches).toBeLessThan(10);
   });
+
+  it("an aggregate ordered on two fields needs no composite index; rows ordered so still do (SC2206)", async () => {
+    const { container } = await db.containers.create({
+      id: uniqueName("aggob"),
+      partitionKey: { paths: ["/pk"] },
+    });
+    for (let i = 0; i < 4; i++) await container.items.create({ id: `d${i}`, pk: "p", key: i + 1, field: i });
+    const { resources } = await container.items
+      .query("SELECT VALUE AVG(r.key) FROM r WHERE IS_NUMBER(r.key) ORDER BY r.key, r.field")
+      .fetchAll();
+    expect(resources).toEqual([2.5]);
+    await expect(container.items.query("SELECT * FROM r ORDER BY r.key, r.field").fetchAll()).rejects.toThrow(
+      "The order by query does not have a corresponding composite index that it can be served from.",
+    );
+  });
 });
 
 describe("the offer of a container created without throughput", () => {
