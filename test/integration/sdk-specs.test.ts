@@ -81,6 +81,45 @@ describe("cross-partition queries of the SDK's specs", () => {
   });
 });
 
+describe("aggregates of the SDK's specs (aggregateQuery.spec.ts)", () => {
+  it("a select-list aggregate across ranges ends in pages of 1: the ranges' one rows carry no continuation", async () => {
+    const { container } = await db.containers.create({
+      id: uniqueName("agg"),
+      partitionKey: { paths: ["/pk"] },
+      throughput: 12_000, // two physical partitions: the SDK runs its GROUP BY pipeline over both
+    });
+    for (let i = 0; i < 8; i++) await container.items.create({ id: `d${i}`, pk: `p${i}`, n: i });
+    const it = container.items.query("SELECT COUNT(1) AS c, MAX(c.n) AS m FROM c", { maxItemCount: 1 });
+    const rows: unknown[] = [];
+    let fetches = 0;
+    // Before: each range's row came with a continuation, so the SDK's GroupByEndpointComponent answered its
+    // result and then empty pages with hasMoreResults() true for ever.
+    while (it.hasMoreResults() && fetches < 10) {
+      fetches++;
+      const { resources } = await it.fetchNext();
+      rows.push(...(resources ?? []));
+    }
+    expect(rows).toEqual([{ c: 8, m: 7 }]);
+    expect(it.hasMoreResults()).toBe(false);
+    expect(fetches).toBeLessThan(10);
+  });
+
+  it("an aggregate ordered on two fields needs no composite index; rows ordered so still do (SC2206)", async () => {
+    const { container } = await db.containers.create({
+      id: uniqueName("aggob"),
+      partitionKey: { paths: ["/pk"] },
+    });
+    for (let i = 0; i < 4; i++) await container.items.create({ id: `d${i}`, pk: "p", key: i + 1, field: i });
+    const { resources } = await container.items
+      .query("SELECT VALUE AVG(r.key) FROM r WHERE IS_NUMBER(r.key) ORDER BY r.key, r.field")
+      .fetchAll();
+    expect(resources).toEqual([2.5]);
+    await expect(container.items.query("SELECT * FROM r ORDER BY r.key, r.field").fetchAll()).rejects.toThrow(
+      "The order by query does not have a corresponding composite index that it can be served from.",
+    );
+  });
+});
+
 describe("the offer of a container created without throughput", () => {
   const burst = async (container: Container, round: string): Promise<number[]> => {
     // ~22 RU per 60 KB write (published charges): 100 at once need ~2,200 RU, far more than a 400 RU/s second holds.

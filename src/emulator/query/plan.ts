@@ -176,6 +176,15 @@ export function isGroupedSelectList(q: Query): boolean {
   return q.select.kind === "list" && (q.groupBy !== undefined || selectExprs(q).some(containsAggregate));
 }
 
+/**
+ * Whether a query aggregates its whole scope into one row (aggregates, no GROUP BY). A partition of the service
+ * computes such a row only once it has read everything, so its page is the last: no continuation follows it even
+ * when it fills a page of one (the SDK's GroupByEndpointComponent otherwise keeps hasMoreResults() true forever).
+ */
+export function isWholeAggregate(q: Query): boolean {
+  return q.groupBy === undefined && selectExprs(q).some(containsAggregate);
+}
+
 function planError(message: string): QueryCompileError {
   return new QueryCompileError(message, 0, 0, "SC2100");
 }

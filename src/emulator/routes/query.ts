@@ -11,7 +11,7 @@ import {
   type SqlQuerySpec,
 } from "../query/engine.js";
 import type { CompositeIndexPath } from "../query/evaluate.js";
-import { isGroupedSelectList, isRewrittenOrderByQuery, printQuery } from "../query/plan.js";
+import { isGroupedSelectList, isRewrittenOrderByQuery, isWholeAggregate, printQuery } from "../query/plan.js";
 import { type ResumeFilter, rowsAfterResumePoint } from "../query/resume-filter.js";
 import { queryCharge } from "../ru/charges.js";
 import type { Container, Scope } from "../store/container.js";
@@ -127,8 +127,9 @@ export function query(ctx: RequestContext, c: Container): Reply | Promise<Reply>
   const metricsWanted = isTrue(ctx, "x-ms-documentdb-populatequerymetrics");
   const binding = { q: exact, shape, scope: scopeKey };
   // A scan of one physical range keeps a continuation after a full page; a query of one logical partition (a
-  // partition key header) does not: see page().
-  const singleRange = (scope?.ranges.length ?? c.ranges.length) === 1 && scope?.pkKey === undefined;
+  // partition key header) does not: see page(). Nor does an aggregate's one row (isWholeAggregate).
+  const singleRange =
+    (scope?.ranges.length ?? c.ranges.length) === 1 && scope?.pkKey === undefined && !isWholeAggregate(ast);
 
   let offset = 0;
   if (token) {
