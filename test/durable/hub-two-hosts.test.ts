@@ -7,9 +7,11 @@
  *
  * The lease is lost the way a partitioned host loses it: host A can no longer reach the lease container (every
  * request to it fails with 503, injected in A's SDK pipeline), so A's renewals fail, A gives the lease up at its
- * local deadline, and B takes it over once it expired.
+ * local deadline, and B takes it over once it expired. Twice: once A's feed has brought the instance (the lease
+ * gates it through its page's signal), once it never did (A's feed reads fail too, as when a loaded host's first page
+ * is late: no page ties the instance to the lease, so losing any of A's leases gates it).
  */
-import type { Container, Database } from "@azure/cosmos";
+import type { Container, Database, RequestContext } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 import type { OrchestrationTriggerInput } from "../../src/devhost/durable/types.js";
@@ -63,14 +65,24 @@ const typesIn = (input: OrchestrationTriggerInput, type: number) =>
   input.history.filter((e) => e.EventType === type).length;
 
 describe("task hub: two hosts", () => {
-  it("a host that loses its lease mid-episode does not commit it; the new owner completes the instance, each effect once", async () => {
-    const hubName = "MoveHub";
+  // Fed: A's change feed brought the instance before the cut. Unfed: it had not (A's feed reads fail throughout, as
+  // when a loaded host's first page comes late), so A's lease is not tied to the instance by any page.
+  it.each([
+    ["fed", false],
+    ["unfed", true],
+  ])("a host that loses its lease mid-episode (%s) does not commit it; the new owner completes the instance, each effect once", async (variant, starved) => {
+    const hubName = `MoveHub${variant}`;
     const containers = await hubContainers(db, 1);
     let cut = false;
+    const failing = (ctx: RequestContext) => {
+      const path = decodeURIComponent(ctx.path ?? "");
+      if (cut && path.includes(`/colls/${containers.leaseContainer.id}`)) return true;
+      const feedRead = Object.entries(ctx.headers ?? {}).some(([k, v]) => k.toLowerCase() === "a-im" && v);
+      return starved && feedRead && path.includes(`/colls/${containers.container.id}`);
+    };
     const clientA = t.newClient(
       faultPlugins({
-        match: (ctx) =>
-          cut && decodeURIComponent(ctx.path ?? "").includes(`/colls/${containers.leaseContainer.id}`),
+        match: failing,
         run: async () => {
           throw serviceError(503);
         },
@@ -141,8 +153,13 @@ describe("task hub: two hosts", () => {
       await until("B to own the dispatch lease", async () =>
         (await leaseOwners(containers.leaseContainer, hubName)).join() === "B" ? true : undefined,
       );
-      // A's episode ends after its lease did; A stops (waiting for its work in flight), then B may run its own.
+      // A's episode ends after its lease did: it hands its result over (or, wrongly, commits the fan-out — B's own
+      // fan-out episode waits at its gate, so only A's could); then A stops and B may run its own.
       gateA.open();
+      await until("A's late episode to end", async () => {
+        if (logA.some((l) => l.includes("'moving-1': its lease moved"))) return true;
+        return countOf(await historyOf(hubB, "moving-1"), "TaskScheduled") > 1 ? true : undefined;
+      });
       await hubA.stop();
     } finally {
       gateA.open();
