@@ -35,6 +35,13 @@ import {
 
 const FAN = 120;
 
+/**
+ * The dispatch lease's timings in the lease-loss test (ms): a lease is renewed at age 3 s and given up at 7.2 s, so a
+ * loaded host does not lose it before the test cuts it (the fast ones leave 150 ms: its results would then go to a
+ * feed the unfed variant starves); B takes it over 8 s after A's last renewal.
+ */
+const MOVE_LEASES = { leaseRenewIntervalMs: 3_000, leaseExpirationIntervalMs: 8_000 };
+
 let t: TestEmulator;
 let db: Database;
 const hubs: CosmosTaskHub[] = [];
@@ -120,6 +127,7 @@ describe("task hub: two hosts", () => {
       hubName,
       instanceName: "A",
       orchestrators: { moving: moving("A") },
+      options: MOVE_LEASES,
       activities,
       log: logA,
       beforeInvoke: async (_n, input) => {
@@ -136,6 +144,7 @@ describe("task hub: two hosts", () => {
       hubName,
       instanceName: "B",
       orchestrators: { moving: moving("B") },
+      options: MOVE_LEASES,
       activities,
       log: logB,
       beforeInvoke: async (_n, input) => {
