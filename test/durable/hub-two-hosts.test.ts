@@ -7,9 +7,11 @@
  *
  * The lease is lost the way a partitioned host loses it: host A can no longer reach the lease container (every
  * request to it fails with 503, injected in A's SDK pipeline), so A's renewals fail, A gives the lease up at its
- * local deadline, and B takes it over once it expired.
+ * local deadline, and B takes it over once it expired. Twice: once A's feed has brought the instance (the lease
+ * gates it through its page's signal), once it never did (A's feed reads fail too, as when a loaded host's first page
+ * is late: no page ties the instance to the lease, so losing any of A's leases gates it).
  */
-import type { Container, Database } from "@azure/cosmos";
+import type { Container, Database, RequestContext } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
 import type { OrchestrationTriggerInput } from "../../src/devhost/durable/types.js";
@@ -32,6 +34,13 @@ import {
 } from "./hub-harness.js";
 
 const FAN = 120;
+
+/**
+ * The dispatch lease's timings in the lease-loss test (ms): a lease is renewed at age 3 s and given up at 7.2 s, so a
+ * loaded host does not lose it before the test cuts it (the fast ones leave 150 ms: its results would then go to a
+ * feed the unfed variant starves); B takes it over 8 s after A's last renewal.
+ */
+const MOVE_LEASES = { leaseRenewIntervalMs: 3_000, leaseExpirationIntervalMs: 8_000 };
 
 let t: TestEmulator;
 let db: Database;
@@ -63,14 +72,24 @@ const typesIn = (input: OrchestrationTriggerInput, type: number) =>
   input.history.filter((e) => e.EventType === type).length;
 
 describe("task hub: two hosts", () => {
-  it("a host that loses its lease mid-episode does not commit it; the new owner completes the instance, each effect once", async () => {
-    const hubName = "MoveHub";
+  // Fed: A's change feed brought the instance before the cut. Unfed: it had not (A's feed reads fail throughout, as
+  // when a loaded host's first page comes late), so A's lease is not tied to the instance by any page.
+  it.each([
+    ["fed", false],
+    ["unfed", true],
+  ])("a host that loses its lease mid-episode (%s) does not commit it; the new owner completes the instance, each effect once", async (variant, starved) => {
+    const hubName = `MoveHub${variant}`;
     const containers = await hubContainers(db, 1);
     let cut = false;
+    const failing = (ctx: RequestContext) => {
+      const path = decodeURIComponent(ctx.path ?? "");
+      if (cut && path.includes(`/colls/${containers.leaseContainer.id}`)) return true;
+      const feedRead = Object.entries(ctx.headers ?? {}).some(([k, v]) => k.toLowerCase() === "a-im" && v);
+      return starved && feedRead && path.includes(`/colls/${containers.container.id}`);
+    };
     const clientA = t.newClient(
       faultPlugins({
-        match: (ctx) =>
-          cut && decodeURIComponent(ctx.path ?? "").includes(`/colls/${containers.leaseContainer.id}`),
+        match: failing,
         run: async () => {
           throw serviceError(503);
         },
@@ -108,6 +127,7 @@ describe("task hub: two hosts", () => {
       hubName,
       instanceName: "A",
       orchestrators: { moving: moving("A") },
+      options: MOVE_LEASES,
       activities,
       log: logA,
       beforeInvoke: async (_n, input) => {
@@ -124,6 +144,7 @@ describe("task hub: two hosts", () => {
       hubName,
       instanceName: "B",
       orchestrators: { moving: moving("B") },
+      options: MOVE_LEASES,
       activities,
       log: logB,
       beforeInvoke: async (_n, input) => {
@@ -141,8 +162,13 @@ describe("task hub: two hosts", () => {
       await until("B to own the dispatch lease", async () =>
         (await leaseOwners(containers.leaseContainer, hubName)).join() === "B" ? true : undefined,
       );
-      // A's episode ends after its lease did; A stops (waiting for its work in flight), then B may run its own.
+      // A's episode ends after its lease did: it hands its result over (or, wrongly, commits the fan-out — B's own
+      // fan-out episode waits at its gate, so only A's could); then A stops and B may run its own.
       gateA.open();
+      await until("A's late episode to end", async () => {
+        if (logA.some((l) => l.includes("'moving-1': its lease moved"))) return true;
+        return countOf(await historyOf(hubB, "moving-1"), "TaskScheduled") > 1 ? true : undefined;
+      });
       await hubA.stop();
     } finally {
       gateA.open();

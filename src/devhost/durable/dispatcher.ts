@@ -70,6 +70,8 @@ export interface DispatcherOptions {
   activityLockMs: number;
   committed: (work: CommittedWork) => void;
   log: (level: "debug" | "information" | "warning" | "error", message: string) => void;
+  /** The dispatch lease tokens this host holds right now (ownership.ts: the gate of instances not fed here yet). */
+  heldLeases?: () => string[];
 }
 
 interface Slot {
@@ -91,7 +93,7 @@ const MAX_RESUMES = 5;
 export class OrchestrationDispatcher {
   private readonly slots = new Map<string, Slot>();
   private readonly cache = new SnapshotCache();
-  private readonly ownership = new LeaseOwnership();
+  private readonly ownership: LeaseOwnership;
   private active = 0;
   /** Work items waiting for a slot: woken with true (it is theirs), or false (the hub stops: no slot needed). */
   private readonly gate: ((slot: boolean) => void)[] = [];
@@ -114,7 +116,9 @@ export class OrchestrationDispatcher {
     localResults: 0,
   };
 
-  constructor(private readonly o: DispatcherOptions) {}
+  constructor(private readonly o: DispatcherOptions) {
+    this.ownership = new LeaseOwnership(o.heldLeases);
+  }
 
   /**
    * A graceful stop. Work items waiting for a slot need none now: each records the results it holds (activities
@@ -161,6 +165,11 @@ export class OrchestrationDispatcher {
     this.ownership.own(instanceId, signal);
   }
 
+  /** This host lost or gave up a dispatch lease: instances its feed has not brought stop committing (ownership.ts). */
+  leaseLost(): void {
+    this.ownership.leaseLost();
+  }
+
   /** Instances the feed brought here under a lease that still holds (tests: which instances are this host's). */
   get ownedInstances(): number {
     return this.ownership.ownedInstances;
@@ -204,6 +213,7 @@ export class OrchestrationDispatcher {
     input: { message?: MessageDoc; local?: LocalEvent; signal?: AbortSignal; claim?: boolean } = {},
   ): Promise<void> {
     if (input.signal) this.own(instanceId, input.signal);
+    else this.ownership.ownUnfed(instanceId);
     if (input.message && !input.local && this.cache.wasConsumed(input.message.pk, input.message.id)) {
       // The feed's copy of a message this host already consumed (read before its deletion): nothing to do.
       return Promise.resolve();

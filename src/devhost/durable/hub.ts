@@ -129,6 +129,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
       hub: this.hubName,
       clock: this.clock,
       owner: this.owner,
+      heldLeases: () => this.processor?.ownedLeaseTokens() ?? [],
       apply: withEntities(options.applyMessages ?? applyMessages, options.invokeEntity),
       invoke: options.invokeOrchestrator,
       maxConcurrent: v("maxConcurrentOrchestrations"),
@@ -196,12 +197,14 @@ export class CosmosTaskHub extends TaskHubClientBase {
       this.log("warning", `Durable task hub dispatch: ${String(e)}`),
     );
     this.processor.on("acquired", (token) => this.log("debug", `Dispatch lease ${token} acquired.`));
-    this.processor.on("lost", (token, reason) =>
+    this.processor.on("lost", (token, reason) => {
+      this.dispatcher.leaseLost();
       this.log(
         "information",
         `Dispatch lease ${token} lost (${reason}): its instances' work goes to the new owner.`,
-      ),
-    );
+      );
+    });
+    this.processor.on("released", () => this.dispatcher.leaseLost());
     await this.processor.start();
     const scan = new AbortController();
     this.scanLoop = scan;

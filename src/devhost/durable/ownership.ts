@@ -47,20 +47,59 @@ export const onlyLostPages = (t: Trigger): boolean =>
 /** Instances whose lease signal a host keeps. */
 const OWNERS_REMEMBERED = 50_000;
 
+/** Under what an instance last came to this host (see LeaseOwnership). */
+interface Owner {
+  /** The lease signal of the feed's page (fed), or the one that fires when this host loses any lease (unfed). */
+  signal: AbortSignal;
+  /** Unfed: the dispatch leases this host held when it first ran the instance; losing any of them counts. */
+  held?: string[];
+}
+
 export class LeaseOwnership {
-  /** The lease signal under which the feed last brought each instance here (see own). */
-  private readonly owners = new Map<string, AbortSignal>();
+  /** Under what each instance last came here (see own, ownUnfed). */
+  private readonly owners = new Map<string, Owner>();
+  /** Fires when this host next loses (or gives up) any of its dispatch leases: the gate of unfed instances. */
+  private anyLeaseLost = new AbortController();
+
+  /**
+   * @param heldLeases The dispatch lease tokens this host holds right now: a lease stops counting the moment it
+   *   closes (its signal fires), while the processor's `lost` event comes only once its page and renewer ended.
+   */
+  constructor(private readonly heldLeases: () => string[] = () => []) {}
 
   /**
    * The change feed delivered documents of this instance under a lease whose signal this is: while it holds, this
    * host applies the results it holds for the instance; once it fires (the lease moved, expired or the processor
-   * stopped), it hands them to the store as messages, for the lease's owner. An instance the feed has not brought
-   * here yet (just started on this host) is not gated: its commits' If-Match decides.
+   * stopped), it hands them to the store as messages, for the lease's owner.
    */
   own(instanceId: string, signal: AbortSignal): void {
+    this.remember(instanceId, { signal });
+  }
+
+  /**
+   * This host runs work of an instance the feed has not brought here (just started here, or a result of its own
+   * came first). Which lease covers it is not known yet, so all of them gate it: once this host loses any dispatch
+   * lease it held then (or any lease later), the results it holds for the instance are handed over as messages
+   * instead of committed — the lease's owner (maybe this host again) applies them. Under load the feed may not
+   * have delivered the instance before the lease was lost; committing then let a host whose lease had moved
+   * decide an episode.
+   */
+  ownUnfed(instanceId: string): void {
+    if (!this.owners.has(instanceId)) {
+      this.remember(instanceId, { signal: this.anyLeaseLost.signal, held: this.heldLeases() });
+    }
+  }
+
+  private remember(instanceId: string, owner: Owner): void {
     this.owners.delete(instanceId);
-    this.owners.set(instanceId, signal);
+    this.owners.set(instanceId, owner);
     if (this.owners.size > OWNERS_REMEMBERED) this.owners.delete(this.owners.keys().next().value as string);
+  }
+
+  /** This host lost or gave up a dispatch lease (the processor's `lost` and `released` events). */
+  leaseLost(): void {
+    this.anyLeaseLost.abort();
+    this.anyLeaseLost = new AbortController();
   }
 
   /** An ended instance needs nothing more from this host. */
@@ -68,15 +107,20 @@ export class LeaseOwnership {
     this.owners.delete(instanceId);
   }
 
-  /** The lease under which the feed last brought the instance here was lost. */
+  /** The lease under which the feed last brought the instance here was lost (unfed: any lease it held then). */
   lost(instanceId: string): boolean {
-    return this.owners.get(instanceId)?.aborted === true;
+    const owner = this.owners.get(instanceId);
+    if (!owner) return false;
+    if (owner.signal.aborted) return true;
+    if (!owner.held?.length) return false;
+    const now = new Set(this.heldLeases());
+    return owner.held.some((token) => !now.has(token));
   }
 
   /** Instances the feed brought here under a lease that still holds (tests: which instances are this host's). */
   get ownedInstances(): number {
     let n = 0;
-    for (const signal of this.owners.values()) if (!signal.aborted) n++;
+    for (const { signal, held } of this.owners.values()) if (!signal.aborted && !held) n++;
     return n;
   }
 
