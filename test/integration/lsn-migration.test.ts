@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, describe, expect, it } from "vitest";
-import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { describe, expect, it } from "vitest";
 import { keysPerRange } from "../support/pending-per-range.js";
 import { drainFeed, readFeed } from "../support/raw-feed.js";
+import { emulatorsOnOneFolder, lsnOf, twoRangeContainer } from "../support/restartable-emulator.js";
 
 /*
  * A data folder written before ranges counted their own LSNs: changes keyed by one container-wide LSN
@@ -14,23 +12,7 @@ import { drainFeed, readFeed } from "../support/raw-feed.js";
  * old LSN, and from then on each range counts its own.
  */
 
-const dataDir = mkdtempSync(join(tmpdir(), "cosmos-lsn-legacy-"));
-const running: TestEmulator[] = [];
-afterAll(async () => {
-  await Promise.allSettled(running.map((t) => t.close()));
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function start(): Promise<TestEmulator> {
-  const t = await startTestEmulator({ dataDir });
-  running.push(t);
-  return t;
-}
-
-async function stop(t: TestEmulator): Promise<void> {
-  await t.close();
-  running.splice(running.indexOf(t), 1);
-}
+const { dataDir, start, stop } = emulatorsOnOneFolder("cosmos-lsn-legacy-");
 
 /**
  * Rewrites the folder as the previous version wrote it: the container-wide LSN was what is now the commit
@@ -65,18 +47,10 @@ function toLegacyFormat(dir: string): void {
   db.close();
 }
 
-const lsnOf = (token: string | null) => Number(/#(\d+)$/.exec(token ?? "")?.[1]);
-
 describe("a data folder from before per-range LSNs", () => {
   it("opens with every change's LSN kept and each range going on from the container's old LSN", async () => {
     const t = await start();
-    const db = (await t.client.databases.create({ id: "old" })).database;
-    const c = (
-      await db.containers.create(
-        { id: "docs", partitionKey: { paths: ["/pk"], version: 2 } },
-        { offerThroughput: 12_000 },
-      )
-    ).container;
+    const c = await twoRangeContainer(t, "old");
     const [r0, r1] = await keysPerRange(c, 1);
     // Alternating ranges: container-wide LSNs 1..8, range 0 holding the odd ones.
     for (let i = 0; i < 4; i++) {

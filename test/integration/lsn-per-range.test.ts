@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
-import { afterAll, describe, expect, it } from "vitest";
-import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { describe, expect, it } from "vitest";
 import { keysPerRange } from "../support/pending-per-range.js";
 import { drainFeed, readFeed } from "../support/raw-feed.js";
+import { emulatorsOnOneFolder, lsnOf, twoRangeContainer } from "../support/restartable-emulator.js";
 
 /*
  * Each physical range numbers its own changes (as the service's partitions do): `_lsn`, the session token and the
@@ -13,20 +10,7 @@ import { drainFeed, readFeed } from "../support/raw-feed.js";
  * higher of its parents'; a restart of the data folder keeps every range's LSN.
  */
 
-const dataDir = mkdtempSync(join(tmpdir(), "cosmos-lsn-"));
-const running: TestEmulator[] = [];
-afterAll(async () => {
-  await Promise.allSettled(running.map((t) => t.close()));
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function start(): Promise<TestEmulator> {
-  const t = await startTestEmulator({ dataDir });
-  running.push(t);
-  return t;
-}
-
-const lsnOf = (token: string | null) => Number(/#(\d+)$/.exec(token ?? "")?.[1]);
+const { start, stop } = emulatorsOnOneFolder("cosmos-lsn-");
 
 async function write(c: Container, pk: string, ids: string[]): Promise<void> {
   for (const id of ids) await c.items.create({ id, pk });
@@ -36,13 +20,7 @@ describe("per-range LSNs", () => {
   it("count per range, go on from the parent through a split and a merge, and survive a restart", async () => {
     const t = await start();
     const server = t.emulator;
-    const db = (await t.client.databases.create({ id: "lsn" })).database;
-    const c = (
-      await db.containers.create(
-        { id: "docs", partitionKey: { paths: ["/pk"], version: 2 } },
-        { offerThroughput: 12_000 },
-      )
-    ).container;
+    const c = await twoRangeContainer(t, "lsn");
     const [r0, r1] = await keysPerRange(c, 2);
     const range0Ids = ["a1", "a2", "a3", "a4", "a5", "a6", "a7"];
     await write(c, r0.keys[0], range0Ids);
@@ -115,8 +93,7 @@ describe("per-range LSNs", () => {
         lsnOf((await readFeed(server, "lsn", "docs", { rangeId: id, etag: "*" })).sessionToken),
       ),
     );
-    await t.close();
-    running.splice(running.indexOf(t), 1);
+    await stop(t);
     const t2 = await start();
     const c2 = t2.client.database("lsn").container("docs");
     const after = await Promise.all(
@@ -133,13 +110,7 @@ describe("per-range LSNs", () => {
   it("read over several ranges: commit order, one LSN per range in the continuation, through a split", async () => {
     const t = await start();
     const server = t.emulator;
-    const db = (await t.client.databases.create({ id: "multi" })).database;
-    const c = (
-      await db.containers.create(
-        { id: "docs", partitionKey: { paths: ["/pk"], version: 2 } },
-        { offerThroughput: 12_000 },
-      )
-    ).container;
+    const c = await twoRangeContainer(t, "multi");
     const [r0, r1] = await keysPerRange(c, 1);
     const order = ["m0", "n0", "n1", "m1", "n2"];
     for (const id of order) await c.items.create({ id, pk: id.startsWith("m") ? r0.keys[0] : r1.keys[0] });
