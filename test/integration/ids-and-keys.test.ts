@@ -4,7 +4,6 @@ import {
   BulkOperationType,
   type Container,
   type Database,
-  type ErrorResponse,
   type ItemDefinition,
   type PartitionKey,
   PartitionKeyBuilder,
@@ -14,7 +13,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PartitionKeyComponent } from "../../src/emulator/partitioning/epk.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { rawRequest } from "../support/raw.js";
+import { rawTo } from "../support/raw.js";
+import { errorOf } from "../support/sdk-error.js";
 
 interface Doc extends ItemDefinition {
   id: string;
@@ -33,17 +33,7 @@ afterAll(async () => {
   await t.close();
 });
 
-const raw = (method: string, p: string, options: Parameters<typeof rawRequest>[4] = {}) =>
-  rawRequest(t.emulator.endpoint, t.emulator.key, method, p, options);
-
-async function errorOf(fn: () => Promise<unknown>): Promise<ErrorResponse> {
-  try {
-    await fn();
-  } catch (e) {
-    return e as ErrorResponse;
-  }
-  throw new Error("expected the operation to fail");
-}
+const raw = rawTo(() => t.emulator);
 
 describe("item ids", () => {
   let c: Container;

@@ -1,7 +1,6 @@
 import {
   type Container,
   type Database,
-  type ErrorResponse,
   type ItemDefinition,
   PartitionKeyKind,
   type PatchOperation,
@@ -10,7 +9,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RANGE_COUNT_HEADER } from "../../src/emulator/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { rawRequest } from "../support/raw.js";
+import { rawTo } from "../support/raw.js";
+import { errorOf } from "../support/sdk-error.js";
 
 interface Doc extends ItemDefinition {
   id: string;
@@ -38,18 +38,7 @@ async function newContainer(ranges = 1): Promise<Container> {
   return container;
 }
 
-/** Runs `fn` and returns the ErrorResponse it throws (fails the test if it does not throw). */
-async function errorOf(fn: () => Promise<unknown>): Promise<ErrorResponse> {
-  try {
-    await fn();
-  } catch (e) {
-    return e as ErrorResponse;
-  }
-  throw new Error("expected the operation to fail");
-}
-
-const raw = (method: string, path: string, options?: Parameters<typeof rawRequest>[4]) =>
-  rawRequest(t.emulator.endpoint, t.emulator.key, method, path, options);
+const raw = rawTo(() => t.emulator);
 
 describe("database account", () => {
   it("advertises the endpoint the client used as the writable and readable location", async () => {

@@ -1,7 +1,8 @@
-import type { Container, Database, ErrorResponse } from "@azure/cosmos";
+import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { rawRequest } from "../support/raw.js";
+import { rawTo } from "../support/raw.js";
+import { errorOf } from "../support/sdk-error.js";
 
 /*
  * Where Microsoft's own emulator tests of the .NET SDK (azure-cosmos-dotnet-v3, Microsoft.Azure.Cosmos.EmulatorTests,
@@ -23,17 +24,7 @@ afterAll(async () => {
   await t.close();
 });
 
-const raw = (method: string, p: string, options: Parameters<typeof rawRequest>[4] = {}) =>
-  rawRequest(t.emulator.endpoint, t.emulator.key, method, p, options);
-
-async function errorOf(fn: () => Promise<unknown>): Promise<ErrorResponse> {
-  try {
-    await fn();
-  } catch (e) {
-    return e as ErrorResponse;
-  }
-  throw new Error("expected the operation to fail");
-}
+const raw = rawTo(() => t.emulator);
 
 describe("ids with '/', '\\' or '#' (CosmosItemTests.CreateDropItemWithInvalidIdCharactersTest)", () => {
   it("are stored at create; a name-based read of a '/' id is a 404; a query finds them; the RID address reaches them", async () => {

@@ -6,9 +6,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ChangeFeedMode, ChangeFeedStartFrom, type Container, type ErrorResponse } from "@azure/cosmos";
+import { ChangeFeedMode, ChangeFeedStartFrom, type Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { errorOf } from "../support/sdk-error.js";
 
 interface Doc {
   id: string;
@@ -33,15 +34,6 @@ async function newContainer(client = t.client, dbId = uniqueName("rename")): Pro
   const { database } = await client.databases.createIfNotExists({ id: dbId });
   const { container } = await database.containers.create({ id: uniqueName("c"), partitionKey: "/pk" });
   return container;
-}
-
-async function errorOf(fn: () => Promise<unknown>): Promise<ErrorResponse> {
-  try {
-    await fn();
-  } catch (e) {
-    return e as ErrorResponse;
-  }
-  throw new Error("expected the operation to fail");
 }
 
 describe("replace with another id", () => {

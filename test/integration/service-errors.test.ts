@@ -6,6 +6,7 @@
 import { BulkOperationType, type Database, type ErrorResponse } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
+import { errorOf } from "../support/sdk-error.js";
 
 let t: TestEmulator;
 let db: Database;
@@ -17,15 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-
-async function errorOf(fn: () => Promise<unknown>): Promise<ErrorResponse> {
-  try {
-    await fn();
-  } catch (e) {
-    return e as ErrorResponse;
-  }
-  throw new Error("expected the operation to fail");
-}
 
 /** The `Errors` array of a service message (`Message: {"Errors":[…]}` then the ActivityId line). */
 function errorsOf(e: ErrorResponse): string[] {

@@ -38,3 +38,15 @@ export async function rawRequest(
   }
   return { status: res.status, headers: res.headers, body };
 }
+
+/** `rawRequest` to the emulator `emulator()` gives at call time (tests start theirs in a `beforeAll`). */
+export function rawTo(
+  emulator: () => { endpoint: string; key: string },
+): (
+  method: string,
+  path: string,
+  options?: Parameters<typeof rawRequest>[4],
+) => ReturnType<typeof rawRequest> {
+  return (method, path, options = {}) =>
+    rawRequest(emulator().endpoint, emulator().key, method, path, options);
+}
