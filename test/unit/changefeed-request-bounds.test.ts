@@ -6,7 +6,6 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
 import { BootstrapAbortedError, Bootstrapper } from "../../src/shared/changefeed/bootstrapper.js";
 import {
   boundedRequest,
@@ -16,12 +15,12 @@ import {
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { estimateLeaseLag } from "../../src/shared/changefeed/estimator.js";
 import { LeaseReplacer } from "../../src/shared/changefeed/lease-replacer.js";
-import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
+import { type Lease, LeaseMode } from "../../src/shared/changefeed/leases/lease.js";
 import { LeaseOperationCounters, LeaseStore } from "../../src/shared/changefeed/leases/store.js";
 import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
-import { LoadBalancer } from "../../src/shared/changefeed/load-balancer.js";
 import { resolveOptions } from "../../src/shared/changefeed/options.js";
 import { ChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
+import { lease0, testBalancer, track } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const TIMEOUT = 3_000;
@@ -33,21 +32,6 @@ function hung<T>(signal?: AbortSignal): Promise<T> {
     signal?.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
   });
 }
-
-/** Where a promise stands, without awaiting it. */
-function track<T>(p: Promise<T>) {
-  const s: { value?: T; error?: unknown; settled: boolean } = { settled: false };
-  p.then(
-    (v) => Object.assign(s, { value: v, settled: true }),
-    (e: unknown) => Object.assign(s, { error: e, settled: true }),
-  );
-  return s;
-}
-
-const lease0 = (owner: string | null = null, continuation: string | null = null): Lease => ({
-  ...newLease("p", "id", { id: "0", min: "", max: "FF" }, continuation, LeaseMode.LatestVersion),
-  owner,
-});
 
 /** A bootstrap over a store whose `.info` is missing; `hang` names the one request that never answers. */
 function bootstrapping(clock: FakeClock, hang: "isInitialized" | "acquireInitLock" | "ranges") {
@@ -283,22 +267,16 @@ describe("start() and a balancing round", () => {
     await view.load();
     const reported: unknown[] = [];
     const monitored = { readPartitionKeyRanges: () => ({ fetchAll: () => hung() }) } as unknown as Container;
-    const balancer = new LoadBalancer({
+    const balancer = testBalancer({
       options: resolveOptions(
         { monitoredContainer: monitored, leaseContainer: {} as Container, requestTimeout: TIMEOUT },
         () => "me",
       ),
-      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
       store: store.asStore(),
       view,
       monitored,
       clock,
-      running: new Map(),
-      takeOver: () => {},
-      stolen: () => {},
-      excluded: new Set(),
       report: (e) => reported.push(e),
-      signal: new AbortController().signal,
     });
     const round = track(balancer.balance());
     await clock.advance(TIMEOUT - 1);

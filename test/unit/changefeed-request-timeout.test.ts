@@ -6,12 +6,10 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
 import { boundedRequest, RequestTimeoutError } from "../../src/shared/changefeed/bounded-request.js";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
 import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
-import { LoadBalancer } from "../../src/shared/changefeed/load-balancer.js";
 import { ChangeFeedDefaults, resolveOptions } from "../../src/shared/changefeed/options.js";
 import type { FeedPage } from "../../src/shared/changefeed/processing/feed-reader.js";
 import {
@@ -20,6 +18,7 @@ import {
   type WorkerExit,
 } from "../../src/shared/changefeed/processing/worker.js";
 import { type LeaseClose, LeaseSupervisor } from "../../src/shared/changefeed/supervisor.js";
+import { testBalancer } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 type Doc = { id: string };
@@ -242,20 +241,14 @@ describe("bounded processor requests (fake clock)", () => {
       return never();
     };
     const reported: unknown[] = [];
-    const balancer = new LoadBalancer({
+    const balancer = testBalancer({
       options: resolveOptions(
         { monitoredContainer: {} as Container, leaseContainer: {} as Container, requestTimeout: 3_000 },
         () => "me",
       ),
-      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
       store: store.asStore(),
       view,
-      monitored: {} as Container,
       clock,
-      running: new Map(),
-      takeOver: () => {},
-      stolen: () => {},
-      excluded: new Set(),
       report: (e) => reported.push(e),
       signal: stopping,
     });

@@ -5,38 +5,19 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
 import { RequestTimeoutError } from "../../src/shared/changefeed/bounded-request.js";
 import { FakeClock } from "../../src/shared/changefeed/clock.js";
 import { HandoffPlanner } from "../../src/shared/changefeed/handoff-planner.js";
-import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
 import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
 import { releaseLeftovers } from "../../src/shared/changefeed/leftover-release.js";
-import { LoadBalancer } from "../../src/shared/changefeed/load-balancer.js";
 import { resolveOptions } from "../../src/shared/changefeed/options.js";
+import { lease, lease0, testBalancer, track } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const TIMEOUT = 3_000;
 
 /** A request that never answers. */
 const hung = <T>() => new Promise<T>(() => undefined);
-
-/** Where a promise stands, without awaiting it. */
-function track<T>(p: Promise<T>) {
-  const s: { value?: T; error?: unknown; settled: boolean } = { settled: false };
-  p.then(
-    (v) => Object.assign(s, { value: v, settled: true }),
-    (e: unknown) => Object.assign(s, { error: e, settled: true }),
-  );
-  return s;
-}
-
-const lease = (token: string, owner: string | null, continuation: string | null = '"5"'): Lease => ({
-  ...newLease("p", "id", { id: token, min: "", max: "FF" }, continuation, LeaseMode.LatestVersion),
-  owner,
-});
-const lease0 = (owner: string | null = null, continuation: string | null = null) =>
-  lease("0", owner, continuation);
 
 describe("the hand-off's lease feed reads", () => {
   /** Host "me" has released lease 0, which "other" (alive: it owns lease 1) may take; the feed hangs. */
@@ -61,20 +42,7 @@ describe("the hand-off's lease feed reads", () => {
       },
       () => "me",
     );
-    const balancer = new LoadBalancer({
-      options,
-      strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
-      store: store.asStore(),
-      view,
-      monitored: {} as Container,
-      clock,
-      running: new Map(),
-      takeOver: () => {},
-      stolen: () => {},
-      excluded: new Set(),
-      report: () => {},
-      signal: new AbortController().signal,
-    });
+    const balancer = testBalancer({ options, store: store.asStore(), view, clock });
     const planner = new HandoffPlanner({ options, view, balancer, clock });
     const live = new AbortController();
     const entry = { lease: lease("0", "me"), signal: live.signal, close: () => live.abort() };

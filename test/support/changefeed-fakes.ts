@@ -1,0 +1,44 @@
+import type { Container } from "@azure/cosmos";
+import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
+import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
+import { LoadBalancer, type LoadBalancerOptions } from "../../src/shared/changefeed/load-balancer.js";
+
+/** Where a promise stands, without awaiting it. */
+export function track<T>(p: Promise<T>) {
+  const s: { value?: T; error?: unknown; settled: boolean } = { settled: false };
+  p.then(
+    (v) => Object.assign(s, { value: v, settled: true }),
+    (e: unknown) => Object.assign(s, { error: e, settled: true }),
+  );
+  return s;
+}
+
+/** A latest-version lease of container "id" in prefix "p" for range `token` (the whole key space). */
+export const lease = (token: string, owner: string | null, continuation: string | null = '"5"'): Lease => ({
+  ...newLease("p", "id", { id: token, min: "", max: "FF" }, continuation, LeaseMode.LatestVersion),
+  owner,
+});
+export const lease0 = (owner: string | null = null, continuation: string | null = null): Lease =>
+  lease("0", owner, continuation);
+
+/**
+ * A load balancer running no lease of its own, with equal-partitions balancing (60 s lease expiry), nothing
+ * excluded, no-op take-over and stolen callbacks; by default a stand-in monitored container, errors dropped and a
+ * signal that never fires.
+ */
+export function testBalancer(
+  o: Pick<LoadBalancerOptions, "options" | "store" | "view" | "clock"> &
+    Partial<Pick<LoadBalancerOptions, "monitored" | "report" | "signal">>,
+): LoadBalancer {
+  return new LoadBalancer({
+    strategy: new EqualPartitionsBalancingStrategy(60_000, () => 0),
+    monitored: {} as Container,
+    running: new Map(),
+    takeOver: () => {},
+    stolen: () => {},
+    excluded: new Set(),
+    report: () => {},
+    signal: new AbortController().signal,
+    ...o,
+  });
+}
