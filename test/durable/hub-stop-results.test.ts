@@ -102,6 +102,16 @@ async function holdTheSlot(first: CosmosTaskHub, held: Gate, counted?: { runs: n
   await waitUntil("the feed to bring the instances", () => first.dispatcher.ownedInstances === instances);
 }
 
+/** Stops `first` while `held` holds its work item in flight, lets the item go once the stop waits for it. */
+async function stopWithTheSlotHeld(first: CosmosTaskHub, held: Gate, log: string[]) {
+  const stopping = first.stop();
+  await waitUntil("the stop to wait for the work item in flight", () =>
+    log.some((l) => l.includes("1 work item(s) in flight get up to")),
+  );
+  held.open();
+  await settled("the hub's stop", stopping);
+}
+
 describe("a graceful stop of the task hub", () => {
   it("records a finished activity's result and abandons an invocation held past its bound: after the restart the result is applied (not run again) and the held work item is redone", async () => {
     const log: string[] = [];
@@ -149,12 +159,7 @@ describe("a graceful stop of the task hub", () => {
     const first = firstHost(spec, held, { stopWorkItemsMs: 2 * WAIT_MS });
     await holdTheSlot(first, held);
 
-    const stopping = first.stop();
-    await waitUntil("the stop to wait for the work item in flight", () =>
-      log.some((l) => l.includes("1 work item(s) in flight get up to")),
-    );
-    held.open();
-    await settled("the hub's stop", stopping);
+    await stopWithTheSlotHeld(first, held, log);
     expect(log.some((l) => l.includes("stopped waiting"))).toBe(false);
     const client = hub({ ...spec, instanceName: "client" });
     const status = await client.getStatus("b1");
@@ -170,12 +175,7 @@ describe("a graceful stop of the task hub", () => {
     const first = firstHost(spec, held, { stopWorkItemsMs: 2 * WAIT_MS, maxWorkItemAttempts: 1 }, true);
     await holdTheSlot(first, held);
 
-    const stopping = first.stop();
-    await waitUntil("the stop to wait for the work item in flight", () =>
-      log.some((l) => l.includes("1 work item(s) in flight get up to")),
-    );
-    held.open();
-    await settled("the hub's stop", stopping);
+    await stopWithTheSlotHeld(first, held, log);
     expect(first.dispatcher.counters.poisoned).toBe(0);
 
     const second = hub({ ...spec, instanceName: "second" });
