@@ -138,16 +138,9 @@ const RETRY_AS_TOLD_ATTEMPTS = 10;
  * lapses by its TTL; or lost mid-request: nothing was written) is sent again after Retry-After seconds. Every answer
  * is tallied.
  */
-async function sendAsTold(
-  sub: string,
-  name: string,
-  method: string,
-  body: unknown,
-  acks: Ack[],
-  tally: Map<string, number>,
-) {
+async function sendAsTold(...request: Parameters<typeof send>) {
   for (let attempt = 1; ; attempt++) {
-    const { status, retryAfterSeconds } = await send(sub, name, method, body, acks, tally);
+    const { status, retryAfterSeconds } = await send(...request);
     const retry = (status === 409 || status === 503) && retryAfterSeconds !== undefined;
     if (!retry || attempt >= RETRY_AS_TOLD_ATTEMPTS) return;
     await new Promise((r) => setTimeout(r, retryAfterSeconds * 1000));
