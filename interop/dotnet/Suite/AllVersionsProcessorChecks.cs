@@ -73,17 +73,27 @@ internal static class AllVersionsProcessorChecks
         }
     }
 
+    /// <summary>
+    /// A new all-versions monitored/lease pair and the processor on it, started, its lease acquired and its feed
+    /// read (<see cref="Reading"/>).
+    /// </summary>
+    private static async Task<(Container Monitored, Changes Changes, List<string> Errors, ChangeFeedProcessor P)> ReadingOnNewPair(Database db)
+    {
+        var (monitored, leases) = await Fixtures.Pair(db, Fixtures.AllVersions);
+        var changes = new Changes();
+        var errors = new List<string>();
+        ChangeFeedProcessor p = Processor(monitored, leases, changes, errors);
+        await p.StartAsync();
+        await Fixtures.Within(changes.Acquired.Task, "lease acquired");
+        await Reading(monitored, changes);
+        return (monitored, changes, errors, p);
+    }
+
     public static async Task Run(CheckRunner run, Database db)
     {
         await run.Run("AVAD processor: cold start; create, replace, delete with lsn, previousImageLSN, crts, delete's id, key and previous image", async () =>
         {
-            var (monitored, leases) = await Fixtures.Pair(db, Fixtures.AllVersions);
-            var changes = new Changes();
-            var errors = new List<string>();
-            ChangeFeedProcessor p = Processor(monitored, leases, changes, errors);
-            await p.StartAsync();
-            await Fixtures.Within(changes.Acquired.Task, "lease acquired");
-            await Reading(monitored, changes);
+            var (monitored, changes, errors, p) = await ReadingOnNewPair(db);
             await monitored.CreateItemAsync(new JObject { ["id"] = "1", ["pk"] = "1", ["description"] = "original test" }, new PartitionKey("1"));
             // crts has second granularity: a clear second between operations, as Microsoft's test waits.
             await Task.Delay(1100);
@@ -119,13 +129,7 @@ internal static class AllVersionsProcessorChecks
 
         await run.Run("AVAD processor: a TTL expiry is a delete with timeToLiveExpired, id and key, and no previous image", async () =>
         {
-            var (monitored, leases) = await Fixtures.Pair(db, Fixtures.AllVersions);
-            var changes = new Changes();
-            var errors = new List<string>();
-            ChangeFeedProcessor p = Processor(monitored, leases, changes, errors);
-            await p.StartAsync();
-            await Fixtures.Within(changes.Acquired.Task, "lease acquired");
-            await Reading(monitored, changes);
+            var (monitored, changes, errors, p) = await ReadingOnNewPair(db);
             await monitored.CreateItemAsync(new JObject { ["id"] = "1", ["pk"] = "1", ["description"] = "Testing TTL on CFP.", ["ttl"] = 2 }, new PartitionKey("1"));
             await Fixtures.Within(changes.Delete.Task, "the expiry delivered");
             await p.StopAsync();

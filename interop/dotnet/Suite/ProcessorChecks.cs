@@ -74,15 +74,22 @@ internal static class ProcessorChecks
 
     private static IEnumerable<string> Range(int from, int count, string prefix = "") => Enumerable.Range(from, count).Select(i => $"{prefix}{i}");
 
+    /// <summary>A new monitored/lease pair and the default processor on it, started, its lease acquired.</summary>
+    private static async Task<(Container Monitored, Container Leases, Seen Seen, ChangeFeedProcessor P)> StartedOnNewPair(Database db)
+    {
+        var (monitored, leases) = await Fixtures.Pair(db);
+        var seen = new Seen();
+        ChangeFeedProcessor p = Processor(monitored, leases, seen);
+        await p.StartAsync();
+        await Fixtures.Within(seen.Acquired.Task, "lease acquired");
+        return (monitored, leases, seen, p);
+    }
+
     public static async Task Run(CheckRunner run, CosmosClient client, Database db)
     {
         await run.Run("processor: changes written after the lease is acquired arrive in order, each batch's context with lease, session and charge", async () =>
         {
-            var (monitored, leases) = await Fixtures.Pair(db);
-            var seen = new Seen();
-            ChangeFeedProcessor p = Processor(monitored, leases, seen);
-            await p.StartAsync();
-            await Fixtures.Within(seen.Acquired.Task, "lease acquired");
+            var (monitored, leases, seen, p) = await StartedOnNewPair(db);
             await Create(monitored, Range(0, 10));
             await Fixtures.Within(seen.Reaches(10), "10 documents delivered");
             await p.StopAsync();
@@ -104,11 +111,7 @@ internal static class ProcessorChecks
 
         await run.Run("processor: 100 documents without a partition key value arrive in order", async () =>
         {
-            var (monitored, leases) = await Fixtures.Pair(db);
-            var seen = new Seen();
-            ChangeFeedProcessor p = Processor(monitored, leases, seen);
-            await p.StartAsync();
-            await Fixtures.Within(seen.Acquired.Task, "lease acquired");
+            var (monitored, leases, seen, p) = await StartedOnNewPair(db);
             await Create(monitored, Range(0, 100), pk: null);
             await Fixtures.Within(seen.Reaches(100), "100 documents delivered");
             await p.StopAsync();
@@ -188,11 +191,7 @@ internal static class ProcessorChecks
 
         await run.Run("processor: leases carry LeaseToken, no PartitionId and no partitionKey", async () =>
         {
-            var (monitored, leases) = await Fixtures.Pair(db);
-            var seen = new Seen();
-            ChangeFeedProcessor p = Processor(monitored, leases, seen);
-            await p.StartAsync();
-            await Fixtures.Within(seen.Acquired.Task, "lease acquired");
+            var (monitored, leases, seen, p) = await StartedOnNewPair(db);
             List<JObject> docs = await Fixtures.All(leases);
             await p.StopAsync();
             List<JObject> leaseDocs = docs.Where(Fixtures.IsLease).ToList();
@@ -207,11 +206,7 @@ internal static class ProcessorChecks
 
         await run.Run("processor: V2 leases (PartitionId, no LeaseToken) are resumed and then carry both", async () =>
         {
-            var (monitored, leases) = await Fixtures.Pair(db);
-            var seen = new Seen();
-            ChangeFeedProcessor p = Processor(monitored, leases, seen);
-            await p.StartAsync();
-            await Fixtures.Within(seen.Acquired.Task, "lease acquired");
+            var (monitored, leases, seen, p) = await StartedOnNewPair(db);
             await Create(monitored, Range(0, 10));
             await Fixtures.Within(seen.Reaches(10), "first 10 delivered");
             await p.StopAsync();
