@@ -18,8 +18,8 @@ afterEach(() => {
   for (const s of sockets.splice(0)) s.destroy();
 });
 
-/** A connection that sends a request head declaring `length` bytes of body, then `sent` of them, and no more. */
-async function slowUpload(port: number, length: number, sent: number) {
+/** A connection to `port` (destroyed after the test): `data()` is what came back on it, `closed` its close. */
+async function recordedSocket(port: number) {
   const socket = await openSocket(port);
   sockets.push(socket);
   let data = Buffer.alloc(0);
@@ -28,9 +28,15 @@ async function slowUpload(port: number, length: number, sent: number) {
   });
   socket.on("error", () => {});
   const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  return { socket, closed, data: () => data };
+}
+
+/** A connection that sends a request head declaring `length` bytes of body, then `sent` of them, and no more. */
+async function slowUpload(port: number, length: number, sent: number) {
+  const { socket, closed, data } = await recordedSocket(port);
   const head = `POST /api/echo HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-length: ${length}\r\n\r\n`;
   await new Promise<void>((resolve) => socket.write(head + "x".repeat(sent), () => resolve()));
-  return { socket, closed, answers: () => parseAnswers(data).answers };
+  return { socket, closed, answers: () => parseAnswers(data()).answers };
 }
 
 describe("the minimum request body data rate (Kestrel's MinRequestBodyDataRate)", () => {
@@ -137,31 +143,17 @@ describe("slow clients hold no throttle slot", () => {
 
   it("a client that never finishes its headers (slowloris) is cut after DEV_HTTP_REQUEST_HEADERS_TIMEOUT_MS", async () => {
     const host = await serve({ values: { DEV_HTTP_REQUEST_HEADERS_TIMEOUT_MS: "1000" } });
-    const socket = await openSocket(host.port);
-    sockets.push(socket);
-    let data = "";
-    socket.on("data", (c: Buffer) => {
-      data += c.toString("latin1");
-    });
-    socket.on("error", () => {});
-    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    const { socket, closed, data } = await recordedSocket(host.port);
     socket.write("GET /api/echo HTTP/1.1\r\nhost: 127.0.0.1\r\nx-never: ");
     await settled("the server closes the connection", closed);
-    expect(data).toMatch(/^HTTP\/1\.1 408 /);
+    expect(data().toString("latin1")).toMatch(/^HTTP\/1\.1 408 /);
   });
 
   /** A keep-alive connection to `port` that has had one GET answered; `answers()` counts what came back on it. */
   async function keptAlive(port: number) {
-    const socket = await openSocket(port);
-    sockets.push(socket);
-    let data = Buffer.alloc(0);
-    socket.on("data", (c: Buffer) => {
-      data = Buffer.concat([data, c]);
-    });
-    socket.on("error", () => {});
-    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    const { socket, closed, data } = await recordedSocket(port);
     const get = () => socket.write("GET /api/echo HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n");
-    const answers = () => parseAnswers(data).answers;
+    const answers = () => parseAnswers(data()).answers;
     get();
     await waitUntil("the first answer", () => answers().length === 1);
     return { socket, closed, get, answers };
