@@ -530,8 +530,10 @@ describe("the app on a dev host child process, over HTTP", () => {
           acked.push({ sub, name, opId, etag: a.headers.get("etag") as string });
           return true;
         }
-        // A held lock (after the crash: the killed request's, until its LOCK_TTL_S) → retry as told.
-        if (a.status !== 409 || !a.headers.get("retry-after")) {
+        // Retry as docs/app.md tells a client to: a held lock (after the crash: the killed request's, until its
+        // LOCK_TTL_S) is a 409, a lock lost under load before the write (nothing written) a 503 LockLost, both
+        // with Retry-After.
+        if ((a.status !== 409 && a.status !== 503) || !a.headers.get("retry-after")) {
           failures.push(`${sub}/${name}: ${a.status} ${JSON.stringify(a.json)}`);
           return false;
         }
