@@ -1,6 +1,6 @@
 import type { Container } from "@azure/cosmos";
 import { CosmosFeedError } from "../errors.js";
-import { boundedRequest, RequestAbortedError } from "./bounded-request.js";
+import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import type { Clock } from "./clock.js";
 import { type EpkRange, type Lease, LeaseMode, newLease } from "./leases/lease.js";
 import type { LeaseStore } from "./leases/store.js";
@@ -79,7 +79,7 @@ export class Bootstrapper {
     try {
       await this.bootstrap(signal);
     } catch (e) {
-      if (e instanceof RequestAbortedError && signal.aborted) throw new BootstrapAbortedError();
+      if (abandonedBy(signal, e)) throw new BootstrapAbortedError();
       throw e;
     }
   }

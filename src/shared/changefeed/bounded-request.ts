@@ -25,6 +25,14 @@ export class RequestAbortedError extends CosmosFeedError {
 }
 
 /**
+ * True when `e` is a request given up because `signal` fired (the processor stops, the lease closed): the caller asked
+ * for it, so it is not reported as a failure.
+ */
+export function abandonedBy(signal: AbortSignal | undefined, e: unknown): boolean {
+  return e instanceof RequestAbortedError && signal?.aborted === true;
+}
+
+/**
  * Runs one request raced against `timeoutMs` on `clock` and against `signal`, as .NET's processor races each
  * read against its RequestTimeout: a request that never answers cannot hold its caller (a partition worker, a
  * lease write) for good. On timeout or abort the request's own signal fires too (pass it to the SDK where the

@@ -1,5 +1,5 @@
 import type { Container } from "@azure/cosmos";
-import { boundedRequest, RequestAbortedError } from "./bounded-request.js";
+import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import type { Clock } from "./clock.js";
 import { type Lease, newLease } from "./leases/lease.js";
 import type { LeaseStore } from "./leases/store.js";
@@ -40,7 +40,7 @@ export class LeaseReplacer {
     try {
       return await this.replaceBounded(lease, signal);
     } catch (e) {
-      if (e instanceof RequestAbortedError && signal?.aborted) return { kind: "stopped" };
+      if (abandonedBy(signal, e)) return { kind: "stopped" };
       throw e;
     }
   }

@@ -1,4 +1,4 @@
-import { boundedRequest, RequestAbortedError } from "./bounded-request.js";
+import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import type { Clock } from "./clock.js";
 import { releaseAs } from "./leases/mutations.js";
 import { LeaseLostError, type LeaseStore } from "./leases/store.js";
@@ -46,7 +46,7 @@ export async function releaseLeftovers(o: LeftoverReleaseOptions): Promise<void>
           return;
         } catch (e) {
           if (e instanceof LeaseLostError) return;
-          if (e instanceof RequestAbortedError && o.signal.aborted) return;
+          if (abandonedBy(o.signal, e)) return;
           o.report(e, lease.leaseToken);
           if (o.signal.aborted || o.clock.monotonicNow() + o.retryInterval >= giveUpAt) return;
           await o.clock.sleep(o.retryInterval, o.signal);

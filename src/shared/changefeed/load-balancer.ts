@@ -6,7 +6,7 @@ import {
   type WatchSchedule,
   watchParticipants,
 } from "./balancing/watch-schedule.js";
-import { boundedRequest, RequestAbortedError } from "./bounded-request.js";
+import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import type { Clock } from "./clock.js";
 import type { Lease } from "./leases/lease.js";
 import { acquireAs } from "./leases/mutations.js";
@@ -129,7 +129,7 @@ export class LoadBalancer {
         this.o.takeOver(acquired, sentAt);
       } catch (e) {
         // The processor stops: the acquire was given up on purpose, not a failure.
-        if (e instanceof RequestAbortedError && this.o.signal.aborted) return;
+        if (abandonedBy(this.o.signal, e)) return;
         if (!(e instanceof LeaseLostError)) this.o.report(e, l.leaseToken);
         else if (e.reason === "gone") view.forget(stored);
       }

@@ -3,7 +3,7 @@ import { EventEmitter } from "node:events";
 import type { Container } from "@azure/cosmos";
 import { EqualPartitionsBalancingStrategy } from "./balancing/strategy.js";
 import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
-import { boundedRequest, RequestAbortedError, RequestTimeoutError } from "./bounded-request.js";
+import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
 import { type Clock, systemClock } from "./clock.js";
 import { type ChangeFeedProcessorEvents, ProcessorEvents } from "./events.js";
 import { HandoffPlanner } from "./handoff-planner.js";
@@ -106,7 +106,7 @@ export class ChangeFeedProcessor<
         this.state = "stopped";
         lifecycle.abort();
         // Stopped while bootstrapping (or opening the lease store): the caller asked for it, not an error.
-        const stopped = e instanceof RequestAbortedError && lifecycle.signal.aborted;
+        const stopped = abandonedBy(lifecycle.signal, e);
         if (!(e instanceof BootstrapAbortedError) && !stopped) throw e;
       }
     })();
@@ -213,7 +213,7 @@ export class ChangeFeedProcessor<
       if (signal.aborted) break;
       await tick().catch((e: unknown) => {
         // A request given up because the processor stops is not a failure.
-        if (signal.aborted && e instanceof RequestAbortedError) return;
+        if (abandonedBy(signal, e)) return;
         this.events.report(e, undefined);
       });
     }
