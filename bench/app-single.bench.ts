@@ -13,7 +13,7 @@
  */
 import { Agent } from "node:http";
 import { loadavg } from "node:os";
-import { httpCall } from "../test/support/http-call.js";
+import { httpCall } from "./lib/http-call.js";
 import { type Run, run } from "./app/concurrency.js";
 import {
   type ServerChild,

@@ -17,13 +17,13 @@ import { subscribe } from "node:diagnostics_channel";
 import type { IncomingMessage } from "node:http";
 import { pathToFileURL } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "@cosmos-feed/emulator";
 
 /** BENCH_PROCESSOR_MODULE=/abs/path/processor.ts runs the hosts on another build of the processor (A/B a fix). */
-type ProcessorModule = typeof import("../src/shared/changefeed/processor.js");
+type ProcessorModule = typeof import("@cosmos-feed/changefeed");
 const processorModule: ProcessorModule = process.env.BENCH_PROCESSOR_MODULE
   ? ((await import(pathToFileURL(process.env.BENCH_PROCESSOR_MODULE).href)) as ProcessorModule)
-  : await import("../src/shared/changefeed/processor.js");
+  : await import("@cosmos-feed/changefeed");
 const { createChangeFeedProcessor } = processorModule;
 
 export interface HostConfig {

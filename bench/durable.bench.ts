@@ -31,7 +31,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import { readDurableHubSettings } from "../src/devhost/durable/settings.js";
+import { readDurableHubSettings } from "@cosmos-feed/devhost/durable";
 import { entitiesScenario, entityProblems } from "./durable/entities.js";
 import type { Bench } from "./durable/measure.js";
 import { memoryScenario } from "./durable/memory.js";

@@ -29,7 +29,7 @@ import { Session } from "node:inspector";
 import { findSourceMap } from "node:module";
 import type { AddressInfo } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "@cosmos-feed/emulator";
 
 export type ServerKind = "ours" | "vercel";
 

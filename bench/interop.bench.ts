@@ -17,16 +17,16 @@ import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Container, Database } from "@azure/cosmos";
-import { tune } from "../src/shared/tuning/model.js";
-import { DotnetProcessorHost } from "../test/interop/support/dotnet.js";
+import { tune } from "@cosmos-feed/changefeed/tuning";
+import { DotnetProcessorHost } from "./lib/dotnet.js";
 import {
   NodeProcessorHost,
   ownership,
   readLeases,
   startTlsEmulator,
   type TlsEmulator,
-} from "../test/interop/support/fleet.js";
-import { tuningDefaults } from "../test/support/tuning.js";
+} from "./lib/fleet.js";
+import { tuningDefaults } from "./lib/tuning-defaults.js";
 import { git } from "./lib/git.js";
 import { envNumber, machineFacts, round1, round2 } from "./lib/stats.js";
 

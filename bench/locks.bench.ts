@@ -30,7 +30,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join, relative } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
-import { LockDefaults } from "../src/shared/locks/index.js";
+import { LockDefaults } from "@cosmos-feed/locks";
 import { EmulatorProcess as SharedEmulatorProcess } from "./lib/emulator-process.js";
 import { machineFacts } from "./lib/stats.js";
 import { contentionScenario } from "./locks/contention.js";

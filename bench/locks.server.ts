@@ -14,7 +14,7 @@
  */
 import { subscribe } from "node:diagnostics_channel";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "@cosmos-feed/emulator";
 
 export type MeterSnapshot = Record<string, Record<string, { count: number; ru: number; throttled: number }>>;
 

@@ -13,15 +13,15 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { compareWithMeasurement, readInteropMeasurement } from "../src/cli/tune-interop.js";
+import { compareWithMeasurement, readInteropMeasurement } from "@cosmos-feed/devhost/tune";
 import {
   checkMeasureRequest,
   MeasureDefaults,
   type MeasureResult,
   measureScenario,
-} from "../src/cli/tune-measure.js";
-import type { TuningInput } from "../src/shared/tuning/model.js";
-import { tuningDefaults } from "../test/support/tuning.js";
+} from "@cosmos-feed/devhost/tune";
+import type { TuningInput } from "@cosmos-feed/changefeed/tuning";
+import { tuningDefaults } from "./lib/tuning-defaults.js";
 import { envNumber, machineFacts, round1, round2 } from "./lib/stats.js";
 import { conclusions } from "./lib/tuning-conclusions.js";
 

@@ -12,8 +12,8 @@
  *    the server process and of the app's process (/proc/<pid>/stat) over each run.
  */
 import { Agent } from "node:http";
-import { httpCall } from "../../test/support/http-call.js";
-import { seededRandom } from "../../test/support/prng.js";
+import { httpCall } from "../lib/http-call.js";
+import { seededRandom } from "../lib/prng.js";
 import { git } from "../lib/git.js";
 import { median, percentile, round2 } from "../lib/stats.js";
 import {

@@ -5,8 +5,8 @@
  * host), so how often the bench reads changes only when it learns the outcome; the reads it made are counted.
  */
 import { Agent as HttpAgent } from "node:http";
-import { meterDelta } from "../../src/emulator/ru/meter.js";
-import { type HttpAnswer, httpCall } from "../../test/support/http-call.js";
+import { meterDelta } from "@cosmos-feed/emulator";
+import { type HttpAnswer, httpCall } from "../lib/http-call.js";
 import { percentile, round1, round2 } from "../lib/stats.js";
 import { CpuSampler, type CpuWindow } from "./cpu.js";
 import { config, type HostStack, RESOURCE_BODY } from "./setup.js";

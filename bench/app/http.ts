@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { startFromCommandLine } from "../../src/devhost/index.js";
+import { startFromCommandLine } from "@cosmos-feed/devhost";
 import { median, percentile, round2 } from "../lib/stats.js";
 import { bareServer, type Handler } from "./bare-server.js";
 import { call, config, HOST_SETTINGS, RESOURCE_BODY, ROOT, startEmulatorChild } from "./setup.js";

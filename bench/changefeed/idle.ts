@@ -1,7 +1,7 @@
 /** Change feed bench, phase 5: idle lease-container requests per hour vs the .NET algorithm. */
 
 import type { CosmosClient, Database } from "@azure/cosmos";
-import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
+import { ChangeFeedDefaults } from "@cosmos-feed/changefeed/options";
 import { ownedBy, readLeases } from "./handover.js";
 import {
   type BenchDoc,

@@ -1,7 +1,7 @@
 /** Change feed bench: conclusions computed from the measurements, and the method text of the JSON. */
 
 import os from "node:os";
-import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
+import { ChangeFeedDefaults } from "@cosmos-feed/changefeed/options";
 import { git } from "../lib/git.js";
 import { round2, scaled } from "./setup.js";
 import type { DrainSummary } from "./throughput.js";

@@ -10,9 +10,9 @@ import {
   type JSONObject,
   type OperationInput,
 } from "@azure/cosmos";
-import { RANGE_COUNT_HEADER } from "../../src/emulator/index.js";
-import { meterDelta as meterDeltaOf } from "../../src/emulator/ru/meter.js";
-import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
+import { RANGE_COUNT_HEADER } from "@cosmos-feed/emulator";
+import { meterDelta as meterDeltaOf } from "@cosmos-feed/emulator";
+import { ChangeFeedDefaults } from "@cosmos-feed/changefeed/options";
 import type { HandledRow, HostConfig, ToParent } from "../changefeed.child.js";
 import { forkTs, waitForMessage } from "../lib/child.js";
 import type { EmulatorProcess as SharedEmulatorProcess } from "../lib/emulator-process.js";
@@ -22,10 +22,10 @@ import { envNumber, round1, round2 } from "../lib/stats.js";
  * BENCH_PROCESSOR_MODULE=/abs/path/processor.ts benchmarks another build of the processor (to A/B a fix); the
  * host children read the same variable. Default: ../src/shared/changefeed/processor.ts.
  */
-export type ProcessorModule = typeof import("../../src/shared/changefeed/processor.js");
+export type ProcessorModule = typeof import("@cosmos-feed/changefeed");
 export const { createChangeFeedProcessor }: ProcessorModule = process.env.BENCH_PROCESSOR_MODULE
   ? ((await import(pathToFileURL(process.env.BENCH_PROCESSOR_MODULE).href)) as ProcessorModule)
-  : await import("../../src/shared/changefeed/processor.js");
+  : await import("@cosmos-feed/changefeed");
 
 /** bench/ (this file is in bench/changefeed/). */
 export const HERE = resolve(dirname(fileURLToPath(import.meta.url)), "..");

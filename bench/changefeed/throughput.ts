@@ -1,7 +1,7 @@
 /** Change feed bench, phase 1: documents/s through the processor vs bare iterators (one, and one per range). */
 
 import { ChangeFeedStartFrom, CosmosClient, type Database, StatusCodes } from "@azure/cosmos";
-import type { ChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
+import type { ChangeFeedProcessor } from "@cosmos-feed/changefeed";
 import { median } from "../lib/stats.js";
 import {
   type BenchDoc,

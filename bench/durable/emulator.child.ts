@@ -11,8 +11,8 @@
  * host's): nothing is ever throttled. `meter` is the emulator's own RU meter (every data-plane request, charged as
  * the emulator charges it, per `db/container` and operation kind).
  */
-import { startEmulator } from "../../src/emulator/index.js";
-import type { MeterSnapshot } from "../../src/emulator/ru/meter.js";
+import { startEmulator } from "@cosmos-feed/emulator";
+import type { MeterSnapshot } from "@cosmos-feed/emulator";
 
 export type EmulatorChildStats = {
   type: "stats";

@@ -11,8 +11,8 @@
  * The in-memory peer (src/devhost/durable/testing.ts) has no entities when this was written: the JSON says so.
  */
 import { createRequire } from "node:module";
-import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
-import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
+import type { EntityInvoker } from "@cosmos-feed/devhost/durable";
+import { entityHandler, runEntityHandler } from "@cosmos-feed/devhost/durable/testing-entities";
 import { median, round1, round2 } from "../lib/stats.js";
 import { type Bench, deadlineIn, latency } from "./measure.js";
 import { awaitInstance } from "./observe.js";

@@ -6,10 +6,10 @@
 import { once } from "node:events";
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createDurableApiHandler } from "../../src/devhost/durable/client-api.js";
-import { DURABLE_WEBHOOK_PATH } from "../../src/devhost/durable/client-binding.js";
-import type { TaskHubClient } from "../../src/devhost/durable/types.js";
-import { httpCall } from "../../test/support/http-call.js";
+import { createDurableApiHandler } from "@cosmos-feed/devhost/durable";
+import { DURABLE_WEBHOOK_PATH } from "@cosmos-feed/devhost/durable";
+import type { TaskHubClient } from "@cosmos-feed/devhost/durable";
+import { httpCall } from "../lib/http-call.js";
 
 export interface ClientApi {
   /** POST orchestrators/{name}/{instanceId} with a JSON input; resolves with the status code and performance.now() of the answer. */

@@ -11,7 +11,7 @@
  *   list's pace does not blur completion times, and the bench does not add one waiter per instance.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { InstanceStatus, RuntimeStatus, TaskHubClient } from "../../src/devhost/durable/types.js";
+import type { InstanceStatus, RuntimeStatus, TaskHubClient } from "@cosmos-feed/devhost/durable";
 import { config } from "./setup.js";
 import { asObserver } from "./tally.js";
 

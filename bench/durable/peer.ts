@@ -14,7 +14,7 @@ import { latency } from "./measure.js";
 import { config, ROOT } from "./setup.js";
 import { activities, expectedOutput, type OrchestratorName, orchestrators } from "./workload.js";
 
-type Testing = typeof import("../../src/devhost/durable/testing.js");
+type Testing = typeof import("@cosmos-feed/devhost/durable/testing");
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
@@ -35,7 +35,7 @@ async function loadTesting(): Promise<Testing> {
     return next(specifier, context);
   }`;
   register(`data:text/javascript,${encodeURIComponent(hooks)}`);
-  return import("../../src/devhost/durable/testing.js");
+  return import("@cosmos-feed/devhost/durable/testing");
 }
 
 const peerActivities = Object.fromEntries(

@@ -8,8 +8,8 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { CosmosHeaders, PluginConfig, RequestContext } from "@azure/cosmos";
-import { meteredContainer } from "../../src/devhost/dashboard/tally.js";
-import type { MeterSnapshot } from "../../src/emulator/ru/meter.js";
+import { meteredContainer } from "@cosmos-feed/devhost/durable";
+import type { MeterSnapshot } from "@cosmos-feed/emulator";
 
 const role = new AsyncLocalStorage<"observer">();
 

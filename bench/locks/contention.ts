@@ -1,7 +1,7 @@
 /** Scenario 3: many contenders on one lock name: rate, fairness, waits, overlap check. */
 import { getEventListeners, setMaxListeners } from "node:events";
 import type { Container } from "@azure/cosmos";
-import { type LockHandle, LockHeldError } from "../../src/shared/locks/index.js";
+import { type LockHandle, LockHeldError } from "@cosmos-feed/locks";
 import { median, percentile } from "../lib/stats.js";
 import {
   CountingLockClient,

@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Container } from "@azure/cosmos";
-import { LockClient, LockDefaults, LockHeldError } from "../../src/shared/locks/index.js";
+import { LockClient, LockDefaults, LockHeldError } from "@cosmos-feed/locks";
 import { median } from "../lib/stats.js";
 import { config, type EmulatorProcess, ROOT, sleep } from "./setup.js";
 

@@ -1,7 +1,7 @@
 /** Lock bench, scenario 1: sequential acquire+release vs a bare create+delete (and with If-Match). */
 
 import type { Container } from "@azure/cosmos";
-import { LockClient } from "../../src/shared/locks/index.js";
+import { LockClient } from "@cosmos-feed/locks";
 import { median, percentile } from "../lib/stats.js";
 import { config, diff, type EmulatorProcess, lockLikeDoc, mark, perOp, round3 } from "./setup.js";
 

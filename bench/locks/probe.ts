@@ -1,7 +1,7 @@
 /** Probe: does acquire({waitMs, signal}) leave abort listeners on the caller signal? */
 import { getEventListeners } from "node:events";
 import type { Container } from "@azure/cosmos";
-import { LockClient } from "../../src/shared/locks/index.js";
+import { LockClient } from "@cosmos-feed/locks";
 import { CountingLockClient } from "./setup.js";
 
 export async function abortListenerProbe(locksC: Container) {

@@ -10,7 +10,7 @@ import {
   LockDefaults,
   type LockHandle,
   LockHeldError,
-} from "../../src/shared/locks/index.js";
+} from "@cosmos-feed/locks";
 import type { EmulatorProcess as SharedEmulatorProcess } from "../lib/emulator-process.js";
 import { envNumber, round1, round2, round3 } from "../lib/stats.js";
 import type { MeterSnapshot, ToParent } from "../locks.server.js";

@@ -1,7 +1,7 @@
 /** Lock bench, scenario 2: independent workers, lock → write → release vs the same raw requests. */
 
 import type { Container } from "@azure/cosmos";
-import { fencedUpdate, LockClient } from "../../src/shared/locks/index.js";
+import { fencedUpdate, LockClient } from "@cosmos-feed/locks";
 import { median, percentile } from "../lib/stats.js";
 import {
   type Counter,

@@ -1,4 +1,4 @@
-import { CosmosFeedError } from "./errors.js";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 
 /**
  * Every knob of the app, named once: its app setting (an environment variable; both hosts put app settings in

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../support/until.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const bin = join(root, "bin", "cosmos-feed.js");

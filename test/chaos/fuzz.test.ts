@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MasterKeyAuth, signedResource } from "../../src/emulator/auth.js";
+import { MasterKeyAuth, signedResource } from "../../packages/emulator/src/auth.js";
 import { type EmulatorChild, spawnEmulator } from "../support/child.js";
 
 /** Fixed, so a failure replays; change it only with a reason. */

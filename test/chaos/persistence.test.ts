@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { ChangeFeedStartFrom, CosmosClient, StatusCodes } from "@azure/cosmos";
 import { afterAll, describe, expect, it } from "vitest";
 import { spawnEmulator } from "../support/child.js";
-import { waitUntil } from "../support/until.js";
+import { waitUntil } from "../../bench/lib/until.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "cosmos-emu-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));

@@ -7,12 +7,12 @@
  */
 import { input, output, trigger } from "@azure/functions";
 import { describe, expect, it } from "vitest";
-import { checkFunctionBindings, triggerErrorLine } from "../../src/devhost/bindingCheck.js";
-import type { BindingInfo } from "../../src/devhost/coreTypes.js";
-import { chooseContainerDefinition } from "../../src/devhost/cosmos/containerChoice.js";
-import { readExtensionBundle } from "../../src/devhost/extensionBundle.js";
-import type { BindingExtensions } from "../../src/devhost/extensions.js";
-import type { LoadedApp, LoadedFunction } from "../../src/devhost/loader.js";
+import { checkFunctionBindings, triggerErrorLine } from "../../packages/devhost/src/bindingCheck.js";
+import type { BindingInfo } from "../../packages/devhost/src/coreTypes.js";
+import { chooseContainerDefinition } from "../../packages/devhost/src/cosmos/containerChoice.js";
+import { readExtensionBundle } from "../../packages/devhost/src/extensionBundle.js";
+import type { BindingExtensions } from "../../packages/devhost/src/extensions.js";
+import type { LoadedApp, LoadedFunction } from "../../packages/devhost/src/loader.js";
 
 function fn(name: string, bindings: BindingInfo[]): LoadedFunction {
   const byName = Object.fromEntries(bindings.map((b) => [String(b.name), b]));

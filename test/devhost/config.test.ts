@@ -2,12 +2,12 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { applySettings, readAppConfig, resolveSettingExpressions } from "../../src/devhost/appConfig.js";
-import { DevHostError } from "../../src/devhost/errors.js";
-import { cosmosExtensionMajor } from "../../src/devhost/extensionBundle.js";
-import { expandBraces, globFiles } from "../../src/devhost/glob.js";
-import { isESModule } from "../../src/devhost/loader.js";
-import { HostLogger } from "../../src/devhost/logger.js";
+import { applySettings, readAppConfig, resolveSettingExpressions } from "../../packages/devhost/src/appConfig.js";
+import { DevHostError } from "../../packages/devhost/src/errors.js";
+import { cosmosExtensionMajor } from "../../packages/devhost/src/extensionBundle.js";
+import { expandBraces, globFiles } from "../../packages/devhost/src/glob.js";
+import { isESModule } from "../../packages/devhost/src/loader.js";
+import { HostLogger } from "../../packages/devhost/src/logger.js";
 
 function app(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), "devhost-config-"));

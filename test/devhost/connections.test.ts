@@ -5,14 +5,14 @@ import {
   CosmosConnectionError,
   parseCosmosConnectionString,
   resolveCosmosConnection,
-} from "../../src/devhost/connections.js";
+} from "../../packages/devhost/src/connections.js";
 import {
   parseRetryOptions,
   RetryDelays,
   RetryOptionsError,
   runWithRetry,
-} from "../../src/devhost/cosmos/retry.js";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
+} from "../../packages/devhost/src/cosmos/retry.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 
 const KEY = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
 const CS = `AccountEndpoint=https://acct.documents.azure.com:443/;AccountKey=${KEY};`;

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import type { FunctionMetadata } from "../../src/devhost/index.js";
-import { HostLogger, loadApp } from "../../src/devhost/index.js";
+import type { FunctionMetadata } from "../../packages/devhost/src/index.js";
+import { HostLogger, loadApp } from "../../packages/devhost/src/index.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const capture = fileURLToPath(new URL("./support/capture-registrations.cjs", import.meta.url));

@@ -5,7 +5,7 @@
  * The app has no Cosmos DB trigger (as the Azure Functions docs' cosmosInput samples), so nothing else creates them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LogRecord, RunningDevHost } from "../../src/devhost/index.js";
+import type { LogRecord, RunningDevHost } from "../../packages/devhost/src/index.js";
 import { startCosmosDevHost } from "../support/dev-host.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { scratchApps } from "../support/scratch-apps.js";

@@ -6,7 +6,7 @@ import {
   readCosmosInput,
   toSqlQuerySpec,
   writeCosmosOutput,
-} from "../../src/devhost/cosmos/bindings.js";
+} from "../../packages/devhost/src/cosmos/bindings.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 
 let t: TestEmulator;

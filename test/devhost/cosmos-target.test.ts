@@ -8,16 +8,16 @@ import {
   createDefinedContainers,
   loadContainerDefinitions,
   readContainerDefinitions,
-} from "../../src/devhost/containerDefinitions.js";
+} from "../../packages/devhost/src/containerDefinitions.js";
 import {
   connectionResolves,
   cosmosSettingNames,
   localEmulatorPort,
   pointConnections,
   portAnswers,
-} from "../../src/devhost/cosmosTarget.js";
-import { DevHostError } from "../../src/devhost/errors.js";
-import { parseCosmosTarget } from "../../src/devhost/startCommand.js";
+} from "../../packages/devhost/src/cosmosTarget.js";
+import { DevHostError } from "../../packages/devhost/src/errors.js";
+import { parseCosmosTarget } from "../../packages/devhost/src/startCommand.js";
 import { containerDefinition } from "../../src/shared/containers.js";
 import { startTestEmulator } from "../support/emulator.js";
 

@@ -1,6 +1,6 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createCosmosClient, resolveCosmosConnection } from "../../src/devhost/connections.js";
+import { createCosmosClient, resolveCosmosConnection } from "../../packages/devhost/src/connections.js";
 import {
   CosmosTriggerError,
   type CosmosTriggerInvocation,
@@ -9,9 +9,9 @@ import {
   resolveCosmosTriggerOptions,
   type StartCosmosTriggerOptions,
   startCosmosTrigger,
-} from "../../src/devhost/cosmos/trigger.js";
+} from "../../packages/devhost/src/cosmos/trigger.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { WAIT_MS } from "../support/until.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 
 interface Doc {
   id: string;

@@ -7,9 +7,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { emulatorAgent, trustEmulatorCertificate } from "../../src/devhost/cosmos/emulatorAgent.js";
-import { prepareEmulatorTls } from "../../src/devhost/emulatorTls.js";
-import { generateCertificate } from "../../src/emulator/tls/certificate.js";
+import { emulatorAgent, trustEmulatorCertificate } from "../../packages/devhost/src/cosmos/emulatorAgent.js";
+import { prepareEmulatorTls } from "../../packages/devhost/src/emulatorTls.js";
+import { generateCertificate } from "../../packages/emulator/src/tls/certificate.js";
 
 const dirs: string[] = [];
 const scratch = () => {

@@ -7,7 +7,7 @@
  * when the host converts the response (without the library's HTTP streaming, which writes cookies itself).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+import { type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
 import { scratchApps } from "../support/scratch-apps.js";
 
 const apps = scratchApps("cookies-");

@@ -1,7 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type LogRecord, type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+import { type LogRecord, type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-esm", import.meta.url));
 const logs: LogRecord[] = [];

@@ -4,7 +4,7 @@
  * start, so that `npm start` works on a fresh clone without local.settings.json. Set, the setting is the name.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { type LogRecord, startDevHost } from "../../src/devhost/index.js";
+import { type LogRecord, startDevHost } from "../../packages/devhost/src/index.js";
 import { scratchApps } from "../support/scratch-apps.js";
 
 const apps = scratchApps("hub-name-");

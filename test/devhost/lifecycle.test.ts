@@ -6,9 +6,9 @@ import {
   type LogRecord,
   startDevHost,
   type TriggerRunnerFactory,
-} from "../../src/devhost/index.js";
+} from "../../packages/devhost/src/index.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { settled, waitUntil } from "../support/until.js";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 
 const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
 

@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { FunctionTimeoutError, withFunctionTimeout } from "../../src/devhost/functionTimeout.js";
-import { readBody } from "../../src/devhost/http/body.js";
-import { HostGuard, parseAllowedHosts } from "../../src/devhost/http/hosts.js";
-import { LIFECYCLE } from "../../src/devhost/lifecycle/settings.js";
-import { consoleSink } from "../../src/devhost/logger.js";
+import { FunctionTimeoutError, withFunctionTimeout } from "../../packages/devhost/src/functionTimeout.js";
+import { readBody } from "../../packages/devhost/src/http/body.js";
+import { HostGuard, parseAllowedHosts } from "../../packages/emulator/src/hosts.js";
+import { LIFECYCLE } from "../../packages/devhost/src/lifecycle/settings.js";
+import { consoleSink } from "../../packages/devhost/src/logger.js";
 
 // Work the dev host does for every request, counted (bench:app:single measures what it costs; no test judges a
 // time): what a request without a body sets up, how often a Host header is parsed, how many timers

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { LogRecord } from "../../src/devhost/index.js";
+import type { LogRecord } from "../../packages/devhost/src/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
 

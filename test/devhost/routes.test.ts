@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { comparePrecedence, compileRoute, matchRoute } from "../../src/devhost/http/routes.js";
+import { comparePrecedence, compileRoute, matchRoute } from "../../packages/devhost/src/http/routes.js";
 
 const match = (template: string, path: string) =>
   matchRoute(compileRoute(template), path.split("/").filter(Boolean));

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { WELL_KNOWN_EMULATOR_KEY } from "../../src/emulator/index.js";
+import { WELL_KNOWN_EMULATOR_KEY } from "../../packages/emulator/src/index.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = join(root, ".data", "test-apps");

@@ -7,7 +7,7 @@ import {
   type LogRecord,
   type StartCommandOptions,
   startFromCommandLine,
-} from "../../src/devhost/index.js";
+} from "../../packages/devhost/src/index.js";
 import { copyFixture, removeScratch, repoRoot, scratchDir } from "../support/start-cli.js";
 
 afterAll(removeScratch);

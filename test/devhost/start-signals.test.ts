@@ -3,8 +3,8 @@ import { Agent } from "node:https";
 import { join } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { StopSignalBurst } from "../../src/cli/signals.js";
-import { startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../../src/emulator/index.js";
+import { StopSignalBurst } from "../../packages/devhost/src/cli/signals.js";
+import { startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../../packages/emulator/src/index.js";
 import {
   type CliRun,
   copyFixture,
@@ -14,7 +14,7 @@ import {
   runCli,
   scratchDir,
 } from "../support/start-cli.js";
-import { until } from "../support/until.js";
+import { until } from "../../bench/lib/until.js";
 
 interface PackageJson {
   scripts: Record<string, string>;

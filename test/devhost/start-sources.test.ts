@@ -1,17 +1,17 @@
 import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { readAppConfig } from "../../src/devhost/appConfig.js";
-import { isPlainTsc } from "../../src/devhost/lifecycle/app-compiler.js";
+import { readAppConfig } from "../../packages/devhost/src/appConfig.js";
+import { isPlainTsc } from "../../packages/devhost/src/lifecycle/app-compiler.js";
 import {
   buildTsconfigPath,
   findStaleBuild,
   readBuildSources,
   watchRoots,
-} from "../../src/devhost/lifecycle/sources.js";
-import { type FileChange, watchSources } from "../../src/devhost/lifecycle/watch.js";
+} from "../../packages/devhost/src/lifecycle/sources.js";
+import { type FileChange, watchSources } from "../../packages/devhost/src/lifecycle/watch.js";
 import { copyFixture, removeScratch, scratchDir } from "../support/start-cli.js";
-import { waitUntil } from "../support/until.js";
+import { waitUntil } from "../../bench/lib/until.js";
 
 afterAll(removeScratch);
 

@@ -3,7 +3,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+import { type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
 
 // Streaming switches the library into proxy mode for the whole process, hence a test file of its own.
 const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));

@@ -8,7 +8,7 @@ import {
   parseNcrontab,
   parseTimerSchedule,
   TimerScheduleError,
-} from "../../src/devhost/timer/ncrontab.js";
+} from "../../packages/devhost/src/timer/ncrontab.js";
 
 const at = (s: string) => Date.parse(s);
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());

@@ -11,9 +11,9 @@ import {
   startTimer,
   type TimerInfo,
   type TimerInvocation,
-} from "../../src/devhost/timer/timer.js";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { WAIT_MS } from "../support/until.js";
+} from "../../packages/devhost/src/timer/timer.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 
 const T0 = Date.parse("2026-11-23T10:00:00Z");
 const iso = (ms: number) => new Date(ms).toISOString();

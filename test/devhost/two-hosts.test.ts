@@ -5,7 +5,7 @@
  * ranges, each host ends up owning one lease, and every document is handled — by one of them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AppChild } from "../e2e/support/app-child.js";
+import type { AppChild } from "../../bench/lib/app-child.js";
 import { startTwoHosts, type TwoHosts, until } from "../support/two-hosts.js";
 
 let hosts: TwoHosts;

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LogRecord, StartedApp } from "../../src/devhost/index.js";
+import type { LogRecord, StartedApp } from "../../packages/devhost/src/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 
 const scratch = join(fileURLToPath(new URL("../..", import.meta.url)), ".data", "test-apps");

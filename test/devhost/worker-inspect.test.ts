@@ -8,11 +8,11 @@ import {
   type StartCommandOptions,
   type StartedApp,
   startFromCommandLine,
-} from "../../src/devhost/index.js";
+} from "../../packages/devhost/src/index.js";
 import { freePort } from "../support/free-port.js";
 import { type CdpSession, connectInspector } from "../support/inspector.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { until } from "../support/until.js";
+import { until } from "../../bench/lib/until.js";
 
 // The worker's debugger through `cosmos-feed start` in this process: the --inspect option and the
 // languageWorkers__node__arguments setting of local.settings.json open node's inspector in the worker process

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { stderrLevel } from "../../src/devhost/worker/console-lines.js";
+import { stderrLevel } from "../../packages/devhost/src/worker/console-lines.js";
 import {
   inspectorOf,
   parseHostPort,
   parseInspectFlag,
   workerNodeArguments,
-} from "../../src/devhost/worker/node-arguments.js";
+} from "../../packages/devhost/src/worker/node-arguments.js";
 
 // How the worker's node arguments are read (the host's RpcWorkerConfigFactory and DefaultWorkerProcessFactory),
 // where node's inspector then listens (node's --inspect flags), and the level of the worker's stderr lines (the

@@ -10,8 +10,8 @@ import {
   entityFilterOf,
   MAX_CONTINUATION_TOKEN_CHARS,
   MAX_LIST_PAGE_SIZE,
-} from "../../src/devhost/durable/client-api-input.js";
-import { TaskHubError } from "../../src/devhost/durable/errors.js";
+} from "../../packages/devhost/src/durable/client-api-input.js";
+import { TaskHubError } from "../../packages/devhost/src/durable/errors.js";
 
 /** Fixed, so a failure replays; change it only with a reason. */
 const SEED = 20261126;

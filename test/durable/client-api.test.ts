@@ -3,17 +3,17 @@ import { ErrorResponse } from "@azure/cosmos";
 import { HttpRequest } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createDurableApiHandler } from "../../src/devhost/durable/client-api.js";
-import { MAX_CONTINUATION_TOKEN_CHARS } from "../../src/devhost/durable/client-api-input.js";
+import { createDurableApiHandler } from "../../packages/devhost/src/durable/client-api.js";
+import { MAX_CONTINUATION_TOKEN_CHARS } from "../../packages/devhost/src/durable/client-api-input.js";
 import {
   type DurableClientInputData,
   durableClientInputData,
   ensureWebsiteHostname,
-} from "../../src/devhost/durable/client-binding.js";
-import { TaskHubError } from "../../src/devhost/durable/errors.js";
-import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
-import { DURABLE_HUB_SETTINGS } from "../../src/devhost/durable/settings.js";
-import { WAIT_MS } from "../support/until.js";
+} from "../../packages/devhost/src/durable/client-binding.js";
+import { TaskHubError } from "../../packages/devhost/src/durable/errors.js";
+import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";
+import { DURABLE_HUB_SETTINGS } from "../../packages/devhost/src/durable/settings.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { clientFor, type SeenRequest, serveDurableApi } from "./client-test-server.js";
 import { FakeTaskHub } from "./fake-task-hub.js";
 

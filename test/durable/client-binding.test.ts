@@ -5,9 +5,9 @@ import {
   durableClientInputData,
   ensureWebsiteHostname,
   reachableOrigin,
-} from "../../src/devhost/durable/client-binding.js";
-import { createDurableRuntime } from "../../src/devhost/durable/runtime.js";
-import { underPrefix } from "../../src/devhost/http/server.js";
+} from "../../packages/devhost/src/durable/client-binding.js";
+import { createDurableRuntime } from "../../packages/devhost/src/durable/runtime.js";
+import { underPrefix } from "../../packages/devhost/src/http/server.js";
 
 /** What df.getClient(context) builds from the binding data, as a function's handler would call it. */
 function clientFor(data: unknown): df.DurableClient {

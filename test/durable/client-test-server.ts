@@ -2,9 +2,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
-import { type DurableApiHandler, durableBuiltinRoutes } from "../../src/devhost/durable/client-api.js";
-import type { DurableClientInputData } from "../../src/devhost/durable/client-binding.js";
-import { underPrefix } from "../../src/devhost/http/server.js";
+import { type DurableApiHandler, durableBuiltinRoutes } from "../../packages/devhost/src/durable/client-api.js";
+import type { DurableClientInputData } from "../../packages/devhost/src/durable/client-binding.js";
+import { underPrefix } from "../../packages/devhost/src/http/server.js";
 
 export interface SeenRequest {
   method: string;

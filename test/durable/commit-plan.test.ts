@@ -6,10 +6,10 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { historyChunks, planCommit } from "../../src/devhost/durable/commit-plan.js";
-import { docBytes, type WorkDoc } from "../../src/devhost/durable/documents.js";
-import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
-import { type HistoryEvent, HistoryEventType } from "../../src/devhost/durable/types.js";
+import { historyChunks, planCommit } from "../../packages/devhost/src/durable/commit-plan.js";
+import { docBytes, type WorkDoc } from "../../packages/devhost/src/durable/documents.js";
+import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";
+import { type HistoryEvent, HistoryEventType } from "../../packages/devhost/src/durable/types.js";
 import { instanceDoc, messageDoc } from "./hub-docs.js";
 
 const instance = instanceDoc("hub", "i", "2026-01-01T00:00:00.000Z");

@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { taskHubNameError } from "../../src/devhost/durable/hub-name.js";
+import { taskHubNameError } from "../../packages/devhost/src/durable/hub-name.js";
 import { startInProcessDevHost } from "../support/dev-host.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));

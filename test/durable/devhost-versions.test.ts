@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { until } from "../support/until.js";
+import { until } from "../../bench/lib/until.js";
 
 const apps = scratchApps("durable-versions-");
 let host: InProcessDevHost;

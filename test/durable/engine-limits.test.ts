@@ -6,19 +6,19 @@
  */
 import * as df from "durable-functions";
 import { describe, expect, it } from "vitest";
-import { activityResultEvent } from "../../src/devhost/durable/engine.js";
+import { activityResultEvent } from "../../packages/devhost/src/durable/engine.js";
 import {
   boundedFailureDetails,
   boundedText,
   FAILURE_TEXT_BYTES,
-} from "../../src/devhost/durable/engine-limits.js";
-import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
+} from "../../packages/devhost/src/durable/engine-limits.js";
+import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";
 import {
   type ActivityWorkItem,
   type HistoryEvent,
   HistoryEventType,
   type OrchestrationState,
-} from "../../src/devhost/durable/types.js";
+} from "../../packages/devhost/src/durable/types.js";
 import { drive, type Gen, seeded } from "./work-item-driver.js";
 
 const MAX = 2000;

@@ -10,15 +10,15 @@ import type { OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyMessage, applyMessages } from "../../src/devhost/durable/engine.js";
-import { runOrchestration } from "../../src/devhost/durable/testing.js";
+import { applyMessage, applyMessages } from "../../packages/devhost/src/durable/engine.js";
+import { runOrchestration } from "../../packages/devhost/src/durable/testing.js";
 import type {
   InstanceMessage,
   OrchestrationState,
   OrchestratorInvoker,
   OutboundWork,
-} from "../../src/devhost/durable/types.js";
-import { HistoryEventType } from "../../src/devhost/durable/types.js";
+} from "../../packages/devhost/src/durable/types.js";
+import { HistoryEventType } from "../../packages/devhost/src/durable/types.js";
 import { eventMessage, type Gen, invokerFor, START, startMessage } from "./work-item-driver.js";
 
 describe("replay engine with the real SDK", () => {

@@ -7,8 +7,8 @@ import {
   entityTriggerInput,
   parseEntitySchedulerId,
   readEntityReply,
-} from "../../src/devhost/durable/entity-batch.js";
-import { entityHandler } from "../../src/devhost/durable/testing-entities.js";
+} from "../../packages/devhost/src/durable/entity-batch.js";
+import { entityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import { counterOperation } from "./counter-entity.js";
 
 /** The durable-functions counter sample, plus an operation that sets the state and then throws (counter-entity.ts). */

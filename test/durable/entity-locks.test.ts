@@ -8,19 +8,19 @@
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import { describe, expect, it } from "vitest";
-import { instanceDocOf, snapshotOf } from "../../src/devhost/durable/documents.js";
-import { applyMessages } from "../../src/devhost/durable/engine.js";
-import { entityLockOf, withEntities } from "../../src/devhost/durable/entity-engine.js";
-import { ORPHANED_LOCK_RELEASE_ID } from "../../src/devhost/durable/entity-locks.js";
-import { poisonEnding } from "../../src/devhost/durable/poison.js";
-import { historyEvent } from "../../src/devhost/durable/protocol.js";
+import { instanceDocOf, snapshotOf } from "../../packages/devhost/src/durable/documents.js";
+import { applyMessages } from "../../packages/devhost/src/durable/engine.js";
+import { entityLockOf, withEntities } from "../../packages/devhost/src/durable/entity-engine.js";
+import { ORPHANED_LOCK_RELEASE_ID } from "../../packages/devhost/src/durable/entity-locks.js";
+import { poisonEnding } from "../../packages/devhost/src/durable/poison.js";
+import { historyEvent } from "../../packages/devhost/src/durable/protocol.js";
 import {
   HistoryEventType,
   type InstanceMessage,
   type OrchestrationState,
   type OrchestratorInvoker,
-} from "../../src/devhost/durable/types.js";
-import { seededRandom } from "../support/prng.js";
+} from "../../packages/devhost/src/durable/types.js";
+import { seededRandom } from "../../bench/lib/prng.js";
 import { type Gen, lockOrchestrators, registerInvoker } from "./lock-fixtures.js";
 
 const require = createRequire(import.meta.url);

@@ -9,9 +9,9 @@ import {
   pruneSenders,
   recordApplied,
   type SendersApplied,
-} from "../../src/devhost/durable/entity-order.js";
-import { DURABLE_LIMITS } from "../../src/devhost/durable/limits.js";
-import { type HistoryEvent, HistoryEventType } from "../../src/devhost/durable/types.js";
+} from "../../packages/devhost/src/durable/entity-order.js";
+import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";
+import { type HistoryEvent, HistoryEventType } from "../../packages/devhost/src/durable/types.js";
 
 const from = { parent: "orch", parentExecution: "x1" };
 const now = Date.parse("2026-01-01T00:00:00Z");

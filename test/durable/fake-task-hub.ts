@@ -4,7 +4,7 @@ import type {
   InstanceStatus,
   RuntimeStatus,
   TaskHubClient,
-} from "../../src/devhost/durable/types.js";
+} from "../../packages/devhost/src/durable/types.js";
 
 /**
  * A FAKE TaskHubClient kept in memory: it stands in for the Cosmos DB task hub (built separately) so the durable

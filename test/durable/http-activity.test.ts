@@ -11,7 +11,7 @@ import {
   type DurableHttpResponseWire,
   runDurableHttpRequest,
   tokenScope,
-} from "../../src/devhost/durable/http-activity.js";
+} from "../../packages/devhost/src/durable/http-activity.js";
 
 interface Seen {
   method: string;

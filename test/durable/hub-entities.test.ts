@@ -1,8 +1,8 @@
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
-import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
-import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
+import type { EntityInvoker } from "../../packages/devhost/src/durable/entity-engine.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { counterOperation, useCounterOn } from "./counter-entity.js";
 import { createHub, type Gen, hubContainers, isFinished, stopAll, waitForStatus } from "./hub-harness.js";

@@ -8,18 +8,18 @@ import { createRequire } from "node:module";
 import type { Container, Database } from "@azure/cosmos";
 import type * as AzureFunctions from "@azure/functions";
 import type { EntityContext, OrchestrationContext } from "durable-functions";
-import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
-import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../src/devhost/durable/hub.js";
-import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
+import type { EntityInvoker } from "../../packages/devhost/src/durable/entity-engine.js";
+import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../packages/devhost/src/durable/hub.js";
+import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import type {
   ActivityWorkItem,
   InstanceStatus,
   OrchestrationTriggerInput,
-} from "../../src/devhost/durable/types.js";
-import type { Clock } from "../../src/shared/changefeed/clock.js";
+} from "../../packages/devhost/src/durable/types.js";
+import type { Clock } from "../../packages/core/src/clock.js";
 import { uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { WAIT_MS } from "../support/until.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 
 export type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 

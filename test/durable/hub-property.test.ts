@@ -9,8 +9,8 @@
 import type { Database } from "@azure/cosmos";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
-import { runOrchestration } from "../../src/devhost/durable/testing.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import { runOrchestration } from "../../packages/devhost/src/durable/testing.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import {
   createHub,

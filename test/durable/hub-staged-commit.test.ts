@@ -10,15 +10,15 @@
  */
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { planCommit } from "../../src/devhost/durable/commit-plan.js";
-import { asJson, partitionKeyOf } from "../../src/devhost/durable/documents.js";
-import { activityResultEvent } from "../../src/devhost/durable/engine.js";
-import type { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
-import { HubStore } from "../../src/devhost/durable/store.js";
-import type { ActivityWorkItem } from "../../src/devhost/durable/types.js";
+import { planCommit } from "../../packages/devhost/src/durable/commit-plan.js";
+import { asJson, partitionKeyOf } from "../../packages/devhost/src/durable/documents.js";
+import { activityResultEvent } from "../../packages/devhost/src/durable/engine.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import { HubStore } from "../../packages/devhost/src/durable/store.js";
+import type { ActivityWorkItem } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";
-import { until } from "../support/until.js";
+import { until } from "../../bench/lib/until.js";
 import { instanceDoc, messageDoc } from "./hub-docs.js";
 import {
   countOf,

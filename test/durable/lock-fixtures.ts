@@ -6,8 +6,8 @@
  */
 import { createRequire } from "node:module";
 import * as df from "durable-functions";
-import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
-import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
+import type { EntityInvoker } from "../../packages/devhost/src/durable/entity-engine.js";
+import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import type { Gen } from "./hub-harness.js";
 
 export type { Gen };

@@ -6,8 +6,8 @@
  * (`df.app.entity`), run by the SDK's own Entity handler; `signaller` is the orchestration that sends to it.
  */
 import { createRequire } from "node:module";
-import type { EntityInvoker } from "../../src/devhost/durable/entity-engine.js";
-import { entityHandler, runEntityHandler } from "../../src/devhost/durable/testing-entities.js";
+import type { EntityInvoker } from "../../packages/devhost/src/durable/entity-engine.js";
+import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import type { Gen } from "./hub-harness.js";
 
 // By require: the kill test's child runs this file outside vitest (see hub-harness.ts).

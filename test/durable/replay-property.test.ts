@@ -8,7 +8,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { runOrchestration } from "../../src/devhost/durable/testing.js";
+import { runOrchestration } from "../../packages/devhost/src/durable/testing.js";
 import {
   activities,
   child,

@@ -5,7 +5,7 @@
  */
 import type { OrchestrationContext } from "durable-functions";
 import { describe, expect, it } from "vitest";
-import { runOrchestration } from "../../src/devhost/durable/testing.js";
+import { runOrchestration } from "../../packages/devhost/src/durable/testing.js";
 
 describe("runOrchestration with callHttp", () => {
   it("polls a 202 on virtual time until the final response", async () => {

@@ -8,7 +8,7 @@
 import type { EntityContext, OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import { describe, expect, it } from "vitest";
-import { runOrchestration } from "../../src/devhost/durable/testing.js";
+import { runOrchestration } from "../../packages/devhost/src/durable/testing.js";
 import { counterOperation, useCounterOn } from "./counter-entity.js";
 
 function counter(context: EntityContext<number>) {

@@ -8,8 +8,8 @@
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
-import { activityResultEvent, applyMessages } from "../../src/devhost/durable/engine.js";
-import { timerFiredKey, timerFiredMessage } from "../../src/devhost/durable/protocol.js";
+import { activityResultEvent, applyMessages } from "../../packages/devhost/src/durable/engine.js";
+import { timerFiredKey, timerFiredMessage } from "../../packages/devhost/src/durable/protocol.js";
 import {
   type ActivityWorkItem,
   type HistoryEvent,
@@ -17,7 +17,7 @@ import {
   type InstanceMessage,
   type OrchestrationState,
   type OrchestratorInvoker,
-} from "../../src/devhost/durable/types.js";
+} from "../../packages/devhost/src/durable/types.js";
 
 export type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 
@@ -29,7 +29,7 @@ const { createOrchestrator } = require("durable-functions/lib/src/util/testingUt
 export const START = Date.UTC(2026, 0, 1);
 
 /** A seeded generator: the same seed gives the same deliveries (the project's mulberry32, test/support/prng.ts). */
-export { seededRandom as seeded } from "../support/prng.js";
+export { seededRandom as seeded } from "../../bench/lib/prng.js";
 
 /** Calls the SDK's own handler for each orchestrator, through JSON as the worker's reply travels; counts calls. */
 export function invokerFor(orchestrators: Record<string, Gen>): OrchestratorInvoker & { calls: number } {

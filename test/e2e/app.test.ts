@@ -5,8 +5,8 @@ import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
-import { WAIT_MS } from "../support/until.js";
-import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "./support/app-child.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
+import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "../../bench/lib/app-child.js";
 
 // End to end: the app itself (functions/, compiled by tsconfig.build.json as `npm run build` does) run by
 // `node bin/cosmos-feed.js start <app> --port 0 --cosmos "<connection string>"` as a child process, driven over

@@ -11,14 +11,14 @@ import {
   originalPosition,
   setBreakpointInSource,
 } from "../support/inspector.js";
-import { settled, until, WAIT_MS } from "../support/until.js";
+import { settled, until, WAIT_MS } from "../../bench/lib/until.js";
 import {
   type AppChild,
   buildAppFolder,
   FAST_APP_SETTINGS,
   repoRoot,
   startAppChild,
-} from "./support/app-child.js";
+} from "../../bench/lib/app-child.js";
 
 // A debugger on a breakpoint, as `func start` + VS Code give one: the app built as `npm run build` builds it
 // (tsconfig.build.json, source maps included), run by `cosmos-feed start` as a child process with the setting VS

@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OperationDocument, ResourceDocument } from "../../src/shared/resources/index.js";
 import { newOperation } from "../../src/shared/resources/operations.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
-import { httpCall } from "../support/http-call.js";
-import { seededRandom } from "../support/prng.js";
-import { until } from "../support/until.js";
-import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "./support/app-child.js";
+import { httpCall } from "../../bench/lib/http-call.js";
+import { seededRandom } from "../../bench/lib/prng.js";
+import { until } from "../../bench/lib/until.js";
+import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "../../bench/lib/app-child.js";
 
 // The promise docs/app.md makes ("The rule: every acknowledged operation ends"), held under a storm: 1,000
 // concurrent PUT/PATCH/DELETE from a seeded generator against the compiled app on a `cosmos-feed start` child, on

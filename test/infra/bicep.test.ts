@@ -12,7 +12,7 @@ import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { Language, type Node, Parser } from "web-tree-sitter";
-import { readContainerDefinitions } from "../../src/devhost/containerDefinitions.js";
+import { readContainerDefinitions } from "../../packages/devhost/src/containerDefinitions.js";
 import { CONTAINER_ROLES, containerDefinition } from "../../src/shared/containers.js";
 import { SETTINGS } from "../../src/shared/settings.js";
 import { httpRoutes, isExcluded } from "./support/http-routes.js";

@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import type { ErrorResponse } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MasterKeyAuth } from "../../src/emulator/index.js";
+import { MasterKeyAuth } from "../../packages/emulator/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 
 let t: TestEmulator;

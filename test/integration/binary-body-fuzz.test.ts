@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import type { Container } from "@azure/cosmos";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BinaryJsonError, decodeCosmosBinary } from "../../src/emulator/binary-json/decode.js";
+import { BinaryJsonError, decodeCosmosBinary } from "../../packages/emulator/src/binary-json/decode.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
 

@@ -1,15 +1,15 @@
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { estimateLag } from "../../src/shared/changefeed/estimator.js";
-import { InvalidProcessorOptionsError } from "../../src/shared/changefeed/options.js";
+import { estimateLag } from "../../packages/changefeed/src/estimator.js";
+import { InvalidProcessorOptionsError } from "../../packages/changefeed/src/options.js";
 import {
   type ChangeFeedContext,
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
-} from "../../src/shared/changefeed/processor.js";
+} from "../../packages/changefeed/src/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { settled, waitUntil } from "../support/until.js";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 
 interface Doc {
   id: string;

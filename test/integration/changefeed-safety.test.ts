@@ -7,19 +7,19 @@
  */
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { LeaseContainerError } from "../../src/shared/changefeed/leases/open.js";
-import { MonitoredContainerGoneError } from "../../src/shared/changefeed/processing/feed-errors.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { LeaseContainerError } from "../../packages/changefeed/src/leases/open.js";
+import { MonitoredContainerGoneError } from "../../packages/changefeed/src/processing/feed-errors.js";
 import {
   type ChangeFeedContext,
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
-} from "../../src/shared/changefeed/processor.js";
-import { CosmosFeedError } from "../../src/shared/errors.js";
+} from "../../packages/changefeed/src/processor.js";
+import { CosmosFeedError } from "../../packages/core/src/errors.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { type FaultRule, faultPlugins, serviceError } from "../support/faults.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { settled, waitUntil } from "../support/until.js";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 
 interface Doc {
   id: string;

@@ -9,11 +9,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
-} from "../../src/shared/changefeed/processor.js";
+} from "../../packages/changefeed/src/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { type FaultRule, faultPlugins, serviceError } from "../support/faults.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { settled, waitUntil } from "../support/until.js";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 
 /** How long a held lease write waits before it is sent (ms): far past the local deadline of FAST_INTERVALS. */
 const HELD_WRITE_MS = 2 * FAST_INTERVALS.leaseExpirationInterval;

@@ -9,8 +9,8 @@ import {
   PartitionKeyKind,
 } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { masterKeyHeaders } from "../../src/emulator/auth.js";
-import { decodeRid, documentSeqOfRid } from "../../src/emulator/store/rid.js";
+import { masterKeyHeaders } from "../../packages/emulator/src/auth.js";
+import { decodeRid, documentSeqOfRid } from "../../packages/emulator/src/store/rid.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
 

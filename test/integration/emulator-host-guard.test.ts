@@ -8,8 +8,8 @@ import { request } from "node:http";
 import { networkInterfaces } from "node:os";
 import { CosmosClient } from "@azure/cosmos";
 import { afterEach, describe, expect, it } from "vitest";
-import { masterKeyHeaders } from "../../src/emulator/auth.js";
-import { EmulatorStartError, type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
+import { masterKeyHeaders } from "../../packages/emulator/src/auth.js";
+import { EmulatorStartError, type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
 
 interface Answer {
   status: number;

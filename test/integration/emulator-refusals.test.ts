@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EmulatorStartError, startEmulator } from "../../src/emulator/index.js";
+import { EmulatorStartError, startEmulator } from "../../packages/emulator/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
 

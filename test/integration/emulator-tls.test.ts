@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
-import { ensureCertificate } from "../../src/emulator/tls/certificate.js";
+import { type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
+import { ensureCertificate } from "../../packages/emulator/src/tls/certificate.js";
 
 const dir = mkdtempSync(join(tmpdir(), "emu-dual-"));
 let emu: RunningEmulator;

@@ -6,7 +6,7 @@ import {
   type OperationInput,
 } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_ITEM_NESTING } from "../../src/emulator/json.js";
+import { MAX_ITEM_NESTING } from "../../packages/emulator/src/json.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
 

@@ -11,7 +11,7 @@ import {
   StatusCodes,
 } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { PartitionKeyComponent } from "../../src/emulator/partitioning/epk.js";
+import type { PartitionKeyComponent } from "../../packages/emulator/src/partitioning/epk.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawTo } from "../support/raw.js";
 import { errorOf } from "../support/sdk-error.js";

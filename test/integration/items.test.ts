@@ -7,7 +7,7 @@ import {
   StatusCodes,
 } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RANGE_COUNT_HEADER } from "../../src/emulator/index.js";
+import { RANGE_COUNT_HEADER } from "../../packages/emulator/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawTo } from "../support/raw.js";
 import { errorOf } from "../support/sdk-error.js";

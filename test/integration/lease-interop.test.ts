@@ -8,13 +8,13 @@ import {
   PluginOn,
 } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { estimateLag } from "../../src/shared/changefeed/estimator.js";
+import { estimateLag } from "../../packages/changefeed/src/estimator.js";
 import {
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
-} from "../../src/shared/changefeed/processor.js";
+} from "../../packages/changefeed/src/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { WAIT_MS } from "../support/until.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 
 /*
  * Interop with .NET, Java and the Functions trigger against the emulator, through the unmodified SDK (issue 9).

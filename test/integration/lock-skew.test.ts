@@ -7,8 +7,8 @@
  */
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { LockClient, type LockHandle, LockHeldError } from "../../src/shared/locks/index.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { LockClient, type LockHandle, LockHeldError } from "../../packages/locks/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 
 const TTL_S = 10;

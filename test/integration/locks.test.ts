@@ -8,8 +8,8 @@ import {
   AlreadyExistsError,
   ConcurrencyConflictError,
   PreconditionFailedError,
-} from "../../src/shared/cosmos/errors.js";
-import { createItem, readItem, removeItem, updateItem } from "../../src/shared/cosmos/occ.js";
+} from "../../packages/core/src/cosmos/errors.js";
+import { createItem, readItem, removeItem, updateItem } from "../../packages/core/src/cosmos/occ.js";
 import {
   fencedCreate,
   fencedRead,
@@ -21,10 +21,10 @@ import {
   LockHeldError,
   LockLostError,
   StaleFencingTokenError,
-} from "../../src/shared/locks/index.js";
+} from "../../packages/locks/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins, serviceError } from "../support/faults.js";
-import { WAIT_MS, waitUntil } from "../support/until.js";
+import { WAIT_MS, waitUntil } from "../../bench/lib/until.js";
 
 /** Background TTL purge of the test emulator (ms). */
 const SWEEP_MS = 200;

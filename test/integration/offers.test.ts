@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Database, OfferDefinition } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { RANGE_COUNT_HEADER } from "../../src/emulator/index.js";
+import { RANGE_COUNT_HEADER } from "../../packages/emulator/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
 import { ThroughputClock } from "../support/throughput-clock.js";

@@ -763,7 +763,7 @@ describe("an expensive query does not stall other clients", () => {
         return r.resources;
       });
     // Wait until the heavy query is executing (in a worker thread), then read from another client.
-    const { queriesInWorkers } = await import("../../src/emulator/query/pool.js");
+    const { queriesInWorkers } = await import("../../packages/emulator/src/query/pool.js");
     while (queriesInWorkers() === 0 && !heavyDone) await new Promise((r) => setImmediate(r));
     expect(heavyDone).toBe(false);
     const reader = t.newClient().database(db.id).container(container.id);

@@ -1,6 +1,6 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ServiceText } from "../../src/emulator/errors.js";
+import { ServiceText } from "../../packages/emulator/src/errors.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { rawRequest } from "../support/raw.js";
 

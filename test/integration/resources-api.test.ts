@@ -9,7 +9,7 @@ import {
   putResource,
 } from "../../functions/resources.js";
 import { ensureContainers } from "../../src/shared/containers.js";
-import { OccRetryDefaults } from "../../src/shared/cosmos/index.js";
+import { OccRetryDefaults } from "../../packages/core/src/cosmos/index.js";
 import {
   appContext,
   createAppContext,

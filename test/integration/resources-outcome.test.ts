@@ -4,7 +4,7 @@
  * own function. A PUT superseded while its orchestration runs must not report a successful provisioning.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runOrchestration } from "../../src/devhost/durable/testing.js";
+import { runOrchestration } from "../../packages/devhost/src/durable/testing.js";
 import { ensureContainers } from "../../src/shared/containers.js";
 import { appContext, type OperationDocument } from "../../src/shared/resources/index.js";
 import { operationDocId } from "../../src/shared/resources/operations.js";

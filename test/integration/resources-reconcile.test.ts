@@ -12,7 +12,7 @@ import { newOperation } from "../../src/shared/resources/operations.js";
 import { putThroughFunction } from "../support/app-put.js";
 import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
-import { until } from "../support/until.js";
+import { until } from "../../bench/lib/until.js";
 
 // The reconcileOperations timer's work (src/shared/resources/reconcile.ts) against the emulator and a real durable
 // client (an in-process task hub running the app's orchestrations): what the trigger or an orchestration missed is

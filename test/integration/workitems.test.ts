@@ -1,13 +1,13 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConcurrencyConflictError } from "../../src/shared/cosmos/errors.js";
-import { createItem } from "../../src/shared/cosmos/occ.js";
+import { ConcurrencyConflictError } from "../../packages/core/src/cosmos/errors.js";
+import { createItem } from "../../packages/core/src/cosmos/occ.js";
 import {
   type WorkItem,
   WorkItemLeasedError,
   WorkItemLeaseLostError,
   WorkItemStore,
-} from "../../src/shared/workitems/index.js";
+} from "../../packages/locks/src/workitems/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";
 

@@ -1,8 +1,8 @@
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueName } from "../support/emulator.js";
-import { waitUntil } from "../support/until.js";
-import { DotnetProcessorHost } from "./support/dotnet.js";
+import { waitUntil } from "../../bench/lib/until.js";
+import { DotnetProcessorHost } from "../../bench/lib/dotnet.js";
 import {
   type Delivery,
   type LeaseDoc,
@@ -11,7 +11,7 @@ import {
   startTlsEmulator,
   TEST_INTERVALS,
   type TlsEmulator,
-} from "./support/fleet.js";
+} from "../../bench/lib/fleet.js";
 
 /*
  * Adoption both ways: a fleet of one implementation processes a first batch of changes and stops gracefully; a host

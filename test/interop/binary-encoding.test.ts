@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runHarness } from "./support/dotnet.js";
-import { startTlsEmulator, type TlsEmulator } from "./support/fleet.js";
+import { runHarness } from "../../bench/lib/dotnet.js";
+import { startTlsEmulator, type TlsEmulator } from "../../bench/lib/fleet.js";
 
 /*
  * The .NET SDK with AZURE_COSMOS_BINARY_ENCODING_ENABLED=true: it then sends item bodies of creates, replaces and

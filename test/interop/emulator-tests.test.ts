@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runHarness } from "./support/dotnet.js";
-import { startTlsEmulator, type TlsEmulator } from "./support/fleet.js";
+import { runHarness } from "../../bench/lib/dotnet.js";
+import { startTlsEmulator, type TlsEmulator } from "../../bench/lib/fleet.js";
 
 /*
  * The behaviours Microsoft's own emulator tests of the .NET SDK assert (azure-cosmos-dotnet-v3,

@@ -1,14 +1,14 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitUntil } from "../support/until.js";
-import { DotnetProcessorHost } from "./support/dotnet.js";
+import { waitUntil } from "../../bench/lib/until.js";
+import { DotnetProcessorHost } from "../../bench/lib/dotnet.js";
 import {
   NodeProcessorHost,
   readLeases,
   startTlsEmulator,
   TEST_INTERVALS,
   type TlsEmulator,
-} from "./support/fleet.js";
+} from "../../bench/lib/fleet.js";
 
 /*
  * Lease ids on an Azure-shaped endpoint: both clients are configured with https://myaccount.documents.azure.com:<port>/

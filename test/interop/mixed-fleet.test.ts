@@ -1,7 +1,7 @@
 import type { Container, CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitUntil } from "../support/until.js";
-import { DotnetProcessorHost } from "./support/dotnet.js";
+import { waitUntil } from "../../bench/lib/until.js";
+import { DotnetProcessorHost } from "../../bench/lib/dotnet.js";
 import {
   LeaseWatch,
   NodeProcessorHost,
@@ -10,7 +10,7 @@ import {
   startTlsEmulator,
   TEST_INTERVALS,
   type TlsEmulator,
-} from "./support/fleet.js";
+} from "../../bench/lib/fleet.js";
 import { Writer } from "./support/writer.js";
 
 /*

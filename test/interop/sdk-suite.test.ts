@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runHarness } from "./support/dotnet.js";
-import { startTlsEmulator, type TlsEmulator } from "./support/fleet.js";
+import { runHarness } from "../../bench/lib/dotnet.js";
+import { startTlsEmulator, type TlsEmulator } from "../../bench/lib/fleet.js";
 
 /*
  * The .NET SDK (Microsoft.Azure.Cosmos 3.64.0, Gateway mode, over HTTPS) as a second client of the emulator:

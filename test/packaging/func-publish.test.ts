@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../e2e/support/app-child.js";
+import { repoRoot } from "../../bench/lib/app-child.js";
 import { coreToolsPublishFiles } from "./support/core-tools-files.js";
 
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {

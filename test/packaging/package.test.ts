@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../e2e/support/app-child.js";
+import { repoRoot } from "../../bench/lib/app-child.js";
 import { extractZip } from "./support/unzip.js";
 
 const run = promisify(execFile);

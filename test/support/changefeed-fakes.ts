@@ -1,7 +1,7 @@
 import type { Container } from "@azure/cosmos";
-import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
-import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
-import { LoadBalancer, type LoadBalancerOptions } from "../../src/shared/changefeed/load-balancer.js";
+import { EqualPartitionsBalancingStrategy } from "../../packages/changefeed/src/balancing/strategy.js";
+import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
+import { LoadBalancer, type LoadBalancerOptions } from "../../packages/changefeed/src/load-balancer.js";
 
 /** Where a promise stands, without awaiting it. */
 export function track<T>(p: Promise<T>) {

@@ -1,14 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createCosmosRuntime } from "../../src/devhost/builtinCosmos.js";
+import { createCosmosRuntime } from "../../packages/devhost/src/builtinCosmos.js";
 import {
   type LogSink,
   type RunningDevHost,
   type StartedApp,
   startDevHost,
   startFromCommandLine,
-} from "../../src/devhost/index.js";
+} from "../../packages/devhost/src/index.js";
 
 export interface InProcessDevHost {
   started: StartedApp;

@@ -4,9 +4,9 @@ import type { AddressInfo } from "node:net";
 import type { Container } from "@azure/cosmos";
 import { InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
-import { createDurableApiHandler, durableBuiltinRoutes } from "../../src/devhost/durable/client-api.js";
-import { durableClientInputData, ensureWebsiteHostname } from "../../src/devhost/durable/client-binding.js";
-import { CosmosTaskHub } from "../../src/devhost/durable/hub.js";
+import { createDurableApiHandler, durableBuiltinRoutes } from "../../packages/devhost/src/durable/client-api.js";
+import { durableClientInputData, ensureWebsiteHostname } from "../../packages/devhost/src/durable/client-binding.js";
+import { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 
 const require = createRequire(import.meta.url);
 const { createOrchestrator } = require("durable-functions/lib/src/util/testingUtils.js") as {

@@ -2,7 +2,7 @@
  * Runs an emulator as a child process (for crash tests): options as JSON in argv[2];
  * prints one JSON line `{endpoint, key, port}` once listening.
  */
-import { type EmulatorOptions, startEmulator } from "../../src/emulator/index.js";
+import { type EmulatorOptions, startEmulator } from "../../packages/emulator/src/index.js";
 
 const options = JSON.parse(process.argv[2] ?? "{}") as EmulatorOptions;
 const emu = await startEmulator(options);

@@ -1,5 +1,5 @@
 import { CosmosClient, type CosmosClientOptions } from "@azure/cosmos";
-import { type EmulatorOptions, type RunningEmulator, startEmulator } from "../../src/emulator/index.js";
+import { type EmulatorOptions, type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
 
 export interface TestEmulator {
   emulator: RunningEmulator;

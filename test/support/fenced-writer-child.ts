@@ -6,7 +6,7 @@
  */
 import { createInterface } from "node:readline";
 import { CosmosClient } from "@azure/cosmos";
-import { fencedUpdate, LockClient } from "../../src/shared/locks/index.js";
+import { fencedUpdate, LockClient } from "../../packages/locks/src/index.js";
 
 const cfg = JSON.parse(process.argv[2] ?? "{}") as {
   endpoint: string;

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type RunningDevHost, startDevHost } from "../../src/devhost/index.js";
+import { type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
 
 /**
  * A small CommonJS v4 app for the front door tests (test/devhost/front-door-*.test.ts), written to a scratch folder:

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { SourceMap, type SourceMapPayload } from "node:module";
 import { fileURLToPath } from "node:url";
-import { WAIT_MS } from "./until.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { connectWebSocket } from "./websocket.js";
 
 /**

@@ -3,7 +3,7 @@
  * ttlSeconds}. Acquires the lock, prints `{"token": n}` and keeps renewing until killed.
  */
 import { CosmosClient } from "@azure/cosmos";
-import { LockClient } from "../../src/shared/locks/index.js";
+import { LockClient } from "../../packages/locks/src/index.js";
 
 const cfg = JSON.parse(process.argv[2] ?? "{}") as {
   endpoint: string;

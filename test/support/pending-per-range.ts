@@ -1,5 +1,5 @@
 import type { Container } from "@azure/cosmos";
-import { effectivePartitionKey } from "../../src/emulator/partitioning/epk.js";
+import { effectivePartitionKey } from "../../packages/emulator/src/partitioning/epk.js";
 
 /**
  * A known number of pending changes in each physical range of a container (`/pk`, V2 hash), written round-robin

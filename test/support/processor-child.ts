@@ -21,7 +21,7 @@
  */
 import { appendFileSync, closeSync, openSync } from "node:fs";
 import { CosmosClient, type CosmosClientOptions } from "@azure/cosmos";
-import { createChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
+import { createChangeFeedProcessor } from "../../packages/changefeed/src/processor.js";
 import { faultPlugins, serviceError } from "./faults.js";
 
 export interface ProcessorChildConfig {

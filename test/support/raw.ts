@@ -1,4 +1,4 @@
-import { masterKeyHeaders, pathSegments, signedResource } from "../../src/emulator/auth.js";
+import { masterKeyHeaders, pathSegments, signedResource } from "../../packages/emulator/src/auth.js";
 
 /** A signed raw HTTP request to the emulator (for what the SDK does not expose). */
 export async function rawRequest(

@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createChangeFeedProcessor } from "../../src/shared/changefeed/index.js";
-import { repoRoot } from "../e2e/support/app-child.js";
+import { createChangeFeedProcessor } from "../../packages/changefeed/src/index.js";
+import { repoRoot } from "../../bench/lib/app-child.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { waitUntil } from "../support/until.js";
+import { waitUntil } from "../../bench/lib/until.js";
 
 const run = promisify(execFile);
 let t: TestEmulator;

@@ -12,8 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../e2e/support/app-child.js";
-import { WAIT_MS } from "../support/until.js";
+import { repoRoot } from "../../bench/lib/app-child.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 
 const ACCOUNT = "devstoreaccount1";
 // Azurite's published development key (the same in every Azurite; not a secret).

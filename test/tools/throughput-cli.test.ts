@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../e2e/support/app-child.js";
+import { repoRoot } from "../../bench/lib/app-child.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 
 const run = promisify(execFile);

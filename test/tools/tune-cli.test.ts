@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../e2e/support/app-child.js";
+import { repoRoot } from "../../bench/lib/app-child.js";
 
 // `cosmos-feed tune` as a user runs it: JSON of both algorithms, a sweep that writes its SVG chart, and bad input
 // as one clear line.

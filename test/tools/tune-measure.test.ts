@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CliInputError } from "../../src/cli/leases.js";
+import { CliInputError } from "../../packages/devhost/src/cli/leases.js";
 import {
   formatMeasure,
   MeasureDefaults,
@@ -11,8 +11,8 @@ import {
   measureRequestFromOptions,
   ownershipReplaces,
   parseScale,
-} from "../../src/cli/tune-measure.js";
-import { repoRoot } from "../e2e/support/app-child.js";
+} from "../../packages/devhost/src/cli/tune-measure.js";
+import { repoRoot } from "../../bench/lib/app-child.js";
 
 // `cosmos-feed tune --measure` as a user runs it: a short real measurement (2 hosts × 4 leases on the embedded
 // emulator, intervals ÷ 20, a 4 s window) that reports every model row with its measured value, the start-up

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../e2e/support/app-child.js";
+import { repoRoot } from "../../bench/lib/app-child.js";
 
 // `cosmos-feed tune --sweep` as a user runs it: the SVG and, through resvg, the PNG beside it; `--no-png` and
 // `--png <file>`; and the three cases of the plain table.

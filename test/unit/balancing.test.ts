@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
+import { EqualPartitionsBalancingStrategy } from "../../packages/changefeed/src/balancing/strategy.js";
 import {
   assignSuccessors,
   handedTo,
   nextSlotStart,
   watchParticipants,
-} from "../../src/shared/changefeed/balancing/watch-schedule.js";
-import { HANDOFF_PROPERTY, type Lease, newLease } from "../../src/shared/changefeed/leases/lease.js";
+} from "../../packages/changefeed/src/balancing/watch-schedule.js";
+import { HANDOFF_PROPERTY, type Lease, newLease } from "../../packages/changefeed/src/leases/lease.js";
 
 const NOW = 1_000_000;
 const EXPIRATION = 60_000;

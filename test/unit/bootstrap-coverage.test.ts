@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { uncoveredParts } from "../../src/shared/changefeed/bootstrapper.js";
-import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
+import { uncoveredParts } from "../../packages/changefeed/src/bootstrapper.js";
+import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 
 const epk = (min: string, max: string): Lease =>
   newLease("p", "id", { min, max }, null, LeaseMode.LatestVersion);

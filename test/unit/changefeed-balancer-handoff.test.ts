@@ -4,14 +4,14 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { EqualPartitionsBalancingStrategy } from "../../src/shared/changefeed/balancing/strategy.js";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { HandoffPlanner } from "../../src/shared/changefeed/handoff-planner.js";
-import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
-import { releaseAs } from "../../src/shared/changefeed/leases/mutations.js";
-import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
-import { LoadBalancer, type RunningLease } from "../../src/shared/changefeed/load-balancer.js";
-import { ChangeFeedDefaults, resolveOptions } from "../../src/shared/changefeed/options.js";
+import { EqualPartitionsBalancingStrategy } from "../../packages/changefeed/src/balancing/strategy.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { HandoffPlanner } from "../../packages/changefeed/src/handoff-planner.js";
+import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
+import { releaseAs } from "../../packages/changefeed/src/leases/mutations.js";
+import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
+import { LoadBalancer, type RunningLease } from "../../packages/changefeed/src/load-balancer.js";
+import { ChangeFeedDefaults, resolveOptions } from "../../packages/changefeed/src/options.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const EXPIRATION = 6_000;

@@ -5,16 +5,16 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { ChangeFeedDefaults } from "../../src/shared/changefeed/options.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { ChangeFeedDefaults } from "../../packages/changefeed/src/options.js";
 import {
   classifyFeedReadError,
   FeedReadBackoff,
   MonitoredContainerGoneError,
-} from "../../src/shared/changefeed/processing/feed-errors.js";
-import type { FeedPage } from "../../src/shared/changefeed/processing/feed-reader.js";
-import { PartitionWorker, type WorkerExit } from "../../src/shared/changefeed/processing/worker.js";
-import { CosmosFeedError } from "../../src/shared/errors.js";
+} from "../../packages/changefeed/src/processing/feed-errors.js";
+import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
+import { PartitionWorker, type WorkerExit } from "../../packages/changefeed/src/processing/worker.js";
+import { CosmosFeedError } from "../../packages/core/src/errors.js";
 
 const POLL = 50;
 const INITIAL = ChangeFeedDefaults.feedReadRetryInitialDelay;

@@ -5,14 +5,14 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
-import { LeaseLostError } from "../../src/shared/changefeed/leases/store.js";
-import { renewDue, resolveOptions } from "../../src/shared/changefeed/options.js";
-import type { FeedPage } from "../../src/shared/changefeed/processing/feed-reader.js";
-import type { ChangeFeedContext } from "../../src/shared/changefeed/processing/worker.js";
-import { LeaseRenewer } from "../../src/shared/changefeed/renewer.js";
-import { type LeaseClose, LeaseSupervisor } from "../../src/shared/changefeed/supervisor.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
+import { LeaseLostError } from "../../packages/changefeed/src/leases/store.js";
+import { renewDue, resolveOptions } from "../../packages/changefeed/src/options.js";
+import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
+import type { ChangeFeedContext } from "../../packages/changefeed/src/processing/worker.js";
+import { LeaseRenewer } from "../../packages/changefeed/src/renewer.js";
+import { type LeaseClose, LeaseSupervisor } from "../../packages/changefeed/src/supervisor.js";
 
 const RENEW = 1_000;
 const EXPIRATION = 6_000;

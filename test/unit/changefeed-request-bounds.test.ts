@@ -6,20 +6,20 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { BootstrapAbortedError, Bootstrapper } from "../../src/shared/changefeed/bootstrapper.js";
+import { BootstrapAbortedError, Bootstrapper } from "../../packages/changefeed/src/bootstrapper.js";
 import {
   boundedRequest,
   RequestAbortedError,
   RequestTimeoutError,
-} from "../../src/shared/changefeed/bounded-request.js";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { estimateLeaseLag } from "../../src/shared/changefeed/estimator.js";
-import { LeaseReplacer } from "../../src/shared/changefeed/lease-replacer.js";
-import { type Lease, LeaseMode } from "../../src/shared/changefeed/leases/lease.js";
-import { LeaseOperationCounters, LeaseStore } from "../../src/shared/changefeed/leases/store.js";
-import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
-import { resolveOptions } from "../../src/shared/changefeed/options.js";
-import { ChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
+} from "../../packages/changefeed/src/bounded-request.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { estimateLeaseLag } from "../../packages/changefeed/src/estimator.js";
+import { LeaseReplacer } from "../../packages/changefeed/src/lease-replacer.js";
+import { type Lease, LeaseMode } from "../../packages/changefeed/src/leases/lease.js";
+import { LeaseOperationCounters, LeaseStore } from "../../packages/changefeed/src/leases/store.js";
+import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
+import { resolveOptions } from "../../packages/changefeed/src/options.js";
+import { ChangeFeedProcessor } from "../../packages/changefeed/src/processor.js";
 import { lease0, testBalancer, track } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 

@@ -6,18 +6,18 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { boundedRequest, RequestTimeoutError } from "../../src/shared/changefeed/bounded-request.js";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { type Lease, LeaseMode, newLease } from "../../src/shared/changefeed/leases/lease.js";
-import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
-import { ChangeFeedDefaults, resolveOptions } from "../../src/shared/changefeed/options.js";
-import type { FeedPage } from "../../src/shared/changefeed/processing/feed-reader.js";
+import { boundedRequest, RequestTimeoutError } from "../../packages/changefeed/src/bounded-request.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
+import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
+import { ChangeFeedDefaults, resolveOptions } from "../../packages/changefeed/src/options.js";
+import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
 import {
   type FeedReader,
   PartitionWorker,
   type WorkerExit,
-} from "../../src/shared/changefeed/processing/worker.js";
-import { type LeaseClose, LeaseSupervisor } from "../../src/shared/changefeed/supervisor.js";
+} from "../../packages/changefeed/src/processing/worker.js";
+import { type LeaseClose, LeaseSupervisor } from "../../packages/changefeed/src/supervisor.js";
 import { testBalancer } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 

@@ -5,12 +5,12 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { RequestTimeoutError } from "../../src/shared/changefeed/bounded-request.js";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { HandoffPlanner } from "../../src/shared/changefeed/handoff-planner.js";
-import { LeaseView } from "../../src/shared/changefeed/leases/view.js";
-import { releaseLeftovers } from "../../src/shared/changefeed/leftover-release.js";
-import { resolveOptions } from "../../src/shared/changefeed/options.js";
+import { RequestTimeoutError } from "../../packages/changefeed/src/bounded-request.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { HandoffPlanner } from "../../packages/changefeed/src/handoff-planner.js";
+import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
+import { releaseLeftovers } from "../../packages/changefeed/src/leftover-release.js";
+import { resolveOptions } from "../../packages/changefeed/src/options.js";
 import { lease, lease0, testBalancer, track } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 

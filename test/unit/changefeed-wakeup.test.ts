@@ -5,10 +5,10 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import type { FeedPage } from "../../src/shared/changefeed/processing/feed-reader.js";
-import { FeedPollWakeup } from "../../src/shared/changefeed/processing/wakeup.js";
-import { PartitionWorker } from "../../src/shared/changefeed/processing/worker.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
+import { FeedPollWakeup } from "../../packages/changefeed/src/processing/wakeup.js";
+import { PartitionWorker } from "../../packages/changefeed/src/processing/worker.js";
 
 const POLL = 10_000;
 const empty: FeedPage<{ id: string }> = {

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { BinaryJsonError, decodeCosmosBinary } from "../../src/emulator/binary-json/decode.js";
-import { CosmosError } from "../../src/emulator/errors.js";
-import { MAX_DECODED_BINARY_CHARS, parseJsonBody } from "../../src/emulator/json.js";
+import { BinaryJsonError, decodeCosmosBinary } from "../../packages/emulator/src/binary-json/decode.js";
+import { CosmosError } from "../../packages/emulator/src/errors.js";
+import { MAX_DECODED_BINARY_CHARS, parseJsonBody } from "../../packages/emulator/src/json.js";
 
 /*
  * The decoder of Cosmos binary JSON against bytes Microsoft's code wrote: test/fixtures/cosmos-binary/vectors.ndjson

@@ -3,7 +3,7 @@
  * lease write, and the .NET columns (requests and RU per hour, from the model) of the Microsoft-defaults table.
  */
 import { describe, expect, it } from "vitest";
-import { RequestRu, tune } from "../../src/shared/tuning/model.js";
+import { RequestRu, tune } from "../../packages/changefeed/src/tuning/model.js";
 import { readDoc, tableRows } from "../support/markdown.js";
 
 const tuning = readDoc("docs/tuning.md");

@@ -4,10 +4,10 @@
  * status line shows it the same way).
  */
 import { describe, expect, it } from "vitest";
-import { interval } from "../../src/devhost/dashboard/client/format.js";
-import { DASHBOARD_SETTINGS } from "../../src/devhost/dashboard/settings.js";
-import { DURABLE_HUB_SETTINGS } from "../../src/devhost/durable/settings.js";
-import { DEV_HTTP_SETTINGS } from "../../src/devhost/http/settings.js";
+import { interval } from "../../packages/devhost/src/dashboard/client/format.js";
+import { DASHBOARD_SETTINGS } from "../../packages/devhost/src/dashboard/settings.js";
+import { DURABLE_HUB_SETTINGS } from "../../packages/devhost/src/durable/settings.js";
+import { DEV_HTTP_SETTINGS } from "../../packages/devhost/src/http/settings.js";
 import { SETTINGS } from "../../src/shared/settings.js";
 import { plain, readDoc, tableRows } from "../support/markdown.js";
 

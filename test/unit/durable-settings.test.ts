@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DURABLE_HUB_SETTINGS, readDurableHubSettings } from "../../src/devhost/durable/settings.js";
+import { DURABLE_HUB_SETTINGS, readDurableHubSettings } from "../../packages/devhost/src/durable/settings.js";
 
 describe("durable task hub settings", () => {
   it("takes each default when unset, and reads each knob from its app setting", () => {

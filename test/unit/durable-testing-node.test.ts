@@ -6,7 +6,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { WAIT_MS } from "../support/until.js";
+import { WAIT_MS } from "../../bench/lib/until.js";
 
 const script = fileURLToPath(new URL("../fixtures/durable-testing/example.ts", import.meta.url));
 

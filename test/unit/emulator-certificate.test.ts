@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import { afterAll, describe, expect, it } from "vitest";
-import { ensureCertificate, generateCertificate } from "../../src/emulator/tls/certificate.js";
-import { CERTIFICATE } from "../../src/emulator/tls/settings.js";
+import { ensureCertificate, generateCertificate } from "../../packages/emulator/src/tls/certificate.js";
+import { CERTIFICATE } from "../../packages/emulator/src/tls/settings.js";
 
 const DAY_MS = 86_400_000;
 const dirs: string[] = [];

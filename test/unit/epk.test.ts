@@ -11,8 +11,8 @@ import {
   type PartitionKeyDefinitionLike,
   prefixEpkRange,
   splitPoint,
-} from "../../src/emulator/partitioning/epk.js";
-import { seededRandom } from "../support/prng.js";
+} from "../../packages/emulator/src/partitioning/epk.js";
+import { seededRandom } from "../../bench/lib/prng.js";
 
 const V1: PartitionKeyDefinitionLike = { paths: ["/pk"], kind: "Hash" };
 const V1_NO_KIND: PartitionKeyDefinitionLike = { paths: ["/pk"] };

@@ -6,11 +6,11 @@ import {
   newLease,
   parseLease,
   toLeaseDocument,
-} from "../../src/shared/changefeed/leases/lease.js";
-import { acquireAs, checkpointAs, releaseAs, renewAs } from "../../src/shared/changefeed/leases/mutations.js";
-import { openLeaseStore } from "../../src/shared/changefeed/leases/open.js";
-import { LeaseOperationCounters } from "../../src/shared/changefeed/leases/store.js";
-import { CosmosFeedError } from "../../src/shared/errors.js";
+} from "../../packages/changefeed/src/leases/lease.js";
+import { acquireAs, checkpointAs, releaseAs, renewAs } from "../../packages/changefeed/src/leases/mutations.js";
+import { openLeaseStore } from "../../packages/changefeed/src/leases/open.js";
+import { LeaseOperationCounters } from "../../packages/changefeed/src/leases/store.js";
+import { CosmosFeedError } from "../../packages/core/src/errors.js";
 
 /*
  * Interop of lease documents with .NET, Java and the Functions trigger (issue 9). Expectations are written by

@@ -6,7 +6,7 @@ import {
   parseLease,
   parseLeaseTimestamp,
   toLeaseDocument,
-} from "../../src/shared/changefeed/leases/lease.js";
+} from "../../packages/changefeed/src/leases/lease.js";
 
 describe("lease documents", () => {
   it("derives the .NET prefix from processor name, account host and rids", () => {

@@ -1,8 +1,8 @@
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { type Clock, FakeClock } from "../../src/shared/changefeed/clock.js";
-import type { Stored } from "../../src/shared/cosmos/occ.js";
-import { type LockDocument, LockHandle, LockLostError } from "../../src/shared/locks/index.js";
+import { type Clock, FakeClock } from "../../packages/core/src/clock.js";
+import type { Stored } from "../../packages/core/src/cosmos/occ.js";
+import { type LockDocument, LockHandle, LockLostError } from "../../packages/locks/src/index.js";
 
 /** Never called: the deadline logic must decide without a request (a stand-in, named as such). */
 const untouchable = new Proxy(

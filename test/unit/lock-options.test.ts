@@ -5,8 +5,8 @@ import {
   InvalidLockNameError,
   LockClient,
   validateLockName,
-} from "../../src/shared/locks/index.js";
-import { WorkItemStore } from "../../src/shared/workitems/index.js";
+} from "../../packages/locks/src/index.js";
+import { WorkItemStore } from "../../packages/locks/src/workitems/index.js";
 
 /**
  * A container that must never be called: every check here happens before any request (a stand-in for a

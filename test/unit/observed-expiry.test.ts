@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/shared/changefeed/clock.js";
-import { LockHeldError } from "../../src/shared/locks/errors.js";
-import { ObservedLockExpiry } from "../../src/shared/locks/observed-expiry.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import { LockHeldError } from "../../packages/locks/src/errors.js";
+import { ObservedLockExpiry } from "../../packages/locks/src/observed-expiry.js";
 
 // The taker's count of how long a lock version has stood unchanged, on its own monotonic clock.
 describe("ObservedLockExpiry", () => {

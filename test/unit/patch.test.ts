@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CosmosError } from "../../src/emulator/errors.js";
-import { applyPatch, parsePatchRequest } from "../../src/emulator/store/patch.js";
+import { CosmosError } from "../../packages/emulator/src/errors.js";
+import { applyPatch, parsePatchRequest } from "../../packages/emulator/src/store/patch.js";
 
 describe("patch operations", () => {
   const doc = { id: "a", n: 1, tags: ["x", "y"], nested: { v: 1 } };

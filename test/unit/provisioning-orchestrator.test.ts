@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { deprovisioningOrchestrator, provisioningOrchestrator } from "../../functions/provisioning.js";
-import { replayOrchestration, runOrchestration } from "../../src/devhost/durable/testing.js";
-import { HistoryEventType, type HistoryEventTypeNumber } from "../../src/devhost/durable/types.js";
+import { replayOrchestration, runOrchestration } from "../../packages/devhost/src/durable/testing.js";
+import { HistoryEventType, type HistoryEventTypeNumber } from "../../packages/devhost/src/durable/types.js";
 
 const input = {
   subscriptionId: "sub-1",

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CosmosError } from "../../src/emulator/errors.js";
-import { conditionHolds, runQuery } from "../../src/emulator/query/engine.js";
+import { CosmosError } from "../../packages/emulator/src/errors.js";
+import { conditionHolds, runQuery } from "../../packages/emulator/src/query/engine.js";
 
 /**
  * The query engine on its own: the language's semantics as documented
@@ -242,9 +242,9 @@ describe("invalid queries are a 400", () => {
 
 describe("the query route on a container with a fake clock", () => {
   it("a document that expires (TTL) leaves the results of a repeated query at once", async () => {
-    const { Account } = await import("../../src/emulator/store/account.js");
-    const { RuMeter } = await import("../../src/emulator/ru/meter.js");
-    const { query } = await import("../../src/emulator/routes/query.js");
+    const { Account } = await import("../../packages/emulator/src/store/account.js");
+    const { RuMeter } = await import("../../packages/emulator/src/ru/meter.js");
+    const { query } = await import("../../packages/emulator/src/routes/query.js");
     let clock = Date.UTC(2030, 0, 1);
     const account = new Account({ enforceThroughput: false, meter: new RuMeter(), now: () => clock });
     account.createDatabase({ id: "d" }, undefined);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jsonNestingDepth } from "../../src/shared/json.js";
+import { jsonNestingDepth } from "../../packages/core/src/json.js";
 import {
   ApiError,
   applyMergePatch,

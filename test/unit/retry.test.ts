@@ -1,20 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { LeaseContainerError } from "../../src/shared/changefeed/leases/open.js";
-import { LeaseLostError } from "../../src/shared/changefeed/leases/store.js";
+import { LeaseContainerError } from "../../packages/changefeed/src/leases/open.js";
+import { LeaseLostError } from "../../packages/changefeed/src/leases/store.js";
 import {
   AlreadyExistsError,
   ConcurrencyConflictError,
   PreconditionFailedError,
-} from "../../src/shared/cosmos/errors.js";
-import { OccRetryDefaults, OccRetryPolicy } from "../../src/shared/cosmos/retry.js";
-import { CosmosFeedError } from "../../src/shared/errors.js";
+} from "../../packages/core/src/cosmos/errors.js";
+import { OccRetryDefaults, OccRetryPolicy } from "../../packages/core/src/cosmos/retry.js";
+import { CosmosFeedError } from "../../packages/core/src/errors.js";
 import {
   InvalidLockNameError,
   LockHeldError,
   LockLostError,
   StaleFencingTokenError,
-} from "../../src/shared/locks/index.js";
-import { WorkItemLeasedError, WorkItemLeaseLostError } from "../../src/shared/workitems/index.js";
+} from "../../packages/locks/src/index.js";
+import { WorkItemLeasedError, WorkItemLeaseLostError } from "../../packages/locks/src/workitems/index.js";
 
 /** A policy whose sleeps are recorded instead of waited, with a fixed "random" draw. */
 function recordingPolicy(maxAttempts: number, draw = 0.5) {

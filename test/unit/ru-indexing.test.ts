@@ -10,9 +10,9 @@ import {
   countLeafPaths,
   type IndexPathPolicy,
   writeCharge,
-} from "../../src/emulator/ru/charges.js";
-import { RuMeter } from "../../src/emulator/ru/meter.js";
-import { Account, normalizeIndexingPolicy } from "../../src/emulator/store/account.js";
+} from "../../packages/emulator/src/ru/charges.js";
+import { RuMeter } from "../../packages/emulator/src/ru/meter.js";
+import { Account, normalizeIndexingPolicy } from "../../packages/emulator/src/store/account.js";
 import { containerOf } from "../../src/shared/containers.js";
 
 const SEED = 20261126;

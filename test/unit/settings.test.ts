@@ -8,7 +8,7 @@ import {
   lookupContainer,
   parseContainerDefinition,
 } from "../../src/shared/containers.js";
-import { CosmosConnectionError, resolveCosmosConnection } from "../../src/shared/cosmos/client.js";
+import { CosmosConnectionError, resolveCosmosConnection } from "../../packages/core/src/cosmos/client.js";
 import { InvalidSettingsError, loadSettings, SETTINGS } from "../../src/shared/settings.js";
 
 const problemsOf = (env: Record<string, string>): string[] => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { CosmosError } from "../../src/emulator/errors.js";
-import { ThroughputBudget } from "../../src/emulator/ru/throughput.js";
+import type { CosmosError } from "../../packages/emulator/src/errors.js";
+import { ThroughputBudget } from "../../packages/emulator/src/ru/throughput.js";
 
 /** A manual clock (ms): the budget's only dependency on time. */
 function clock() {

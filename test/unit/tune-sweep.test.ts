@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CliInputError } from "../../src/cli/leases.js";
+import { CliInputError } from "../../packages/devhost/src/cli/leases.js";
 import {
   formatDuration,
   niceTicks,
@@ -17,8 +17,8 @@ import {
   SWEEPABLE,
   sweepSvg,
   tuneReport,
-} from "../../src/cli/tune.js";
-import { tuningDefaults } from "../support/tuning.js";
+} from "../../packages/devhost/src/cli/tune.js";
+import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
 
 const SEED = 20261126;
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;

@@ -4,10 +4,10 @@
  * chart and the input checks.
  */
 import { describe, expect, it } from "vitest";
-import { parseDuration, parseSweep, runSweep, sweepSvg } from "../../src/cli/tune.js";
-import { RuModel } from "../../src/emulator/ru/charges.js";
-import { InvalidTuningInputError, RequestRu, tune } from "../../src/shared/tuning/model.js";
-import { tuningDefaults } from "../support/tuning.js";
+import { parseDuration, parseSweep, runSweep, sweepSvg } from "../../packages/devhost/src/cli/tune.js";
+import { RuModel } from "../../packages/emulator/src/ru/charges.js";
+import { InvalidTuningInputError, RequestRu, tune } from "../../packages/changefeed/src/tuning/model.js";
+import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
 
 describe("lease cost model", () => {
   it.each([

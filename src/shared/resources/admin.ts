@@ -1,6 +1,6 @@
-import { estimateLag, type LeaseLag, parseLease } from "../changefeed/index.js";
-import { statusOf } from "../cosmos/errors.js";
-import { QUEUE_ID_PREFIX } from "../locks/index.js";
+import { estimateLag, type LeaseLag, parseLease } from "@cosmos-feed/changefeed";
+import { statusOf } from "@cosmos-feed/core/cosmos/errors";
+import { QUEUE_ID_PREFIX } from "@cosmos-feed/locks";
 import type { ApiResponse } from "./api.js";
 import type { AppContext } from "./context.js";
 import { RESOURCE_TRIGGERS } from "./reactions.js";

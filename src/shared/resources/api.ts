@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { type BatchWrite, commitBatch } from "../cosmos/batch.js";
-import { AlreadyExistsError, NotFoundError, PreconditionFailedError, statusOf } from "../cosmos/errors.js";
-import { readItem, type Stored } from "../cosmos/occ.js";
-import { defaultOccRetryPolicy } from "../cosmos/retry.js";
-import { guardWithLock } from "../locks/index.js";
+import { type BatchWrite, commitBatch } from "@cosmos-feed/core/cosmos/batch";
+import { AlreadyExistsError, NotFoundError, PreconditionFailedError, statusOf } from "@cosmos-feed/core/cosmos/errors";
+import { readItem, type Stored } from "@cosmos-feed/core/cosmos/occ";
+import { defaultOccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
+import { guardWithLock } from "@cosmos-feed/locks";
 import type { AppContext } from "./context.js";
 import {
   ApiError,

@@ -5,8 +5,8 @@ import {
   type DatabaseDefinition,
   ensureContainers,
 } from "../containers.js";
-import { createCosmosClient } from "../cosmos/client.js";
-import { LockClient } from "../locks/index.js";
+import { createCosmosClient } from "@cosmos-feed/core/cosmos/client";
+import { LockClient } from "@cosmos-feed/locks";
 import { loadSettings, type Settings } from "../settings.js";
 
 /** What the app's handlers share: settings, the Cosmos client, the containers by role, the subscription locks. */

@@ -1,5 +1,5 @@
-import { CosmosFeedError } from "../errors.js";
-import { jsonNestingDepth } from "../json.js";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
+import { jsonNestingDepth } from "@cosmos-feed/core/json";
 
 /** The resource type's name in ids and bodies (ARM style: `<namespace>/<type>`). */
 export const RESOURCE_TYPE = "CosmosFeed/resources";

@@ -1,5 +1,5 @@
-import { NotFoundError } from "../cosmos/errors.js";
-import { readItem, type Stored, updateItem } from "../cosmos/occ.js";
+import { NotFoundError } from "@cosmos-feed/core/cosmos/errors";
+import { readItem, type Stored, updateItem } from "@cosmos-feed/core/cosmos/occ";
 import type { AppContext } from "./context.js";
 import {
   isTerminalOperation,

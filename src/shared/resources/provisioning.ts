@@ -1,6 +1,6 @@
-import { commitBatch } from "../cosmos/batch.js";
-import { NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
-import { readItem, type Stored, updateItem } from "../cosmos/occ.js";
+import { commitBatch } from "@cosmos-feed/core/cosmos/batch";
+import { NotFoundError, PreconditionFailedError } from "@cosmos-feed/core/cosmos/errors";
+import { readItem, type Stored, updateItem } from "@cosmos-feed/core/cosmos/occ";
 import type { AppContext } from "./context.js";
 import {
   ApiError,

@@ -1,7 +1,7 @@
 import { createClientLogger } from "@azure/logger";
-import { statusOf } from "../cosmos/errors.js";
-import { isCosmosFeedError } from "../errors.js";
-import type { GuardedResponse } from "../locks/index.js";
+import { statusOf } from "@cosmos-feed/core/cosmos/errors";
+import { isCosmosFeedError } from "@cosmos-feed/core/errors";
+import type { GuardedResponse } from "@cosmos-feed/locks";
 import { ApiError } from "./model.js";
 
 // The API's transport-neutral request, and how whatever a handler throws becomes its answer and its log line.

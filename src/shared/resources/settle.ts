@@ -1,7 +1,7 @@
-import { type BatchWrite, commitBatch } from "../cosmos/batch.js";
-import { NotFoundError, PreconditionFailedError } from "../cosmos/errors.js";
-import { readItem, type Stored } from "../cosmos/occ.js";
-import { defaultOccRetryPolicy } from "../cosmos/retry.js";
+import { type BatchWrite, commitBatch } from "@cosmos-feed/core/cosmos/batch";
+import { NotFoundError, PreconditionFailedError } from "@cosmos-feed/core/cosmos/errors";
+import { readItem, type Stored } from "@cosmos-feed/core/cosmos/occ";
+import { defaultOccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
 import type { AppContext } from "./context.js";
 import { isTerminalOperation, type OperationDocument, type ResourceDocument } from "./model.js";
 import { canceledBy, finished, readOperation } from "./operations.js";

@@ -20,7 +20,7 @@ import {
   readPostdeploySettings,
   runDeployChecks,
 } from "../../../scripts/hooks/deploy-check.mjs";
-import { buildAppFolder, FAST_APP_SETTINGS, repoRoot } from "../../e2e/support/app-child.js";
+import { buildAppFolder, FAST_APP_SETTINGS, repoRoot } from "../../../bench/lib/app-child.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../../support/dev-host.js";
 
 const expected = (

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { localSettingsFor } from "../../../scripts/hooks/local-settings.mjs";
-import { repoRoot } from "../../e2e/support/app-child.js";
+import { repoRoot } from "../../../bench/lib/app-child.js";
 
 const dirs: string[] = [];
 afterAll(() => {

@@ -1,7 +1,7 @@
 // Child process of omit-dev.test.ts: loads an app folder through the dev host's worker contract (it provides
 // @azure/functions-core as the Node worker does) and prints what registered, and where the app's packages came from.
 import { createRequire } from "node:module";
-import { HostLogger, loadApp } from "../../../src/devhost/index.js";
+import { HostLogger, loadApp } from "../../../packages/devhost/src/index.js";
 
 const appDir = process.argv[2] as string;
 const app = await loadApp(appDir, { logger: new HostLogger({ sink: () => {} }) });

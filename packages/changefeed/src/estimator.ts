@@ -1,0 +1,110 @@
+import type { Container } from "@azure/cosmos";
+import { sessionTokenLsn } from "@cosmos-feed/core/cosmos/session";
+import { boundedRequest } from "./bounded-request.js";
+import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import { type Lease, UnsupportedLeaseError } from "./leases/lease.js";
+import { openLeaseStore } from "./leases/open.js";
+import { LeaseOperationCounters } from "./leases/store.js";
+import { ChangeFeedDefaults, InvalidProcessorOptionsError } from "./options.js";
+import { LeaseFeedReader } from "./processing/feed-reader.js";
+
+export interface LeaseLag {
+  leaseToken: string;
+  /** Changes not yet processed (as .NET estimates it: session LSN − first pending change's LSN + 1). */
+  estimatedLag: number;
+  /** The lease's Owner (null when unowned). */
+  owner: string | null;
+}
+
+export interface EstimatorOptions {
+  monitoredContainer: Container;
+  leaseContainer: Container;
+  leaseContainerPrefix?: string;
+  /**
+   * The account endpoint whose host goes into the lease prefix, as the .NET / Functions hosts are configured
+   * (e.g. `https://myaccount.documents.azure.com/`). Default: the endpoint the monitored container's client was
+   * created with. Never the regional endpoint the client writes to.
+   */
+  accountEndpoint?: string;
+  /** Longest wait for each request (ms): unanswered by then, the estimate fails with a 408. Default: the processor's. */
+  requestTimeout?: number;
+  /** Ends the estimate's requests (the estimate then fails with RequestAbortedError). */
+  abortSignal?: AbortSignal;
+}
+
+/** How each estimator request is bounded (the clock: tests inject a FakeClock). */
+export type EstimatorBounds = Pick<EstimatorOptions, "requestTimeout" | "abortSignal"> & { clock?: Clock };
+
+function timeoutOf(b: EstimatorBounds): number {
+  const timeout = b.requestTimeout ?? ChangeFeedDefaults.requestTimeout;
+  if (!Number.isFinite(timeout) || timeout <= 0)
+    throw new InvalidProcessorOptionsError(
+      `requestTimeout must be a positive number of milliseconds; got ${String(b.requestTimeout)}.`,
+    );
+  return timeout;
+}
+
+function bounded<T>(b: EstimatorBounds, what: string, request: (s: AbortSignal) => Promise<T>): Promise<T> {
+  return boundedRequest(
+    b.clock ?? systemClock,
+    timeoutOf(b),
+    b.abortSignal,
+    `lag estimate: ${what}`,
+    request,
+  );
+}
+
+/**
+ * Per-lease lag and owner, computed the way .NET's ChangeFeedEstimator does: a lease without a continuation
+ * reports 1; otherwise one change (maxItemCount 1) is read from its continuation and the lag is the
+ * range's session LSN minus that change's `_lsn`, plus one (0 when nothing is pending). Never writes leases.
+ * A Java lease is estimated from the etag inside its state; a lease this library cannot read from throws
+ * UnsupportedLeaseError (as .NET's estimator fails on a continuation it cannot send).
+ */
+export async function estimateLag(options: EstimatorOptions & EstimatorBounds): Promise<LeaseLag[]> {
+  timeoutOf(options); // a bad option fails before any request is sent
+  const opening = openLeaseStore({
+    monitored: options.monitoredContainer,
+    leaseContainer: options.leaseContainer,
+    processorName: options.leaseContainerPrefix ?? "",
+    counters: new LeaseOperationCounters(),
+    accountEndpoint: options.accountEndpoint,
+    // The estimator only reads leases: a lease container without TTL is no hazard to it.
+    requireTtl: false,
+  });
+  // (Opening reads both containers' definitions and takes no signal: a late answer is only dropped.)
+  opening.catch(() => undefined); // rejected after a give-up: dropped, never unhandled
+  const store = await bounded(options, "container reads", () => opening);
+  const leases = await bounded(options, "lease listing", (s) => store.listAll(s));
+  return Promise.all(leases.map((lease) => estimateLeaseLag(options.monitoredContainer, lease, options)));
+}
+
+/**
+ * One lease's lag, as {@link estimateLag} computes it, for a lease already read (e.g. by a tool that listed the
+ * lease container itself and should not list it again).
+ */
+export async function estimateLeaseLag(
+  monitoredContainer: Container,
+  lease: Lease,
+  bounds: EstimatorBounds = {},
+): Promise<LeaseLag> {
+  const base = { leaseToken: lease.leaseToken, owner: lease.owner };
+  if (lease.shape?.unsupported) throw new UnsupportedLeaseError(lease.id, lease.shape.unsupported);
+  if (!lease.continuationToken || !lease.feedRange) return { ...base, estimatedLag: 1 };
+  const reader = new LeaseFeedReader<{ _lsn?: number }>({
+    container: monitoredContainer,
+    range: lease.feedRange,
+    continuation: lease.continuationToken,
+    start: { kind: "now" },
+    maxItemCount: 1,
+  });
+  // (The SDK's change feed iterator takes no signal: a late answer is only dropped.)
+  const page = await bounded(bounds, "feed read", () => reader.next());
+  if (page.kind === "gone") return { ...base, estimatedLag: 1 };
+  const sessionLsn = sessionTokenLsn(page.sessionToken);
+  if (sessionLsn === undefined) return { ...base, estimatedLag: 1 };
+  const firstLsn = page.kind === "changes" ? page.items[0]?._lsn : undefined;
+  const last = firstLsn !== undefined ? firstLsn - 1 : sessionLsn;
+  if (last < 0) return { ...base, estimatedLag: 1 };
+  return { ...base, estimatedLag: Math.max(0, sessionLsn - last) };
+}

@@ -1,0 +1,133 @@
+import { assignSuccessors, nextSlotStart } from "./balancing/watch-schedule.js";
+import { boundedRequest, RequestAbortedError, RequestTimeoutError } from "./bounded-request.js";
+import type { Clock } from "@cosmos-feed/core/clock";
+import { isAvailable, type Lease } from "./leases/lease.js";
+import type { LeaseView } from "./leases/view.js";
+import type { LoadBalancer } from "./load-balancer.js";
+import { ChangeFeedDefaults, type ResolvedOptions } from "./options.js";
+
+/** A lease being handed off: its current copy, and whether this host still processes it. */
+export interface HandoffEntry {
+  readonly lease: Lease;
+  readonly signal: AbortSignal;
+}
+
+/** When to release which leases to which successor. */
+export interface HandoffBatch<E extends HandoffEntry> {
+  successor: string;
+  /** Wall-clock time (ms since the epoch) to release at. */
+  at: number;
+  leases: E[];
+}
+
+export interface HandoffPlannerOptions {
+  options: ResolvedOptions;
+  view: LeaseView;
+  balancer: LoadBalancer;
+  clock: Clock;
+}
+
+/**
+ * A stopping host's hand-off: successors for its leases (fewest leases first, so the survivors end up
+ * balanced) released just before each successor's watch slot, then processing the released leases until each
+ * is taken (or the handoff timeout passes, or nobody else is alive), so the feed does not pause.
+ */
+export class HandoffPlanner {
+  constructor(private readonly o: HandoffPlannerOptions) {}
+
+  /**
+   * The whole hand-off: release each successor's share at its time (all at once when `signal` fires), then
+   * keep the released leases flowing until they are taken. Entries whose lease was taken are closed.
+   */
+  async handOff<E extends HandoffEntry & { close(reason: "released"): void }>(
+    entries: E[],
+    release: (entry: E, successor: string) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const plan = await this.plan(entries, signal);
+    const releasing: Promise<void>[] = [];
+    for (const batch of plan) {
+      if (!(await this.waitFor(batch, signal))) break;
+      releasing.push(...batch.leases.map((e) => release(e, batch.successor)));
+    }
+    await Promise.all(releasing);
+    if (plan.length > 0) await this.drainUntilTaken(entries, (e) => e.close("released"), signal);
+  }
+
+  /** Batches in release order; empty when no other host is alive. */
+  async plan<E extends HandoffEntry>(entries: E[], signal?: AbortSignal): Promise<HandoffBatch<E>[]> {
+    const { options: r, balancer, clock } = this.o;
+    const me = r.instanceName;
+    await this.refresh(signal);
+    const now = clock.now();
+    const counts = new Map<string, number>();
+    for (const l of balancer.effectiveLeases(now)) {
+      if (l.owner !== null && l.owner !== me && !isAvailable(l, now, r.leaseExpirationInterval)) {
+        counts.set(l.owner, (counts.get(l.owner) ?? 0) + 1);
+      }
+    }
+    const byId = new Map(entries.map((e) => [e.lease.id, e]));
+    const assignment = assignSuccessors(
+      entries.map((e) => e.lease),
+      counts,
+    );
+    const schedule = balancer.watchSchedule(now);
+    const lead = Math.min(ChangeFeedDefaults.handoffLead, r.leaseWatchInterval / 4);
+    const batches = [...assignment].map(([successor, leases]) => {
+      const slot = r.leaseWatchInterval > 0 ? nextSlotStart(schedule, successor, now + lead) : undefined;
+      return {
+        successor,
+        at: slot === undefined ? now : slot - lead,
+        leases: leases.map((l) => byId.get(l.id) as E),
+      };
+    });
+    return batches.sort((a, b) => a.at - b.at);
+  }
+
+  /**
+   * Reads the lease feed; a failure leaves the view as it was. Bounded by requestTimeout and `signal`: a read that
+   * never answers would hold stop() for good. One given up in flight may still move the feed, so the next refresh
+   * lists every lease again.
+   */
+  private async refresh(signal: AbortSignal | undefined): Promise<void> {
+    const { options: r, view, clock } = this.o;
+    await boundedRequest(clock, r.requestTimeout, signal, "lease feed read", () => view.refresh()).catch(
+      (e: unknown) => {
+        if (e instanceof RequestTimeoutError || e instanceof RequestAbortedError) view.dropFeed();
+      },
+    );
+  }
+
+  /** Waits until `batch.at` (false when `signal` fired first: release everything now). */
+  async waitFor(batch: { at: number }, signal: AbortSignal): Promise<boolean> {
+    await this.o.clock.sleep(batch.at - this.o.clock.now(), signal);
+    return !signal.aborted;
+  }
+
+  /**
+   * Calls `taken(entry)` for each entry once another host took its lease (or it stopped here), until all are,
+   * the handoff timeout passes, no other live host is left (a whole-app shutdown does not wait), or `signal`.
+   */
+  async drainUntilTaken<E extends HandoffEntry>(
+    entries: E[],
+    taken: (entry: E) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { options: r, view, balancer, clock } = this.o;
+    const deadline = clock.now() + r.handoffTimeout;
+    const pending = new Set(entries.filter((e) => !e.signal.aborted));
+    while (pending.size > 0 && clock.now() < deadline && !signal.aborted) {
+      await clock.sleep(ChangeFeedDefaults.handoffCheckInterval, signal);
+      if (signal.aborted) break;
+      await this.refresh(signal);
+      if (balancer.watchSchedule(clock.now()).participants.length < 2) break;
+      for (const e of [...pending]) {
+        const current = view.get(e.lease.id);
+        if (!current || current.owner !== null || e.signal.aborted) {
+          taken(e);
+          pending.delete(e);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,153 @@
+import type { Container } from "@azure/cosmos";
+import type { LoadBalancingStrategy } from "./balancing/strategy.js";
+import {
+  handedTo,
+  nextSlotStart,
+  type WatchSchedule,
+  watchParticipants,
+} from "./balancing/watch-schedule.js";
+import { abandonedBy, boundedRequest } from "./bounded-request.js";
+import type { Clock } from "@cosmos-feed/core/clock";
+import type { Lease } from "./leases/lease.js";
+import { acquireAs } from "./leases/mutations.js";
+import { LeaseLostError, type LeaseStore } from "./leases/store.js";
+import type { LeaseView } from "./leases/view.js";
+import type { ResolvedOptions } from "./options.js";
+
+/** What the balancer needs to know about a lease this host runs. */
+export interface RunningLease {
+  readonly expectedOwner: string | null;
+}
+
+export interface LoadBalancerOptions {
+  options: ResolvedOptions;
+  strategy: LoadBalancingStrategy;
+  store: LeaseStore;
+  view: LeaseView;
+  monitored: Container;
+  clock: Clock;
+  /** The leases this host runs, by token. */
+  running: ReadonlyMap<string, RunningLease>;
+  /** Starts processing a lease just acquired (`sentAt`: monotonic time the acquiring write was sent). */
+  takeOver: (lease: Lease, sentAt: number) => void;
+  /** Another host owns a lease this host runs: stop it. */
+  stolen: (leaseToken: string) => void;
+  /** Tokens this host must not take (e.g. their monitored container is gone). */
+  excluded: ReadonlySet<string>;
+  report: (error: unknown, leaseToken: string | undefined) => void;
+  signal: AbortSignal;
+}
+
+/**
+ * Runs the balancing strategy over the lease view (no request unless a lease is taken), detects leases stolen
+ * from this host, and knows the watch schedule (whose turn it is to read the lease container's feed).
+ */
+export class LoadBalancer {
+  /** Rounds run one at a time (the timer's and the watch's). */
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly o: LoadBalancerOptions) {}
+
+  watchSchedule(nowMs: number): WatchSchedule {
+    const r = this.o.options;
+    return {
+      participants: watchParticipants(this.o.view.leases(), r.instanceName, nowMs, r.leaseExpirationInterval),
+      watchSlot: r.leaseWatchInterval,
+    };
+  }
+
+  /** This host's next watch slot; every leaseAcquireInterval at the latest, and then only when alone or off. */
+  nextWatchAt(nowMs: number): number {
+    const r = this.o.options;
+    const latest = nowMs + r.leaseAcquireInterval;
+    if (r.leaseWatchInterval === 0) return latest;
+    const schedule = this.watchSchedule(nowMs);
+    // Alone, nobody can hand this host a lease; a newcomer shows up in the view within an acquire interval.
+    if (schedule.participants.length < 2) return latest;
+    return Math.min(latest, nextSlotStart(schedule, r.instanceName, nowMs) ?? latest);
+  }
+
+  /**
+   * The leases as the balancer sees them: a lease handed to a successor on stop counts as the successor's
+   * while the hand-off is fresh (one acquire interval) and the successor alive, so nobody else takes it and
+   * the successor does.
+   */
+  effectiveLeases(nowMs: number): Lease[] {
+    const r = this.o.options;
+    const leases = this.o.view.leases();
+    // Only a live successor (one that owns a lease, or this host) holds a hand-off: after a whole-app shutdown
+    // the leases are plainly available to whoever starts next.
+    const alive = new Set(watchParticipants(leases, r.instanceName, nowMs, r.leaseExpirationInterval));
+    return leases.map((l) => {
+      const to = handedTo(l, nowMs, r.leaseAcquireInterval);
+      return to && alive.has(to) ? { ...l, owner: to } : l;
+    });
+  }
+
+  /** One balancing round, after the previous one. */
+  balance(): Promise<void> {
+    const run = this.chain.then(() => this.round());
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once the running round (if any) is over. */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  private async round(): Promise<void> {
+    const { store, view, running, options, excluded } = this.o;
+    const me = options.instanceName;
+    const now = this.o.clock.now();
+    const all = this.effectiveLeases(now).filter((l) => !excluded.has(l.leaseToken));
+    const byToken = new Map(view.leases().map((l) => [l.leaseToken, l]));
+    for (const [token, r] of running) {
+      const seen = byToken.get(token);
+      if (r.expectedOwner === me && seen && seen.owner !== me) this.o.stolen(token);
+    }
+    // Leases the view says are this host's but that do not run here: handed to it, or left from before.
+    const toTake = all.filter((l) => l.owner === me && !running.has(l.leaseToken));
+    for (const l of this.o.strategy.selectLeasesToTake(all, me, now)) {
+      if (!running.has(l.leaseToken) && !toTake.includes(l)) toTake.push(l);
+    }
+    for (const l of toTake) {
+      if (this.o.signal.aborted) return;
+      const stored = view.get(l.id) ?? l;
+      try {
+        const ranged = stored.feedRange ? stored : await this.withFeedRange(stored);
+        const sentAt = this.o.clock.monotonicNow();
+        // Bounded: an acquire that never answers would stall every later round of this host.
+        const acquired = await boundedRequest(
+          this.o.clock,
+          options.requestTimeout,
+          this.o.signal,
+          "lease acquire",
+          (s) => store.update(ranged, acquireAs(stored.owner, me), s),
+        );
+        view.apply(acquired);
+        this.o.takeOver(acquired, sentAt);
+      } catch (e) {
+        // The processor stops: the acquire was given up on purpose, not a failure.
+        if (abandonedBy(this.o.signal, e)) return;
+        if (!(e instanceof LeaseLostError)) this.o.report(e, l.leaseToken);
+        else if (e.reason === "gone") view.forget(stored);
+      }
+    }
+  }
+
+  /** A lease without FeedRange (V2-library era): look its partition key range up by id, as .NET does on acquire. */
+  private async withFeedRange(lease: Lease): Promise<Lease> {
+    const { resources } = await boundedRequest(
+      this.o.clock,
+      this.o.options.requestTimeout,
+      this.o.signal,
+      "partition key ranges read",
+      (s) => this.o.monitored.readPartitionKeyRanges({ abortSignal: s }).fetchAll(),
+    );
+    const r = resources.find((x) => x.id === lease.leaseToken);
+    if (!r)
+      throw new Error(`Lease ${lease.leaseToken} has no FeedRange and no partition key range has that id.`);
+    return { ...lease, feedRange: { min: r.minInclusive, max: r.maxExclusive } };
+  }
+}

@@ -1,0 +1,71 @@
+import { statusOf } from "@cosmos-feed/core/cosmos/errors";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
+
+/** The monitored container (or its database) no longer exists: reading its feed can never succeed again. */
+export class MonitoredContainerGoneError extends CosmosFeedError {
+  constructor(
+    readonly leaseToken: string,
+    cause: unknown,
+  ) {
+    super(`The monitored container is gone (404) while reading the change feed of lease ${leaseToken}.`, {
+      statusCode: 404,
+      code: "MonitoredContainerGone",
+      cause,
+    });
+  }
+}
+
+/**
+ * What a failed change feed read means for the lease (.NET's FeedProcessorCore table):
+ * - `container-gone` (404): close the lease and say so, no retry;
+ * - `split` (410): the range is gone, replace the lease by its children (or merge successor);
+ * - `bad-continuation` (400): the stored position is refused; retrying at once cannot help, so back off;
+ * - `transient` (429, 503, 408, timeouts, network errors, anything else): back off and read again.
+ */
+export type FeedReadFailure = "container-gone" | "split" | "bad-continuation" | "transient";
+
+export function classifyFeedReadError(e: unknown): FeedReadFailure {
+  switch (statusOf(e)) {
+    case 404:
+      return "container-gone";
+    case 410:
+      return "split";
+    case 400:
+      return "bad-continuation";
+    default:
+      return "transient";
+  }
+}
+
+/** The wait a 429 asks for (`x-ms-retry-after-ms`, surfaced by the SDK as `retryAfterInMs`), if any. */
+export function retryAfterMs(e: unknown): number | undefined {
+  const v = (e as { retryAfterInMs?: unknown } | null)?.retryAfterInMs;
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+/**
+ * Bounded exponential backoff with jitter for failed feed reads: the first wait is `initialMs`, each failure
+ * in a row doubles it up to `maxMs`; a successful read resets it. Half of each wait is random so workers that
+ * fail together (a throttled account) do not retry in lockstep.
+ */
+export class FeedReadBackoff {
+  private failures = 0;
+
+  constructor(
+    private readonly initialMs: number,
+    private readonly maxMs: number,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  /** The wait before the next read after one more failure (at least what the service asked for). */
+  next(serviceAskedMs?: number): number {
+    const base = Math.min(this.maxMs, this.initialMs * 2 ** Math.min(this.failures, 30));
+    this.failures++;
+    const jittered = base / 2 + this.random() * (base / 2);
+    return Math.max(jittered, serviceAskedMs ?? 0);
+  }
+
+  reset(): void {
+    this.failures = 0;
+  }
+}

@@ -1,0 +1,422 @@
+import { randomUUID } from "node:crypto";
+import { BulkOperationType } from "@azure/cosmos";
+import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import {
+  asJson,
+  INSTANCE_ID,
+  type InstanceDoc,
+  type MessageDoc,
+  type PartitionSnapshot,
+  snapshotOf,
+} from "./documents.js";
+import { isTerminal } from "./engine.js";
+import { entitySchedulerId } from "./entity-batch.js";
+import { entityOperationMessage, entityStoredOf, isEntityId } from "./entity-engine.js";
+import { cleanEntityStorage, listEntities } from "./entity-queries.js";
+import { TaskHubError, validateInstanceId } from "./errors.js";
+import { checkPayload } from "./limits.js";
+import { entityInstanceView, historyView, instancesQuery, runtimeStatusOf } from "./status-view.js";
+import { type HubStore, statusOf } from "./store.js";
+import {
+  type CleanEntityStorageResult,
+  type EngineLimits,
+  type EntityFilter,
+  type EntityStatus,
+  type HistoryEvent,
+  HistoryEventType,
+  type InstanceFilter,
+  type InstanceMessage,
+  type InstanceStatus,
+  type OrchestrationState,
+  type TaskHubClient,
+} from "./types.js";
+
+/** Instances whose newest lastUpdatedTime a host remembers for waiting clients. */
+const LAST_UPDATED_REMEMBERED = 10_000;
+
+/**
+ * The task hub's client operations (TaskHubClient: start, status, list, raise event, terminate, suspend, resume,
+ * purge, wait): what the HTTP API and the durableClient binding call. They write through the store; the hub
+ * (hub.ts) runs the work they write on its own host through the hooks below — a hub that is not started is a
+ * client only.
+ */
+export abstract class TaskHubClientBase implements TaskHubClient {
+  /** Waiting clients per instance. */
+  private readonly waiters = new Map<string, Set<() => void>>();
+  /** The newest lastUpdatedTime this host committed or saw per instance (waitForChange's `since`). */
+  private readonly lastUpdated = new Map<string, string>();
+  /** Set by stop() and abandon(): waiting clients return. */
+  protected closed = false;
+
+  constructor(
+    readonly hubName: string,
+    protected readonly store: HubStore,
+    protected readonly clock: Clock,
+    protected readonly limits: EngineLimits,
+    private readonly waitPollMs: number,
+  ) {}
+
+  /** A start or restart was written (`snapshot`: what a new instance is, nothing else having been written). */
+  protected abstract started(instanceId: string, snapshot: PartitionSnapshot | undefined): void;
+  /** A message for the instance was written. */
+  protected abstract messageWritten(instanceId: string, doc: MessageDoc): void;
+  /** The instance and everything of it are gone. */
+  protected abstract purged(instanceId: string): void;
+  protected abstract newMessageDoc(message: InstanceMessage): MessageDoc;
+
+  /** Wakes the instance's waiters; `lastUpdatedTime` is the newest this host knows of it. */
+  protected notify(instanceId: string, lastUpdatedTime?: string) {
+    const known = this.lastUpdated.get(instanceId);
+    // ISO 8601 times of one format compare as strings; the feed may bring an older copy than a commit here.
+    if (lastUpdatedTime !== undefined && (known === undefined || lastUpdatedTime > known)) {
+      this.lastUpdated.delete(instanceId);
+      this.lastUpdated.set(instanceId, lastUpdatedTime);
+      if (this.lastUpdated.size > LAST_UPDATED_REMEMBERED)
+        this.lastUpdated.delete(this.lastUpdated.keys().next().value as string);
+    }
+    for (const w of this.waiters.get(instanceId) ?? []) w();
+  }
+
+  protected async readInstance(instanceId: string): Promise<InstanceDoc | undefined> {
+    return this.store.readInstance(instanceId);
+  }
+
+  async startNew(name: string, options: { instanceId?: string; input?: string | null; version?: string }) {
+    const version = options.version || this.limits.defaultVersion;
+    const instanceId = validateInstanceId(options.instanceId ?? randomUUID().replaceAll("-", ""));
+    checkPayload(options.input, "The orchestration input", this.limits.maxPayloadBytes);
+    const executionId = randomUUID().replaceAll("-", "");
+    const at = new Date(this.clock.now()).toISOString();
+    const pk = this.store.pk(instanceId);
+    const pending: InstanceDoc = {
+      id: INSTANCE_ID,
+      pk,
+      kind: "instance",
+      hub: this.hubName,
+      instanceId,
+      executionId,
+      name,
+      input: options.input ?? null,
+      status: "Pending",
+      output: null,
+      customStatus: null,
+      createdTime: at,
+      lastUpdatedTime: at,
+      engine: {},
+      historyChunks: 0,
+    };
+    // The start rides on the instance document (one write); its work item applies it and clears it.
+    pending.start = {
+      key: `start-${executionId}`,
+      instanceId,
+      event: { EventType: HistoryEventType.ExecutionStarted, EventId: -1, IsPlayed: false, Timestamp: at },
+      start: { name, input: options.input ?? null, executionId, ...(version ? { version } : {}) },
+    };
+    let r = await this.store.batch(pk, [
+      { operationType: BulkOperationType.Create, resourceBody: asJson(pending) },
+    ]);
+    const created = r.ok;
+    if (!r.ok && r.status === 409) {
+      // It exists: a finished instance is restarted (its old history is garbage, deleted by the next work item).
+      const current = await this.readInstance(instanceId);
+      if (current && !isTerminal(current.status)) {
+        throw new TaskHubError(
+          `An orchestration instance with the id '${instanceId}' already exists and is ${current.status}.`,
+          409,
+          "InstanceExists",
+        );
+      }
+      r = current
+        ? await this.store.batch(pk, [
+            {
+              operationType: BulkOperationType.Replace,
+              id: INSTANCE_ID,
+              resourceBody: asJson(pending),
+              ifMatch: current._etag ?? "",
+            },
+          ])
+        : r;
+    }
+    if (!r.ok) {
+      throw new TaskHubError(
+        `The orchestration instance '${instanceId}' was created or changed concurrently; not started.`,
+        409,
+        "InstanceExists",
+      );
+    }
+    // What this host just wrote is the instance (a new one has nothing else): its first work item reads nothing.
+    this.started(instanceId, created ? snapshotOf([{ ...pending, _etag: r.etag }]) : undefined);
+    this.notify(instanceId);
+    return { instanceId };
+  }
+
+  private toStatus(inst: InstanceDoc, history?: unknown[], showInput = true): InstanceStatus {
+    const parse = (t: string | null) => (t === null || t === undefined ? null : JSON.parse(t));
+    if (isEntityId(inst.instanceId)) {
+      // An entity shows as the extension shows its entity scheduler: Running, the scheduler state as input.
+      const lockedBy = (inst.engine?.entity as { lockedBy?: unknown } | undefined)?.lockedBy;
+      const view = entityInstanceView({
+        ...entityStoredOf(inst),
+        ...(typeof lockedBy === "string" ? { lockedBy } : {}),
+      });
+      return {
+        name: inst.name,
+        instanceId: inst.instanceId,
+        runtimeStatus: view.runtimeStatus,
+        input: showInput ? view.input : null,
+        customStatus: view.customStatus,
+        output: null,
+        createdTime: inst.createdTime,
+        lastUpdatedTime: inst.lastUpdatedTime,
+        ...(history ? { historyEvents: history } : {}),
+      };
+    }
+    return {
+      name: inst.name,
+      instanceId: inst.instanceId,
+      runtimeStatus: runtimeStatusOf(inst.status),
+      input: showInput ? parse(inst.input) : null,
+      customStatus: parse(inst.customStatus),
+      output: parse(inst.output),
+      createdTime: inst.createdTime,
+      lastUpdatedTime: inst.lastUpdatedTime,
+      ...(history ? { historyEvents: history } : {}),
+    };
+  }
+
+  async getStatus(
+    instanceId: string,
+    options: { showHistory?: boolean; showHistoryOutput?: boolean; showInput?: boolean } = {},
+  ): Promise<InstanceStatus | undefined> {
+    validateInstanceId(instanceId);
+    if (options.showHistory) {
+      const snap = await this.store.readPartition(instanceId);
+      if (!snap.instance) return undefined;
+      return this.toStatus(
+        snap.instance,
+        historyView(snap.history, options.showHistoryOutput === true),
+        options.showInput !== false,
+      );
+    }
+    const inst = await this.readInstance(instanceId);
+    return inst ? this.toStatus(inst, undefined, options.showInput !== false) : undefined;
+  }
+
+  async list(filter: InstanceFilter): Promise<{ instances: InstanceStatus[]; continuationToken?: string }> {
+    const iterator = this.store.container.items.query<InstanceDoc>(instancesQuery(this.hubName, filter), {
+      maxItemCount: filter.top ?? 100,
+      continuationToken: filter.continuationToken,
+    });
+    const page = await iterator.fetchNext();
+    return {
+      instances: page.resources.map((doc) => this.toStatus(doc, undefined, filter.showInput !== false)),
+      ...(page.continuationToken ? { continuationToken: page.continuationToken } : {}),
+    };
+  }
+
+  private async send(
+    instanceId: string,
+    event: HistoryEvent,
+    keyPrefix: string,
+    allowed: (status: OrchestrationState["status"]) => boolean,
+  ): Promise<"ok" | "notFound" | "notRunning"> {
+    validateInstanceId(instanceId);
+    const inst = await this.readInstance(instanceId);
+    if (!inst) return "notFound";
+    if (!allowed(inst.status)) return "notRunning";
+    const message: InstanceMessage = { key: `${keyPrefix}-${randomUUID()}`, instanceId, event };
+    const doc: MessageDoc = this.newMessageDoc(message);
+    await this.store.container.items.create(doc);
+    this.messageWritten(instanceId, doc);
+    return "ok";
+  }
+
+  async signalEntity(name: string, key: string, operation: string, input: string | null): Promise<void> {
+    const instanceId = validateInstanceId(entitySchedulerId(name, key));
+    checkPayload(input, `The input of entity operation '${operation}'`, this.limits.maxPayloadBytes);
+    const at = new Date(this.clock.now()).toISOString();
+    const message = entityOperationMessage(
+      instanceId,
+      { id: randomUUID(), op: operation, signal: true, ...(input === null ? {} : { input }) },
+      at,
+    );
+    const doc: MessageDoc = this.newMessageDoc(message);
+    await this.store.container.items.create(doc);
+    this.messageWritten(instanceId, doc);
+  }
+
+  async readEntity(name: string, key: string) {
+    const inst = await this.readInstance(validateInstanceId(entitySchedulerId(name, key)));
+    return inst ? entityStoredOf(inst) : undefined;
+  }
+
+  listEntities(filter: EntityFilter): Promise<{ entities: EntityStatus[]; continuationToken?: string }> {
+    return listEntities(this.store, filter);
+  }
+
+  cleanEntityStorage(options: {
+    removeEmptyEntities: boolean;
+    releaseOrphanedLocks: boolean;
+  }): Promise<CleanEntityStorageResult> {
+    return cleanEntityStorage(
+      {
+        store: this.store,
+        now: () => new Date(this.clock.now()),
+        send: async (message) => {
+          const doc = this.newMessageDoc(message);
+          await this.store.container.items.create(doc);
+          this.messageWritten(message.instanceId, doc);
+        },
+        removed: (instanceId) => {
+          this.purged(instanceId);
+          this.notify(instanceId);
+        },
+      },
+      options,
+    );
+  }
+
+  private event(type: HistoryEvent["EventType"], fields: Record<string, unknown>): HistoryEvent {
+    return {
+      EventType: type,
+      EventId: -1,
+      IsPlayed: false,
+      Timestamp: new Date(this.clock.now()).toISOString(),
+      ...fields,
+    };
+  }
+
+  raiseEvent(instanceId: string, eventName: string, input: string | null) {
+    checkPayload(input, `The data of event '${eventName}'`, this.limits.maxPayloadBytes);
+    return this.send(
+      instanceId,
+      this.event(HistoryEventType.EventRaised, { Name: eventName, Input: input }),
+      "event",
+      (s) => !isTerminal(s),
+    );
+  }
+
+  terminate(instanceId: string, reason: string | null) {
+    const input = reason === null ? null : JSON.stringify(reason);
+    checkPayload(input, "The termination reason", this.limits.maxPayloadBytes);
+    return this.send(
+      instanceId,
+      this.event(HistoryEventType.ExecutionTerminated, { Input: input }),
+      "terminate",
+      (s) => !isTerminal(s),
+    );
+  }
+
+  suspend(instanceId: string, reason: string | null) {
+    checkPayload(
+      reason === null ? null : JSON.stringify(reason),
+      "The suspend reason",
+      this.limits.maxPayloadBytes,
+    );
+    return this.send(
+      instanceId,
+      this.event(HistoryEventType.ExecutionSuspended, { Reason: reason }),
+      "suspend",
+      (s) => s === "Running" || s === "Pending" || s === "Suspended",
+    );
+  }
+
+  resume(instanceId: string, reason: string | null) {
+    checkPayload(
+      reason === null ? null : JSON.stringify(reason),
+      "The resume reason",
+      this.limits.maxPayloadBytes,
+    );
+    return this.send(
+      instanceId,
+      this.event(HistoryEventType.ExecutionResumed, { Reason: reason }),
+      "resume",
+      (s) => s === "Suspended" || s === "Running",
+    );
+  }
+
+  /**
+   * Deletes a finished instance and everything of it, in steps of at most 100 operations (the instance document
+   * last, If-Match; a repeat continues where a failed one stopped); 0 when it does not exist or is still running.
+   */
+  async purge(instanceId: string): Promise<number> {
+    validateInstanceId(instanceId);
+    const pk = this.store.pk(instanceId);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const snap = await this.store.readPartition(instanceId);
+      const inst = snap.instance;
+      if (!inst || !isTerminal(inst.status)) return 0;
+      await this.store.deleteIds(
+        pk,
+        [...snap.ids].filter((id) => id !== INSTANCE_ID),
+      );
+      const r = await this.store.container
+        .item(INSTANCE_ID, pk)
+        .delete({ accessCondition: { type: "IfMatch", condition: inst._etag ?? "" } })
+        .then(
+          () => ({ ok: true as const }),
+          (e: unknown) => ({ ok: false as const, status: statusOf(e) }),
+        );
+      if (!r.ok && r.status !== 404 && r.status !== 412)
+        throw new Error(`Purging '${instanceId}' failed with ${r.status}.`);
+      if (r.ok || r.status === 404) {
+        this.purged(instanceId);
+        this.notify(instanceId);
+        return r.ok ? 1 : 0;
+      }
+    }
+    throw new TaskHubError(
+      `The instance '${instanceId}' kept changing while it was purged; try again.`,
+      409,
+      "Conflict",
+    );
+  }
+
+  async purgeMany(filter: InstanceFilter): Promise<number> {
+    let purged = 0;
+    let continuationToken: string | undefined;
+    do {
+      const page = await this.list({ ...filter, continuationToken, top: 100 });
+      for (const s of page.instances) purged += await this.purge(s.instanceId);
+      continuationToken = page.continuationToken;
+    } while (continuationToken);
+    return purged;
+  }
+
+  /**
+   * Resolves when the instance may have changed (TaskHubClient.waitForChange): at once when this host knows a newer
+   * `lastUpdatedTime` than `since`, on this host's commits and the feed's copies of the instance, else after
+   * DURABLE_WAIT_POLL_MS (another host's progress) or the timeout. Reads nothing; leaves nothing behind.
+   */
+  async waitForChange(
+    instanceId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+    since?: string,
+  ): Promise<void> {
+    const known = this.lastUpdated.get(instanceId);
+    if (since !== undefined && known !== undefined && known > since) return;
+    if (signal?.aborted || this.closed) return;
+    const poll = this.waitPollMs;
+    const woken = new AbortController();
+    const wake = () => woken.abort();
+    const set = this.waiters.get(instanceId) ?? new Set<() => void>();
+    this.waiters.set(instanceId, set);
+    set.add(wake);
+    signal?.addEventListener("abort", wake, { once: true });
+    try {
+      await systemClock.sleep(Math.min(poll, Math.max(0, timeoutMs)), woken.signal);
+    } finally {
+      set.delete(wake);
+      if (set.size === 0) this.waiters.delete(instanceId);
+      signal?.removeEventListener("abort", wake);
+    }
+  }
+
+  /** Live waiters (tests: nothing is left behind). */
+  get waiterCount(): number {
+    let n = 0;
+    for (const s of this.waiters.values()) n += s.size;
+    return n;
+  }
+}

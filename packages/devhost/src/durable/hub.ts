@@ -1,0 +1,445 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Container } from "@azure/cosmos";
+import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import { type ChangeFeedProcessor, createChangeFeedProcessor } from "@cosmos-feed/changefeed";
+import { ChangeFeedDefaults } from "@cosmos-feed/changefeed/options";
+import type { ChangeFeedContext } from "@cosmos-feed/changefeed";
+import { ActivityWorker } from "./activities.js";
+import { TaskHubClientBase } from "./client-operations.js";
+import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";
+import type { ActivityDoc, AnyDoc, MessageDoc, OutboxDoc, PartitionSnapshot, TimerDoc } from "./documents.js";
+import { applyMessages } from "./engine.js";
+import { type EntityInvoker, withEntities } from "./entity-engine.js";
+import { type TokenGetter, withHttpActivity } from "./http-activity.js";
+import { timerFiredMessage } from "./protocol.js";
+import { DURABLE_HUB_SETTINGS } from "./settings.js";
+import { HubStore, statusOf } from "./store.js";
+import { TimerService } from "./timers.js";
+import type {
+  ActivityInvoker,
+  ApplyMessages,
+  HistoryEvent,
+  InstanceMessage,
+  OrchestratorInvoker,
+} from "./types.js";
+
+export { TaskHubError, validateInstanceId } from "./errors.js";
+export { historyView, instancesQuery, runtimeStatusOf } from "./status-view.js";
+
+/**
+ * A Cosmos DB storage backend for the Durable Task protocol (docs/durable-design.md): the wiring of the store
+ * (store.ts), the orchestration dispatcher (dispatcher.ts), the activity worker (activities.ts) and the timers
+ * (timers.ts), with the change feed of the hub's container as the durable path between hosts, and the client
+ * operations (TaskHubClient). Whoever writes work runs it at once on its own host; the feed and a periodic scan
+ * catch what a crashed or other host left.
+ */
+
+export type LogLevel = "trace" | "debug" | "information" | "warning" | "error";
+
+export interface CosmosTaskHubOptions {
+  /** The task hub's container (partition key `/pk`). */
+  container: Container;
+  /** The lease container of its change feed processor (`durable.<hub>.` prefix). */
+  leaseContainer: Container;
+  hubName: string;
+  invokeOrchestrator: OrchestratorInvoker;
+  invokeActivity: ActivityInvoker;
+  log?: (level: LogLevel, message: string) => void;
+  /** Change feed poll delay when nothing is new (ms). */
+  feedPollDelayMs?: number;
+  /** How often work another host left (timers coming due, expired activity claims, outbox, stages) is looked for (ms). */
+  timerScanIntervalMs?: number;
+  maxConcurrentActivities?: number;
+  maxConcurrentOrchestrations?: number;
+  maxPayloadBytes?: number;
+  /** host.json durableTask.defaultVersion: the version of instances and sub-orchestrations started without one. */
+  defaultVersion?: string;
+  maxWorkItemAttempts?: number;
+  activityLockMs?: number;
+  waitPollMs?: number;
+  stopGraceMs?: number;
+  /** On stop, how long orchestration work items in flight may take to end before they are abandoned (ms). */
+  stopWorkItemsMs?: number;
+  /** context.df.callHttp's timeout of one HTTP exchange (ms). */
+  httpTimeoutMs?: number;
+  /** How callHttp's managed identity token source gets a token (DefaultAzureCredential unless a test passes one). */
+  getHttpToken?: TokenGetter;
+  /** Lease timing of the dispatch processor (ms). */
+  leaseAcquireIntervalMs?: number;
+  leaseExpirationIntervalMs?: number;
+  leaseRenewIntervalMs?: number;
+  instanceName?: string;
+  /** Durable time: episode timestamps, timers, activity claims (tests pass a FakeClock). */
+  clock?: Clock;
+  /** Runs an entity function (df.app.entity); without it an entity operation fails with the reason. */
+  invokeEntity?: EntityInvoker;
+  /** Replaces the engine (tests). */
+  applyMessages?: ApplyMessages;
+}
+
+const d = DURABLE_HUB_SETTINGS;
+export const TaskHubDefaults = {
+  feedPollDelayMs: d.feedPollDelayMs.default,
+  timerScanIntervalMs: d.timerScanIntervalMs.default,
+  maxConcurrentActivities: d.maxConcurrentActivities.default,
+  maxConcurrentOrchestrations: d.maxConcurrentOrchestrations.default,
+  maxPayloadBytes: d.maxPayloadBytes.default,
+  maxWorkItemAttempts: d.maxWorkItemAttempts.default,
+  activityLockMs: d.activityLockMs.default,
+  waitPollMs: d.waitPollMs.default,
+  stopGraceMs: d.stopGraceMs.default,
+  stopWorkItemsMs: d.stopWorkItemsMs.default,
+  httpTimeoutMs: d.httpTimeoutMs.default,
+} as const;
+
+export class CosmosTaskHub extends TaskHubClientBase {
+  private readonly o: CosmosTaskHubOptions;
+  private readonly owner: string;
+  readonly dispatcher: OrchestrationDispatcher;
+  private readonly activities: ActivityWorker;
+  private readonly timers: TimerService;
+  private processor: ChangeFeedProcessor<AnyDoc> | undefined;
+  private readonly background = new Set<Promise<unknown>>();
+  private scanLoop: AbortController | undefined;
+  private readonly watchedClaims = new Set<string>();
+  /** Until start(), a hub is a client only: it writes, another host runs the work. */
+  private stopped = true;
+
+  constructor(options: CosmosTaskHubOptions) {
+    const setting = <K extends keyof typeof TaskHubDefaults>(k: K): number =>
+      (options as unknown as Record<string, number | undefined>)[k] ?? TaskHubDefaults[k];
+    super(
+      options.hubName,
+      new HubStore(options.container, options.hubName),
+      options.clock ?? systemClock,
+      {
+        maxPayloadBytes: setting("maxPayloadBytes"),
+        ...(options.defaultVersion !== undefined ? { defaultVersion: options.defaultVersion } : {}),
+      },
+      setting("waitPollMs"),
+    );
+    this.o = options;
+    this.owner = `${options.instanceName ?? hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    const v = <K extends keyof typeof TaskHubDefaults>(k: K): number =>
+      (options as unknown as Record<string, number | undefined>)[k] ?? TaskHubDefaults[k];
+    const log = (level: LogLevel, message: string) => this.log(level, message);
+    this.dispatcher = new OrchestrationDispatcher({
+      store: this.store,
+      hub: this.hubName,
+      clock: this.clock,
+      owner: this.owner,
+      heldLeases: () => this.processor?.ownedLeaseTokens() ?? [],
+      apply: withEntities(options.applyMessages ?? applyMessages, options.invokeEntity),
+      invoke: options.invokeOrchestrator,
+      maxConcurrent: v("maxConcurrentOrchestrations"),
+      maxAttempts: v("maxWorkItemAttempts"),
+      maxPayloadBytes: v("maxPayloadBytes"),
+      ...(options.defaultVersion !== undefined ? { defaultVersion: options.defaultVersion } : {}),
+      activityLockMs: v("activityLockMs"),
+      committed: (w) => this.afterCommit(w),
+      log,
+    });
+    this.activities = new ActivityWorker({
+      store: this.store,
+      clock: this.clock,
+      owner: this.owner,
+      lockMs: v("activityLockMs"),
+      maxConcurrent: v("maxConcurrentActivities"),
+      maxPayloadBytes: v("maxPayloadBytes"),
+      invoke: withHttpActivity(options.invokeActivity, {
+        timeoutMs: v("httpTimeoutMs"),
+        maxPayloadBytes: v("maxPayloadBytes"),
+        ...(options.getHttpToken ? { getToken: options.getHttpToken } : {}),
+      }),
+      completed: (doc, event) => this.activityCompleted(doc, event),
+      log,
+    });
+    // Timers due within two scans are held in memory; the scan brings the later ones as they come near.
+    this.timers = new TimerService(this.clock, 2 * v("timerScanIntervalMs"), (doc) => this.timerDue(doc));
+  }
+
+  private log(level: LogLevel, message: string) {
+    this.o.log?.(level, message);
+  }
+
+  /** Runs a promise in the background, logging its failure (tracked so stop() can wait for it). */
+  private detach(what: string, p: Promise<unknown>) {
+    const tracked = p.catch((e: unknown) =>
+      this.log("warning", `${what}: ${e instanceof Error ? e.message : String(e)}`),
+    );
+    this.background.add(tracked);
+    void tracked.finally(() => this.background.delete(tracked));
+  }
+
+  /** Starts dispatch: the change feed processor (from the beginning of the feed) and the pending-work scan. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.closed = false;
+    const o = this.o;
+    this.processor = createChangeFeedProcessor<AnyDoc>(
+      {
+        monitoredContainer: o.container,
+        leaseContainer: o.leaseContainer,
+        leaseContainerPrefix: this.dispatchLeases.prefix,
+        startFromBeginning: true,
+        feedPollDelay: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
+        // The feed is the backstop (a host runs what it writes at once): read it in fuller, fewer pages.
+        minReadInterval: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
+        ...(o.instanceName ? { instanceName: o.instanceName } : {}),
+        ...(o.leaseAcquireIntervalMs ? { leaseAcquireInterval: o.leaseAcquireIntervalMs } : {}),
+        ...(o.leaseExpirationIntervalMs ? { leaseExpirationInterval: o.leaseExpirationIntervalMs } : {}),
+        ...(o.leaseRenewIntervalMs ? { leaseRenewInterval: o.leaseRenewIntervalMs } : {}),
+      },
+      (docs, context) => this.dispatch(docs, context),
+    );
+    this.processor.on("error", (e: unknown) =>
+      this.log("warning", `Durable task hub dispatch: ${String(e)}`),
+    );
+    this.processor.on("acquired", (token) => this.log("debug", `Dispatch lease ${token} acquired.`));
+    this.processor.on("lost", (token, reason) => {
+      this.dispatcher.leaseLost();
+      this.log(
+        "information",
+        `Dispatch lease ${token} lost (${reason}): its instances' work goes to the new owner.`,
+      );
+    });
+    this.processor.on("released", () => this.dispatcher.leaseLost());
+    await this.processor.start();
+    const scan = new AbortController();
+    this.scanLoop = scan;
+    const every = o.timerScanIntervalMs ?? TaskHubDefaults.timerScanIntervalMs;
+    this.detach("Claim renewal", this.renewClaims(scan.signal));
+    this.detach(
+      "Pending-work scan",
+      (async () => {
+        while (!scan.signal.aborted) {
+          await this.scan().catch((e: unknown) =>
+            this.log("warning", `Pending-work scan failed: ${String(e)}`),
+          );
+          await systemClock.sleep(every, scan.signal);
+        }
+      })(),
+    );
+  }
+
+  /**
+   * Where its dispatch processor keeps its leases — the lease prefix, this host's owner name once dispatch runs,
+   * the expiration — so that the dev host dashboard lists them with the triggers' leases.
+   */
+  get dispatchLeases(): { prefix: string; owner: string | undefined; leaseExpirationIntervalMs: number } {
+    return {
+      prefix: `durable.${this.hubName}.`,
+      owner: this.stopped ? undefined : this.processor?.instanceName,
+      leaseExpirationIntervalMs:
+        this.o.leaseExpirationIntervalMs ?? ChangeFeedDefaults.leaseExpirationInterval,
+    };
+  }
+
+  /**
+   * Stops dispatch: running activities hand their results on, the dispatcher records the results it holds and
+   * gives its work items in flight DURABLE_STOP_WORK_ITEMS_MS (then abandons them: redone after the restart), and
+   * last the processor hands its leases off. In that order, so that no step waits for one that waits for it: the
+   * processor's stop waits for its pages, and a page waits for its work items.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.closed = true;
+    this.scanLoop?.abort();
+    this.timers.stop();
+    // Running activities record their results, within the grace: a hung one must not hold the stop (its claim
+    // expires and it runs again elsewhere).
+    const grace = this.o.stopGraceMs ?? TaskHubDefaults.stopGraceMs;
+    const settled = (async () => {
+      await this.activities.stop();
+      await Promise.allSettled([...this.background]);
+    })();
+    await Promise.race([settled, systemClock.sleep(grace)]);
+    await this.dispatcher.stop(this.o.stopWorkItemsMs ?? TaskHubDefaults.stopWorkItemsMs);
+    await this.processor?.stop({ abortSignal: AbortSignal.timeout(grace) });
+  }
+
+  /** Stops without handing anything off (a crash, for tests). */
+  async abandon(): Promise<void> {
+    this.stopped = true;
+    this.closed = true;
+    this.scanLoop?.abort();
+    this.timers.stop();
+    this.dispatcher.abandon();
+    void this.activities.stop();
+    await this.processor?.abandon();
+  }
+
+  /** Runs the instance's pending work now (tests; the feed and this host's writes do it otherwise). */
+  processInstance(instanceId: string): Promise<void> {
+    return this.dispatcher.schedule(instanceId);
+  }
+
+  // ---- dispatch --------------------------------------------------------------------------------------------
+
+  /**
+   * A change feed page: messages become work items (awaited — the page is checkpointed once they are stored, and
+   * a work item ends within its attempts, so a poisoned instance never holds the feed); activities, timers and
+   * outbox deliveries are handed over and not awaited. A page whose lease was lost stops before committing.
+   */
+  private async dispatch(docs: AnyDoc[], context: ChangeFeedContext): Promise<void> {
+    const work: Promise<void>[] = [];
+    for (const doc of docs) {
+      if (doc.hub !== this.hubName) continue;
+      // This host may commit for the instance while this page's lease holds (dispatcher.own).
+      this.dispatcher.own(doc.pk.slice(this.hubName.length + 1), context.signal);
+      if (doc.kind === "message") {
+        work.push(this.dispatcher.schedule(doc.instanceId, { message: doc, signal: context.signal }));
+      } else if (doc.kind === "instance") {
+        if (doc.stage || doc.start)
+          work.push(this.dispatcher.schedule(doc.instanceId, { signal: context.signal }));
+        else {
+          if (this.dispatcher.forget(doc.instanceId, doc._etag))
+            work.push(this.dispatcher.schedule(doc.instanceId, { signal: context.signal }));
+          this.notify(doc.instanceId, doc.lastUpdatedTime);
+          if (doc.claim) this.watchClaim(doc.instanceId, doc.claim);
+        }
+      } else if (doc.kind === "activity") {
+        this.detach(
+          `Activity '${doc.item.name}' of '${doc.item.instanceId}'`,
+          this.activities.offerStored(doc),
+        );
+      } else if (doc.kind === "timer") {
+        this.timers.offer(doc);
+      } else if (doc.kind === "outbox") {
+        this.detach(`Delivering ${doc.id}`, this.deliver(doc));
+      }
+    }
+    await Promise.all(work);
+  }
+
+  /** What a commit scheduled starts here at once. */
+  private afterCommit(w: CommittedWork): void {
+    for (const l of w.settled)
+      if (l.sourceKind === "activity") this.activities.settled(this.store.pk(w.instanceId), l.sourceId);
+    if (this.stopped) return;
+    for (const a of w.activities) this.activities.offerClaimed(a);
+    for (const t of w.timers) this.timers.offer(t);
+    for (const id of w.canceledTimers) this.timers.cancel(this.store.pk(w.instanceId), id);
+    if (w.terminal) this.timers.cancelPartition(this.store.pk(w.instanceId));
+    for (const o of w.outbox) this.detach(`Delivering ${o.id}`, this.deliver(o));
+    if (w.instance) this.notify(w.instanceId, w.instance.lastUpdatedTime);
+  }
+
+  private activityCompleted(doc: ActivityDoc, event: HistoryEvent): void {
+    const item = doc.item;
+    this.detach(
+      `Instance '${item.instanceId}' after activity '${item.name}'`,
+      this.dispatcher.schedule(item.instanceId, {
+        local: {
+          message: {
+            key: `task-${item.executionId}-${item.taskScheduledId}`,
+            instanceId: item.instanceId,
+            executionId: item.executionId,
+            event,
+          },
+          sourceId: doc.id,
+          sourceKind: "activity",
+          stored: doc.virtual !== true,
+        },
+      }),
+    );
+  }
+
+  private timerDue(doc: TimerDoc): void {
+    this.detach(
+      `Timer ${doc.id} of '${doc.instanceId}'`,
+      this.dispatcher.schedule(doc.instanceId, {
+        local: {
+          message: timerFiredMessage(doc, new Date(this.clock.now()).toISOString()),
+          sourceId: doc.id,
+          sourceKind: "timer",
+          stored: true,
+        },
+      }),
+    );
+  }
+
+  /**
+   * Another host's claim on an instance's activities is looked at again when it expires: a live holder has renewed
+   * it by then; a dead one's is taken over here (dispatcher claimRound) and its activities run here.
+   */
+  private watchClaim(instanceId: string, claim: { owner: string; until: number }): void {
+    if (this.stopped || claim.owner === this.owner || this.watchedClaims.has(instanceId)) return;
+    this.watchedClaims.add(instanceId);
+    const wait = Math.max(0, claim.until - this.clock.now()) + 1;
+    this.detach(
+      `Claim of '${instanceId}'`,
+      this.clock.sleep(wait, this.scanLoop?.signal).then(() => {
+        this.watchedClaims.delete(instanceId);
+        if (!this.stopped) return this.dispatcher.schedule(instanceId, { claim: true });
+      }),
+    );
+  }
+
+  /** Renews this host's claims while their activities run here (every half DURABLE_ACTIVITY_LOCK_MS). */
+  private async renewClaims(signal: AbortSignal): Promise<void> {
+    const every = (this.o.activityLockMs ?? TaskHubDefaults.activityLockMs) / 2;
+    while (!signal.aborted) {
+      // Real time: a cadence, not durable time (a test's fake clock jumping days must not spin this loop).
+      await systemClock.sleep(every, signal);
+      if (signal.aborted) return;
+      for (const id of this.activities.claimedInstances())
+        this.detach(`Renewing the claim of '${id}'`, this.dispatcher.schedule(id, { claim: true }));
+    }
+  }
+
+  /** A message for another instance: written into its partition (idempotent by key), then run there. */
+  private async deliver(doc: OutboxDoc): Promise<void> {
+    const target = this.dispatcher.newMessageDoc(doc.message);
+    try {
+      await this.o.container.items.create(target);
+    } catch (e) {
+      if (statusOf(e) !== 409) throw e;
+    }
+    await this.store.deleteIds(doc.pk, [doc.id]);
+    if (!this.stopped)
+      this.detach(
+        `Instance '${target.instanceId}'`,
+        this.dispatcher.schedule(target.instanceId, { message: target }),
+      );
+  }
+
+  /** Work a crashed host (or a checkpointed page) left: timers coming due, expired claims, outbox, stages. */
+  private async scan(): Promise<void> {
+    const every = this.o.timerScanIntervalMs ?? TaskHubDefaults.timerScanIntervalMs;
+    const now = this.clock.now();
+    const found = await this.store.scanPending(now, now + 2 * every);
+    for (const t of found.timers) this.timers.offer(t);
+    for (const a of found.activities) await this.activities.offerStored(a);
+    for (const o of found.outbox) this.detach(`Delivering ${o.id}`, this.deliver(o as OutboxDoc));
+    for (const i of found.claims) this.watchClaim(i.instanceId, i.claim);
+    for (const i of found.staged)
+      this.detach(`Instance '${i.instanceId}'`, this.dispatcher.schedule(i.instanceId));
+  }
+
+  // ---- client ----------------------------------------------------------------------------------------------
+
+  // ---- the client operations (client-operations.ts) call back here ---------------------------------------
+
+  protected started(instanceId: string, snapshot: PartitionSnapshot | undefined): void {
+    if (this.stopped) return;
+    if (snapshot) this.dispatcher.prime(instanceId, snapshot);
+    else this.dispatcher.forget(instanceId);
+    this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId));
+  }
+
+  protected messageWritten(instanceId: string, doc: MessageDoc): void {
+    if (!this.stopped)
+      this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId, { message: doc }));
+  }
+
+  protected purged(instanceId: string): void {
+    this.dispatcher.forget(instanceId);
+    this.timers.cancelPartition(this.store.pk(instanceId));
+  }
+
+  protected newMessageDoc(message: InstanceMessage): MessageDoc {
+    return this.dispatcher.newMessageDoc(message);
+  }
+}
