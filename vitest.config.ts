@@ -1,6 +1,8 @@
 import { configDefaults, defineConfig } from "vitest/config";
+import { SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
 
 export default defineConfig({
+  ...sourceResolution,
   test: {
     include: ["test/**/*.test.ts"],
     // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.ts) runs them. The Bicep
@@ -19,10 +21,11 @@ export default defineConfig({
     // default (cores − 1 = one file at a time) leaves the CPU two-thirds idle. Three files at a time keep the whole
     // suite within a few minutes there.
     maxWorkers: 3,
-    // The CLI children the tests start (`node bin/cosmos-feed.js …`, `npm start`) run the working tree's TypeScript,
-    // never a dist-tools/ compiled before an edit (test/tools/compiled-cli.test.ts tests that choice itself).
+    // The CLI children the tests start (`node packages/devhost/bin/cosmos-feed.js …`, `npm start`) run the working
+    // tree's TypeScript (and NODE_OPTIONS gives them the "source" condition: vitest.shared.ts), never a
+    // packages/*/dist compiled before an edit (test/tools/compiled-cli.test.ts tests that choice itself).
     // No test judges how long an app takes to load, except test/devhost/worker-load.test.ts, which sets its own bound:
     // on a busy machine the suite's dev hosts get ten minutes to load their apps, not the 60 s default.
-    env: { COSMOS_FEED_FROM_SOURCE: "1", DEVHOST_WORKER_LOAD_TIMEOUT_MS: "600000" },
+    env: { COSMOS_FEED_FROM_SOURCE: "1", NODE_OPTIONS: SOURCE_NODE_OPTIONS, DEVHOST_WORKER_LOAD_TIMEOUT_MS: "600000" },
   },
 });

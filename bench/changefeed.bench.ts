@@ -1,5 +1,5 @@
 /**
- * Change feed processor benchmark (src/shared/changefeed) against the embedded emulator, in ONE run:
+ * Change feed processor benchmark (packages/changefeed/src) against the embedded emulator, in ONE run:
  *
  *   1. throughput: documents/s through the processor (1 host, 8 leases) vs a bare SDK pull-iterator loop
  *      and vs one iterator per range without leases (bareParallel), over the same pre-written documents, same
@@ -139,10 +139,10 @@ async function main(): Promise<void> {
       config: {
         ...config,
         phases: [...phases],
-        processorModule: process.env.BENCH_PROCESSOR_MODULE ?? "src/shared/changefeed/processor.ts",
+        processorModule: process.env.BENCH_PROCESSOR_MODULE ?? "packages/changefeed/src/processor.ts",
         /** The commit checked out when the bench ran (the working tree may differ: see gitDirty). */
         gitHead: git("rev-parse --short HEAD"),
-        gitDirtyChangefeed: git("status --porcelain src/shared/changefeed") !== "",
+        gitDirtyChangefeed: git("status --porcelain packages/changefeed/src") !== "",
         durationSeconds: 0,
         method: METHOD,
       },

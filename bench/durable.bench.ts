@@ -1,5 +1,5 @@
 /**
- * Durable task hub benchmark (src/devhost/durable: CosmosTaskHub through its public API) against the embedded
+ * Durable task hub benchmark (packages/devhost/src/durable: CosmosTaskHub through its public API) against the embedded
  * emulator in a child process, with the same orchestrations replayed in memory by the project's test helper as
  * the peer in the same run. Writes bench/results/durable.json (see docs/bench-durable.md).
  *
@@ -129,9 +129,9 @@ async function main(): Promise<void> {
       config: {
         ...config,
         label: process.env.BENCH_DURABLE_LABEL ?? null,
-        /** The commit checked out when the bench ran, and whether src/devhost/durable differed from it. */
+        /** The commit checked out when the bench ran, and whether packages/devhost/src/durable differed from it. */
         gitHead: git("rev-parse --short HEAD"),
-        gitDirtyDurable: git("status --porcelain src/devhost/durable") !== "",
+        gitDirtyDurable: git("status --porcelain packages/devhost/src/durable") !== "",
         hubSettings: readDurableHubSettings(process.env),
         durationSeconds: Math.round((performance.now() - began) / 1000),
         method: METHOD,
@@ -189,7 +189,7 @@ async function entitiesAlone(
     ranAlone: {
       machine: { ...machine, loadAverage1mAtEnd: round2(os.loadavg()[0]) },
       gitHead: git("rev-parse --short HEAD"),
-      gitDirtyDurable: git("status --porcelain src/devhost/durable") !== "",
+      gitDirtyDurable: git("status --porcelain packages/devhost/src/durable") !== "",
       hubSettings: readDurableHubSettings(process.env),
       config: config.entities,
       durationSeconds: Math.round((performance.now() - began) / 1000),

@@ -4,7 +4,7 @@
  *   1. drain: documents/s for one host to deliver a backlog (BENCH_INTEROP_DOCS, 1 KB, 8 ranges, 100 per page);
  *   2. idle: lease-container requests per hour at 4 hosts × 32 leases, Microsoft's defaults ÷ BENCH_INTEROP_SCALE,
  *      counted by the emulator's meter over BENCH_INTEROP_WINDOW_S, per default-interval hour — and .NET's figure
- *      against the cost model `cosmos-feed tune` uses (src/shared/tuning/model.ts), goal ±15 %;
+ *      against the cost model `cosmos-feed tune` uses (packages/changefeed/src/tuning/model.ts), goal ±15 %;
  *   3. failover: 2 hosts × 8 leases, kill -9 one (ours: abandon(), which stops without releasing): ms until the
  *      survivor owns every lease (scaled intervals; also in lease-expiration intervals);
  *   4. hand-off: the same with a graceful stop: ms from stop to every lease owned by the survivor.

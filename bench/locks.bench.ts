@@ -1,5 +1,5 @@
 /**
- * Lock benchmark: what the TTL lock (src/shared/locks) costs on top of the raw Cosmos operations it is made
+ * Lock benchmark: what the TTL lock (packages/locks/src) costs on top of the raw Cosmos operations it is made
  * of, and how it behaves when many holders want the same lock. Writes bench/results/locks.json.
  *
  *   npx tsx bench/locks.bench.ts          (or: npm run bench:locks)

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // `npm run package [-- --out <file.zip> | --stage <dir>]`: the zip a Flex Consumption deployment takes (what `azd deploy` and
 // `func azure functionapp publish` ship): the compiled app (npm run build's output), package.json, host.json and the
-// production dependencies only (`npm ci --omit=dev`), with .funcignore applied. Default output: .data/package/app.zip.
+// production dependencies only (`npm ci --omit=dev`) with the workspace packages the app uses (@cosmos-feed/core,
+// locks, changefeed) as real folders (no symlink), with .funcignore applied. Default output: .data/package/app.zip.
 // No zip tool needed: the archive is written here (deflate, CRC-32 from node:zlib).
 import { execFileSync } from "node:child_process";
 import {
   copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   readdirSync,
@@ -14,7 +16,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { crc32, deflateRawSync } from "node:zlib";
 
@@ -42,13 +44,10 @@ function run(cmd, args, cwd) {
 rmSync(stage, { recursive: true, force: true });
 mkdirSync(stage, { recursive: true });
 try {
-  for (const f of ["package.json", "package-lock.json", "host.json"])
-    copyFileSync(join(root, f), join(stage, f));
-  // npm's `prepare` compiles the tools (scripts/build-tools.mjs), which the package has not: an `npm install` there
-  // (a remote build) would fail on it.
-  const manifest = JSON.parse(readFileSync(join(stage, "package.json"), "utf8"));
-  delete manifest.scripts?.prepare;
-  writeFileSync(join(stage, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  copyFileSync(join(root, "host.json"), join(stage, "host.json"));
+  // The workspace packages (packages/*) are built into their own dist/ first (incremental: nothing to do when
+  // `npm install`'s `prepare` built them); the app's build resolves them there.
+  run(process.execPath, [join(root, "scripts", "build-packages.mjs")], root);
   run(
     process.execPath,
     [
@@ -60,7 +59,54 @@ try {
     ],
     root,
   );
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8"));
+  const { packages: runtime, lock: installLock } = productionLock(manifest, lock);
+  // npm ci installs the registry's production dependencies from the lock, pruned to what the app and the workspace
+  // packages it depends on reach (the dev-only workspaces — the dev host, the emulator — and theirs left out)...
+  const own = (deps = {}) => Object.fromEntries(Object.entries(deps).filter(([n]) => !runtime.has(n)));
+  const installManifest = { ...manifest, dependencies: own(manifest.dependencies) };
+  delete installManifest.devDependencies;
+  delete installManifest.workspaces;
+  delete installManifest.scripts;
+  writeFileSync(join(stage, "package.json"), `${JSON.stringify(installManifest, null, 2)}\n`);
+  writeFileSync(join(stage, "package-lock.json"), `${JSON.stringify(installLock, null, 2)}\n`);
   run("npm", ["ci", "--omit=dev", "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund"], stage);
+  // ... and the workspace packages go in as real folders (what each publishes: its package.json and `files`), not
+  // the symlinks npm makes in the repository: a zip keeps no symlink, and the deployment must not need packages/.
+  for (const [name, folder] of runtime) {
+    const from = join(root, folder);
+    const to = join(stage, "node_modules", ...name.split("/"));
+    const published = JSON.parse(readFileSync(join(from, "package.json"), "utf8"));
+    mkdirSync(to, { recursive: true });
+    copyFileSync(join(from, "package.json"), join(to, "package.json"));
+    for (const f of published.files ?? []) {
+      if (existsSync(join(from, f)))
+        cpSync(join(from, f), join(to, f), {
+          recursive: true,
+          dereference: true,
+          filter: (p) => !p.endsWith(".tsbuildinfo"),
+        });
+    }
+    installLock.packages[`node_modules/${name}`] = {
+      version: published.version,
+      license: published.license,
+      dependencies: published.dependencies,
+      engines: published.engines,
+    };
+  }
+  // What ships: the app's package.json without npm's `prepare` (it builds the packages, which the deployment does
+  // not have: a remote `npm install` there would fail on it) or the workspaces, and the lock of what is installed.
+  const shipped = { ...manifest };
+  delete shipped.workspaces;
+  shipped.scripts = { ...manifest.scripts };
+  delete shipped.scripts.prepare;
+  shipped.devDependencies = Object.fromEntries(
+    Object.entries(manifest.devDependencies ?? {}).filter(([n]) => !n.startsWith("@cosmos-feed/")),
+  );
+  installLock.packages[""] = { ...installLock.packages[""], dependencies: manifest.dependencies };
+  writeFileSync(join(stage, "package.json"), `${JSON.stringify(shipped, null, 2)}\n`);
+  writeFileSync(join(stage, "package-lock.json"), `${JSON.stringify(installLock, null, 2)}\n`);
   // .funcignore, as the publish tools apply it (plain paths; the glob lines name local emulator files only).
   for (const line of readFileSync(join(root, ".funcignore"), "utf8").split("\n")) {
     const entry = line.trim();
@@ -77,6 +123,9 @@ try {
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p);
       else if (e.isFile()) files.push(p);
+      // npm's command links (node_modules/.bin) are left out, as ever; a package folder that is a link is an error.
+      else if (e.isSymbolicLink() && basename(dir) !== ".bin")
+        throw new Error(`package: ${relative(stage, p)} is a symlink; a zip keeps none.`);
     }
   };
   walk(stage);
@@ -97,6 +146,54 @@ try {
   );
 } finally {
   if (!stageOnly) rmSync(stage, { recursive: true, force: true });
+}
+
+/**
+ * The production part of the lock: the entries reached from the app's `dependencies` (through the workspace
+ * packages among them, whose own dependencies count), without the workspaces themselves. Returns the workspace
+ * packages reached (name → folder, e.g. "@cosmos-feed/core" → "packages/core") and the lock npm ci installs from.
+ */
+function productionLock(manifest, lock) {
+  const all = lock.packages;
+  const where = (from, name) => {
+    for (let base = from; ; ) {
+      const at = `${base ? `${base}/` : ""}node_modules/${name}`;
+      if (all[at]) return at;
+      if (!base) return undefined;
+      const i = base.lastIndexOf("/node_modules/");
+      base = i >= 0 ? base.slice(0, i) : "";
+    }
+  };
+  const kept = new Set();
+  const workspaces = new Map();
+  const visit = (from, deps) => {
+    for (const [name] of Object.entries(deps ?? {})) {
+      const at = where(from, name);
+      if (!at || kept.has(at)) continue;
+      kept.add(at);
+      const entry = all[at];
+      if (entry.link) {
+        workspaces.set(name, entry.resolved);
+        const ws = all[entry.resolved];
+        visit(entry.resolved, { ...ws.dependencies, ...ws.optionalDependencies });
+      } else visit(at, { ...entry.dependencies, ...entry.optionalDependencies, ...entry.peerDependencies });
+    }
+  };
+  visit("", manifest.dependencies);
+  const packages = {};
+  const rootEntry = { ...all[""] };
+  delete rootEntry.workspaces;
+  delete rootEntry.devDependencies;
+  rootEntry.dependencies = Object.fromEntries(
+    Object.entries(manifest.dependencies ?? {}).filter(([n]) => !workspaces.has(n)),
+  );
+  packages[""] = rootEntry;
+  for (const at of [...kept].sort()) {
+    if (all[at].link) continue;
+    const { dev: _dev, devOptional: _devOptional, ...entry } = all[at];
+    packages[at] = entry;
+  }
+  return { packages: workspaces, lock: { ...lock, packages } };
 }
 
 /** A zip archive (PKZIP 2.0: deflate or store per entry; DOS date fixed so the output is reproducible). */

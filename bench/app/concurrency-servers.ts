@@ -149,7 +149,7 @@ const devhostReady = (text: string) =>
   text.includes("Host started") ? /\] (http:\/\/127\.0\.0\.1:\d+)\//.exec(text)?.[1] : undefined;
 
 /**
- * `node <checkout>/bin/cosmos-feed.js start <fixture> --no-build --port 0`: the fixture has no Cosmos DB function,
+ * `node <checkout>/packages/devhost/bin/cosmos-feed.js start <fixture> --no-build --port 0`: the fixture has no Cosmos DB function,
  * so no emulator is started and no connection is needed. `nodeArgs` go before the CLI's file (node's own, e.g.
  * --cpu-prof: the host process's); `env` (the bench's by default) reaches the host process and its worker.
  */
@@ -159,7 +159,7 @@ export async function startDevhostServer(
   checkout = ROOT,
   { nodeArgs = [], env = process.env }: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<ServerChild> {
-  const bin = join(checkout, "bin", "cosmos-feed.js");
+  const bin = join(checkout, "packages", "devhost", "bin", "cosmos-feed.js");
   if (!existsSync(bin)) throw new Error(`${kind}: ${bin} does not exist.`);
   const s = await spawnServer(
     kind,

@@ -20,7 +20,7 @@ import { envNumber, round1, round2 } from "../lib/stats.js";
 
 /**
  * BENCH_PROCESSOR_MODULE=/abs/path/processor.ts benchmarks another build of the processor (to A/B a fix); the
- * host children read the same variable. Default: ../src/shared/changefeed/processor.ts.
+ * host children read the same variable. Default: ../packages/changefeed/src/processor.ts.
  */
 export type ProcessorModule = typeof import("@cosmos-feed/changefeed");
 export const { createChangeFeedProcessor }: ProcessorModule = process.env.BENCH_PROCESSOR_MODULE

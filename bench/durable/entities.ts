@@ -8,7 +8,7 @@
  *   - callEntity round trip: one orchestration calling the counter `calls` times in sequence; a round trip is the
  *     time between two successive operations of the counter (the answer goes to the orchestration, it replays, its
  *     next call reaches the entity), taken in the entity invoker.
- * The in-memory peer (src/devhost/durable/testing.ts) has no entities when this was written: the JSON says so.
+ * The in-memory peer (packages/devhost/src/durable/testing.ts) has no entities when this was written: the JSON says so.
  */
 import { createRequire } from "node:module";
 import type { EntityInvoker } from "@cosmos-feed/devhost/durable";
@@ -153,7 +153,7 @@ export async function entitiesScenario(b: Bench) {
       peer: {
         available: false,
         reason:
-          "src/devhost/durable/testing.ts (the in-memory peer) runs no entities in this build: no in-memory figure to set beside these.",
+          "packages/devhost/src/durable/testing.ts (the in-memory peer) runs no entities in this build: no in-memory figure to set beside these.",
       },
     };
   } finally {

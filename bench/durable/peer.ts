@@ -1,6 +1,6 @@
 /**
  * The peer: the same orchestrations, replayed in memory by the project's own test helper
- * (src/devhost/durable/testing.ts runOrchestration — the dev host's replay engine, no storage, activities called
+ * (packages/devhost/src/durable/testing.ts runOrchestration — the dev host's replay engine, no storage, activities called
  * in process), in the same run and process, so hub ÷ peer is what durability costs on this machine.
  *
  * testing.ts imports `InvocationContext` from @azure/functions by name; Node's ESM loader cannot see the named
@@ -28,7 +28,7 @@ async function loadTesting(): Promise<Testing> {
     `import { createRequire } from "node:module"; const f = createRequire(${JSON.stringify(fromRoot)})("@azure/functions");` +
     `export default f; ${names.map((k) => `export const ${k} = f.${k};`).join(" ")}`;
   const shimUrl = `data:text/javascript,${encodeURIComponent(shim)}`;
-  const srcUrl = new URL("src/", `file://${ROOT}/`).href;
+  const srcUrl = new URL("packages/devhost/src/", `file://${ROOT}/`).href;
   const hooks = `export async function resolve(specifier, context, next) {
     if (specifier === "@azure/functions" && context.parentURL?.startsWith(${JSON.stringify(srcUrl)}))
       return { url: ${JSON.stringify(shimUrl)}, shortCircuit: true };

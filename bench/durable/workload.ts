@@ -1,7 +1,7 @@
 /**
  * The orchestrations every scenario runs, as plain durable-functions 3.x generators (what `df.app.orchestration`
  * takes), and their activities. The task hub runs them through the SDK's own Orchestrator (createOrchestrator from
- * durable-functions' testingUtils, as test/durable/hub.test.ts does); the in-memory peer (src/devhost/durable/
+ * durable-functions' testingUtils, as test/durable/hub.test.ts does); the in-memory peer (packages/devhost/src/durable/
  * testing.ts runOrchestration) runs the very same generators.
  */
 

@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { WAIT_MS } from "./until.js";
 
 /** The repository root (the app: functions/, src/, package.json, host.json). */
-export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
+export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 /**
  * Builds the app as `npm run build` does (tsconfig.build.json) into `<appDir>/dist` of a temp app folder, next to
@@ -66,7 +66,7 @@ export interface AppChild {
 }
 
 /**
- * `node bin/cosmos-feed.js start <appDir> --port 0 --no-build --cosmos <connection string>` with `env` added to
+ * `node packages/devhost/bin/cosmos-feed.js start <appDir> --port 0 --no-build --cosmos <connection string>` with `env` added to
  * this process's environment; resolves once the host printed "Host started" (HTTP listens, triggers started or
  * retrying). Every child is pushed to `children` so afterAll can kill it.
  */
@@ -80,7 +80,7 @@ export async function startAppChild(options: {
   const child = spawn(
     process.execPath,
     [
-      join(repoRoot, "bin", "cosmos-feed.js"),
+      join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"),
       "start",
       options.appDir,
       "--port",

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
  */
 
 export const HARNESS_DLL = fileURLToPath(
-  new URL("../../../interop/dotnet/bin/Release/net10.0/CosmosInterop.dll", import.meta.url),
+  new URL("../../interop/dotnet/bin/Release/net10.0/CosmosInterop.dll", import.meta.url),
 );
 
 /** How the harness reaches the emulator (interop/dotnet/Clients.cs ClientConfig). */

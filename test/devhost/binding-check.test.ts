@@ -1,9 +1,9 @@
 /**
- * The host's start check of an app's bindings (src/devhost/bindingCheck.ts), on registrations as @azure/functions
+ * The host's start check of an app's bindings (packages/devhost/src/bindingCheck.ts), on registrations as @azure/functions
  * builds them: a Cosmos DB binding written for the other extension major than host.json's bundle brings puts its
  * function in error (as the real host refuses it); names the bundle's extension does not read are warned about;
  * bindings no extension serves are listed once per function. And the partition key choice for containers the dev
- * host creates (src/devhost/cosmos/containerChoice.ts).
+ * host creates (packages/devhost/src/cosmos/containerChoice.ts).
  */
 import { input, output, trigger } from "@azure/functions";
 import { describe, expect, it } from "vitest";

@@ -23,7 +23,7 @@ function startHost(): Host {
   const child = spawn(
     process.execPath,
     [
-      "bin/cosmos-feed.js",
+      "packages/devhost/bin/cosmos-feed.js",
       "start",
       "test/fixtures/app-cjs",
       "--port",

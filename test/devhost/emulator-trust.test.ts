@@ -1,5 +1,5 @@
 /**
- * How `cosmos-feed start` makes the emulator's certificate trusted (src/devhost/emulatorTls.ts,
+ * How `cosmos-feed start` makes the emulator's certificate trusted (packages/devhost/src/emulatorTls.ts,
  * cosmos/emulatorAgent.ts): the worker's NODE_EXTRA_CA_CERTS (a user's own kept in one bundle), and the dev host's
  * own clients' agent — for the emulator's port on loopback names over https only.
  */

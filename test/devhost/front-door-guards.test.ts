@@ -151,7 +151,7 @@ describe("cosmos-feed start --allowed-hosts (a real child process)", () => {
   const root = fileURLToPath(new URL("../..", import.meta.url));
   const start = (args: string[]) => {
     // --emulator-port 0: should anything want the embedded emulator, never on the well-known 8081.
-    const cliArgs = ["bin/cosmos-feed.js", "start", "test/fixtures/app-esm", "--emulator-port", "0", ...args];
+    const cliArgs = ["packages/devhost/bin/cosmos-feed.js", "start", "test/fixtures/app-esm", "--emulator-port", "0", ...args];
     const child = spawn(process.execPath, cliArgs, {
       cwd: root,
       stdio: ["ignore", "pipe", "pipe"],

@@ -25,7 +25,7 @@ interface Cli {
 }
 
 function cli(args: string[]): Cli {
-  const child = spawn(process.execPath, ["bin/cosmos-feed.js", "start", ...args], {
+  const child = spawn(process.execPath, ["packages/devhost/bin/cosmos-feed.js", "start", ...args], {
     cwd: root,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, FIXTURE_COSMOS: "" },

@@ -165,11 +165,11 @@ describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", ()
 
   it("Ctrl-C under `npm start` (SIGINT to the group, and npm's forwarded copy) stops gracefully (the CLI exits 0)", async () => {
     const app = copyFixture("app-cjs");
-    const bin = join(repoRoot, "bin", "cosmos-feed.js");
+    const bin = join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js");
     // This repository's own start script, run from the app's folder.
     const script = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as PackageJson).scripts
       .start;
-    expect(script).toBe("node bin/cosmos-feed.js start .");
+    expect(script).toBe("cosmos-feed start .");
     writeFileSync(
       join(app, "package.json"),
       JSON.stringify({
@@ -177,7 +177,7 @@ describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", ()
         private: true,
         main: "lib/*.js",
         scripts: {
-          start: `${script.replace("bin/cosmos-feed.js", JSON.stringify(bin))} --port 0 --emulator-port 0`,
+          start: `${script.replace(/^cosmos-feed/, `node ${JSON.stringify(bin)}`)} --port 0 --emulator-port 0`,
         },
       }),
     );
@@ -200,7 +200,7 @@ describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", ()
 
   it("SIGTERM sent to npm alone (`npm start`) stops the CLI gracefully, though npm's shell dies of it", async () => {
     const app = copyFixture("app-cjs");
-    const bin = join(repoRoot, "bin", "cosmos-feed.js");
+    const bin = join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js");
     const script = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as PackageJson).scripts
       .start;
     writeFileSync(
@@ -210,7 +210,7 @@ describe("Ctrl-C on `cosmos-feed start` (real process groups, real signals)", ()
         private: true,
         main: "lib/*.js",
         scripts: {
-          start: `${script.replace("bin/cosmos-feed.js", JSON.stringify(bin))} --port 0 --emulator-port 0`,
+          start: `${script.replace(/^cosmos-feed/, `node ${JSON.stringify(bin)}`)} --port 0 --emulator-port 0`,
         },
       }),
     );

@@ -56,7 +56,7 @@ describe(".vscode: attach to the worker's debugger after the dev host started", 
     // Not "func: host start": the Functions extension would take it for Core Tools' task and check for `func`.
     expect(hostTask?.label).not.toMatch(/^(func: )?host start$/i);
     const script = scripts[hostTask?.script ?? ""];
-    expect(script).toBe("node bin/cosmos-feed.js start . --inspect --watch");
+    expect(script).toBe("cosmos-feed start . --inspect --watch");
     expect(workerNodeArguments({}, true)?.inspector).toEqual(DEFAULT_INSPECTOR);
     expect(DEFAULT_INSPECTOR.port).toBe(attach?.port);
   });

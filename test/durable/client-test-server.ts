@@ -16,7 +16,7 @@ export interface SeenRequest {
 
 /**
  * A real node:http server on a free port serving the durable API handler through `durableBuiltinRoutes` — the
- * entry the dev host mounts on its own server (src/devhost/durable/runtime.ts), fed as src/devhost/http/server.ts
+ * entry the dev host mounts on its own server (packages/devhost/src/durable/runtime.ts), fed as packages/devhost/src/http/server.ts
  * feeds it (headers joined, the whole body, a signal aborted when the client goes away). It records every request.
  */
 export async function serveDurableApi(

@@ -9,7 +9,7 @@ import { WAIT_MS } from "../../bench/lib/until.js";
 import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "../../bench/lib/app-child.js";
 
 // End to end: the app itself (functions/, compiled by tsconfig.build.json as `npm run build` does) run by
-// `node bin/cosmos-feed.js start <app> --port 0 --cosmos "<connection string>"` as a child process, driven over
+// `node packages/devhost/bin/cosmos-feed.js start <app> --port 0 --cosmos "<connection string>"` as a child process, driven over
 // real HTTP with fetch; the test reads the emulator through the unmodified SDK to check what was (not) written.
 //
 // - Build: tsc into a temp app folder (dist/ + copies of package.json and host.json + a link to node_modules),
@@ -19,14 +19,14 @@ import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from 
 // - Containers: what a user of a separate emulator does with the sample settings: COSMOS_ENSURE_CONTAINERS=true.
 //   The dev host creates containers.json's containers only on its embedded emulator; here the app creates them on
 //   its first request, and the Cosmos DB triggers, whose containers are missing when the host starts, come up
-//   through the listener start retry (src/devhost/listenerRetry.ts, as the Functions host's FunctionListener).
+//   through the listener start retry (packages/devhost/src/listenerRetry.ts, as the Functions host's FunctionListener).
 // - Short intervals through the app settings: feed poll 100 ms, lease renew/acquire 1 s, expiry 5 s (the
 //   settings' minimum), request bodies ≤ 1024 bytes; but a subscription lock TTL of LOCK_TTL_S, not the fast 3 s.
 
 const DATABASE = "cosmos-feed-app";
 /**
  * The subscription lock's TTL here (LOCK_TTL_SECONDS): a request holds its lock until ttl − 1.5 s without a
- * renewal (src/shared/locks), which with 3 s a loaded machine outlasts (503 LockLost mid-request). 30 s keeps the
+ * renewal (packages/locks/src), which with 3 s a loaded machine outlasts (503 LockLost mid-request). 30 s keeps the
  * app's promise (a lapsed lock is never written under) and gives a request 28.5 s; the crash test's writers wait
  * out the killed requests' locks by retrying as the 409s tell them.
  */

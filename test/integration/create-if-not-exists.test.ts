@@ -1,7 +1,7 @@
 /**
  * Hosts starting together (two Function App instances, two dev hosts) create the same database and containers at
  * once. The SDK's createIfNotExists reads, then creates on 404, so all but one of them can get 409 from the create
- * and throw; ours (src/shared/cosmos/ensure.ts) treats that 409 as "it exists" and reads it. Real SDK clients, each
+ * and throw; ours (packages/core/src/cosmos/ensure.ts) treats that 409 as "it exists" and reads it. Real SDK clients, each
  * with its own caches, over a real socket.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

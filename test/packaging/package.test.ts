@@ -4,18 +4,24 @@
  * clean folder outside the repository, installs nothing more, and a child process loads every function through the
  * worker contract (the dev host's loader provides @azure/functions-core as the Node worker does), from that folder's
  * node_modules. The emulator, the dev host and the tooling are devDependencies: none of them may be in the package.
+ * The workspace packages the app uses at run time (@cosmos-feed/core, locks, changefeed) are in it as real folders —
+ * their package.json and compiled dist/, no sources, no symlink (docs/packages.md).
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../../bench/lib/app-child.js";
-import { extractZip } from "./support/unzip.js";
+import { extractZip, symlinkEntries } from "./support/unzip.js";
 
 const run = promisify(execFile);
+const withoutSourceCondition = (options: string | undefined) =>
+  (options ?? "").replace(/--conditions=source/g, "").trim();
 const DEV_ONLY = [
+  "@cosmos-feed/devhost",
+  "@cosmos-feed/emulator",
   "better-sqlite3",
   "@zeit/cosmosdb-query",
   "commander",
@@ -51,6 +57,8 @@ beforeAll(async () => {
       cwd: repoRoot,
       env: {
         ...process.env,
+        // As Azure runs it: the packages' "default" (compiled) condition, not the tests' "source" (vitest.shared.ts).
+        NODE_OPTIONS: withoutSourceCondition(process.env.NODE_OPTIONS),
         COSMOS_CONNECTION: "AccountEndpoint=https://example.documents.azure.com:443/;AccountKey=a2V5;",
       },
     },
@@ -106,16 +114,7 @@ describe("npm run package: the deployment zip", () => {
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith("#"));
     // Anchored ('/src'): a bare 'src' would also drop dist/src, the compiled app, under gitignore rules.
-    for (const entry of [
-      "/src",
-      "/test",
-      "/bench",
-      "/functions",
-      "/dist/src/emulator",
-      "/dist/src/devhost",
-      "/dist/src/cli",
-      "/local.settings.json",
-    ]) {
+    for (const entry of ["/src", "/test", "/bench", "/functions", "/packages", "/local.settings.json"]) {
       expect(ignored).toContain(entry);
     }
     expect(ignored.filter((l) => /^(src|functions|test)$/.test(l))).toEqual([]);
@@ -129,7 +128,7 @@ describe("npm run package: the deployment zip", () => {
       scripts: Record<string, string>;
     };
     expect(shipped.scripts.prepare).toBeUndefined();
-    expect(shipped.scripts.start).toBe("node bin/cosmos-feed.js start .");
+    expect(shipped.scripts.start).toBe("cosmos-feed start .");
     // … and it is applied: nothing of the sources, tests, tooling or the dev host is in the zip.
     for (const prefix of [
       "src/",
@@ -138,9 +137,9 @@ describe("npm run package: the deployment zip", () => {
       "functions/",
       "infra/",
       "scripts/",
-      "dist/src/devhost/",
-      "dist/src/emulator/",
-      "dist/src/cli/",
+      "packages/",
+      "node_modules/@cosmos-feed/devhost/",
+      "node_modules/@cosmos-feed/emulator/",
       "local.settings",
     ]) {
       expect(
@@ -148,5 +147,22 @@ describe("npm run package: the deployment zip", () => {
         prefix,
       ).toEqual([]);
     }
+  });
+
+  it("ships the workspace packages the app imports as real folders: package.json, dist/, no sources, no symlink", () => {
+    const runtime = Object.keys(pkg.dependencies).filter((n) => n.startsWith("@cosmos-feed/"));
+    expect(runtime.sort()).toEqual(["@cosmos-feed/changefeed", "@cosmos-feed/core", "@cosmos-feed/locks"]);
+    for (const name of runtime) {
+      expect(entries).toContain(`node_modules/${name}/package.json`);
+      expect(entries).toContain(`node_modules/${name}/dist/index.js`);
+      expect(entries).toContain(`node_modules/${name}/LICENSE`);
+      expect(entries.filter((e) => e.startsWith(`node_modules/${name}/src/`))).toEqual([]);
+      expect(lstatSync(join(dir, "app", "node_modules", ...name.split("/"))).isSymbolicLink()).toBe(false);
+    }
+    // Every entry of the archive is a regular file (extractZip reads the mode each was written with).
+    expect(symlinkEntries(readFileSync(join(dir, "app.zip")))).toEqual([]);
+    // The functions loaded (the test above) from a folder outside the repository, without the "source" condition:
+    // the app's imports of these packages resolved to their compiled JavaScript in that folder's node_modules.
+    expect(loaded.errors).toEqual([]);
   });
 });

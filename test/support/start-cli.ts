@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-const bin = join(repoRoot, "bin", "cosmos-feed.js");
+const bin = join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js");
 /** Throwaway apps live inside the repository (under the git-ignored .data/) so that they resolve @azure/functions. */
 const scratch = join(repoRoot, ".data", "test-apps");
 
@@ -23,7 +23,7 @@ export interface CliRun {
 }
 
 /**
- * Runs `command args` (default: `node bin/cosmos-feed.js …`). `detached` makes the child a process group of its
+ * Runs `command args` (default: `node packages/devhost/bin/cosmos-feed.js …`). `detached` makes the child a process group of its
  * own, so that a signal can go to the whole group, as a terminal's Ctrl-C does.
  */
 export function runCli(

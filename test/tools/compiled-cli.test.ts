@@ -14,10 +14,10 @@ afterAll(removeScratch);
 function fakePackage(): string {
   const root = scratchDir("compiled-cli-");
   mkdirSync(join(root, "bin"));
-  copyFileSync(join(repoRoot, "bin", "cosmos-feed.js"), join(root, "bin", "cosmos-feed.js"));
+  copyFileSync(join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), join(root, "packages", "devhost", "bin", "cosmos-feed.js"));
   writeFileSync(join(root, "package.json"), JSON.stringify({ type: "module" }));
   writeFileSync(join(root, "tsconfig.json"), "{}");
-  writeFileSync(join(root, "tsconfig.tools.json"), JSON.stringify({ include: ["src/cli", "src/devhost"] }));
+  writeFileSync(join(root, "tsconfig.tools.json"), JSON.stringify({ include: ["packages/devhost/src/cli", "packages/devhost/src"] }));
   mkdirSync(join(root, "src", "cli"), { recursive: true });
   mkdirSync(join(root, "src", "devhost", "worker"), { recursive: true });
   writeFileSync(join(root, "src", "cli", "main.ts"), 'const from: string = "sources";\nconsole.log(from);\n');
@@ -29,8 +29,8 @@ function fakePackage(): string {
     "package.json",
     "tsconfig.json",
     "tsconfig.tools.json",
-    "src/cli/main.ts",
-    "src/devhost/worker/main.ts",
+    "packages/devhost/src/cli/main.ts",
+    "packages/devhost/src/worker/main.ts",
   ])
     utimesSync(join(root, f), at(1_000_000), at(1_000_000));
   writeFileSync(join(root, "dist-tools", "built-at"), "");
@@ -40,7 +40,7 @@ function fakePackage(): string {
 
 async function run(root: string, env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string }> {
   const { COSMOS_FEED_FROM_SOURCE: _, ...rest } = process.env;
-  return promisify(execFile)(process.execPath, [join(root, "bin", "cosmos-feed.js"), "--version"], {
+  return promisify(execFile)(process.execPath, [join(root, "packages", "devhost", "bin", "cosmos-feed.js"), "--version"], {
     env: { ...rest, ...env },
   });
 }

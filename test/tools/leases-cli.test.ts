@@ -21,7 +21,7 @@ let monitored: Container;
 let leases: Container;
 
 async function cli(args: string[]) {
-  return run(process.execPath, [join(repoRoot, "bin", "cosmos-feed.js"), "leases", ...args], {
+  return run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "leases", ...args], {
     cwd: repoRoot,
   });
 }

@@ -19,7 +19,7 @@ const cliOn = (database: string, args: string[]) =>
   run(
     process.execPath,
     [
-      join(repoRoot, "bin", "cosmos-feed.js"),
+      join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"),
       "throughput",
       "--connection",
       t.emulator.connectionString,

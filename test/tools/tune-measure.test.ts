@@ -23,7 +23,7 @@ import { repoRoot } from "../../bench/lib/app-child.js";
 
 const run = promisify(execFile);
 const tune = (args: string[]) =>
-  run(process.execPath, [join(repoRoot, "bin", "cosmos-feed.js"), "tune", ...args], { cwd: repoRoot });
+  run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "tune", ...args], { cwd: repoRoot });
 const SEED = 20261126;
 
 type Failure = { code: number; stderr: string };

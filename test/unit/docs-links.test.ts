@@ -69,11 +69,11 @@ describe("the README's layout table", () => {
 });
 
 describe("docs/durable-design.md's module table", () => {
-  it("names exactly the modules of src/devhost/durable", () => {
+  it("names exactly the modules of packages/devhost/src/durable", () => {
     const rows = tableRows(readDoc("docs/durable-design.md"), ["module", "role", "pure?"]);
     const modules = files
-      .filter((f) => f.startsWith("src/devhost/durable/") && f.endsWith(".ts"))
-      .map((f) => f.slice("src/devhost/durable/".length));
+      .filter((f) => f.startsWith("packages/devhost/src/durable/") && f.endsWith(".ts"))
+      .map((f) => f.slice("packages/devhost/src/durable/".length));
     expect(rows.map((r) => plain(r[0])).sort()).toEqual(modules.sort());
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The orchestrator test helper (src/devhost/durable/testing.ts) outside vitest: docs/durable-testing.md's example,
+ * The orchestrator test helper (packages/devhost/src/durable/testing.ts) outside vitest: docs/durable-testing.md's example,
  * run as a plain script in a real child process (`node --import tsx`), must complete as it does in a test.
  */
 import { execFile } from "node:child_process";

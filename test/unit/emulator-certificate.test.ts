@@ -1,5 +1,5 @@
 /**
- * The emulator's certificate, made with node:crypto alone (src/emulator/tls): what X.509 parsers read in it, a real
+ * The emulator's certificate, made with node:crypto alone (packages/emulator/src/tls): what X.509 parsers read in it, a real
  * TLS handshake that trusts it as a root (as NODE_EXTRA_CA_CERTS does), and its reuse from the data folder.
  */
 import { X509Certificate } from "node:crypto";

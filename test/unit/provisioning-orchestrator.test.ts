@@ -1,6 +1,6 @@
 /**
  * The app's orchestrators (functions/provisioning.ts) unit-tested without a host or a database, with the project's
- * orchestrator test helper (src/devhost/durable/testing.ts): scripted activities, durable timers on virtual time.
+ * orchestrator test helper (packages/devhost/src/durable/testing.ts): scripted activities, durable timers on virtual time.
  */
 import { describe, expect, it } from "vitest";
 import { deprovisioningOrchestrator, provisioningOrchestrator } from "../../functions/provisioning.js";

@@ -1,5 +1,5 @@
 /**
- * The lease cost model of `cosmos-feed tune` (src/shared/tuning/model.ts) against the figures docs/changefeed.md
+ * The lease cost model of `cosmos-feed tune` (packages/changefeed/src/tuning/model.ts) against the figures docs/changefeed.md
  * documents — and measured (6,990 requests/h at 4 hosts × 32 leases) — for both algorithms, plus the sweep, the
  * chart and the input checks.
  */

@@ -219,7 +219,7 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
           }
           const port = settingPort ?? options.emulatorPort ?? DEFAULT_EMULATOR_PORT;
           const portFrom = settingPort === undefined ? undefined : names.join(", ");
-          // The dev host's allow-list is the emulator's too (its DNS-rebinding guard, src/emulator/hostGuard.ts).
+          // The dev host's allow-list is the emulator's too (its DNS-rebinding guard, packages/emulator/src/hostGuard.ts).
           const allowedHosts = options.allowedHosts ?? config.allowedHosts;
           emulator = await startEmulator({ port, dataDir, tls: tls?.options, allowedHosts }).catch(
             (e: unknown) => {

@@ -10,7 +10,7 @@ import {
 import { CosmosError } from "./errors.js";
 
 /**
- * The emulator's DNS-rebinding guard, the dev host's (src/devhost/http/hosts.ts) on the emulator's port: a web page
+ * The emulator's DNS-rebinding guard, the dev host's (packages/emulator/src/hosts.ts) on the emulator's port: a web page
  * whose name an attacker rebinds to 127.0.0.1 could otherwise sign requests with the published emulator key and
  * read or write every document (the durable task hub's inputs and outputs among them). A browser always sends the
  * page's own name as Host, so only these are answered: loopback names (localhost, *.localhost, 127.0.0.0/8,

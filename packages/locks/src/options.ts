@@ -33,7 +33,7 @@ export const LockDefaults = {
 } as const;
 
 /**
- * The real clock for locks: the library's Clock (src/shared/changefeed/clock.ts, client-go's clock.Clock) with
+ * The real clock for locks: the library's Clock (packages/core/src/clock.ts, client-go's clock.Clock) with
  * unref'd timers, so a held lock's deadline and renewal never keep a process alive by themselves.
  */
 export const systemLockClock: Clock = {

@@ -17,7 +17,7 @@ export const CONTINUATION_LIMIT_KB = 1;
 /**
  * The longest `$skipToken` accepted, in base64url characters. A token the API issues is at most ~1.4 KB (a 1 KB
  * continuation and a 64-character subscription id, base64url); the host caps a whole request URL at 4,096 bytes
- * (src/devhost/http/server.ts DEFAULT_MAX_URL_LENGTH), so a nextLink has to stay well within that anyway.
+ * (packages/devhost/src/http/server.ts DEFAULT_MAX_URL_LENGTH), so a nextLink has to stay well within that anyway.
  */
 export const MAX_SKIP_TOKEN_CHARS = 3_072;
 

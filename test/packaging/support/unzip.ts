@@ -32,3 +32,21 @@ export function extractZip(archive: Buffer, dir: string): string[] {
   }
   return names;
 }
+
+/** The names of the archive's entries whose Unix mode (the central directory's external attributes) is a symlink. */
+export function symlinkEntries(archive: Buffer): string[] {
+  const end = archive.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  const count = archive.readUInt16LE(end + 10);
+  let at = archive.readUInt32LE(end + 16);
+  const links: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const nameLength = archive.readUInt16LE(at + 28);
+    const extra = archive.readUInt16LE(at + 30);
+    const comment = archive.readUInt16LE(at + 32);
+    const mode = archive.readUInt32LE(at + 38) >>> 16;
+    if ((mode & 0o170000) === 0o120000)
+      links.push(archive.subarray(at + 46, at + 46 + nameLength).toString("utf8"));
+    at += 46 + nameLength + extra + comment;
+  }
+  return links;
+}

@@ -15,7 +15,8 @@ import {
 import { ChangeFeedDefaults } from "@cosmos-feed/changefeed";
 import { InvalidTuningInputError } from "@cosmos-feed/changefeed/tuning";
 import { standaloneCertificate } from "./emulatorCertificate.js";
-import { CliInputError, clientFor, formatLeases, readLeases } from "./leases.js";
+import { readLeases } from "../leaseReport.js";
+import { CliInputError, clientFor, formatLeases } from "./leases.js";
 import { onStopSignals } from "./signals.js";
 import { runStart } from "./start.js";
 import { formatThroughput, throughput } from "./throughput.js";
@@ -69,7 +70,7 @@ function accountKey(raw: string): string {
   return raw;
 }
 
-// src/cli/main.ts (tsx) or dist-tools/src/cli/main.js (compiled): the package's package.json is two or three up.
+// packages/devhost/src/cli/main.ts (tsx) or dist-tools/src/cli/main.js (compiled): the package's package.json is two or three up.
 const packageJsonUrl =
   [new URL("../../package.json", import.meta.url), new URL("../../../package.json", import.meta.url)].find(
     (u) => existsSync(u),

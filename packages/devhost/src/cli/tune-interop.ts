@@ -40,7 +40,7 @@ export interface DotnetMeasured extends InteropMeasurement {
 export const MODEL_TOLERANCE_PCT = 15;
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** Where the results are, from src/cli (tsx) or dist/src/cli (built). */
+/** Where the results are, from packages/devhost/src/cli (tsx) or dist/src/cli (built). */
 const CANDIDATES = [
   join(here, "..", "..", "bench", "results", "interop.json"),
   join(here, "..", "..", "..", "bench", "results", "interop.json"),

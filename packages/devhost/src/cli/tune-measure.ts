@@ -2,7 +2,7 @@
  * `cosmos-feed tune --measure`: runs a tuning scenario on the embedded emulator, over a real socket, with real
  * processors (one ChangeFeedProcessor per host, in this process) and a real writer, with every interval divided by
  * `scale`; reads the emulator's RU meter and the processors' own counters and events over a wall-clock window, and
- * puts each row of the lease cost model (src/shared/tuning/model.ts) next to its measured value per scenario hour.
+ * puts each row of the lease cost model (packages/changefeed/src/tuning/model.ts) next to its measured value per scenario hour.
  *
  * Phases: seeding (a few documents per range), balancing (until every lease is owned, each host has its share and
  * no lease changed hands for two acquire intervals), settling (one expiration interval, so start-up writes are

@@ -11,8 +11,8 @@ import { fileURLToPath } from "node:url";
  */
 const candidates = [
   fileURLToPath(new URL("./client/", import.meta.url)),
-  // dist/src/devhost/dashboard → the repository's src/devhost/dashboard/client
-  fileURLToPath(new URL("../../../../src/devhost/dashboard/client/", import.meta.url)),
+  // dist/src/devhost/dashboard → the repository's packages/devhost/src/dashboard/client
+  fileURLToPath(new URL("../../../../packages/devhost/src/dashboard/client/", import.meta.url)),
 ];
 
 export function clientDir(): string | undefined {

@@ -19,7 +19,7 @@ const MAX_PAGES = 10;
 /** What of an instance's output (or failure message) the panel shows, in characters. */
 export const OUTPUT_CHARS = 500;
 
-/** What the panel reads of an instance document (src/devhost/durable/documents.ts InstanceDoc). */
+/** What the panel reads of an instance document (packages/devhost/src/durable/documents.ts InstanceDoc). */
 const INSTANCE_FIELDS = ["instanceId", "name", "status", "createdTime", "lastUpdatedTime", "output"] as const;
 type InstanceLite = Record<Exclude<(typeof INSTANCE_FIELDS)[number], "output">, string> & {
   status: RuntimeStatus;

@@ -1,5 +1,5 @@
 import type { CosmosClient } from "@azure/cosmos";
-import { readLeases } from "../cli/leases.js";
+import { readLeases } from "../leaseReport.js";
 import {
   type LockDocument,
   type LockQueueDocument,
@@ -12,7 +12,7 @@ import type { LeaseView, LockHolder, LocksData, TriggerLeases } from "./types.js
 
 /**
  * The dashboard's data sources, each read with the dashboard's own (tallied) clients and each failing on its own.
- * Leases go through `cosmos-feed leases`' reader (src/cli/leases.ts), so every lease shape it reads (ours, the
+ * Leases go through `cosmos-feed leases`' reader (packages/devhost/src/leaseReport.ts), so every lease shape it reads (ours, the
  * Functions trigger's, .NET's) shows here the same way.
  */
 
@@ -23,7 +23,7 @@ export interface TriggerSource {
   leaseClient: CosmosClient | { error: string };
   /**
    * The endpoint whose host the lease ids name: the MONITORED connection's (leasePrefix in
-   * src/shared/changefeed/leases/ids.ts), not the lease connection's; the lease connection's only when the monitored
+   * packages/changefeed/src/leases/ids.ts), not the lease connection's; the lease connection's only when the monitored
    * one does not resolve.
    */
   endpoint: string;
@@ -120,7 +120,7 @@ export async function readTriggerLeases(
 type LockContainerDoc = { id: string; _ts?: number } & Partial<Omit<LockDocument, "id">> &
   Partial<Omit<LockQueueDocument, "id" | "ttl">>;
 
-/** Lock holders (documents of src/shared/locks) with the time left on their TTL, and their queued waiters. */
+/** Lock holders (documents of packages/locks/src) with the time left on their TTL, and their queued waiters. */
 export async function readLocks(
   client: CosmosClient,
   where: { databaseName: string; containerName: string },

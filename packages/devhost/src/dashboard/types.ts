@@ -1,5 +1,5 @@
 /**
- * The JSON of `GET /_dev/api/state`, shared by the server (src/devhost/dashboard) and the page (client/). Types only:
+ * The JSON of `GET /_dev/api/state`, shared by the server (packages/devhost/src/dashboard) and the page (client/). Types only:
  * the browser bundle imports it with `import type`, so nothing of it reaches the page at run time.
  */
 

@@ -465,7 +465,7 @@ function isBlank(body: Uint8Array): boolean {
   return true;
 }
 
-/** The handler as one of the dev host server's built-in routes (src/devhost/http/server.ts). */
+/** The handler as one of the dev host server's built-in routes (packages/devhost/src/http/server.ts). */
 export function durableBuiltinRoutes(handler: DurableApiHandler): BuiltinRoutes {
   return {
     // `/runtime/webhooks/durabletask` and below; `/runtime/webhooks/durabletaskx` goes on to the app's routes.

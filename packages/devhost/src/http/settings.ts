@@ -1,7 +1,7 @@
 import { readWholeNumberSettings, type WholeNumberKnob } from "../settings.js";
 
 /**
- * The dev host's HTTP front door knobs (src/devhost/http/), named once: app setting (read from the environment, so
+ * The dev host's HTTP front door knobs (packages/devhost/src/http/), named once: app setting (read from the environment, so
  * local.settings.json Values work), unit, default and range. docs/devhost.md ("The front door") says what each guards.
  */
 export const DEV_HTTP_SETTINGS = {

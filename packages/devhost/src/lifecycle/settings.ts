@@ -36,7 +36,7 @@ export const LIFECYCLE = {
   /**
    * Under npm (`npm start`), how often the CLI checks that the shell npm ran it in still runs: npm forwards SIGTERM
    * to that shell (`sh -c`, which does not exec the command), the shell dies of it and the CLI would never hear of
-   * it; a gone shell is taken as that SIGTERM (src/cli/npm-shell.ts).
+   * it; a gone shell is taken as that SIGTERM (packages/devhost/src/cli/npm-shell.ts).
    */
   npmShellPollMs: 250,
   /**

@@ -1,4 +1,4 @@
-// The app's worker process starts here (spawned by src/devhost/worker/process-worker.ts). The dev host's own
+// The app's worker process starts here (spawned by packages/devhost/src/worker/process-worker.ts). The dev host's own
 // worker code is TypeScript, loaded through tsx in a namespace of its own, so that the app's files are imported by
 // node itself with no loader hook in between: `importModule` below is a plain import() from this plain module.
 import { register } from "tsx/esm/api";
