@@ -26,6 +26,10 @@ export default defineConfig({
     // packages/*/dist compiled before an edit (test/tools/compiled-cli.test.ts tests that choice itself).
     // No test judges how long an app takes to load, except test/devhost/worker-load.test.ts, which sets its own bound:
     // on a busy machine the suite's dev hosts get ten minutes to load their apps, not the 60 s default.
-    env: { COSMOS_FEED_FROM_SOURCE: "1", NODE_OPTIONS: SOURCE_NODE_OPTIONS, DEVHOST_WORKER_LOAD_TIMEOUT_MS: "600000" },
+    env: {
+      COSMOS_FEED_FROM_SOURCE: "1",
+      NODE_OPTIONS: SOURCE_NODE_OPTIONS,
+      DEVHOST_WORKER_LOAD_TIMEOUT_MS: "600000",
+    },
   },
 });

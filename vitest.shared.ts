@@ -13,4 +13,6 @@ export const sourceResolution = {
 };
 
 /** For `test.env`: child processes (tsx workers, the CLI from source) resolve the packages the same way. */
-export const SOURCE_NODE_OPTIONS = [process.env.NODE_OPTIONS, "--conditions=source"].filter(Boolean).join(" ");
+export const SOURCE_NODE_OPTIONS = [process.env.NODE_OPTIONS, "--conditions=source"]
+  .filter(Boolean)
+  .join(" ");

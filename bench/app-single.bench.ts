@@ -13,7 +13,6 @@
  */
 import { Agent } from "node:http";
 import { loadavg } from "node:os";
-import { httpCall } from "./lib/http-call.js";
 import { type Run, run } from "./app/concurrency.js";
 import {
   type ServerChild,
@@ -23,6 +22,7 @@ import {
   writeFixture,
 } from "./app/concurrency-servers.js";
 import { config, ROOT } from "./app/setup.js";
+import { httpCall } from "./lib/http-call.js";
 import { envNumber, median, percentile, round2 } from "./lib/stats.js";
 
 const rounds = envNumber("BENCH_SINGLE_ROUNDS", 10);

@@ -19,16 +19,10 @@ import { fileURLToPath } from "node:url";
 import type { Container, Database } from "@azure/cosmos";
 import { tune } from "@cosmos-feed/changefeed/tuning";
 import { DotnetProcessorHost } from "./lib/dotnet.js";
-import {
-  NodeProcessorHost,
-  ownership,
-  readLeases,
-  startTlsEmulator,
-  type TlsEmulator,
-} from "./lib/fleet.js";
-import { tuningDefaults } from "./lib/tuning-defaults.js";
+import { NodeProcessorHost, ownership, readLeases, startTlsEmulator, type TlsEmulator } from "./lib/fleet.js";
 import { git } from "./lib/git.js";
 import { envNumber, machineFacts, round1, round2 } from "./lib/stats.js";
+import { tuningDefaults } from "./lib/tuning-defaults.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS_FILE = join(ROOT, "bench", "results", "interop.json");

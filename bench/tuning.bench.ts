@@ -13,17 +13,18 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { compareWithMeasurement, readInteropMeasurement } from "@cosmos-feed/devhost/tune";
+import type { TuningInput } from "@cosmos-feed/changefeed/tuning";
 import {
   checkMeasureRequest,
+  compareWithMeasurement,
   MeasureDefaults,
   type MeasureResult,
   measureScenario,
+  readInteropMeasurement,
 } from "@cosmos-feed/devhost/tune";
-import type { TuningInput } from "@cosmos-feed/changefeed/tuning";
-import { tuningDefaults } from "./lib/tuning-defaults.js";
 import { envNumber, machineFacts, round1, round2 } from "./lib/stats.js";
 import { conclusions } from "./lib/tuning-conclusions.js";
+import { tuningDefaults } from "./lib/tuning-defaults.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS_FILE = join(ROOT, "bench", "results", "tuning.json");

@@ -12,9 +12,9 @@
  *    the server process and of the app's process (/proc/<pid>/stat) over each run.
  */
 import { Agent } from "node:http";
+import { git } from "../lib/git.js";
 import { httpCall } from "../lib/http-call.js";
 import { seededRandom } from "../lib/prng.js";
-import { git } from "../lib/git.js";
 import { median, percentile, round2 } from "../lib/stats.js";
 import {
   type ServerChild,

@@ -10,10 +10,10 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { ensureContainers } from "../../src/shared/containers.js";
-import { type AppChild, startAppChild } from "../lib/app-child.js";
-import { httpCall } from "../lib/http-call.js";
 import type { ToParent } from "../changefeed.child.js";
+import { type AppChild, startAppChild } from "../lib/app-child.js";
 import { EmulatorProcess } from "../lib/emulator-process.js";
+import { httpCall } from "../lib/http-call.js";
 import { envNumber } from "../lib/stats.js";
 
 /** bench/ (this file is in bench/app/). */

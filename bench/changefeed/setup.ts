@@ -10,9 +10,8 @@ import {
   type JSONObject,
   type OperationInput,
 } from "@azure/cosmos";
-import { RANGE_COUNT_HEADER } from "@cosmos-feed/emulator";
-import { meterDelta as meterDeltaOf } from "@cosmos-feed/emulator";
 import { ChangeFeedDefaults } from "@cosmos-feed/changefeed/options";
+import { meterDelta as meterDeltaOf, RANGE_COUNT_HEADER } from "@cosmos-feed/emulator";
 import type { HandledRow, HostConfig, ToParent } from "../changefeed.child.js";
 import { forkTs, waitForMessage } from "../lib/child.js";
 import type { EmulatorProcess as SharedEmulatorProcess } from "../lib/emulator-process.js";

@@ -11,8 +11,9 @@
  * host's): nothing is ever throttled. `meter` is the emulator's own RU meter (every data-plane request, charged as
  * the emulator charges it, per `db/container` and operation kind).
  */
-import { startEmulator } from "@cosmos-feed/emulator";
+
 import type { MeterSnapshot } from "@cosmos-feed/emulator";
+import { startEmulator } from "@cosmos-feed/emulator";
 
 export type EmulatorChildStats = {
   type: "stats";

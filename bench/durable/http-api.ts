@@ -6,9 +6,8 @@
 import { once } from "node:events";
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createDurableApiHandler } from "@cosmos-feed/devhost/durable";
-import { DURABLE_WEBHOOK_PATH } from "@cosmos-feed/devhost/durable";
 import type { TaskHubClient } from "@cosmos-feed/devhost/durable";
+import { createDurableApiHandler, DURABLE_WEBHOOK_PATH } from "@cosmos-feed/devhost/durable";
 import { httpCall } from "../lib/http-call.js";
 
 export interface ClientApi {

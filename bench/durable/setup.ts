@@ -10,9 +10,13 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Container, CosmosClient, type CosmosClientOptions, type Database } from "@azure/cosmos";
 import type * as Functions from "@azure/functions";
-import { CosmosTaskHub, type CosmosTaskHubOptions } from "@cosmos-feed/devhost/durable";
-import { taskHubContainerRequest } from "@cosmos-feed/devhost/durable";
-import { type DurableHubSettings, readDurableHubSettings } from "@cosmos-feed/devhost/durable";
+import {
+  CosmosTaskHub,
+  type CosmosTaskHubOptions,
+  type DurableHubSettings,
+  readDurableHubSettings,
+  taskHubContainerRequest,
+} from "@cosmos-feed/devhost/durable";
 import type { MeterSnapshot } from "@cosmos-feed/emulator";
 import { EmulatorProcess } from "../lib/emulator-process.js";
 import { envNumber } from "../lib/stats.js";

@@ -1,13 +1,10 @@
 import { Agent } from "node:https";
 import type { LookupFunction } from "node:net";
 import { type Container, CosmosClient } from "@azure/cosmos";
+import { type ChangeFeedProcessor, createChangeFeedProcessor } from "@cosmos-feed/changefeed";
 import { type EmulatorOptions, type RunningEmulator, startEmulator } from "@cosmos-feed/emulator";
-import {
-  type ChangeFeedProcessor,
-  createChangeFeedProcessor,
-} from "@cosmos-feed/changefeed";
-import { selfSignedCertificate } from "./tls.js";
 import type { DotnetClient } from "./dotnet.js";
+import { selfSignedCertificate } from "./tls.js";
 
 /**
  * The emulator over HTTPS (a throw-away self-signed certificate, as the .NET SDK talks to the service), Node

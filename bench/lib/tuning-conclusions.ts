@@ -3,9 +3,10 @@
  * stored with them — a function of the results only, so the stored conclusions of bench/results/tuning.json can be
  * recomputed from its scenarios without running the bench again.
  */
+
+import { renewDue } from "@cosmos-feed/changefeed/options";
 import type { MeasureResult } from "@cosmos-feed/devhost/tune";
 import { MeasureDefaults } from "@cosmos-feed/devhost/tune";
-import { renewDue } from "@cosmos-feed/changefeed/options";
 import { round2 } from "./stats.js";
 
 type Row = MeasureResult["rows"][number];

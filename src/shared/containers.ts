@@ -1,7 +1,7 @@
 import type { Container, ContainerRequest, CosmosClient, IndexingPolicy } from "@azure/cosmos";
-import rawDefinition from "./containers.json" with { type: "json" };
 import { createContainerIfNotExists, createDatabaseIfNotExists } from "@cosmos-feed/core/cosmos/ensure";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
+import rawDefinition from "./containers.json" with { type: "json" };
 
 /** What code looks a container up by (the name the service stores may differ). */
 export const CONTAINER_ROLES = [

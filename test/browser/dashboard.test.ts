@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import type { DashboardState } from "../../packages/devhost/src/dashboard/types.js";
 import { startTwoHosts, type TwoHosts, until } from "../support/two-hosts.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 const outputDir = fileURLToPath(new URL("../../test-output", import.meta.url));
 let hosts: TwoHosts;

@@ -18,12 +18,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
-import { ChangeFeedDefaults } from "../../packages/changefeed/src/options.js";
-import { untilReady } from "../support/child.js";
 import { seededRandom } from "../../bench/lib/prng.js";
-import type { HandledLine, ProcessorChildConfig } from "../support/processor-child.js";
 import { WAIT_MS } from "../../bench/lib/until.js";
+import { ChangeFeedDefaults } from "../../packages/changefeed/src/options.js";
+import { type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
+import { untilReady } from "../support/child.js";
+import type { HandledLine, ProcessorChildConfig } from "../support/processor-child.js";
 
 // ------------------------------------------------------------------------------------------------ knobs
 

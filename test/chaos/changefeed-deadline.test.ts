@@ -11,10 +11,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
 import { untilReady } from "../support/child.js";
 import type { ProcessorChildConfig } from "../support/processor-child.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 /**
  * A's deadline falls leaseSafetyMargin before the lease expires for B: 1.5 s, so that A's abort comes first

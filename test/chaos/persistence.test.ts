@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChangeFeedStartFrom, CosmosClient, StatusCodes } from "@azure/cosmos";
 import { afterAll, describe, expect, it } from "vitest";
-import { spawnEmulator } from "../support/child.js";
 import { waitUntil } from "../../bench/lib/until.js";
+import { spawnEmulator } from "../support/child.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "cosmos-emu-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));

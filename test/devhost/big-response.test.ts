@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 import { startDevHost } from "../../packages/devhost/src/index.js";
 import type { ProcessWorker } from "../../packages/devhost/src/worker/process-worker.js";
 import { openSocket } from "../support/raw-http.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { settled, waitUntil } from "../../bench/lib/until.js";
 
 // A large HTTP response crosses from the worker process in pieces, pulled as the client reads: a client that stops
 // reading a 64 MB answer holds neither the worker channel (other functions answer meanwhile) nor the whole body in

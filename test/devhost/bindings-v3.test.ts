@@ -10,11 +10,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import type { LogRecord, RunningDevHost } from "../../packages/devhost/src/index.js";
 import { WELL_KNOWN_EMULATOR_KEY } from "../../packages/emulator/src/index.js";
 import { startCosmosDevHost } from "../support/dev-host.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 const scratch = join(fileURLToPath(new URL("../..", import.meta.url)), ".data", "test-apps");
 let appDir: string;

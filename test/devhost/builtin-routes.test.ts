@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it, vi } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import type { BuiltinRequest } from "../../packages/devhost/src/http/server.js";
 import { startDevHost } from "../../packages/devhost/src/index.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 // The host's own endpoints (Durable's /runtime/webhooks/durabletask/…) are served before function routes, over a
 // real socket: they see method, URL, lower-case headers and the whole body, and a signal aborted when the client

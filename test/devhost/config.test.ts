@@ -2,7 +2,11 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { applySettings, readAppConfig, resolveSettingExpressions } from "../../packages/devhost/src/appConfig.js";
+import {
+  applySettings,
+  readAppConfig,
+  resolveSettingExpressions,
+} from "../../packages/devhost/src/appConfig.js";
 import { DevHostError } from "../../packages/devhost/src/errors.js";
 import { cosmosExtensionMajor } from "../../packages/devhost/src/extensionBundle.js";
 import { expandBraces, globFiles } from "../../packages/devhost/src/glob.js";

@@ -1,5 +1,6 @@
 import { DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
 import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import {
   type CosmosConnection,
   CosmosConnectionError,
@@ -12,7 +13,6 @@ import {
   RetryOptionsError,
   runWithRetry,
 } from "../../packages/devhost/src/cosmos/retry.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 
 const KEY = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
 const CS = `AccountEndpoint=https://acct.documents.azure.com:443/;AccountKey=${KEY};`;

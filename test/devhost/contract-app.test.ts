@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { buildAppFolder } from "../../bench/lib/app-child.js";
 import type { FunctionMetadata } from "../../packages/devhost/src/index.js";
 import { HostLogger, loadApp } from "../../packages/devhost/src/index.js";
-import { buildAppFolder } from "../../bench/lib/app-child.js";
 
 // The contract test of contract.test.ts for this repository's own app (its own file: @azure/functions is a
 // process-wide singleton, so one process loads one app): what the dev host captures for every function equals what

@@ -2,11 +2,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { parseFunctionTimeout } from "../../packages/devhost/src/functionTimeout.js";
 import { parseCorsPolicy } from "../../packages/devhost/src/http/cors.js";
 import { DevHostError, type LogRecord, startDevHost } from "../../packages/devhost/src/index.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 // CORS as Core Tools applies it (local.settings.json Host.CORS / CORSCredentials → ASP.NET Core's CORS middleware)
 // and host.json functionTimeout, over a real socket.

@@ -5,11 +5,11 @@
  * naming the setting `CosmosDB` (not "'connection' is required").
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import type { LogRecord, RunningDevHost } from "../../packages/devhost/src/index.js";
 import { startCosmosDevHost } from "../support/dev-host.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 const apps = scratchApps("default-connection-");
 let emu: TestEmulator;

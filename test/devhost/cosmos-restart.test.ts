@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { WAIT_MS } from "../../bench/lib/until.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // `cosmos-feed start` child processes on one emulator (4 ranges): kill -9 and a restart miss no change, and two
 // dev hosts share the trigger's leases. The fixture's trigger logs the ids of each batch.

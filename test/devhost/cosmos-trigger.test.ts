@@ -1,5 +1,6 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { createCosmosClient, resolveCosmosConnection } from "../../packages/devhost/src/connections.js";
 import {
   CosmosTriggerError,
@@ -11,7 +12,6 @@ import {
   startCosmosTrigger,
 } from "../../packages/devhost/src/cosmos/trigger.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 interface Doc {
   id: string;

@@ -1,9 +1,9 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { createCosmosRuntime } from "../../packages/devhost/src/builtinCosmos.js";
 import { type LogRecord, type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
 let emu: TestEmulator;

@@ -8,12 +8,12 @@
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../../bench/lib/until.js";
 import { meterTotals, remoteMeter } from "../../packages/devhost/src/dashboard/meter.js";
 import type { DashboardState } from "../../packages/devhost/src/dashboard/types.js";
 import type { StartedApp } from "../../packages/devhost/src/index.js";
 import { type EmulatorChild, spawnEmulator } from "../support/child.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
-import { until } from "../../bench/lib/until.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
 let started: StartedApp;

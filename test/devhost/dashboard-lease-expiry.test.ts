@@ -5,10 +5,10 @@
  */
 import { CosmosClient } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
+import { leaseId, leasePrefix } from "../../packages/changefeed/src/leases/ids.js";
 import { resolveCosmosTriggerOptions } from "../../packages/devhost/src/cosmos/triggerOptions.js";
 import { readTriggerLeases, type TriggerSource } from "../../packages/devhost/src/dashboard/sources.js";
 import { WELL_KNOWN_EMULATOR_KEY } from "../../packages/emulator/src/index.js";
-import { leaseId, leasePrefix } from "../../packages/changefeed/src/leases/ids.js";
 
 const ENDPOINT = "http://127.0.0.1:19901/";
 const EXPIRATION_MS = 60_000;

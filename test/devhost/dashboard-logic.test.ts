@@ -8,6 +8,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it, vi } from "vitest";
+import { WAIT_MS, waitUntil } from "../../bench/lib/until.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { plotGeometry } from "../../packages/devhost/src/dashboard/client/plot.js";
 import { Dashboard } from "../../packages/devhost/src/dashboard/dashboard.js";
 import { HandoffTracker } from "../../packages/devhost/src/dashboard/handoffs.js";
@@ -20,8 +22,6 @@ import { meteredContainer, RuTally } from "../../packages/devhost/src/dashboard/
 import type { DashboardState } from "../../packages/devhost/src/dashboard/types.js";
 import { type BuiltinRequest, underPrefix } from "../../packages/devhost/src/http/server.js";
 import type { LoadedApp } from "../../packages/devhost/src/loader.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
-import { WAIT_MS, waitUntil } from "../../bench/lib/until.js";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../../bench/lib/until.js";
 import { Dashboard } from "../../packages/devhost/src/dashboard/dashboard.js";
 import { readDashboardSettings } from "../../packages/devhost/src/dashboard/settings.js";
 import type { DashboardState } from "../../packages/devhost/src/dashboard/types.js";
@@ -17,7 +18,6 @@ import type { StartedApp } from "../../packages/devhost/src/index.js";
 import type { LoadedApp } from "../../packages/devhost/src/loader.js";
 import { LockClient } from "../../packages/locks/src/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
-import { until } from "../../bench/lib/until.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const scratch = join(repoRoot, ".data", "test-apps");

@@ -3,15 +3,21 @@ import { fileURLToPath } from "node:url";
 import { HttpRequest, InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDurableApiHandler, durableBuiltinRoutes } from "../../packages/devhost/src/durable/client-api.js";
-import { durableClientInputData, ensureWebsiteHostname } from "../../packages/devhost/src/durable/client-binding.js";
+import { waitUntil } from "../../bench/lib/until.js";
+import {
+  createDurableApiHandler,
+  durableBuiltinRoutes,
+} from "../../packages/devhost/src/durable/client-api.js";
+import {
+  durableClientInputData,
+  ensureWebsiteHostname,
+} from "../../packages/devhost/src/durable/client-binding.js";
 import { parseCorsPolicy } from "../../packages/devhost/src/http/cors.js";
 import type { BuiltinRequest } from "../../packages/devhost/src/http/server.js";
 import { type LogRecord, type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
 import { FakeTaskHub } from "../durable/fake-task-hub.js";
 import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
 import { type RawAnswer, rawCall } from "../support/raw-http.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 // The front door's guards over real sockets, with forged headers sent on raw node:net connections: the DNS-rebinding
 // guard (every route answers only loopback or listed Host names) and the cross-site guard of built-in routes.
@@ -151,7 +157,14 @@ describe("cosmos-feed start --allowed-hosts (a real child process)", () => {
   const root = fileURLToPath(new URL("../..", import.meta.url));
   const start = (args: string[]) => {
     // --emulator-port 0: should anything want the embedded emulator, never on the well-known 8081.
-    const cliArgs = ["packages/devhost/bin/cosmos-feed.js", "start", "test/fixtures/app-esm", "--emulator-port", "0", ...args];
+    const cliArgs = [
+      "packages/devhost/bin/cosmos-feed.js",
+      "start",
+      "test/fixtures/app-esm",
+      "--emulator-port",
+      "0",
+      ...args,
+    ];
     const child = spawn(process.execPath, cliArgs, {
       cwd: root,
       stdio: ["ignore", "pipe", "pipe"],

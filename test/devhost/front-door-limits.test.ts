@@ -1,6 +1,7 @@
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import { type BuiltinRequest, DevHttpServer } from "../../packages/devhost/src/http/server.js";
 import { DEV_HTTP_SETTINGS } from "../../packages/devhost/src/http/settings.js";
 import { HostLogger, type LoadedApp } from "../../packages/devhost/src/index.js";
@@ -13,7 +14,6 @@ import {
   rawCall,
   rawRequest,
 } from "../support/raw-http.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 // Body limits and bounded work at the front door, over real sockets, judged by exact counts (bytes, answers, how
 // many invocations run at once inside the app), never by how long anything took.

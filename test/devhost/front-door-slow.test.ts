@@ -1,12 +1,12 @@
 import type { Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { settled, waitUntil } from "../../bench/lib/until.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { tooSlow, watchDataRate } from "../../packages/devhost/src/http/dataRate.js";
 import { RequestThrottle } from "../../packages/devhost/src/http/throttle.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { frontDoorHosts } from "../support/front-door-app.js";
 import { openSocket, parseAnswers, rawCall } from "../support/raw-http.js";
-import { settled, waitUntil } from "../../bench/lib/until.js";
 
 // Slow clients at the front door: bodies that trickle in, headers that never end, and refusals a client still
 // sending can read. Judged by answers and counts over real sockets; time is a FakeClock's wherever a rule is timed.

@@ -3,12 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readAppConfig } from "../../packages/devhost/src/appConfig.js";
-import { createDurableRuntime, DURABLE_API_BODY_SLACK_BYTES } from "../../packages/devhost/src/durable/runtime.js";
+import {
+  createDurableRuntime,
+  DURABLE_API_BODY_SLACK_BYTES,
+} from "../../packages/devhost/src/durable/runtime.js";
 import { parseCorsPolicy } from "../../packages/devhost/src/http/cors.js";
 import { crossSiteRefusal } from "../../packages/devhost/src/http/crossSite.js";
-import { checkHost, parseAllowedHosts, withBindName } from "../../packages/emulator/src/hosts.js";
 import { DEV_HTTP_SETTINGS, readDevHttpSettings } from "../../packages/devhost/src/http/settings.js";
 import { ConnectionTurns, RequestThrottle } from "../../packages/devhost/src/http/throttle.js";
+import { checkHost, parseAllowedHosts, withBindName } from "../../packages/emulator/src/hosts.js";
 
 // The front door's parts on their own: exact counts and tables, no sockets (front-door-*.test.ts has those).
 

@@ -1,6 +1,7 @@
 import { connect, createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 import {
   DevHostError,
   type LogRecord,
@@ -8,7 +9,6 @@ import {
   type TriggerRunnerFactory,
 } from "../../packages/devhost/src/index.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { settled, waitUntil } from "../../bench/lib/until.js";
 
 const cjsApp = fileURLToPath(new URL("../fixtures/app-cjs", import.meta.url));
 

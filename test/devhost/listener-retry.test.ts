@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import type { LogLevel } from "../../packages/devhost/src/coreTypes.js";
 import type { TriggerRunner } from "../../packages/devhost/src/host.js";
 import { listenerRetryDelays, startListenerWithRetry } from "../../packages/devhost/src/listenerRetry.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 
 // A trigger listener that cannot start (its containers are missing) is retried in the background as the Functions
 // host's FunctionListener does, instead of stopping the host. The end-to-end case (the app's containers created by

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { settled } from "../../bench/lib/until.js";
 import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
 import { type CliRun, killAll, removeScratch, runCli, scratchDir } from "../support/start-cli.js";
-import { settled } from "../../bench/lib/until.js";
 
 // A refusal a client reads while it is still sending its body: Node's fetch (undici) POSTing 5 MB is answered 413
 // and sees that answer — not ECONNRESET because the dev host reset the connection with the body still arriving.

@@ -3,9 +3,9 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FunctionTimeoutError, withFunctionTimeout } from "../../packages/devhost/src/functionTimeout.js";
 import { readBody } from "../../packages/devhost/src/http/body.js";
-import { HostGuard, parseAllowedHosts } from "../../packages/emulator/src/hosts.js";
 import { LIFECYCLE } from "../../packages/devhost/src/lifecycle/settings.js";
 import { consoleSink } from "../../packages/devhost/src/logger.js";
+import { HostGuard, parseAllowedHosts } from "../../packages/emulator/src/hosts.js";
 
 // Work the dev host does for every request, counted (bench:app:single measures what it costs; no test judges a
 // time): what a request without a body sets up, how often a Host header is parsed, how many timers

@@ -1,8 +1,8 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { type CliRun, copyFixture, killAll, removeScratch, runCli } from "../support/start-cli.js";
 import { until } from "../../bench/lib/until.js";
+import { type CliRun, copyFixture, killAll, removeScratch, runCli } from "../support/start-cli.js";
 
 const runs: CliRun[] = [];
 afterEach(() => killAll(runs));

@@ -3,6 +3,7 @@ import { Agent } from "node:https";
 import { join } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { until } from "../../bench/lib/until.js";
 import { StopSignalBurst } from "../../packages/devhost/src/cli/signals.js";
 import { startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../../packages/emulator/src/index.js";
 import {
@@ -14,7 +15,6 @@ import {
   runCli,
   scratchDir,
 } from "../support/start-cli.js";
-import { until } from "../../bench/lib/until.js";
 
 interface PackageJson {
   scripts: Record<string, string>;

@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import { readAppConfig } from "../../packages/devhost/src/appConfig.js";
 import { isPlainTsc } from "../../packages/devhost/src/lifecycle/app-compiler.js";
 import {
@@ -11,7 +12,6 @@ import {
 } from "../../packages/devhost/src/lifecycle/sources.js";
 import { type FileChange, watchSources } from "../../packages/devhost/src/lifecycle/watch.js";
 import { copyFixture, removeScratch, scratchDir } from "../support/start-cli.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 afterAll(removeScratch);
 

@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import {
   fileScheduleMonitor,
   memoryScheduleMonitor,
@@ -12,8 +14,6 @@ import {
   type TimerInfo,
   type TimerInvocation,
 } from "../../packages/devhost/src/timer/timer.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 const T0 = Date.parse("2026-11-23T10:00:00Z");
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import { timerTriggerRunner } from "../../packages/devhost/src/builtinTimer.js";
 import { type LogRecord, startDevHost } from "../../packages/devhost/src/index.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 const scratch = fileURLToPath(new URL("../../.data/test-apps", import.meta.url));
 const created: string[] = [];

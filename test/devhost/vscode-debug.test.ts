@@ -2,12 +2,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { until } from "../../bench/lib/until.js";
 import { type LogRecord, startFromCommandLine } from "../../packages/devhost/src/index.js";
 import { DEFAULT_INSPECTOR, workerNodeArguments } from "../../packages/devhost/src/worker/node-arguments.js";
 import { freePort } from "../support/free-port.js";
 import { scratchApps } from "../support/scratch-apps.js";
 import { repoRoot } from "../support/start-cli.js";
-import { until } from "../../bench/lib/until.js";
 
 // The template's .vscode/launch.json and tasks.json, as the Azure Functions VS Code extension writes them for a
 // Node project ("Attach to Node Functions" on 9229 after a background host-start task): the task runs an npm

@@ -1,9 +1,9 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import { type FileChange, watchSources } from "../../packages/devhost/src/lifecycle/watch.js";
 import { removeScratch, scratchDir } from "../support/start-cli.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 afterAll(removeScratch);
 

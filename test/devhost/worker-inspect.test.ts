@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { until } from "../../bench/lib/until.js";
 import {
   type LogRecord,
   type StartCommandOptions,
@@ -12,7 +13,6 @@ import {
 import { freePort } from "../support/free-port.js";
 import { type CdpSession, connectInspector } from "../support/inspector.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { until } from "../../bench/lib/until.js";
 
 // The worker's debugger through `cosmos-feed start` in this process: the --inspect option and the
 // languageWorkers__node__arguments setting of local.settings.json open node's inspector in the worker process

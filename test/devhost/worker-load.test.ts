@@ -1,9 +1,9 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { settled, until } from "../../bench/lib/until.js";
 import { type LogRecord, startDevHost } from "../../packages/devhost/src/index.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { settled, until } from "../../bench/lib/until.js";
 
 // A worker process that takes longer to load the app than functionTimeout: loading is timed on its own
 // (DEVHOST_WORKER_LOAD_TIMEOUT_MS), requests that wait for it do not time it out and kill it again, the next attempt

@@ -4,11 +4,11 @@ import { request as httpRequest } from "node:http";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { type LogRecord, type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
+import { waitUntil } from "../../bench/lib/until.js";
 import { FakeClock } from "../../packages/core/src/clock.js";
+import { type LogRecord, type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
 import { rawCall } from "../support/raw-http.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 const apps = scratchApps("worker-");
 afterAll(() => apps.removeAll());

@@ -12,7 +12,10 @@ import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDurableApiHandler, type DurableApiHandler } from "../../packages/devhost/src/durable/client-api.js";
+import {
+  createDurableApiHandler,
+  type DurableApiHandler,
+} from "../../packages/devhost/src/durable/client-api.js";
 import { MAX_LIST_PAGE_SIZE } from "../../packages/devhost/src/durable/client-api-input.js";
 import { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";

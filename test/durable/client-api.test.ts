@@ -3,6 +3,7 @@ import { ErrorResponse } from "@azure/cosmos";
 import { HttpRequest } from "@azure/functions";
 import * as df from "durable-functions";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { createDurableApiHandler } from "../../packages/devhost/src/durable/client-api.js";
 import { MAX_CONTINUATION_TOKEN_CHARS } from "../../packages/devhost/src/durable/client-api-input.js";
 import {
@@ -13,7 +14,6 @@ import {
 import { TaskHubError } from "../../packages/devhost/src/durable/errors.js";
 import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";
 import { DURABLE_HUB_SETTINGS } from "../../packages/devhost/src/durable/settings.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 import { clientFor, type SeenRequest, serveDurableApi } from "./client-test-server.js";
 import { FakeTaskHub } from "./fake-task-hub.js";
 

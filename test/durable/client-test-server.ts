@@ -2,7 +2,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
-import { type DurableApiHandler, durableBuiltinRoutes } from "../../packages/devhost/src/durable/client-api.js";
+import {
+  type DurableApiHandler,
+  durableBuiltinRoutes,
+} from "../../packages/devhost/src/durable/client-api.js";
 import type { DurableClientInputData } from "../../packages/devhost/src/durable/client-binding.js";
 import { underPrefix } from "../../packages/devhost/src/http/server.js";
 

@@ -10,9 +10,9 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import type { LogRecord } from "../../packages/devhost/src/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable-http", import.meta.url));
 let host: InProcessDevHost;

@@ -7,9 +7,9 @@
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import type { LogRecord, StartedApp } from "../../packages/devhost/src/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
 let started: StartedApp;

@@ -8,9 +8,9 @@
  *   host (it used to be the host's empty 500, the reason only in the log).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../../bench/lib/until.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 import { scratchApps } from "../support/scratch-apps.js";
-import { until } from "../../bench/lib/until.js";
 
 const apps = scratchApps("durable-versions-");
 let host: InProcessDevHost;

@@ -9,8 +9,8 @@ import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppChild, startAppChild } from "../../bench/lib/app-child.js";
-import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { WAIT_MS } from "../../bench/lib/until.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
 const children: ChildProcess[] = [];

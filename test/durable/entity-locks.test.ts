@@ -8,6 +8,7 @@
 import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../bench/lib/prng.js";
 import { instanceDocOf, snapshotOf } from "../../packages/devhost/src/durable/documents.js";
 import { applyMessages } from "../../packages/devhost/src/durable/engine.js";
 import { entityLockOf, withEntities } from "../../packages/devhost/src/durable/entity-engine.js";
@@ -20,7 +21,6 @@ import {
   type OrchestrationState,
   type OrchestratorInvoker,
 } from "../../packages/devhost/src/durable/types.js";
-import { seededRandom } from "../../bench/lib/prng.js";
 import { type Gen, lockOrchestrators, registerInvoker } from "./lock-fixtures.js";
 
 const require = createRequire(import.meta.url);

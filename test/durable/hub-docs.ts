@@ -1,5 +1,9 @@
 /** Task hub documents for tests that write a partition by hand (the store and commit-plan tests). */
-import { type InstanceDoc, type MessageDoc, partitionKeyOf } from "../../packages/devhost/src/durable/documents.js";
+import {
+  type InstanceDoc,
+  type MessageDoc,
+  partitionKeyOf,
+} from "../../packages/devhost/src/durable/documents.js";
 import { eventMessage } from "./work-item-driver.js";
 
 /** A running instance's document, stamped `lastUpdatedTime` (which tells versions apart). */

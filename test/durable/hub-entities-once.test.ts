@@ -11,8 +11,8 @@
 import type { ChildProcess } from "node:child_process";
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { until } from "../../bench/lib/until.js";
+import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import type { HubChildConfig } from "./hub-child.js";
 import { type Child, startChild } from "./hub-children.js";
 import { createHub, hubContainers, isFinished, leaseOwners } from "./hub-harness.js";

@@ -10,12 +10,15 @@ import type { Container, Database } from "@azure/cosmos";
 import type { EntityContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { createDurableApiHandler } from "../../packages/devhost/src/durable/client-api.js";
-import { durableClientInputData, ensureWebsiteHostname } from "../../packages/devhost/src/durable/client-binding.js";
+import {
+  durableClientInputData,
+  ensureWebsiteHostname,
+} from "../../packages/devhost/src/durable/client-binding.js";
 import { instanceDocOf, partitionKeyOf } from "../../packages/devhost/src/durable/documents.js";
 import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 import { clientFor, serveDurableApi } from "./client-test-server.js";
 import {
   createHub,

@@ -7,7 +7,11 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageId } from "../../packages/devhost/src/durable/documents.js";
-import { HAND_OVER_PER_BATCH, handOver, type LocalEvent } from "../../packages/devhost/src/durable/ownership.js";
+import {
+  HAND_OVER_PER_BATCH,
+  handOver,
+  type LocalEvent,
+} from "../../packages/devhost/src/durable/ownership.js";
 import { HubStore } from "../../packages/devhost/src/durable/store.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";

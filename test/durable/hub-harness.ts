@@ -8,6 +8,8 @@ import { createRequire } from "node:module";
 import type { Container, Database } from "@azure/cosmos";
 import type * as AzureFunctions from "@azure/functions";
 import type { EntityContext, OrchestrationContext } from "durable-functions";
+import { WAIT_MS } from "../../bench/lib/until.js";
+import type { Clock } from "../../packages/core/src/clock.js";
 import type { EntityInvoker } from "../../packages/devhost/src/durable/entity-engine.js";
 import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../packages/devhost/src/durable/hub.js";
 import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
@@ -16,10 +18,8 @@ import type {
   InstanceStatus,
   OrchestrationTriggerInput,
 } from "../../packages/devhost/src/durable/types.js";
-import type { Clock } from "../../packages/core/src/clock.js";
 import { uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 export type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 

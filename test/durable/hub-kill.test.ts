@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { until } from "../../bench/lib/until.js";
+import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import type { ChainInput, HubChildConfig } from "./hub-child.js";
 import { startChild } from "./hub-children.js";
 import {

@@ -7,10 +7,10 @@
  */
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
-import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { until } from "../../bench/lib/until.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import {
   countOf,
   createHub,

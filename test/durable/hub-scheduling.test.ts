@@ -6,8 +6,8 @@
  */
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { FakeClock } from "../../packages/core/src/clock.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import {
   countOf,

@@ -10,6 +10,7 @@
  */
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../../bench/lib/until.js";
 import { planCommit } from "../../packages/devhost/src/durable/commit-plan.js";
 import { asJson, partitionKeyOf } from "../../packages/devhost/src/durable/documents.js";
 import { activityResultEvent } from "../../packages/devhost/src/durable/engine.js";
@@ -18,7 +19,6 @@ import { HubStore } from "../../packages/devhost/src/durable/store.js";
 import type { ActivityWorkItem } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";
-import { until } from "../../bench/lib/until.js";
 import { instanceDoc, messageDoc } from "./hub-docs.js";
 import {
   countOf,

@@ -11,9 +11,9 @@
 import type { Database } from "@azure/cosmos";
 import type { OrchestrationContext } from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { settled, WAIT_MS, waitUntil } from "../../bench/lib/until.js";
 import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
-import { settled, WAIT_MS, waitUntil } from "../../bench/lib/until.js";
 import {
   createHub,
   Gate,

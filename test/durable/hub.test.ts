@@ -9,11 +9,11 @@ import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { CosmosTaskHub, TaskHubError } from "../../packages/devhost/src/durable/hub.js";
 import type { InstanceStatus } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 

@@ -4,9 +4,9 @@
  * other — apply in the order written. A fake clock that never moves is the worst case.
  */
 import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { OrchestrationDispatcher } from "../../packages/devhost/src/durable/dispatcher.js";
 import type { HubStore } from "../../packages/devhost/src/durable/store.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 
 describe("message order on one host", () => {
   it("gives every message a larger seq than the one before, 2,500 within one millisecond", () => {

@@ -4,9 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import {
+  type AppChild,
+  buildAppFolder,
+  FAST_APP_SETTINGS,
+  startAppChild,
+} from "../../bench/lib/app-child.js";
 import { WAIT_MS } from "../../bench/lib/until.js";
-import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "../../bench/lib/app-child.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // End to end: the app itself (functions/, compiled by tsconfig.build.json as `npm run build` does) run by
 // `node packages/devhost/bin/cosmos-feed.js start <app> --port 0 --cosmos "<connection string>"` as a child process, driven over

@@ -3,6 +3,14 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AppChild,
+  buildAppFolder,
+  FAST_APP_SETTINGS,
+  repoRoot,
+  startAppChild,
+} from "../../bench/lib/app-child.js";
+import { settled, until, WAIT_MS } from "../../bench/lib/until.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { freePort } from "../support/free-port.js";
 import {
@@ -11,14 +19,6 @@ import {
   originalPosition,
   setBreakpointInSource,
 } from "../support/inspector.js";
-import { settled, until, WAIT_MS } from "../../bench/lib/until.js";
-import {
-  type AppChild,
-  buildAppFolder,
-  FAST_APP_SETTINGS,
-  repoRoot,
-  startAppChild,
-} from "../../bench/lib/app-child.js";
 
 // A debugger on a breakpoint, as `func start` + VS Code give one: the app built as `npm run build` builds it
 // (tsconfig.build.json, source maps included), run by `cosmos-feed start` as a child process with the setting VS

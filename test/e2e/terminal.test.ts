@@ -5,13 +5,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { OperationDocument, ResourceDocument } from "../../src/shared/resources/index.js";
-import { newOperation } from "../../src/shared/resources/operations.js";
-import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import {
+  type AppChild,
+  buildAppFolder,
+  FAST_APP_SETTINGS,
+  startAppChild,
+} from "../../bench/lib/app-child.js";
 import { httpCall } from "../../bench/lib/http-call.js";
 import { seededRandom } from "../../bench/lib/prng.js";
 import { until } from "../../bench/lib/until.js";
-import { type AppChild, buildAppFolder, FAST_APP_SETTINGS, startAppChild } from "../../bench/lib/app-child.js";
+import type { OperationDocument, ResourceDocument } from "../../src/shared/resources/index.js";
+import { newOperation } from "../../src/shared/resources/operations.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // The promise docs/app.md makes ("The rule: every acknowledged operation ends"), held under a storm: 1,000
 // concurrent PUT/PATCH/DELETE from a seeded generator against the compiled app on a `cosmos-feed start` child, on

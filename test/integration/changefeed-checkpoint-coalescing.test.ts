@@ -6,11 +6,11 @@
  */
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeClock } from "../../packages/core/src/clock.js";
+import { waitUntil } from "../../bench/lib/until.js";
 import { InvalidProcessorOptionsError } from "../../packages/changefeed/src/options.js";
 import { createChangeFeedProcessor } from "../../packages/changefeed/src/processor.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 interface Doc {
   id: string;

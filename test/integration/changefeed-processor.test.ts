@@ -1,5 +1,6 @@
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 import { estimateLag } from "../../packages/changefeed/src/estimator.js";
 import { InvalidProcessorOptionsError } from "../../packages/changefeed/src/options.js";
 import {
@@ -9,7 +10,6 @@ import {
 } from "../../packages/changefeed/src/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { settled, waitUntil } from "../../bench/lib/until.js";
 
 interface Doc {
   id: string;

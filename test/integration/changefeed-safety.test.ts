@@ -7,7 +7,7 @@
  */
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FakeClock } from "../../packages/core/src/clock.js";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 import { LeaseContainerError } from "../../packages/changefeed/src/leases/open.js";
 import { MonitoredContainerGoneError } from "../../packages/changefeed/src/processing/feed-errors.js";
 import {
@@ -15,11 +15,11 @@ import {
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
 } from "../../packages/changefeed/src/processor.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { CosmosFeedError } from "../../packages/core/src/errors.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { type FaultRule, faultPlugins, serviceError } from "../support/faults.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { settled, waitUntil } from "../../bench/lib/until.js";
 
 interface Doc {
   id: string;

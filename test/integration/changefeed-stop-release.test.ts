@@ -6,6 +6,7 @@
  */
 import type { Container, Database, RequestContext } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { settled, waitUntil } from "../../bench/lib/until.js";
 import {
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
@@ -13,7 +14,6 @@ import {
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { type FaultRule, faultPlugins, serviceError } from "../support/faults.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { settled, waitUntil } from "../../bench/lib/until.js";
 
 /** How long a held lease write waits before it is sent (ms): far past the local deadline of FAST_INTERVALS. */
 const HELD_WRITE_MS = 2 * FAST_INTERVALS.leaseExpirationInterval;

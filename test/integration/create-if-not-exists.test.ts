@@ -5,7 +5,10 @@
  * with its own caches, over a real socket.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createContainerIfNotExists, createDatabaseIfNotExists } from "../../packages/core/src/cosmos/ensure.js";
+import {
+  createContainerIfNotExists,
+  createDatabaseIfNotExists,
+} from "../../packages/core/src/cosmos/ensure.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 
 let emu: TestEmulator;

@@ -9,7 +9,11 @@ import { networkInterfaces } from "node:os";
 import { CosmosClient } from "@azure/cosmos";
 import { afterEach, describe, expect, it } from "vitest";
 import { masterKeyHeaders } from "../../packages/emulator/src/auth.js";
-import { EmulatorStartError, type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
+import {
+  EmulatorStartError,
+  type RunningEmulator,
+  startEmulator,
+} from "../../packages/emulator/src/index.js";
 
 interface Answer {
   status: number;

@@ -1,11 +1,11 @@
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import { estimateLag } from "../../packages/changefeed/src/estimator.js";
 import { createChangeFeedProcessor } from "../../packages/changefeed/src/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { keysPerRange, pendingFor, writeRoundRobin } from "../support/pending-per-range.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 /*
  * The estimator's figure (session-token LSN − first pending `_lsn` + 1, as .NET computes it) is the true number of

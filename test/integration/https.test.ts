@@ -1,8 +1,8 @@
 import { Agent } from "node:https";
 import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
 import { selfSignedCertificate } from "../../bench/lib/tls.js";
+import { type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
 
 const certificate = selfSignedCertificate("emu-tls");
 let emu: RunningEmulator;

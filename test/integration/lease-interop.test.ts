@@ -8,13 +8,13 @@ import {
   PluginOn,
 } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { estimateLag } from "../../packages/changefeed/src/estimator.js";
 import {
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
 } from "../../packages/changefeed/src/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 /*
  * Interop with .NET, Java and the Functions trigger against the emulator, through the unmodified SDK (issue 9).

@@ -4,6 +4,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS, waitUntil } from "../../bench/lib/until.js";
 import {
   AlreadyExistsError,
   ConcurrencyConflictError,
@@ -24,7 +25,6 @@ import {
 } from "../../packages/locks/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins, serviceError } from "../support/faults.js";
-import { WAIT_MS, waitUntil } from "../../bench/lib/until.js";
 
 /** Background TTL purge of the test emulator (ms). */
 const SWEEP_MS = 200;

@@ -1,7 +1,7 @@
 import { ChangeFeedStartFrom } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decodeRid, encodeRid } from "../../packages/emulator/src/store/rid.js";
 import { databaseRidOf } from "../../packages/changefeed/src/leases/ids.js";
+import { decodeRid, encodeRid } from "../../packages/emulator/src/store/rid.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 let t: TestEmulator;

@@ -8,8 +8,8 @@ import {
   patchResource,
   putResource,
 } from "../../functions/resources.js";
-import { ensureContainers } from "../../src/shared/containers.js";
 import { OccRetryDefaults } from "../../packages/core/src/cosmos/index.js";
+import { ensureContainers } from "../../src/shared/containers.js";
 import {
   appContext,
   createAppContext,

@@ -1,5 +1,6 @@
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../../bench/lib/until.js";
 import {
   appContext,
   type OperationDocument,
@@ -12,7 +13,6 @@ import { newOperation } from "../../src/shared/resources/operations.js";
 import { putThroughFunction } from "../support/app-put.js";
 import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
-import { until } from "../../bench/lib/until.js";
 
 // The reconcileOperations timer's work (src/shared/resources/reconcile.ts) against the emulator and a real durable
 // client (an in-process task hub running the app's orchestrations): what the trigger or an orchestration missed is

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ensureContainers } from "../../src/shared/containers.js";
 import { createCosmosClient } from "../../packages/core/src/cosmos/client.js";
+import { ensureContainers } from "../../src/shared/containers.js";
 import {
   type AppContext,
   appContext,

@@ -1,5 +1,6 @@
 import { HttpRequest, InvocationContext, type Timer } from "@azure/functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WAIT_MS } from "../../bench/lib/until.js";
 import { getHealth, getLeases, getLocks, getSummary, reportLag } from "../../functions/admin.js";
 import { reactToResources, summarizeResources } from "../../functions/reactions.js";
 import { createChangeFeedProcessor } from "../../packages/changefeed/src/index.js";
@@ -15,7 +16,6 @@ import {
 import { putThroughFunction } from "../support/app-put.js";
 import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
 
 // The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
 // the documents the change feed delivers, against the emulator. The reactions trigger's durable client is a real

@@ -1,9 +1,9 @@
 import { ChangeFeedMode, ChangeFeedStartFrom, type Database, StatusCodes } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import { RuModel } from "../../packages/emulator/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { ThroughputClock } from "../support/throughput-clock.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 let t: TestEmulator;
 let db: Database;

@@ -1,7 +1,5 @@
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { uniqueName } from "../support/emulator.js";
-import { waitUntil } from "../../bench/lib/until.js";
 import { DotnetProcessorHost } from "../../bench/lib/dotnet.js";
 import {
   type Delivery,
@@ -12,6 +10,8 @@ import {
   TEST_INTERVALS,
   type TlsEmulator,
 } from "../../bench/lib/fleet.js";
+import { waitUntil } from "../../bench/lib/until.js";
+import { uniqueName } from "../support/emulator.js";
 
 /*
  * Adoption both ways: a fleet of one implementation processes a first batch of changes and stops gracefully; a host

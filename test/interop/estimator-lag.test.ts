@@ -1,10 +1,10 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { estimateLag } from "../../packages/changefeed/src/estimator.js";
-import { keysPerRange, pendingFor, writeRoundRobin } from "../support/pending-per-range.js";
-import { waitUntil } from "../../bench/lib/until.js";
 import { DotnetProcessorHost, type HarnessLine, runHarness } from "../../bench/lib/dotnet.js";
 import { readLeases, startTlsEmulator, TEST_INTERVALS, type TlsEmulator } from "../../bench/lib/fleet.js";
+import { waitUntil } from "../../bench/lib/until.js";
+import { estimateLag } from "../../packages/changefeed/src/estimator.js";
+import { keysPerRange, pendingFor, writeRoundRobin } from "../support/pending-per-range.js";
 
 /*
  * .NET's change feed estimator as the judge of the emulator's LSNs: leases checkpointed by the .NET processor, then

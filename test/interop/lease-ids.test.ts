@@ -1,6 +1,5 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitUntil } from "../../bench/lib/until.js";
 import { DotnetProcessorHost } from "../../bench/lib/dotnet.js";
 import {
   NodeProcessorHost,
@@ -9,6 +8,7 @@ import {
   TEST_INTERVALS,
   type TlsEmulator,
 } from "../../bench/lib/fleet.js";
+import { waitUntil } from "../../bench/lib/until.js";
 
 /*
  * Lease ids on an Azure-shaped endpoint: both clients are configured with https://myaccount.documents.azure.com:<port>/

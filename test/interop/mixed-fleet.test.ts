@@ -1,6 +1,5 @@
 import type { Container, CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitUntil } from "../../bench/lib/until.js";
 import { DotnetProcessorHost } from "../../bench/lib/dotnet.js";
 import {
   LeaseWatch,
@@ -11,6 +10,7 @@ import {
   TEST_INTERVALS,
   type TlsEmulator,
 } from "../../bench/lib/fleet.js";
+import { waitUntil } from "../../bench/lib/until.js";
 import { Writer } from "./support/writer.js";
 
 /*

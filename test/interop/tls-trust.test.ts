@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runHarness } from "../../bench/lib/dotnet.js";
 import { type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
 import { ensureCertificate } from "../../packages/emulator/src/tls/certificate.js";
-import { runHarness } from "../../bench/lib/dotnet.js";
 
 /*
  * The .NET SDK (Microsoft.Azure.Cosmos 3.64.0) trusting the certificate `cosmos-feed start` makes (node:crypto, no

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import type { EmulatorOptions } from "../../packages/emulator/src/index.js";
 import { WAIT_MS } from "../../bench/lib/until.js";
+import type { EmulatorOptions } from "../../packages/emulator/src/index.js";
 
 export interface EmulatorChild {
   process: ChildProcess;

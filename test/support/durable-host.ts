@@ -4,8 +4,14 @@ import type { AddressInfo } from "node:net";
 import type { Container } from "@azure/cosmos";
 import { InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
-import { createDurableApiHandler, durableBuiltinRoutes } from "../../packages/devhost/src/durable/client-api.js";
-import { durableClientInputData, ensureWebsiteHostname } from "../../packages/devhost/src/durable/client-binding.js";
+import {
+  createDurableApiHandler,
+  durableBuiltinRoutes,
+} from "../../packages/devhost/src/durable/client-api.js";
+import {
+  durableClientInputData,
+  ensureWebsiteHostname,
+} from "../../packages/devhost/src/durable/client-binding.js";
 import { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 
 const require = createRequire(import.meta.url);

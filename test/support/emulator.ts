@@ -1,5 +1,9 @@
 import { CosmosClient, type CosmosClientOptions } from "@azure/cosmos";
-import { type EmulatorOptions, type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
+import {
+  type EmulatorOptions,
+  type RunningEmulator,
+  startEmulator,
+} from "../../packages/emulator/src/index.js";
 
 export interface TestEmulator {
   emulator: RunningEmulator;

@@ -4,9 +4,10 @@
  * those roles rely on: conditional updates by etag that re-apply the mutation to the current copy, timestamps
  * from the injected clock, a change feed of updated leases, listing.
  */
-import type { FakeClock } from "../../packages/core/src/clock.js";
+
 import type { Lease } from "../../packages/changefeed/src/leases/lease.js";
 import type { LeaseFeed, LeaseStore } from "../../packages/changefeed/src/leases/store.js";
+import type { FakeClock } from "../../packages/core/src/clock.js";
 
 export class InMemoryLeaseStoreFake {
   readonly prefix = "p";

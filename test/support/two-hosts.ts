@@ -2,8 +2,8 @@ import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Container } from "@azure/cosmos";
 import { type AppChild, startAppChild } from "../../bench/lib/app-child.js";
-import { startTestEmulator, type TestEmulator } from "./emulator.js";
 import { until, WAIT_MS } from "../../bench/lib/until.js";
+import { startTestEmulator, type TestEmulator } from "./emulator.js";
 
 /**
  * Two dev hosts (`cosmos-feed start` child processes) running the unmodified fixture app test/fixtures/app-cjs on

@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createChangeFeedProcessor } from "../../packages/changefeed/src/index.js";
 import { repoRoot } from "../../bench/lib/app-child.js";
+import { waitUntil } from "../../bench/lib/until.js";
+import { createChangeFeedProcessor } from "../../packages/changefeed/src/index.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
-import { waitUntil } from "../../bench/lib/until.js";
 
 const run = promisify(execFile);
 let t: TestEmulator;
@@ -21,9 +21,13 @@ let monitored: Container;
 let leases: Container;
 
 async function cli(args: string[]) {
-  return run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "leases", ...args], {
-    cwd: repoRoot,
-  });
+  return run(
+    process.execPath,
+    [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "leases", ...args],
+    {
+      cwd: repoRoot,
+    },
+  );
 }
 
 beforeAll(async () => {

@@ -11,7 +11,9 @@ import { repoRoot } from "../../bench/lib/app-child.js";
 
 const run = promisify(execFile);
 const tune = (args: string[]) =>
-  run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "tune", ...args], { cwd: repoRoot });
+  run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "tune", ...args], {
+    cwd: repoRoot,
+  });
 const dir = mkdtempSync(join(tmpdir(), "tune-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

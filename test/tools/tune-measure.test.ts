@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { repoRoot } from "../../bench/lib/app-child.js";
 import { CliInputError } from "../../packages/devhost/src/cli/leases.js";
 import {
   formatMeasure,
@@ -12,7 +13,6 @@ import {
   ownershipReplaces,
   parseScale,
 } from "../../packages/devhost/src/cli/tune-measure.js";
-import { repoRoot } from "../../bench/lib/app-child.js";
 
 // `cosmos-feed tune --measure` as a user runs it: a short real measurement (2 hosts × 4 leases on the embedded
 // emulator, intervals ÷ 20, a 4 s window) that reports every model row with its measured value, the start-up
@@ -23,7 +23,9 @@ import { repoRoot } from "../../bench/lib/app-child.js";
 
 const run = promisify(execFile);
 const tune = (args: string[]) =>
-  run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "tune", ...args], { cwd: repoRoot });
+  run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "tune", ...args], {
+    cwd: repoRoot,
+  });
 const SEED = 20261126;
 
 type Failure = { code: number; stderr: string };

@@ -11,7 +11,9 @@ import { repoRoot } from "../../bench/lib/app-child.js";
 
 const run = promisify(execFile);
 const tune = (args: string[]) =>
-  run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "tune", ...args], { cwd: repoRoot });
+  run(process.execPath, [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "tune", ...args], {
+    cwd: repoRoot,
+  });
 const dir = mkdtempSync(join(tmpdir(), "tune-sweep-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -39,7 +41,12 @@ describe("cosmos-feed tune --sweep", () => {
     const cwd = mkdtempSync(join(dir, "cwd-"));
     const { stdout } = await run(
       process.execPath,
-      [join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"), "tune", "--sweep", "feedPollDelay=1s..5s:3"],
+      [
+        join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"),
+        "tune",
+        "--sweep",
+        "feedPollDelay=1s..5s:3",
+      ],
       { cwd },
     );
     expect(stdout.trim().split("\n").slice(-2)).toEqual(["chart: tune-sweep.svg", "chart: tune-sweep.png"]);

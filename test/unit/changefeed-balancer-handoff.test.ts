@@ -5,13 +5,13 @@
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
 import { EqualPartitionsBalancingStrategy } from "../../packages/changefeed/src/balancing/strategy.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { HandoffPlanner } from "../../packages/changefeed/src/handoff-planner.js";
 import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 import { releaseAs } from "../../packages/changefeed/src/leases/mutations.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
 import { LoadBalancer, type RunningLease } from "../../packages/changefeed/src/load-balancer.js";
 import { ChangeFeedDefaults, resolveOptions } from "../../packages/changefeed/src/options.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const EXPIRATION = 6_000;

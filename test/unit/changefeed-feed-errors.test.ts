@@ -5,7 +5,6 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { ChangeFeedDefaults } from "../../packages/changefeed/src/options.js";
 import {
   classifyFeedReadError,
@@ -14,6 +13,7 @@ import {
 } from "../../packages/changefeed/src/processing/feed-errors.js";
 import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
 import { PartitionWorker, type WorkerExit } from "../../packages/changefeed/src/processing/worker.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { CosmosFeedError } from "../../packages/core/src/errors.js";
 
 const POLL = 50;

@@ -5,7 +5,6 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 import { LeaseLostError } from "../../packages/changefeed/src/leases/store.js";
 import { renewDue, resolveOptions } from "../../packages/changefeed/src/options.js";
@@ -13,6 +12,7 @@ import type { FeedPage } from "../../packages/changefeed/src/processing/feed-rea
 import type { ChangeFeedContext } from "../../packages/changefeed/src/processing/worker.js";
 import { LeaseRenewer } from "../../packages/changefeed/src/renewer.js";
 import { type LeaseClose, LeaseSupervisor } from "../../packages/changefeed/src/supervisor.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 
 const RENEW = 1_000;
 const EXPIRATION = 6_000;

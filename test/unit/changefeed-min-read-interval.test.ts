@@ -5,10 +5,10 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { resolveOptions } from "../../packages/changefeed/src/options.js";
 import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
 import { PartitionWorker } from "../../packages/changefeed/src/processing/worker.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 
 const INTERVAL = 500;
 

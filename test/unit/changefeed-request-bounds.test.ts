@@ -12,7 +12,6 @@ import {
   RequestAbortedError,
   RequestTimeoutError,
 } from "../../packages/changefeed/src/bounded-request.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { estimateLeaseLag } from "../../packages/changefeed/src/estimator.js";
 import { LeaseReplacer } from "../../packages/changefeed/src/lease-replacer.js";
 import { type Lease, LeaseMode } from "../../packages/changefeed/src/leases/lease.js";
@@ -20,6 +19,7 @@ import { LeaseOperationCounters, LeaseStore } from "../../packages/changefeed/sr
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
 import { resolveOptions } from "../../packages/changefeed/src/options.js";
 import { ChangeFeedProcessor } from "../../packages/changefeed/src/processor.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { lease0, testBalancer, track } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 

@@ -7,7 +7,6 @@
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
 import { boundedRequest, RequestTimeoutError } from "../../packages/changefeed/src/bounded-request.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
 import { ChangeFeedDefaults, resolveOptions } from "../../packages/changefeed/src/options.js";
@@ -18,6 +17,7 @@ import {
   type WorkerExit,
 } from "../../packages/changefeed/src/processing/worker.js";
 import { type LeaseClose, LeaseSupervisor } from "../../packages/changefeed/src/supervisor.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { testBalancer } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 

@@ -13,13 +13,13 @@ import type { Container } from "@azure/cosmos";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EqualPartitionsBalancingStrategy } from "../../packages/changefeed/src/balancing/strategy.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 import { releaseAs, renewAs } from "../../packages/changefeed/src/leases/mutations.js";
 import { LeaseLostError } from "../../packages/changefeed/src/leases/store.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
 import { LoadBalancer, type RunningLease } from "../../packages/changefeed/src/load-balancer.js";
 import { resolveOptions } from "../../packages/changefeed/src/options.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const RENEW = 1_000;

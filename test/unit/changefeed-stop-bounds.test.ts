@@ -6,11 +6,11 @@
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
 import { RequestTimeoutError } from "../../packages/changefeed/src/bounded-request.js";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { HandoffPlanner } from "../../packages/changefeed/src/handoff-planner.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
 import { releaseLeftovers } from "../../packages/changefeed/src/leftover-release.js";
 import { resolveOptions } from "../../packages/changefeed/src/options.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 import { lease, lease0, testBalancer, track } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 

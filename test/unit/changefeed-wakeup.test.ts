@@ -5,10 +5,10 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
 import { FeedPollWakeup } from "../../packages/changefeed/src/processing/wakeup.js";
 import { PartitionWorker } from "../../packages/changefeed/src/processing/worker.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 
 const POLL = 10_000;
 const empty: FeedPage<{ id: string }> = {

@@ -5,11 +5,11 @@
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../packages/core/src/clock.js";
 import { ChangeFeedDefaults } from "../../packages/changefeed/src/options.js";
 import { CoalescingCheckpointer } from "../../packages/changefeed/src/processing/checkpointer.js";
 import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
 import { PartitionWorker, type WorkerExit } from "../../packages/changefeed/src/processing/worker.js";
+import { FakeClock } from "../../packages/core/src/clock.js";
 
 describe("CoalescingCheckpointer", () => {
   it("keeps one write in flight and writes only the newest etag submitted meanwhile", async () => {

@@ -4,8 +4,8 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { RequestRu, tune } from "../../packages/changefeed/src/tuning/model.js";
 import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
+import { RequestRu, tune } from "../../packages/changefeed/src/tuning/model.js";
 
 const doc = readFileSync(new URL("../../docs/deploy.md", import.meta.url), "utf8").replace(/\s+/g, " ");
 const thousands = (n: number) => Math.round(n).toLocaleString("en-US");

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../bench/lib/prng.js";
 import {
   EPK_MAX,
   EPK_MIN,
@@ -12,7 +13,6 @@ import {
   prefixEpkRange,
   splitPoint,
 } from "../../packages/emulator/src/partitioning/epk.js";
-import { seededRandom } from "../../bench/lib/prng.js";
 
 const V1: PartitionKeyDefinitionLike = { paths: ["/pk"], kind: "Hash" };
 const V1_NO_KIND: PartitionKeyDefinitionLike = { paths: ["/pk"] };

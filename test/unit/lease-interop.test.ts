@@ -7,7 +7,12 @@ import {
   parseLease,
   toLeaseDocument,
 } from "../../packages/changefeed/src/leases/lease.js";
-import { acquireAs, checkpointAs, releaseAs, renewAs } from "../../packages/changefeed/src/leases/mutations.js";
+import {
+  acquireAs,
+  checkpointAs,
+  releaseAs,
+  renewAs,
+} from "../../packages/changefeed/src/leases/mutations.js";
 import { openLeaseStore } from "../../packages/changefeed/src/leases/open.js";
 import { LeaseOperationCounters } from "../../packages/changefeed/src/leases/store.js";
 import { CosmosFeedError } from "../../packages/core/src/errors.js";

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { CosmosConnectionError, resolveCosmosConnection } from "../../packages/core/src/cosmos/client.js";
 import {
   ContainerDefinitionError,
   containerDefinition,
@@ -8,7 +9,6 @@ import {
   lookupContainer,
   parseContainerDefinition,
 } from "../../src/shared/containers.js";
-import { CosmosConnectionError, resolveCosmosConnection } from "../../packages/core/src/cosmos/client.js";
 import { InvalidSettingsError, loadSettings, SETTINGS } from "../../src/shared/settings.js";
 
 const problemsOf = (env: Record<string, string>): string[] => {

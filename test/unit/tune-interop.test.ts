@@ -2,14 +2,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
+import { tune } from "../../packages/changefeed/src/tuning/model.js";
 import { formatTune, tuneReport } from "../../packages/devhost/src/cli/tune.js";
 import {
   compareWithMeasurement,
   type InteropMeasurement,
   readInteropMeasurement,
 } from "../../packages/devhost/src/cli/tune-interop.js";
-import { tune } from "../../packages/changefeed/src/tuning/model.js";
-import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
 
 // The .NET column of `cosmos-feed tune` next to bench:interop's measurement of the real .NET processor.
 

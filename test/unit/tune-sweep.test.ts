@@ -5,6 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
 import { CliInputError } from "../../packages/devhost/src/cli/leases.js";
 import {
   formatDuration,
@@ -18,7 +19,6 @@ import {
   sweepSvg,
   tuneReport,
 } from "../../packages/devhost/src/cli/tune.js";
-import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
 
 const SEED = 20261126;
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;

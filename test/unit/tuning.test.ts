@@ -4,10 +4,10 @@
  * chart and the input checks.
  */
 import { describe, expect, it } from "vitest";
+import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
+import { InvalidTuningInputError, RequestRu, tune } from "../../packages/changefeed/src/tuning/model.js";
 import { parseDuration, parseSweep, runSweep, sweepSvg } from "../../packages/devhost/src/cli/tune.js";
 import { RuModel } from "../../packages/emulator/src/ru/charges.js";
-import { InvalidTuningInputError, RequestRu, tune } from "../../packages/changefeed/src/tuning/model.js";
-import { tuningDefaults } from "../../bench/lib/tuning-defaults.js";
 
 describe("lease cost model", () => {
   it.each([

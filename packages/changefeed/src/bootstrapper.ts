@@ -1,7 +1,7 @@
 import type { Container } from "@azure/cosmos";
+import type { Clock } from "@cosmos-feed/core/clock";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { abandonedBy, boundedRequest } from "./bounded-request.js";
-import type { Clock } from "@cosmos-feed/core/clock";
 import { type EpkRange, type Lease, LeaseMode, newLease } from "./leases/lease.js";
 import type { LeaseStore } from "./leases/store.js";
 import { ChangeFeedDefaults, InvalidProcessorOptionsError } from "./options.js";

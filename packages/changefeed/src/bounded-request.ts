@@ -1,5 +1,5 @@
-import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import type { Clock } from "@cosmos-feed/core/clock";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 
 /** A processor request (a feed read, a lease write) got no answer within requestTimeout: retryable (408). */
 export class RequestTimeoutError extends CosmosFeedError {

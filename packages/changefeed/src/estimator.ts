@@ -1,7 +1,7 @@
 import type { Container } from "@azure/cosmos";
+import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { sessionTokenLsn } from "@cosmos-feed/core/cosmos/session";
 import { boundedRequest } from "./bounded-request.js";
-import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { type Lease, UnsupportedLeaseError } from "./leases/lease.js";
 import { openLeaseStore } from "./leases/open.js";
 import { LeaseOperationCounters } from "./leases/store.js";

@@ -1,6 +1,6 @@
+import type { Clock } from "@cosmos-feed/core/clock";
 import { assignSuccessors, nextSlotStart } from "./balancing/watch-schedule.js";
 import { boundedRequest, RequestAbortedError, RequestTimeoutError } from "./bounded-request.js";
-import type { Clock } from "@cosmos-feed/core/clock";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import type { LeaseView } from "./leases/view.js";
 import type { LoadBalancer } from "./load-balancer.js";

@@ -1,6 +1,6 @@
+export { type Clock, systemClock } from "@cosmos-feed/core/clock";
 export { CosmosFeedError, isCosmosFeedError } from "@cosmos-feed/core/errors";
 export { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
-export { type Clock, systemClock } from "@cosmos-feed/core/clock";
 export { type EstimatorOptions, estimateLag, estimateLeaseLag, type LeaseLag } from "./estimator.js";
 export { databaseRidOf } from "./leases/ids.js";
 export { UnsupportedLeaseError } from "./leases/java-state.js";

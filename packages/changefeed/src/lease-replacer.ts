@@ -1,6 +1,6 @@
 import type { Container } from "@azure/cosmos";
-import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import type { Clock } from "@cosmos-feed/core/clock";
+import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import { type Lease, newLease } from "./leases/lease.js";
 import type { LeaseStore } from "./leases/store.js";
 

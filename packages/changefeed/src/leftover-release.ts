@@ -1,5 +1,5 @@
-import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import type { Clock } from "@cosmos-feed/core/clock";
+import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import { releaseAs } from "./leases/mutations.js";
 import { LeaseLostError, type LeaseStore } from "./leases/store.js";
 import type { LeaseView } from "./leases/view.js";

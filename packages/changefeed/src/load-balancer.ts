@@ -1,4 +1,5 @@
 import type { Container } from "@azure/cosmos";
+import type { Clock } from "@cosmos-feed/core/clock";
 import type { LoadBalancingStrategy } from "./balancing/strategy.js";
 import {
   handedTo,
@@ -7,7 +8,6 @@ import {
   watchParticipants,
 } from "./balancing/watch-schedule.js";
 import { abandonedBy, boundedRequest } from "./bounded-request.js";
-import type { Clock } from "@cosmos-feed/core/clock";
 import type { Lease } from "./leases/lease.js";
 import { acquireAs } from "./leases/mutations.js";
 import { LeaseLostError, type LeaseStore } from "./leases/store.js";

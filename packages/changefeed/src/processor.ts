@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { Container } from "@azure/cosmos";
+import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { EqualPartitionsBalancingStrategy } from "./balancing/strategy.js";
 import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
 import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
-import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { type ChangeFeedProcessorEvents, ProcessorEvents } from "./events.js";
 import { HandoffPlanner } from "./handoff-planner.js";
 import { LeaseMode } from "./leases/lease.js";

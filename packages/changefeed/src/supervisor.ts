@@ -1,6 +1,6 @@
 import type { Container } from "@azure/cosmos";
-import { boundedRequest } from "./bounded-request.js";
 import type { Clock } from "@cosmos-feed/core/clock";
+import { boundedRequest } from "./bounded-request.js";
 import type { Lease } from "./leases/lease.js";
 import { checkpointAs, renewAs } from "./leases/mutations.js";
 import { LeaseLostError, type LeaseStore } from "./leases/store.js";

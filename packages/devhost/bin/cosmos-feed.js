@@ -50,7 +50,8 @@ function whyNotCompiled() {
     newest(join(dir, "src"), best);
     for (const f of ["package.json", "tsconfig.json"]) {
       const path = join(dir, f);
-      if (existsSync(path) && statSync(path).mtimeMs > best.mtimeMs) Object.assign(best, { path, mtimeMs: statSync(path).mtimeMs });
+      if (existsSync(path) && statSync(path).mtimeMs > best.mtimeMs)
+        Object.assign(best, { path, mtimeMs: statSync(path).mtimeMs });
     }
   }
   if (best.mtimeMs <= built) return undefined;
@@ -76,5 +77,5 @@ if (why === undefined) {
       'export async function resolve(s, c, next) { return next(s, c.conditions.includes("source") ? c : { ...c, conditions: [...c.conditions, "source"] }); }',
     )}`,
   );
-  await import("../packages/devhost/src/cli/main.ts");
+  await import("../src/cli/main.ts");
 }

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import type { CosmosClient } from "@azure/cosmos";
+import { readConnectionString } from "@cosmos-feed/core/cosmos/client";
 import type { RunningEmulator } from "@cosmos-feed/emulator";
 import { WELL_KNOWN_EMULATOR_KEY } from "@cosmos-feed/emulator";
-import { readConnectionString } from "@cosmos-feed/core/cosmos/client";
 import { createCosmosRuntime } from "./builtinCosmos.js";
 import { timerStatusDir, timerTriggerRunner } from "./builtinTimer.js";
 import { type CosmosConnection, createCosmosClient, resolveCosmosConnection } from "./connections.js";

@@ -1,10 +1,10 @@
 import { resolve } from "node:path";
 import type { Clock } from "@cosmos-feed/core/clock";
+import { parseAllowedHosts } from "@cosmos-feed/emulator/hosts";
 import { applySettings, readAppConfig } from "./appConfig.js";
 import { indexBindings, triggerErrorLine } from "./bindingCheck.js";
 import type { BindingExtensions } from "./extensions.js";
 import { type CorsPolicy, parseCorsPolicy } from "./http/cors.js";
-import { parseAllowedHosts } from "@cosmos-feed/emulator/hosts";
 import { buildRouteTable, routeUrl } from "./http/router.js";
 import { type BuiltinRoutes, DevHttpServer } from "./http/server.js";
 import { readDevHttpSettings } from "./http/settings.js";

@@ -1,4 +1,5 @@
 import { networkInterfaces } from "node:os";
+import { CosmosError } from "./errors.js";
 import {
   type HostAllowList,
   isLoopbackHostname,
@@ -7,7 +8,6 @@ import {
   parseAllowedHosts,
   withBindName,
 } from "./hosts.js";
-import { CosmosError } from "./errors.js";
 
 /**
  * The emulator's DNS-rebinding guard, the dev host's (packages/emulator/src/hosts.ts) on the emulator's port: a web page

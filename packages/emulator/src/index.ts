@@ -1,10 +1,12 @@
-export { MasterKeyAuth, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
+// For the dev host (and anyone embedding the emulator): request signing, the RU meter's arithmetic, the TLS
+// certificate the emulator serves, and the data folder's creation — the public names of what it used to reach into.
+export { MasterKeyAuth, masterKeyHeaders, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
 export { CosmosError } from "./errors.js";
 export { ALLOWED_HOSTS_ENV } from "./hostGuard.js";
 export { effectivePartitionKey } from "./partitioning/epk.js";
 export { RANGE_COUNT_HEADER } from "./routes/resources.js";
 export { RuModel } from "./ru/charges.js";
-export { type MeterEntry, type OperationKind, RuMeter } from "./ru/meter.js";
+export { type MeterEntry, type MeterSnapshot, meterDelta, type OperationKind, RuMeter } from "./ru/meter.js";
 export {
   DEFAULT_CHANGE_FEED_RETENTION_MS,
   DEFAULT_TTL_SWEEP_INTERVAL_MS,
@@ -13,9 +15,5 @@ export {
   type RunningEmulator,
   startEmulator,
 } from "./server.js";
-// For the dev host (and anyone embedding the emulator): request signing, the RU meter's arithmetic, the TLS
-// certificate the emulator serves, and the data folder's creation — the public names of what it used to reach into.
-export { masterKeyHeaders } from "./auth.js";
-export { type MeterSnapshot, meterDelta } from "./ru/meter.js";
 export { ensureDirectory } from "./store/directory.js";
 export { DEFAULT_CERTIFICATE_NAMES, ensureCertificate, type StoredCertificate } from "./tls/certificate.js";

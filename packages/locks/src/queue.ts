@@ -1,5 +1,10 @@
 import type { Container, ItemDefinition, PatchOperation } from "@azure/cosmos";
-import { AlreadyExistsError, NotFoundError, PreconditionFailedError, statusOf } from "@cosmos-feed/core/cosmos/errors";
+import {
+  AlreadyExistsError,
+  NotFoundError,
+  PreconditionFailedError,
+  statusOf,
+} from "@cosmos-feed/core/cosmos/errors";
 import { createItem, readItem, replaceIfMatch, type Stored } from "@cosmos-feed/core/cosmos/occ";
 import type { OccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
 

@@ -1,6 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { type BatchWrite, commitBatch } from "@cosmos-feed/core/cosmos/batch";
-import { AlreadyExistsError, NotFoundError, PreconditionFailedError, statusOf } from "@cosmos-feed/core/cosmos/errors";
+import {
+  AlreadyExistsError,
+  NotFoundError,
+  PreconditionFailedError,
+  statusOf,
+} from "@cosmos-feed/core/cosmos/errors";
 import { readItem, type Stored } from "@cosmos-feed/core/cosmos/occ";
 import { defaultOccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
 import { guardWithLock } from "@cosmos-feed/locks";

@@ -1,12 +1,12 @@
 import type { Container, CosmosClient, Database } from "@azure/cosmos";
+import { createCosmosClient } from "@cosmos-feed/core/cosmos/client";
+import { LockClient } from "@cosmos-feed/locks";
 import {
   type ContainerRole,
   containerDefinition,
   type DatabaseDefinition,
   ensureContainers,
 } from "../containers.js";
-import { createCosmosClient } from "@cosmos-feed/core/cosmos/client";
-import { LockClient } from "@cosmos-feed/locks";
 import { loadSettings, type Settings } from "../settings.js";
 
 /** What the app's handlers share: settings, the Cosmos client, the containers by role, the subscription locks. */

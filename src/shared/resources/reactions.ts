@@ -1,7 +1,7 @@
-import { forEachConcurrently } from "../concurrency.js";
 import { AlreadyExistsError, PreconditionFailedError } from "@cosmos-feed/core/cosmos/errors";
 import { createItem, patchIf, readItem, replaceIfMatch, type Stored } from "@cosmos-feed/core/cosmos/occ";
 import { defaultOccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
+import { forEachConcurrently } from "../concurrency.js";
 import type { AppContext } from "./context.js";
 import { isNonTerminal, type ProvisioningState, type ResourceDocument } from "./model.js";
 import { operationDocId } from "./operations.js";

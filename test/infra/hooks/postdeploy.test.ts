@@ -14,13 +14,13 @@ import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildAppFolder, FAST_APP_SETTINGS, repoRoot } from "../../../bench/lib/app-child.js";
 import {
   POSTDEPLOY_SETTINGS,
   PROBE_ROUTE,
   readPostdeploySettings,
   runDeployChecks,
 } from "../../../scripts/hooks/deploy-check.mjs";
-import { buildAppFolder, FAST_APP_SETTINGS, repoRoot } from "../../../bench/lib/app-child.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../../support/dev-host.js";
 
 const expected = (

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { localSettingsFor } from "../../../scripts/hooks/local-settings.mjs";
 import { repoRoot } from "../../../bench/lib/app-child.js";
+import { localSettingsFor } from "../../../scripts/hooks/local-settings.mjs";
 
 const dirs: string[] = [];
 afterAll(() => {

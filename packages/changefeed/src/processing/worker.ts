@@ -1,6 +1,6 @@
 import type { Container } from "@azure/cosmos";
-import { boundedRequest, RequestTimeoutError } from "../bounded-request.js";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import { boundedRequest, RequestTimeoutError } from "../bounded-request.js";
 import type { EpkRange } from "../leases/lease.js";
 import { LeaseLostError } from "../leases/store.js";
 import { ChangeFeedDefaults, type ErrorPolicy } from "../options.js";

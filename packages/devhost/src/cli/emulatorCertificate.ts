@@ -1,10 +1,6 @@
 import { hostname, networkInterfaces, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import {
-  DEFAULT_CERTIFICATE_NAMES,
-  ensureCertificate,
-  type StoredCertificate,
-} from "@cosmos-feed/emulator";
+import { DEFAULT_CERTIFICATE_NAMES, ensureCertificate, type StoredCertificate } from "@cosmos-feed/emulator";
 
 /**
  * `cosmos-feed emulator --tls auto`: the certificate kept in `<data-dir>/tls`, or — in memory — in a folder of the

@@ -1,10 +1,8 @@
 #!/usr/bin/env node
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { Command, InvalidArgumentError } from "commander";
-import { type DataFolderLock, lockDataFolder } from "../lifecycle/dataFolderLock.js";
-import { LIFECYCLE } from "../lifecycle/settings.js";
-import { DEFAULT_EMULATOR_PORT } from "../startCommand.js";
+import { ChangeFeedDefaults } from "@cosmos-feed/changefeed";
+import { InvalidTuningInputError } from "@cosmos-feed/changefeed/tuning";
 import {
   ALLOWED_HOSTS_ENV,
   EmulatorStartError,
@@ -12,10 +10,12 @@ import {
   startEmulator,
   WELL_KNOWN_EMULATOR_KEY,
 } from "@cosmos-feed/emulator";
-import { ChangeFeedDefaults } from "@cosmos-feed/changefeed";
-import { InvalidTuningInputError } from "@cosmos-feed/changefeed/tuning";
-import { standaloneCertificate } from "./emulatorCertificate.js";
+import { Command, InvalidArgumentError } from "commander";
 import { readLeases } from "../leaseReport.js";
+import { type DataFolderLock, lockDataFolder } from "../lifecycle/dataFolderLock.js";
+import { LIFECYCLE } from "../lifecycle/settings.js";
+import { DEFAULT_EMULATOR_PORT } from "../startCommand.js";
+import { standaloneCertificate } from "./emulatorCertificate.js";
 import { CliInputError, clientFor, formatLeases } from "./leases.js";
 import { onStopSignals } from "./signals.js";
 import { runStart } from "./start.js";
@@ -70,11 +70,8 @@ function accountKey(raw: string): string {
   return raw;
 }
 
-// packages/devhost/src/cli/main.ts (tsx) or dist-tools/src/cli/main.js (compiled): the package's package.json is two or three up.
-const packageJsonUrl =
-  [new URL("../../package.json", import.meta.url), new URL("../../../package.json", import.meta.url)].find(
-    (u) => existsSync(u),
-  ) ?? new URL("../../package.json", import.meta.url);
+// src/cli/main.ts (tsx) or dist/cli/main.js (compiled): the devhost package's package.json is two up.
+const packageJsonUrl = new URL("../../package.json", import.meta.url);
 const packageJson = JSON.parse(readFileSync(packageJsonUrl, "utf8")) as { version: string };
 
 const program = new Command("cosmos-feed")

@@ -1,9 +1,9 @@
+import { EmulatorStartError } from "@cosmos-feed/emulator";
+import { AllowedHostsError } from "@cosmos-feed/emulator/hosts";
 import { DevHostError } from "../errors.js";
 import { LIFECYCLE } from "../lifecycle/settings.js";
 import { flushConsole } from "../logger.js";
 import { type StartCommandOptions, type StartedApp, startFromCommandLine } from "../startCommand.js";
-import { EmulatorStartError } from "@cosmos-feed/emulator";
-import { AllowedHostsError } from "@cosmos-feed/emulator/hosts";
 import { onStopSignals } from "./signals.js";
 
 /** The one line `start` prints when it cannot start: what to change, not a stack trace (unless the app threw). */

@@ -9,9 +9,6 @@
  * over and renewals are on their own schedule), measuring (the window). docs/tuning.md describes the method.
  */
 import { type Container, type ContainerRequest, CosmosClient } from "@azure/cosmos";
-import { RANGE_COUNT_HEADER, type RunningEmulator, startEmulator } from "@cosmos-feed/emulator";
-import { RuModel } from "@cosmos-feed/emulator";
-import { meterDelta } from "@cosmos-feed/emulator";
 import {
   ChangeFeedDefaults,
   type ChangeFeedProcessor,
@@ -20,8 +17,6 @@ import {
   InvalidProcessorOptionsError,
 } from "@cosmos-feed/changefeed";
 import { resolveOptions } from "@cosmos-feed/changefeed/options";
-import { createContainerIfNotExists, createDatabaseIfNotExists } from "@cosmos-feed/core/cosmos/ensure";
-import { abortableSleep } from "@cosmos-feed/core/cosmos/retry";
 import {
   type AlgorithmCost,
   type CostRow,
@@ -29,6 +24,15 @@ import {
   type TuningInput,
   validateTuningInput,
 } from "@cosmos-feed/changefeed/tuning";
+import { createContainerIfNotExists, createDatabaseIfNotExists } from "@cosmos-feed/core/cosmos/ensure";
+import { abortableSleep } from "@cosmos-feed/core/cosmos/retry";
+import {
+  meterDelta,
+  RANGE_COUNT_HEADER,
+  RuModel,
+  type RunningEmulator,
+  startEmulator,
+} from "@cosmos-feed/emulator";
 import { CliInputError } from "./leases.js";
 import { parseDuration, type TuneCliOptions, tuneReport, tuningInputFromOptions } from "./tune.js";
 import { MODEL_TOLERANCE_PCT } from "./tune-interop.js";
@@ -42,7 +46,12 @@ const HOUR = 3_600_000;
 const LEAN_LEASE_CONTAINER = {
   partitionKey: { paths: ["/id"] },
   defaultTtl: -1,
-  indexingPolicy: { indexingMode: "consistent", automatic: true, includedPaths: [], excludedPaths: [{ path: "/*" }] },
+  indexingPolicy: {
+    indexingMode: "consistent",
+    automatic: true,
+    includedPaths: [],
+    excludedPaths: [{ path: "/*" }],
+  },
 } satisfies Omit<ContainerRequest, "id">;
 
 /** The knobs of a measurement, each named once. */

@@ -1,5 +1,10 @@
 import { createRequire } from "node:module";
-import { type AlgorithmCost, type TuningInput, type TuningResult, tune } from "@cosmos-feed/changefeed/tuning";
+import {
+  type AlgorithmCost,
+  type TuningInput,
+  type TuningResult,
+  tune,
+} from "@cosmos-feed/changefeed/tuning";
 import { CliInputError } from "./leases.js";
 import {
   compareWithMeasurement,

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { Container, CosmosClient } from "@azure/cosmos";
-import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import {
   type ChangeFeedContext,
   type ChangeFeedProcessor,
   type ChangeFeedProcessorOptions,
   createChangeFeedProcessor,
 } from "@cosmos-feed/changefeed";
+import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { statusOf } from "@cosmos-feed/core/cosmos/errors";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { CosmosConnectionError } from "../connections.js";

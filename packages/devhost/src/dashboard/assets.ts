@@ -6,13 +6,14 @@ import { fileURLToPath } from "node:url";
  * The page's scripts: `client/*.ts` transpiled to ES modules with the project's own `typescript`
  * (`ts.transpileModule`, no type checking — `npm run typecheck` checks them with the DOM library), on first request
  * and again when the file changes. No bundler, no build step: a fresh clone serves the page, and `npm run build`
- * (tsconfig.build.json) leaves the browser code alone. The dev host runs from source (bin/cosmos-feed.js registers
- * tsx), so `client/` sits next to this file; a compiled copy looks in the source tree.
+ * (tsconfig.build.json) leaves the browser code alone. From source (bin/cosmos-feed.js registers tsx) `client/`
+ * sits next to this file; the package's build copies it beside the compiled one (scripts/build-packages.mjs), and a
+ * compiled copy in the repository falls back to the source tree.
  */
 const candidates = [
   fileURLToPath(new URL("./client/", import.meta.url)),
-  // dist/src/devhost/dashboard → the repository's packages/devhost/src/dashboard/client
-  fileURLToPath(new URL("../../../../packages/devhost/src/dashboard/client/", import.meta.url)),
+  // packages/devhost/dist/dashboard → packages/devhost/src/dashboard/client
+  fileURLToPath(new URL("../../src/dashboard/client/", import.meta.url)),
 ];
 
 export function clientDir(): string | undefined {

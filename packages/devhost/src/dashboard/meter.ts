@@ -1,5 +1,5 @@
-import { masterKeyHeaders } from "@cosmos-feed/emulator";
 import type { RuMeter } from "@cosmos-feed/emulator";
+import { masterKeyHeaders } from "@cosmos-feed/emulator";
 import type { RuTotals } from "./rates.js";
 
 /**

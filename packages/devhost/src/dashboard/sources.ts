@@ -1,5 +1,4 @@
 import type { CosmosClient } from "@azure/cosmos";
-import { readLeases } from "../leaseReport.js";
 import {
   type LockDocument,
   type LockQueueDocument,
@@ -8,6 +7,7 @@ import {
   QUEUE_ID_PREFIX,
 } from "@cosmos-feed/locks";
 import type { ResolvedCosmosTriggerOptions } from "../cosmos/trigger.js";
+import { readLeases } from "../leaseReport.js";
 import type { LeaseView, LockHolder, LocksData, TriggerLeases } from "./types.js";
 
 /**

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Container } from "@azure/cosmos";
-import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import type { ChangeFeedContext } from "@cosmos-feed/changefeed";
 import { type ChangeFeedProcessor, createChangeFeedProcessor } from "@cosmos-feed/changefeed";
 import { ChangeFeedDefaults } from "@cosmos-feed/changefeed/options";
-import type { ChangeFeedContext } from "@cosmos-feed/changefeed";
+import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { ActivityWorker } from "./activities.js";
 import { TaskHubClientBase } from "./client-operations.js";
 import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";

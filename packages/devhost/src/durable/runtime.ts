@@ -270,7 +270,27 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
  */
 export const TASK_HUB_CONTAINER: Omit<ContainerRequest, "id"> = {
   partitionKey: { paths: ["/pk"] },
-  indexingPolicy: {"indexingMode": "consistent", "automatic": true, "includedPaths": [{"path": "/pk/?"}, {"path": "/kind/?"}, {"path": "/hub/?"}, {"path": "/status/?"}, {"path": "/name/?"}, {"path": "/instanceId/?"}, {"path": "/createdTime/?"}, {"path": "/fireAt/?"}, {"path": "/fireAtMs/?"}, {"path": "/lockedUntil/?"}, {"path": "/stage/*"}, {"path": "/start/key/?"}, {"path": "/claim/until/?"}, {"path": "/seq/?"}], "excludedPaths": [{"path": "/*"}]},
+  indexingPolicy: {
+    indexingMode: "consistent",
+    automatic: true,
+    includedPaths: [
+      { path: "/pk/?" },
+      { path: "/kind/?" },
+      { path: "/hub/?" },
+      { path: "/status/?" },
+      { path: "/name/?" },
+      { path: "/instanceId/?" },
+      { path: "/createdTime/?" },
+      { path: "/fireAt/?" },
+      { path: "/fireAtMs/?" },
+      { path: "/lockedUntil/?" },
+      { path: "/stage/*" },
+      { path: "/start/key/?" },
+      { path: "/claim/until/?" },
+      { path: "/seq/?" },
+    ],
+    excludedPaths: [{ path: "/*" }],
+  },
 };
 
 /** The task hub container's create request: `request` (the app's definition, else the dev host's) with `id`. */
@@ -290,7 +310,10 @@ async function openContainers(where: TaskHubLocation): Promise<{ container: Cont
     };
   }
   const { database: db } = await createDatabaseIfNotExists(where.client, { id: where.databaseName });
-  const { container } = await createContainerIfNotExists(db, taskHubContainerRequest(where.containerName, where.containerRequest));
+  const { container } = await createContainerIfNotExists(
+    db,
+    taskHubContainerRequest(where.containerName, where.containerRequest),
+  );
   const { container: leases } = await createContainerIfNotExists(db, {
     id: where.leaseContainerName,
     partitionKey: { paths: ["/id"] },

@@ -1,6 +1,11 @@
 import type { IncomingHttpHeaders } from "node:http";
+import {
+  type HostAllowList,
+  listedHostname,
+  normalizeAuthority,
+  normalizeHostname,
+} from "@cosmos-feed/emulator/hosts";
 import { type CorsPolicy, corsOriginListed } from "./cors.js";
-import { type HostAllowList, listedHostname, normalizeAuthority, normalizeHostname } from "@cosmos-feed/emulator/hosts";
 
 /**
  * The CSRF guard of the built-in routes (dashboard, durable HTTP API): a web page on another site can make the

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import { type HostAllowList, HostGuard, parseAllowedHosts, withBindName } from "@cosmos-feed/emulator/hosts";
 import { DevHostError } from "../errors.js";
 import type { BindingExtensions } from "../extensions.js";
 import type { LoadedApp } from "../loader.js";
@@ -11,7 +12,6 @@ import { applyCors, type CorsPolicy } from "./cors.js";
 import { crossSiteRefusal } from "./crossSite.js";
 import type { DataRateRule } from "./dataRate.js";
 import { serveFunction } from "./functionCall.js";
-import { type HostAllowList, HostGuard, parseAllowedHosts, withBindName } from "@cosmos-feed/emulator/hosts";
 import { sendEmpty } from "./problem.js";
 import { findRoute, type RouteTable } from "./router.js";
 import { DEV_HTTP_SETTINGS, type DevHttpSettings } from "./settings.js";

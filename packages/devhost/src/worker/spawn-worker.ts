@@ -7,7 +7,7 @@ import type { ProcessWorkerOptions } from "./process-worker.js";
 import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
 
 // From the TypeScript sources the worker registers tsx for its own code first (entry.mjs); compiled, it is plain
-// JavaScript (compiled-entry.js, beside this file in dist-tools/).
+// JavaScript (compiled-entry.js, beside this file in dist/).
 const ENTRY = fileURLToPath(
   new URL(import.meta.url.endsWith(".ts") ? "./entry.mjs" : "./compiled-entry.js", import.meta.url),
 );

@@ -1,6 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { Container, ItemDefinition, PartitionKey } from "@azure/cosmos";
-import { ConcurrencyConflictError, NotFoundError, PreconditionFailedError } from "@cosmos-feed/core/cosmos/errors";
+import {
+  ConcurrencyConflictError,
+  NotFoundError,
+  PreconditionFailedError,
+} from "@cosmos-feed/core/cosmos/errors";
 import { readItem, replaceIfMatch, type Stored } from "@cosmos-feed/core/cosmos/occ";
 import { defaultOccRetryPolicy, type OccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
