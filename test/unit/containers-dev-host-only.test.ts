@@ -3,7 +3,13 @@
  * durable task hub's container may carry it, and only as a boolean; the app's definition marks exactly that one.
  */
 import { describe, expect, it } from "vitest";
-import { containerDefinition, parseContainerDefinition } from "../../src/shared/containers.js";
+import { TASK_HUB_CONTAINER, taskHubContainerRequest } from "../../packages/devhost/src/durable/runtime.js";
+import {
+  containerDefinition,
+  containerOf,
+  containerRequestOf,
+  parseContainerDefinition,
+} from "../../src/shared/containers.js";
 
 const withFlag = (role: string, value: unknown) => ({
   database: containerDefinition.database,
@@ -28,5 +34,18 @@ describe("containers.json: devHostOnly", () => {
       "Container definition: containers[4].devHostOnly must be true or false (omit it for a container Azure needs too).",
     );
     expect(parseContainerDefinition(withFlag("durable", false)).containers[4]?.devHostOnly).toBe(false);
+  });
+});
+
+describe("the task hub container: the dev host's own definition, the app's by role when it has one", () => {
+  it("the dev host's default is what this app's containers.json defines for its durable role", () => {
+    const { id: _, ...app } = containerRequestOf(containerOf("durable"));
+    expect(TASK_HUB_CONTAINER).toEqual(app);
+  });
+
+  it("an app's definition of the role replaces the default; without one, the default", () => {
+    const own = { partitionKey: { paths: ["/pk"] }, defaultTtl: 3600 };
+    expect(taskHubContainerRequest("hub", own)).toEqual({ ...own, id: "hub" });
+    expect(taskHubContainerRequest("hub")).toEqual({ ...TASK_HUB_CONTAINER, id: "hub" });
   });
 });
