@@ -3,8 +3,12 @@
 // so that a test's relative import of a package's internals and a package's import of its sibling by name load ONE
 // copy of each module (one CosmosFeedError class: instanceof holds). test/tools/source-condition.test.ts checks both.
 
-/** Node's conditions as vite's defaults for the server side (`defaultServerConditions`), "source" first. */
-export const SOURCE_CONDITIONS = ["source", "module", "node", "development|production"];
+/**
+ * vitest's own default for node-side resolution (vite's `defaultServerConditions` without "module": a package's
+ * "module" build is often not Node-loadable ESM), "source" first. vitest also starts its test workers with these
+ * as `--conditions` flags.
+ */
+export const SOURCE_CONDITIONS = ["source", "node", "development|production"];
 
 /** For `defineConfig`: vite's resolution (test files are run by vite's SSR environment) with the "source" condition. */
 export const sourceResolution = {

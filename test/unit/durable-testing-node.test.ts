@@ -16,7 +16,7 @@ describe("runOrchestration outside vitest", () => {
     async () => {
       const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
         timeout: WAIT_MS * 4,
-        env: { ...process.env, NODE_OPTIONS: "" },
+        env: { ...process.env, NODE_OPTIONS: "--conditions=source" },
       });
       const last = stdout.trim().split("\n").pop() ?? "";
       expect(JSON.parse(last)).toEqual({
