@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
+import { BUILD_PACKAGES, SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
 
 // `npm run test:browser`: tests that drive Debian's Chromium (/usr/bin/chromium) through playwright-core. Kept out
 // of `npm test` (vitest.config.ts excludes test/browser) so that runs without a browser.
@@ -11,6 +11,7 @@ export default defineConfig({
     testTimeout: 600_000,
     hookTimeout: 600_000,
     pool: "forks",
+    globalSetup: [BUILD_PACKAGES],
     env: { NODE_OPTIONS: SOURCE_NODE_OPTIONS },
     maxWorkers: 1,
   },

@@ -1,5 +1,5 @@
 import { configDefaults, defineConfig } from "vitest/config";
-import { SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
+import { BUILD_PACKAGES, SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
 
 export default defineConfig({
   ...sourceResolution,
@@ -17,6 +17,7 @@ export default defineConfig({
     testTimeout: 600_000,
     hookTimeout: 600_000,
     pool: "forks",
+    globalSetup: [BUILD_PACKAGES],
     // Most test time is waiting on sockets, timers and child processes, not CPU: on a 2-core machine vitest's
     // default (cores − 1 = one file at a time) leaves the CPU two-thirds idle. Three files at a time keep the whole
     // suite within a few minutes there.

@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
+import { BUILD_PACKAGES, SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
 
 // `npm run test:infra`: infra/bicep compiled, linted and evaluated by the Bicep CLI itself, pinned and restored from
 // NuGet through the .NET SDK (scripts/bicep.mjs). Kept out of `npm test` (vitest.config.ts excludes
@@ -12,6 +12,7 @@ export default defineConfig({
     testTimeout: 600_000,
     hookTimeout: 600_000,
     pool: "forks",
+    globalSetup: [BUILD_PACKAGES],
     env: { NODE_OPTIONS: SOURCE_NODE_OPTIONS },
     // Each file runs a few Bicep processes (mostly CPU: .NET start-up and compilation); two files at a time on 2 cores.
     maxWorkers: 2,

@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
+import { BUILD_PACKAGES, SOURCE_NODE_OPTIONS, sourceResolution } from "./vitest.shared.js";
 
 // `npm run test:interop`: Microsoft's .NET code as the judge — the .NET SDK's checks of the emulator and the .NET
 // Change Feed Processor beside ours (test/interop), through the harness `npm run interop:build` builds
@@ -12,6 +12,7 @@ export default defineConfig({
     testTimeout: 600_000,
     hookTimeout: 600_000,
     pool: "forks",
+    globalSetup: [BUILD_PACKAGES],
     env: { NODE_OPTIONS: SOURCE_NODE_OPTIONS },
     // Each file runs several .NET processes and an emulator: one file at a time on 2 cores.
     maxWorkers: 1,

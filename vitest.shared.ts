@@ -20,3 +20,6 @@ export const sourceResolution = {
 export const SOURCE_NODE_OPTIONS = [process.env.NODE_OPTIONS, "--conditions=source"]
   .filter(Boolean)
   .join(" ");
+
+/** For `test.globalSetup`: the packages' dist/ built from the working tree first (test/support/build-packages.ts). */
+export const BUILD_PACKAGES = "test/support/build-packages.ts";

@@ -13,6 +13,18 @@ const ENTRY = fileURLToPath(
 );
 
 /**
+ * The worker's environment. From the TypeScript sources, the dev host (and the tests that start it) resolve the
+ * workspace packages to their sources — the "source" condition in NODE_OPTIONS (docs/packages.md) — which only a
+ * process with tsx's loader can import. The app is imported by node itself (entry.mjs), as the Functions host's Node
+ * worker does: so the worker resolves the packages as the deployed app does, to their compiled dist/.
+ */
+export function workerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const options = env.NODE_OPTIONS;
+  if (!import.meta.url.endsWith(".ts") || !options?.includes("--conditions=source")) return env;
+  return { ...env, NODE_OPTIONS: options.replace(/(^|\s)--conditions=source(?=\s|$)/g, " ").trim() };
+}
+
+/**
  * Spawns one worker process (`node <nodeArgs> entry.mjs`, node's arguments before the entry file as the host puts
  * them before the worker's) and loads the app in it. `onExit` hears every exit of that process, even one before
  * the load finished (then the returned promise rejects too).
@@ -27,7 +39,7 @@ export function spawnWorker(
 ): Promise<{ child: ChildProcess; index: AppIndex }> {
   const child = spawn(process.execPath, [...nodeArgs.args, ENTRY], {
     cwd: o.appDir,
-    env,
+    env: workerEnv(env),
     stdio: ["ignore", "pipe", "pipe", "ipc"],
     serialization: "advanced",
   });
