@@ -27,6 +27,9 @@ function comparable(metadata: FunctionMetadata[]) {
   }));
 }
 
+const withoutSourceCondition = (options: string | undefined) =>
+  (options ?? "").replace(/--conditions=source/g, "").trim();
+
 describe("contract: this repository's app", () => {
   it("pins the durable protocol's package: durable-functions 3.5.0", () => {
     const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8"));
@@ -46,7 +49,12 @@ describe("contract: this repository's app", () => {
       const { stdout } = await promisify(execFile)(
         process.execPath,
         [capture, ...app.entryPoints.map((f) => join(appDir, f))],
-        { cwd: root },
+        // Compiled JavaScript under plain node, as the Functions host loads it: the packages' dist/, not the tests'
+        // "source" condition (vitest.shared.ts), which only tsx can load.
+        {
+          cwd: root,
+          env: { ...process.env, NODE_OPTIONS: withoutSourceCondition(process.env.NODE_OPTIONS) },
+        },
       );
       const expected = JSON.parse(stdout) as FunctionMetadata[];
       const captured = [...app.registry.functions.values()].map((f) => f.metadata);
