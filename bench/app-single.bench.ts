@@ -6,7 +6,7 @@
  * its dev host is a third server in every round, and the report gives this checkout's p50 ÷ that one's per round.
  * Rounds alternate the servers' order, so a shared machine's drift hits each alike. Prints; writes no results file.
  *
- * BENCH_SINGLE_ROUNDS (10), BENCH_SINGLE_OPS (1000), BENCH_BEFORE_CHECKOUT (unset: no third server),
+ * BENCH_SINGLE_ROUNDS (10), BENCH_SINGLE_OPS (1000), BENCH_CONC_WARMUP_OPS (3000, unrecorded first), BENCH_BEFORE_CHECKOUT (unset: no third server),
  * BENCH_BEFORE_FIRST (set: that server starts first), BENCH_SINGLE_INTERLEAVE (unset: each server's requests back
  * to back, as phase 5; 1: request by request, see interleaved()), BENCH_CPU_PROF_DIR (unset: no profile): this
  * checkout's dev host and its worker write `node --cpu-prof` profiles there when they exit.
@@ -93,7 +93,9 @@ try {
   if (before && !process.env.BENCH_BEFORE_FIRST)
     servers.push(await startDevhostServer("before", fixture, before));
   const paths = Array.from({ length: ops }, () => "/api/noop");
-  for (const s of servers) await run(s, 1, paths.slice(0, 300), false); // warm-up: the JIT, the caches
+  // Warm-up (not recorded): the JIT's tier-up, the caches (config.concWarmupOps).
+  const warmup = Array.from({ length: config.concWarmupOps }, () => "/api/noop");
+  for (const s of servers) await run(s, 1, warmup, false);
   const runs: Record<ServerKind, Run[]> = { devhost: [], bare: [], before: [] };
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? servers : [...servers].reverse();

@@ -195,11 +195,12 @@ export async function concurrencyPhase(): Promise<ConcurrencyResult> {
     if (config.beforeCheckout)
       servers.push(await startDevhostServer("before", fixture, config.beforeCheckout));
     const noopPaths = Array.from({ length: config.concNoopOps }, () => "/api/noop");
+    const warmupPaths = Array.from({ length: config.concWarmupOps }, () => "/api/noop");
     const spins = new Map(config.concLevels.map((c) => [c, spinsFor(c, config.concBusyRequests)]));
     const busyPaths = new Map([...spins].map(([c, s]) => [c, s.map((ms) => `/api/busy?ms=${ms}`)]));
     // Warm-up (not recorded): the JIT, the module caches, the sockets.
     for (const s of servers) {
-      await run(s, 1, noopPaths.slice(0, 200), false);
+      await run(s, 1, warmupPaths, false);
       await run(s, 4, busyPaths.get(config.concLevels[0])?.slice(0, 40) ?? [], false);
     }
     type Runs = Record<ServerKind, Run[]>;

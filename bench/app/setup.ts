@@ -75,6 +75,12 @@ export const config = {
   /** Phase 5: rounds (servers in alternating order), sequential `noop` requests per server per round. */
   concRounds: knob("BENCH_CONC_ROUNDS", 3, 1),
   concNoopOps: knob("BENCH_CONC_NOOP_OPS", 1000, 100),
+  /**
+   * Phase 5 and bench/app-single.bench.ts: sequential `noop` requests per server before the first round, not recorded.
+   * The dev host's two processes need about 3,000 before their p50 settles (a run of 10 rounds × 1,000 after 300 gave
+   * 1.70, 1.15, 0.73, then 0.54–0.69 ms): fewer, and round 1 measures the JIT's tier-up, not the steady state.
+   */
+  concWarmupOps: knob("BENCH_CONC_WARMUP_OPS", 3000, 200),
   /** Phase 5: `busy` requests per concurrency level per server per round, and the levels (closed-loop clients). */
   concBusyRequests: knob("BENCH_CONC_BUSY_REQUESTS", 1000, 300),
   concLevels: [1, 32, 256],

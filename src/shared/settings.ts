@@ -81,7 +81,8 @@ export const SETTINGS = {
     default: 100,
     min: 1,
     max: 10_000,
-    description: "Most changes one trigger invocation receives.",
+    description:
+      "Most changes one trigger invocation receives (more when one transaction's changes would otherwise be split).",
   },
   triggerMaxRetryCount: {
     kind: "integer",

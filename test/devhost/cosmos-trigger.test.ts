@@ -1,4 +1,4 @@
-import type { Container, Database } from "@azure/cosmos";
+import { BulkOperationType, type Container, type Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { WAIT_MS } from "../../bench/lib/until.js";
 import { createCosmosClient, resolveCosmosConnection } from "../../packages/devhost/src/connections.js";
@@ -306,6 +306,37 @@ describe("startCosmosTrigger against the emulator", () => {
     await waitFor(() => deliveries.length >= 1, "the new document");
     await new Promise((r) => setTimeout(r, 200));
     expect(deliveries.flatMap((d) => d.ids)).toEqual(["new"]);
+  });
+
+  it("maxItemsPerInvocation 2: a transactional batch of 5 is one invocation of 5, checkpointed after it", async () => {
+    // The trigger docs (maxItemsPerInvocation): "transaction scope is preserved when reading items from the change
+    // feed. As a result, the number of items received could be higher than the specified value so that the items
+    // changed by the same transaction are returned as part of one atomic batch." The batch shares one LSN
+    // (https://github.com/Azure/azure-cosmos-dotnet-v3/issues/2644), which no page splits.
+    const data = await monitoredContainer();
+    await data.items.create({ id: "s1", pk: "p" });
+    const tx = ["b1", "b2", "b3", "b4", "b5"];
+    const res = await data.items.batch(
+      tx.map((id) => ({ operationType: BulkOperationType.Create, resourceBody: { id, pk: "p" } })),
+      "p",
+    );
+    expect(res.code).toBe(200);
+    await data.items.create({ id: "s2", pk: "p" });
+    await data.items.create({ id: "s3", pk: "p" });
+    const { trigger, deliveries } = await start(
+      { containerName: data.id, leaseContainerName: uniqueName("leases"), maxItemsPerInvocation: 2 },
+      () => {},
+    );
+    await waitFor(() => deliveries.flatMap((d) => d.ids).length >= 8, "every document");
+    // s1 (LSN 1) and b1 fill a page of 2 inside the batch's LSN 2: the page takes the rest of it.
+    expect(deliveries.map((d) => d.ids)).toEqual([
+      ["s1", ...tx],
+      ["s2", "s3"],
+    ]);
+    await waitFor(async () => {
+      const docs = await leaseDocs(trigger.leaseContainer, "");
+      return docs.length === 1 && docs[0].ContinuationToken === '"4"';
+    }, "the checkpoint after the last page");
   });
 
   it("missing containers: a clear error, or created with a log line when createMissing is set", async () => {

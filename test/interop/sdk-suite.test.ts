@@ -44,6 +44,7 @@ const CHECKS = [
   "change feed: each feed range from the beginning, then resumed from its continuation",
   "change feed: whole container from now, and by partition key",
   "change feed: all versions and deletes (create, replace, delete with metadata)",
+  "change feed: a transactional batch of 10 is one LSN and one page with pageSizeHint 5",
 ];
 
 describe("the .NET SDK against the emulator", () => {

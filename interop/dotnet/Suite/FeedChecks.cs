@@ -91,5 +91,22 @@ internal static class FeedChecks
             Expect.True(items[2].Metadata.Lsn > items[1].Metadata.Lsn, "lsn grows");
             Expect.Equal("avad", items[2].Metadata.Id, "delete's id");
         });
+
+        // The service commits a transaction with one LSN and no change feed page splits it: "if you create 10 item in
+        // a Sproc execution or using Transactional Batch, they all have the same LSN, if you read the Change Feed with a
+        // max items header of 5, the backend will always return 10" (github.com/Azure/azure-cosmos-dotnet-v3/issues/2644).
+        await run.Run("change feed: a transactional batch of 10 is one LSN and one page with pageSizeHint 5", async () =>
+        {
+            TransactionalBatch batch = c.CreateTransactionalBatch(new PartitionKey("tx"));
+            for (int i = 0; i < 10; i++) batch.CreateItem(new JObject { ["id"] = $"tx{i}", ["pk"] = "tx" });
+            using (TransactionalBatchResponse done = await batch.ExecuteAsync())
+                Expect.True(done.IsSuccessStatusCode, $"the batch commits ({done.StatusCode})");
+            using FeedIterator<JObject> it = c.GetChangeFeedIterator<JObject>(
+                ChangeFeedStartFrom.Beginning(FeedRange.FromPartitionKey(new PartitionKey("tx"))), ChangeFeedMode.LatestVersion,
+                new ChangeFeedRequestOptions { PageSizeHint = 5 });
+            FeedResponse<JObject> page = await it.ReadNextAsync();
+            Expect.Sequence(Enumerable.Range(0, 10).Select(i => $"tx{i}"), page.Select(d => (string)d["id"]!), "the first page holds the whole batch");
+            Expect.Equal(1, page.Select(d => (long)d["_lsn"]!).Distinct().Count(), "distinct _lsn values");
+        });
     }
 }

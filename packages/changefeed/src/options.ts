@@ -124,7 +124,10 @@ export interface ChangeFeedProcessorOptions {
    * 0 = no watch: every host reads it once per leaseAcquireInterval (the cost of .NET's listing). Default 1000.
    */
   leaseWatchInterval?: number;
-  /** Page size of change feed reads (documents per handler call). Default: the service's (100 on the emulator). */
+  /**
+   * Page size of change feed reads (documents per handler call). Default: the service's (100 on the emulator). A
+   * page never splits one transaction's changes (they share an LSN), so a handler call may get more.
+   */
   maxItemsPerInvocation?: number;
   /** For leases without a continuation: start from the beginning of the feed. */
   startFromBeginning?: boolean;

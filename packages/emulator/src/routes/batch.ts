@@ -241,7 +241,8 @@ export function batch(ctx: RequestContext, c: Container): Reply {
         "One or more operations within the batch request have a different partition key value than the request.",
       );
     }
-    const ws = c.beginWrite();
+    // One LSN for the whole batch: the change feed then never splits it (see docs/emulator.md, *LSNs*).
+    const ws = c.beginTransaction();
     const results: OperationResult[] = [];
     for (let i = 0; i < ops.length; i++) {
       try {

@@ -416,8 +416,9 @@ export class Container {
       const picked: LogEntry[] = [];
       for (; i < log.length; i++) {
         const e = log[i];
-        // A full page still takes the changes that share its last LSN (a merged range holds both parents'
-        // changes, numbered alike), so the continuation — an LSN — never falls between them.
+        // A full page still takes the changes that share its last LSN (a transactional batch's, or a merged
+        // range's two parents' changes numbered alike), so the continuation — an LSN — never falls between them
+        // and a transaction is delivered whole, as the service does (the page may exceed maxItems).
         if (picked.length >= maxItems && (picked.length === 0 || e.lsn !== picked[picked.length - 1].lsn))
           break;
         if (!allVersions && (e.superseded || e.op === ChangeOp.Delete || e.doc.expiresAtMs <= nowMs))
@@ -437,6 +438,11 @@ export class Container {
 
   beginWrite(nowMs = this.hooks.now()): WriteSet {
     return new WriteSet(this, nowMs);
+  }
+
+  /** A write set whose changes commit with one LSN per range, as a transaction does on the service. */
+  beginTransaction(nowMs = this.hooks.now()): WriteSet {
+    return new WriteSet(this, nowMs, true);
   }
 
   /**
@@ -532,11 +538,16 @@ export class Container {
     const expected = new Map<PhysicalRange, number>();
     for (const m of mutations) {
       const range = this.rangeFor(m.doc.epk);
-      const lsn = (expected.get(range) ?? range.lastLsn) + 1;
+      const last = expected.get(range);
+      // A range's first change takes its next LSN; each later one the same (a transaction) or the next.
+      const ok =
+        last === undefined ? m.doc.lsn === range.lastLsn + 1 : m.doc.lsn === last || m.doc.lsn === last + 1;
       // A split or merge between begin and commit: the LSNs were taken from ranges that are gone.
-      if (m.doc.lsn !== lsn)
-        throw new Error(`write set is stale: LSN ${m.doc.lsn} where range ${range.id} is at ${lsn - 1}`);
-      expected.set(range, lsn);
+      if (!ok)
+        throw new Error(
+          `write set is stale: LSN ${m.doc.lsn} where range ${range.id} is at ${last ?? range.lastLsn}`,
+        );
+      expected.set(range, m.doc.lsn);
     }
     const entries: LogEntry[] = mutations.map((m) => ({
       seq: m.seq,

@@ -22,7 +22,8 @@ export interface FeedPage {
 
 /**
  * The page: the ranges' changes in commit order (several ranges: each counts its own LSNs, so only the commit
- * sequence orders them across ranges), cut at `maxItems` but never between two changes of a range that share an LSN, and where
+ * sequence orders them across ranges), cut at `maxItems` but never between two changes of a range that share an LSN
+ * (one transaction's, or a merged range's parents'; the page then holds more than `maxItems`), and where
  * each range goes on from: past its last change on the page, or its current LSN when the page took all it had.
  */
 export function pageOf(perRange: readonly RangePick[], maxItems: number): FeedPage {

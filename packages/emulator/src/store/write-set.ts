@@ -14,7 +14,10 @@ export interface WriteConditions {
 
 /**
  * A staged set of writes against one container. Reads see earlier staged writes; nothing is visible to
- * others until {@link Container.commit} applies `mutations`.
+ * others until {@link Container.commit} applies `mutations`. A transactional one (a transactional batch) gives
+ * every change it makes in a range that range's one next LSN: the service commits a transaction with one LSN
+ * ("if you create 10 item in a Sproc execution or using Transactional Batch, they all have the same LSN",
+ * github.com/Azure/azure-cosmos-dotnet-v3/issues/2644); any other gives each change its own.
  */
 export class WriteSet {
   readonly mutations: Mutation[] = [];
@@ -27,14 +30,21 @@ export class WriteSet {
   constructor(
     readonly container: Container,
     readonly nowMs: number,
+    /** One LSN per range for everything this write set commits (see the class comment). */
+    readonly transactional = false,
   ) {
     this.seq = container.seq;
   }
 
-  /** The LSN the next change to a document with this EPK takes: one past the last of its range. */
+  /**
+   * The LSN the next change to a document with this EPK takes: one past the last of its range, or in a
+   * transactional write set the one it already took there.
+   */
   private nextLsn(epk: string): { range: PhysicalRange; lsn: number } {
     const range = this.container.rangeFor(epk);
-    return { range, lsn: (this.rangeLsn.get(range) ?? range.lastLsn) + 1 };
+    const taken = this.rangeLsn.get(range);
+    if (taken === undefined) return { range, lsn: range.lastLsn + 1 };
+    return { range, lsn: this.transactional ? taken : taken + 1 };
   }
 
   private take(next: { range: PhysicalRange; lsn: number }): number {
