@@ -9,8 +9,8 @@ import {
   StatusCodes,
 } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { estimateLag } from "../../src/shared/changefeed/estimator.js";
-import { createChangeFeedProcessor } from "../../src/shared/changefeed/processor.js";
+import { estimateLag } from "../../packages/changefeed/src/estimator.js";
+import { createChangeFeedProcessor } from "../../packages/changefeed/src/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { keysPerRange } from "../support/pending-per-range.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
