@@ -12,7 +12,8 @@ export default defineConfig({
     hookTimeout: 600_000,
     pool: "forks",
     globalSetup: [BUILD_PACKAGES],
-    env: { NODE_OPTIONS: SOURCE_NODE_OPTIONS },
+    // As vitest.config.ts: the CLI children run the working tree's TypeScript, never a stale packages/*/dist.
+    env: { COSMOS_FEED_FROM_SOURCE: "1", NODE_OPTIONS: SOURCE_NODE_OPTIONS },
     maxWorkers: 1,
   },
 });

@@ -13,7 +13,8 @@ export default defineConfig({
     hookTimeout: 600_000,
     pool: "forks",
     globalSetup: [BUILD_PACKAGES],
-    env: { NODE_OPTIONS: SOURCE_NODE_OPTIONS },
+    // As vitest.config.ts: the CLI children run the working tree's TypeScript, never a stale packages/*/dist.
+    env: { COSMOS_FEED_FROM_SOURCE: "1", NODE_OPTIONS: SOURCE_NODE_OPTIONS },
     // Each file runs a few Bicep processes (mostly CPU: .NET start-up and compilation); two files at a time on 2 cores.
     maxWorkers: 2,
   },
