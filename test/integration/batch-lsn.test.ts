@@ -9,6 +9,7 @@ import {
   StatusCodes,
 } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../bench/lib/until.js";
 import { estimateLag } from "../../packages/changefeed/src/estimator.js";
 import { createChangeFeedProcessor } from "../../packages/changefeed/src/processor.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
@@ -16,7 +17,6 @@ import { keysPerRange } from "../support/pending-per-range.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
 import { drainFeed, readFeed } from "../support/raw-feed.js";
 import { emulatorsOnOneFolder, lsnOf, twoRangeContainer } from "../support/restartable-emulator.js";
-import { waitUntil } from "../support/until.js";
 
 /*
  * A transactional batch commits with ONE LSN on its physical partition, and the change feed never splits an LSN:
