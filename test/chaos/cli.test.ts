@@ -107,7 +107,7 @@ describe("cosmos-feed command line", () => {
   });
 
   // npm forwards SIGINT and SIGTERM to the shell it runs the script in (`sh -c`), which does not exec the CLI:
-  // a SIGTERM kills that shell (the CLI notices its parent is gone, packages/devhost/src/cli/npm-shell.ts), and a SIGINT is held by
+  // a SIGTERM kills that shell (the CLI notices its parent is gone, packages/emulator/src/lifecycle/npm-shell.ts), and a SIGINT is held by
   // it — Ctrl-C works because a terminal sends it to the whole process group, as here.
   it("`npm start` serves the app and stops, emulator included, on Ctrl-C (SIGINT to the group) and SIGTERM sent to npm", async () => {
     for (const signal of ["SIGINT", "SIGTERM"] as const) {

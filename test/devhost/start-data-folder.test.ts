@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { LOCK_FILE } from "../../packages/devhost/src/lifecycle/dataFolderLock.js";
+import { LOCK_FILE } from "../../packages/emulator/src/lifecycle/dataFolderLock.js";
 import { type CliRun, killAll, removeScratch, repoRoot, runCli, scratchDir } from "../support/start-cli.js";
 
 const runs: CliRun[] = [];

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { until } from "../../bench/lib/until.js";
-import { StopSignalBurst } from "../../packages/devhost/src/cli/signals.js";
 import { startEmulator, WELL_KNOWN_EMULATOR_KEY } from "../../packages/emulator/src/index.js";
+import { StopSignalBurst } from "../../packages/emulator/src/lifecycle/signals.js";
 import {
   type CliRun,
   copyFixture,

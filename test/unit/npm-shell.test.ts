@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { npmCommand } from "../../packages/devhost/src/build.js";
-import { watchNpmShell } from "../../packages/devhost/src/cli/npm-shell.js";
+import { watchNpmShell } from "../../packages/emulator/src/lifecycle/npm-shell.js";
 
 afterEach(() => vi.useRealTimers());
 

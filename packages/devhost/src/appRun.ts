@@ -299,7 +299,7 @@ export async function startAppRun(
   }
   if (dashboard.routes.enabled?.()) say(`Dashboard: ${host.baseUrl}/_dev`);
   // Core Tools' last start-up line, the one tools (Microsoft's e2e harness among them) wait for: here the host
-  // holds its data folder (see lifecycle/dataFolderLock.ts), and HTTP and the triggers run.
+  // holds its data folder (see @cosmos-feed/emulator/lifecycle: packages/emulator/src/lifecycle/dataFolderLock.ts), and HTTP and the triggers run.
   session.sink({
     time: new Date(),
     level: "information",

@@ -1,23 +1,13 @@
 #!/usr/bin/env node
 import { readFileSync, writeFileSync } from "node:fs";
-import { resolve } from "node:path";
 import { ChangeFeedDefaults } from "@cosmos-feed/changefeed";
 import { InvalidTuningInputError } from "@cosmos-feed/changefeed/tuning";
-import {
-  ALLOWED_HOSTS_ENV,
-  EmulatorStartError,
-  type RunningEmulator,
-  startEmulator,
-  WELL_KNOWN_EMULATOR_KEY,
-} from "@cosmos-feed/emulator";
+import { WELL_KNOWN_EMULATOR_KEY } from "@cosmos-feed/emulator";
+import { emulatorCommand } from "@cosmos-feed/emulator/cli";
 import { Command, InvalidArgumentError } from "commander";
 import { readLeases } from "../leaseReport.js";
-import { type DataFolderLock, lockDataFolder } from "../lifecycle/dataFolderLock.js";
-import { LIFECYCLE } from "../lifecycle/settings.js";
 import { DEFAULT_EMULATOR_PORT } from "../startCommand.js";
-import { standaloneCertificate } from "./emulatorCertificate.js";
 import { CliInputError, clientFor, formatLeases } from "./leases.js";
-import { onStopSignals } from "./signals.js";
 import { runStart } from "./start.js";
 import { formatThroughput, throughput } from "./throughput.js";
 import {
@@ -47,27 +37,9 @@ function integer(name: string, min: number, max: number) {
   };
 }
 
-function tlsAuto(raw: string): "auto" {
-  if (raw === "auto") return raw;
-  throw new InvalidArgumentError("'auto' (or give --tls-cert and --tls-key).");
-}
-
 function emulatorTlsMode(raw: string): "auto" | "off" {
   if (raw === "auto" || raw === "off") return raw;
   throw new InvalidArgumentError("'auto' (HTTPS, and HTTP on the same port) or 'off' (HTTP only).");
-}
-
-function durability(raw: string): "normal" | "full" {
-  if (raw !== "normal" && raw !== "full")
-    throw new InvalidArgumentError("--durability is 'normal' or 'full'.");
-  return raw;
-}
-
-function accountKey(raw: string): string {
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || Buffer.from(raw, "base64").length < 16) {
-    throw new InvalidArgumentError("--key must be a base64 string of at least 16 bytes.");
-  }
-  return raw;
 }
 
 // src/cli/main.ts (tsx) or dist/cli/main.js (compiled): the devhost package's package.json is two up.
@@ -78,107 +50,8 @@ const program = new Command("cosmos-feed")
   .description("cosmos-feed-app tools")
   .version(packageJson.version, "-V, --version", "print the version");
 
-program
-  .command("emulator")
-  .description("Run the embedded Cosmos DB (NoSQL) emulator in the foreground")
-  .option("-p, --port <port>", "TCP port", integer("--port", 0, 65535), 8081)
-  .option("--host <host>", "interface to bind", "127.0.0.1")
-  .option("--data-dir <dir>", "persist to SQLite in this directory (default: in memory)")
-  .option(
-    "--durability <mode>",
-    "with --data-dir: 'normal' survives process crashes, 'full' adds an fsync per commit (power loss)",
-    durability,
-    "normal",
-  )
-  .option(
-    "--key <base64>",
-    "account key clients sign with (default: the well-known emulator key)",
-    accountKey,
-  )
-  .option("--ranges <n>", "physical partition key ranges per new container", integer("--ranges", 1, 64))
-  .option("--no-throttle", "do not answer 429 when provisioned throughput is exceeded")
-  .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (needs --tls-key)")
-  .option("--tls-key <file>", "PEM private key for --tls-cert")
-  .option(
-    "--tls <mode>",
-    "'auto': HTTPS (and HTTP on the same port) with a certificate made once into <data-dir>/tls (in memory: a folder of yours under the system's temp folder)",
-    tlsAuto,
-  )
-  .option(
-    "--allowed-hosts <names>",
-    `host names answered besides localhost, *.localhost, 127.0.0.1, [::1] and the bound address: comma-separated, '*.domain' for a domain, '*' for any (default: $${ALLOWED_HOSTS_ENV})`,
-  )
-  .option("--log", "log every request to stderr")
-  .action(async (opts) => {
-    if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) {
-      program.error("--tls-cert and --tls-key go together.");
-    }
-    if (opts.tls && opts.tlsCert)
-      program.error("--tls auto makes a certificate: leave out --tls-cert/--tls-key.");
-    let emu: RunningEmulator;
-    try {
-      const made = opts.tls ? standaloneCertificate(opts.dataDir, opts.host) : undefined;
-      emu = await startEmulator({
-        port: opts.port,
-        host: opts.host,
-        dataDir: opts.dataDir,
-        durability: opts.durability,
-        key: opts.key,
-        rangesPerContainer: opts.ranges,
-        enforceThroughput: opts.throttle,
-        tls: made
-          ? { certFile: made.certFile, keyFile: made.keyFile, http: true }
-          : opts.tlsCert
-            ? { certFile: opts.tlsCert, keyFile: opts.tlsKey }
-            : undefined,
-        allowedHosts: opts.allowedHosts ?? process.env[ALLOWED_HOSTS_ENV],
-        log: opts.log,
-      });
-    } catch (e) {
-      // One line that says what to change, not a stack trace.
-      const reason =
-        e instanceof EmulatorStartError
-          ? e.message
-          : `Cannot start the emulator: ${(e as Error).message ?? String(e)}`;
-      console.error(`cosmos-feed emulator: ${reason}`);
-      process.exit(1);
-    }
-    // One process per data folder (a `cosmos-feed start` on it runs an emulator too).
-    let lock: DataFolderLock | undefined;
-    if (opts.dataDir) {
-      try {
-        lock = await lockDataFolder(resolve(opts.dataDir), {
-          holder: "cosmos-feed emulator",
-          log: (line) => console.log(line),
-        });
-      } catch (e) {
-        await emu.close();
-        console.error(`cosmos-feed emulator: ${(e as Error).message}`);
-        process.exit(1);
-      }
-      process.on("exit", () => lock?.release());
-    }
-    console.log(
-      `Cosmos DB emulator listening on ${emu.endpoint}${opts.dataDir ? ` (data in ${opts.dataDir})` : " (in memory)"}`,
-    );
-    console.log(`Connection string: ${emu.connectionString}`);
-    if (emu.tls) {
-      const file = emu.tls.certFile;
-      console.log(
-        `HTTPS with the certificate ${file}${emu.tls.http ? " (http:// answered on the same port too)" : ""}: trust it with NODE_EXTRA_CA_CERTS=${file} (Node.js), SSL_CERT_FILE=${file} (.NET on Linux), keytool -importcert -alias cosmos-feed-emulator -file ${file} (Java); docs/emulator.md#https`,
-      );
-    }
-    console.log(`  new CosmosClient({ endpoint: "${emu.endpoint}", key: "<the key above>" })`);
-    // One Ctrl-C (a burst of signals: the terminal's and npm's) stops; a later, separate signal exits at once.
-    onStopSignals({
-      burstMs: LIFECYCLE.signalBurstMs,
-      stop: (signal) => {
-        console.log(`Received ${signal}; stopping the emulator.`);
-        void emu.close().then(() => process.exit(0));
-      },
-      force: () => process.exit(130),
-    });
-  });
+// `cosmos-feed emulator`: the emulator package's own command line (`cosmos-emulator`), as a subcommand.
+program.addCommand(emulatorCommand({ name: "emulator", label: "cosmos-feed emulator" }));
 
 program
   .command("start")

@@ -1,15 +1,18 @@
 import { EmulatorStartError } from "@cosmos-feed/emulator";
 import { AllowedHostsError } from "@cosmos-feed/emulator/hosts";
+import { DataFolderLockError, onStopSignals } from "@cosmos-feed/emulator/lifecycle";
 import { DevHostError } from "../errors.js";
 import { LIFECYCLE } from "../lifecycle/settings.js";
 import { flushConsole } from "../logger.js";
 import { type StartCommandOptions, type StartedApp, startFromCommandLine } from "../startCommand.js";
-import { onStopSignals } from "./signals.js";
 
 /** The one line `start` prints when it cannot start: what to change, not a stack trace (unless the app threw). */
 function startFailure(e: unknown): string {
   const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
-  return e instanceof DevHostError || e instanceof EmulatorStartError || e instanceof AllowedHostsError
+  return e instanceof DevHostError ||
+    e instanceof EmulatorStartError ||
+    e instanceof AllowedHostsError ||
+    e instanceof DataFolderLockError
     ? e.message
     : err?.code === "ECONNREFUSED"
       ? `Cannot reach Cosmos DB at ${err.address}:${err.port} (a connection setting of the app points there): start it, or run with --cosmos emulator.`

@@ -1,15 +1,13 @@
+import { CLI_TIMING } from "@cosmos-feed/emulator/lifecycle";
+
 /**
  * The timing knobs of `cosmos-feed start`'s lifecycle (signals, stop, --watch), named once. They are not app
  * settings: they shape how the command line behaves, not how the app runs. See docs/devhost.md ("Stopping",
  * "--watch").
  */
 export const LIFECYCLE = {
-  /**
-   * Stop signals (SIGINT/SIGTERM) within this many ms of the first are one request to stop gracefully: Ctrl-C
-   * under `npm start` reaches the CLI twice within milliseconds (from the terminal, to the whole process group,
-   * and forwarded by npm). A signal after this window forces the exit.
-   */
-  signalBurstMs: 1_000,
+  /** Stop signals within this many ms of the first are one stop request (the emulator CLI's CLI_TIMING). */
+  signalBurstMs: CLI_TIMING.signalBurstMs,
   /**
    * How long a graceful stop waits for in-flight HTTP requests and trigger invocations before it stops the
    * triggers anyway (their leases released) and cuts what is left.
@@ -33,12 +31,8 @@ export const LIFECYCLE = {
   triggerHandoffMs: 300,
   /** --watch: a rebuild starts once no source file changed for this long (an editor's save is several events). */
   watchDebounceMs: 250,
-  /**
-   * Under npm (`npm start`), how often the CLI checks that the shell npm ran it in still runs: npm forwards SIGTERM
-   * to that shell (`sh -c`, which does not exec the command), the shell dies of it and the CLI would never hear of
-   * it; a gone shell is taken as that SIGTERM (packages/devhost/src/cli/npm-shell.ts).
-   */
-  npmShellPollMs: 250,
+  /** Under npm, how often the CLI checks that npm's shell still runs (the emulator CLI's CLI_TIMING). */
+  npmShellPollMs: CLI_TIMING.npmShellPollMs,
   /**
    * The dev host's console lines wait this long to be written together (or until 64 KiB are waiting): a request's
    * Executing and Executed lines are then one write to the terminal, not one each, and the writes (synchronous in

@@ -1,8 +1,15 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DevHostError } from "../errors.js";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
+import { ensureDirectory } from "../store/directory.js";
 
-/** The lock file's name inside a data folder. */
+/**
+ * A data folder cannot be used: `code` "DataFolderInUse" (another live process holds its lock) or
+ * "DataFolderUnusable" (it cannot be created or written). The message is one line that says what to do.
+ */
+export class DataFolderLockError extends CosmosFeedError {}
+
+/** The lock file's name inside a data folder (`devhost.lock`: the name the dev host has always used). */
 export const LOCK_FILE = "devhost.lock";
 
 /** What the lock file holds: who runs on the folder. */
@@ -43,7 +50,7 @@ function readOwner(file: string): LockOwner | undefined {
 /**
  * Takes `<dataDir>/devhost.lock` for this process, so that two processes never run an emulator on one SQLite
  * database (the second one's writes all failed with 500). The file holds the owner's pid; a lock whose pid no longer
- * runs is stale and taken over (with `log` told). A live owner → DevHostError "DataFolderInUse", one line naming the
+ * runs is stale and taken over (with `log` told). A live owner → DataFolderLockError "DataFolderInUse", one line naming the
  * folder, the other process and what to do. The folder is created when missing.
  */
 export async function lockDataFolder(
@@ -53,10 +60,9 @@ export async function lockDataFolder(
   const file = join(dataDir, LOCK_FILE);
   try {
     // One level at a time: Node's recursive mkdir can loop for ever on some unwritable paths (/proc).
-    const { ensureDirectory } = await import("@cosmos-feed/emulator");
     ensureDirectory(dataDir);
   } catch (e) {
-    throw new DevHostError(
+    throw new DataFolderLockError(
       `Cannot use the data folder '${dataDir}' (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): choose another with --data-dir <dir>.`,
       { code: "DataFolderUnusable", cause: e },
     );
@@ -75,7 +81,7 @@ export async function lockDataFolder(
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code !== "EEXIST") {
-        throw new DevHostError(
+        throw new DataFolderLockError(
           `Cannot use the data folder '${dataDir}' (${code ?? (e as Error).message}): choose another with --data-dir <dir>.`,
           { code: "DataFolderUnusable", cause: e },
         );
@@ -84,7 +90,7 @@ export async function lockDataFolder(
     const owner = readOwner(file);
     if (owner && processAlive(owner.pid)) {
       const who = owner.pid === process.pid ? "this process" : `process ${owner.pid}`;
-      throw new DevHostError(
+      throw new DataFolderLockError(
         `The data folder '${dataDir}' is in use by ${who} (${owner.holder}, since ${owner.startedAt}): stop that one, or use another folder with --data-dir <dir>.`,
         { code: "DataFolderInUse" },
       );
@@ -96,7 +102,7 @@ export async function lockDataFolder(
     );
     rmSync(file, { force: true });
   }
-  throw new DevHostError(
+  throw new DataFolderLockError(
     `The data folder '${dataDir}' was locked by another process starting at the same time: stop that one, or use another folder with --data-dir <dir>.`,
     { code: "DataFolderInUse" },
   );

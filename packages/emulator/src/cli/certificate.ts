@@ -1,9 +1,9 @@
 import { hostname, networkInterfaces, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { DEFAULT_CERTIFICATE_NAMES, ensureCertificate, type StoredCertificate } from "@cosmos-feed/emulator";
+import { DEFAULT_CERTIFICATE_NAMES, ensureCertificate, type StoredCertificate } from "../tls/certificate.js";
 
 /**
- * `cosmos-feed emulator --tls auto`: the certificate kept in `<data-dir>/tls`, or — in memory — in a folder of the
+ * `cosmos-emulator --tls auto` (and `cosmos-feed emulator --tls auto`): the certificate kept in `<data-dir>/tls`, or — in memory — in a folder of the
  * user's under the system's temp folder, so that it too is trusted once. It covers the bound address as well (every
  * interface's, and the machine's name, when bound to 0.0.0.0 or ::), so that clients on other hosts can verify it.
  */

@@ -1,5 +1,5 @@
-import { LIFECYCLE } from "../lifecycle/settings.js";
 import { watchNpmShell } from "./npm-shell.js";
+import { CLI_TIMING } from "./settings.js";
 
 /** What a stop signal means once the burst rule has looked at it. */
 export type StopSignalAction = "stop" | "same-request" | "force";
@@ -53,7 +53,7 @@ export function onStopSignals(options: {
   };
   process.on("SIGINT", handler);
   process.on("SIGTERM", handler);
-  const unwatch = watchNpmShell({ everyMs: LIFECYCLE.npmShellPollMs, onGone: () => handler("SIGTERM") });
+  const unwatch = watchNpmShell({ everyMs: CLI_TIMING.npmShellPollMs, onGone: () => handler("SIGTERM") });
   return () => {
     process.off("SIGINT", handler);
     process.off("SIGTERM", handler);
