@@ -7,12 +7,11 @@ import { repoRoot } from "../../bench/lib/app-child.js";
 import { CliInputError } from "../../packages/devhost/src/cli/leases.js";
 import {
   formatMeasure,
-  MeasureDefaults,
-  type MeasureResult,
   measureRequestFromOptions,
-  ownershipReplaces,
   parseScale,
 } from "../../packages/devhost/src/cli/tune-measure.js";
+import { MeasureDefaults, type MeasureResult } from "../../packages/devhost/src/tuning/index.js";
+import { ownershipReplaces } from "../../packages/devhost/src/tuning/result.js";
 
 // `cosmos-feed tune --measure` as a user runs it: a short real measurement (2 hosts × 4 leases on the embedded
 // emulator, intervals ÷ 20, a 4 s window) that reports every model row with its measured value, the start-up

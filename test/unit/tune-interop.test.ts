@@ -9,7 +9,7 @@ import {
   compareWithMeasurement,
   type InteropMeasurement,
   readInteropMeasurement,
-} from "../../packages/devhost/src/cli/tune-interop.js";
+} from "../../packages/devhost/src/tuning/interop.js";
 
 // The .NET column of `cosmos-feed tune` next to bench:interop's measurement of the real .NET processor.
 

@@ -1,11 +1,12 @@
 import { CosmosClient } from "@azure/cosmos";
 import { DefaultAzureCredential } from "@azure/identity";
 import { readConnectionString } from "@cosmos-feed/core/cosmos/client";
+import { CliInputError } from "../inputError.js";
 import type { LeasesReport } from "../leaseReport.js";
 
 // `cosmos-feed leases`: the report (readLeases, ../leaseReport.ts, which the dashboard reads too) as a table.
 
-export class CliInputError extends Error {}
+export { CliInputError } from "../inputError.js";
 
 /** A client from a connection string or an endpoint (then DefaultAzureCredential: az login, managed identity …). */
 export function clientFor(connection: string): CosmosClient {

@@ -7,6 +7,7 @@ import { emulatorCommand } from "@cosmos-feed/emulator/cli";
 import { Command, InvalidArgumentError } from "commander";
 import { readLeases } from "../leaseReport.js";
 import { DEFAULT_EMULATOR_PORT } from "../startCommand.js";
+import { MeasureDefaults } from "../tuning/defaults.js";
 import { CliInputError, clientFor, formatLeases } from "./leases.js";
 import { runStart } from "./start.js";
 import { formatThroughput, throughput } from "./throughput.js";
@@ -22,7 +23,7 @@ import {
   tuneReport,
   tuningInputFromOptions,
 } from "./tune.js";
-import { MeasureDefaults, runTuneMeasure } from "./tune-measure.js";
+import { runTuneMeasure } from "./tune-measure.js";
 
 /** A default interval (ms) as the duration the tune options take, e.g. `17s`. */
 const seconds = (ms: number): string => `${ms / 1000}s`;

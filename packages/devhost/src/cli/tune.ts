@@ -1,39 +1,11 @@
 import { createRequire } from "node:module";
-import {
-  type AlgorithmCost,
-  type TuningInput,
-  type TuningResult,
-  tune,
-} from "@cosmos-feed/changefeed/tuning";
+import type { TuningInput } from "@cosmos-feed/changefeed/tuning";
+import { formatDotnetMeasured } from "../tuning/interop.js";
+import { type TuneReport, tuneReport } from "../tuning/report.js";
 import { CliInputError } from "./leases.js";
-import {
-  compareWithMeasurement,
-  type DotnetMeasured,
-  formatDotnetMeasured,
-  type InteropMeasurement,
-  readInteropMeasurement,
-} from "./tune-interop.js";
 
-/** The model's answer plus this processor without its lease watch (each host lists leases per acquire interval). */
-export interface TuneReport extends TuningResult {
-  oursWithoutWatch: AlgorithmCost;
-  /** The .NET processor measured by bench:interop, and the model's deviation from it (when results exist). */
-  dotnetMeasured?: DotnetMeasured;
-}
-
-/**
- * `tune` for the three cases the CLI prints: ours with the watch, ours without it, and .NET / Functions trigger
- * (with the bench:interop measurement of .NET, read from bench/results/interop.json unless given; null: none).
- */
-export function tuneReport(
-  input: TuningInput,
-  interop: InteropMeasurement | null = readInteropMeasurement() ?? null,
-): TuneReport {
-  const result = tune(input);
-  const oursWithoutWatch = tune({ ...result.input, leaseWatchIntervalMs: 0 }).ours;
-  const dotnetMeasured = interop && compareWithMeasurement(result.input, interop);
-  return { ...result, oursWithoutWatch, ...(dotnetMeasured ? { dotnetMeasured } : {}) };
-}
+// The model's report moved to the tuning library (../tuning/report.ts); the CLI and its tests import it from here too.
+export { type TuneReport, tuneReport };
 
 /** Options that only one of `tune`'s two modes reads: the model's sweep and chart, or the measurement's knobs. */
 const SWEEP_ONLY = ["sweep", "svg", "png"] as const;

@@ -40,7 +40,7 @@ export interface DotnetMeasured extends InteropMeasurement {
 export const MODEL_TOLERANCE_PCT = 15;
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** Where the results are: the repository's bench/results, from packages/devhost/src/cli (tsx) or dist/cli (built). */
+/** Where the results are: the repository's bench/results, from packages/devhost/src/tuning (tsx) or dist/tuning (built). */
 const CANDIDATES = [join(here, "..", "..", "..", "..", "bench", "results", "interop.json")];
 
 /** Reads the stored bench:interop result; undefined when there is none (a deployment has no bench/). */
