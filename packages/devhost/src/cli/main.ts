@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { ChangeFeedDefaults } from "@cosmos-feed/changefeed";
-import { InvalidTuningInputError } from "@cosmos-feed/changefeed/tuning";
 import { WELL_KNOWN_EMULATOR_KEY } from "@cosmos-feed/emulator";
 import { emulatorCommand } from "@cosmos-feed/emulator/cli";
 import { Command, InvalidArgumentError } from "commander";
@@ -11,19 +10,7 @@ import { MeasureDefaults } from "../tuning/defaults.js";
 import { CliInputError, clientFor, formatLeases } from "./leases.js";
 import { runStart } from "./start.js";
 import { formatThroughput, throughput } from "./throughput.js";
-import {
-  checkTuneModeOptions,
-  formatTune,
-  type PngOutcome,
-  parseSweep,
-  pngPathFor,
-  renderPng,
-  runSweep,
-  sweepSvg,
-  tuneReport,
-  tuningInputFromOptions,
-} from "./tune.js";
-import { runTuneMeasure } from "./tune-measure.js";
+import { runTune, type TuneCommandOptions } from "./tune-command.js";
 
 /** A default interval (ms) as the duration the tune options take, e.g. `17s`. */
 const seconds = (ms: number): string => `${ms / 1000}s`;
@@ -244,49 +231,9 @@ program
     "--window <duration>",
     `with --measure: wall-clock window (default ${MeasureDefaults.windowMs / 1000}s)`,
   )
-  .action(async (opts, cmd: Command) => {
-    try {
-      checkTuneModeOptions(opts.measure === true, (name) => cmd.getOptionValueSource(name) === "cli");
-      if (opts.measure) {
-        await runTuneMeasure(opts);
-        return;
-      }
-      const input = tuningInputFromOptions(opts);
-      if (opts.sweep) {
-        const sweep = parseSweep(opts.sweep);
-        const points = runSweep(input, sweep);
-        const svg = sweepSvg(sweep, points);
-        writeFileSync(opts.svg, svg);
-        const png: PngOutcome | undefined =
-          opts.png === false
-            ? undefined
-            : renderPng(svg, typeof opts.png === "string" ? opts.png : pngPathFor(opts.svg), writeFileSync);
-        if (opts.json)
-          console.log(JSON.stringify({ sweep: sweep.name, points, svg: opts.svg, png }, null, 2));
-        else {
-          console.log(`${sweep.name} (ms)   failover max (s)   lease RU/s ours   lease RU/s .NET`);
-          for (const p of points) {
-            console.log(
-              p.skipped
-                ? `${String(p.value).padStart(8)}   skipped: ${p.skipped}`
-                : `${String(p.value).padStart(8)}   ${(p.failoverMaxMs / 1000).toFixed(0).padStart(16)}   ${p.oursLeaseRuPerSecond.toFixed(2).padStart(15)}   ${p.dotnetLeaseRuPerSecond.toFixed(2).padStart(15)}`,
-            );
-          }
-          console.log(`chart: ${opts.svg}`);
-          if (png) console.log("written" in png ? `chart: ${png.written}` : png.skipped);
-        }
-        return;
-      }
-      const result = tuneReport(input);
-      console.log(opts.json ? JSON.stringify(result, null, 2) : formatTune(result));
-    } catch (e) {
-      if (e instanceof CliInputError || e instanceof InvalidTuningInputError) {
-        console.error(`cosmos-feed tune: ${e.message}`);
-        process.exit(1);
-      }
-      throw e;
-    }
-  });
+  .action((opts: TuneCommandOptions, cmd: Command) =>
+    runTune(opts, (name) => cmd.getOptionValueSource(name) === "cli"),
+  );
 
 program
   .command("throughput")
