@@ -14,12 +14,14 @@ export const LOCK_FILE = "devhost.lock";
 
 /** What the lock file holds: who runs on the folder. */
 export interface LockOwner {
+  /** The owner's process id. */
   pid: number;
   /** What the process is, e.g. "cosmos-feed start /path/to/app" or "cosmos-feed emulator". */
   holder: string;
   startedAt: string;
 }
 
+/** A data folder locked by this process (lockDataFolder). */
 export interface DataFolderLock {
   readonly dataDir: string;
   /** Removes the lock file if it is still this process's (idempotent). */
