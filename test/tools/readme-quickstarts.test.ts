@@ -99,9 +99,18 @@ const lines = (text: string) =>
 
 describe("fencedBlocks", () => {
   it("finds only fences with exactly that info string", () => {
-    const md = ["```js", "a", "```", "```js quickstart", "b", "c", "```", "```js quickstart-x", "d", "```"].join(
-      "\n",
-    );
+    const md = [
+      "```js",
+      "a",
+      "```",
+      "```js quickstart",
+      "b",
+      "c",
+      "```",
+      "```js quickstart-x",
+      "d",
+      "```",
+    ].join("\n");
     expect(fencedBlocks(md, "js quickstart")).toEqual(["b\nc"]);
     expect(fencedBlocks(md, "js")).toEqual(["a"]);
   });
