@@ -49,11 +49,20 @@ function decodeTyped(d: TypedData | null | undefined): void {
   if (d.http?.body) decodeTyped(d.http.body);
 }
 
-const encodeBindings = (list: ParameterBinding[] | undefined) =>
-  list?.map((p) => {
+/** The bindings with their bytes as base64; the same array when none has bytes (most invocations). */
+function encodeBindings(list: ParameterBinding[] | undefined): ParameterBinding[] | undefined {
+  if (!list) return list;
+  let out: ParameterBinding[] | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
     const data = encodeTyped(p.data);
-    return data === p.data ? p : { ...p, data };
-  });
+    if (data !== p.data) {
+      out ??= [...list];
+      out[i] = { ...p, data };
+    }
+  }
+  return out ?? list;
+}
 
 function encodeTypedRecord(r: Record<string, TypedData> | undefined): Record<string, TypedData> | undefined {
   if (!r) return r;
