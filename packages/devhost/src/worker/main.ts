@@ -7,6 +7,9 @@ import { PendingBodies } from "./response-body.js";
 import { runInvocation } from "./run-invocation.js";
 import { readWorkerSettings } from "./settings.js";
 import { guardStreamProxy, type StreamProxyGuard } from "./stream-proxy-guard.js";
+import { hostMessageFromWire, workerMessageToWire } from "./wire.js";
+
+const HTTP_TRIGGER = /^httptrigger$/i;
 
 /** The Node worker's line for an uncaught exception (its src/Worker.ts), before it exits with code 1. */
 export const UNCAUGHT_PREFIX =
@@ -27,7 +30,7 @@ function send(message: WorkerToHost, then?: () => void): void {
     then?.();
     return;
   }
-  process.send?.(message, undefined, {}, () => then?.());
+  process.send?.(workerMessageToWire(message), undefined, {}, () => then?.());
 }
 
 function log(level: LogLevel, message: string, category: string, invocationId?: string): void {
@@ -70,7 +73,8 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
     sink: (r) => log(r.level, r.message, r.category, r.invocationId),
   });
 
-  process.on("message", (message: HostToWorker) => {
+  process.on("message", (wire: HostToWorker) => {
+    const message = hostMessageFromWire(wire);
     switch (message.kind) {
       case "load":
         send({ kind: "loading" });
@@ -138,7 +142,8 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
       send({ kind: "result", invocationId, error: toWireError(error) });
       return;
     }
-    if (/^httptrigger$/i.test(fn.trigger.type)) streams?.expect(invocationId);
+    const http = HTTP_TRIGGER.test(fn.trigger.type);
+    if (http) streams?.expect(invocationId);
     try {
       const { response, result } = await runInvocation(app, fn, request, (level, message, category) =>
         log(level, message, category, invocationId),
@@ -150,10 +155,16 @@ export function runWorker(importModule: (url: string) => Promise<unknown>): void
         send({ kind: "result", invocationId, response, resultCloned: false, returned, bodyBytes });
         return;
       }
+      // An HTTP function's answer is its response; what the handler returned matters to the host only elsewhere
+      // (durable functions' outputs): so it crosses only there.
+      if (http) {
+        send({ kind: "result", invocationId, response, resultCloned: false, returned });
+        return;
+      }
       try {
         send({ kind: "result", invocationId, response, result, resultCloned: true, returned });
       } catch {
-        // What the handler returned cannot be cloned (a function, a stream …): the response still can.
+        // What the handler returned is not JSON (a BigInt, a cycle …): the response still crosses.
         send({ kind: "result", invocationId, response, resultCloned: false, returned });
       }
     } catch (e) {

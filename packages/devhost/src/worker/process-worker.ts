@@ -11,6 +11,7 @@ import { PulledBody } from "./response-body.js";
 import type { WorkerSettings } from "./settings.js";
 import { spawnWorker } from "./spawn-worker.js";
 import { WorkerUnavailableError } from "./unavailable.js";
+import { hostMessageToWire } from "./wire.js";
 
 /** An invocation failed because its worker process exited (crashed, or was recycled after a timeout). */
 export class WorkerExitedError extends DevHostError {
@@ -139,7 +140,7 @@ export class ProcessWorker implements AppWorker {
         );
       };
       try {
-        to.send(message, (e) => e && failed(e));
+        to.send(hostMessageToWire(message), (e) => e && failed(e));
       } catch (e) {
         failed(e);
       }
@@ -154,7 +155,7 @@ export class ProcessWorker implements AppWorker {
     this.#sentEnv = { ...now };
     if (Object.keys(set).length === 0 && unset.length === 0) return;
     try {
-      this.#child?.send({ kind: "environment", set, unset } satisfies HostToWorker);
+      this.#child?.send(hostMessageToWire({ kind: "environment", set, unset }));
     } catch {
       // A process that is gone gets the whole environment when the next one starts.
     }
@@ -177,7 +178,7 @@ export class ProcessWorker implements AppWorker {
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const kill = setTimeout(() => child.kill("SIGKILL"), this.#o.settings.stopGraceMs);
     try {
-      child.send({ kind: "terminate" } satisfies HostToWorker);
+      child.send(hostMessageToWire({ kind: "terminate" }));
     } catch {
       child.kill("SIGKILL");
     }
@@ -216,7 +217,7 @@ export class ProcessWorker implements AppWorker {
   #pullBody(child: ChildProcess, invocationId: string, bytes: number): { stream: PulledBody; bytes: number } {
     const tell = (message: HostToWorker) => {
       try {
-        child.send(message);
+        child.send(hostMessageToWire(message));
       } catch {
         // The process is gone: the stream fails on its exit.
       }

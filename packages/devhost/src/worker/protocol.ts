@@ -2,7 +2,8 @@ import type { InvocationRequest, InvocationResponse, LogLevel } from "../coreTyp
 import type { AppIndex } from "../loader.js";
 
 /**
- * The channel between the dev host and the app's worker process (Node's IPC channel, `serialization: "advanced"`).
+ * The channel between the dev host and the app's worker process (Node's IPC channel, `serialization: "json"`, bytes
+ * as base64: wire.ts).
  * It carries what the Functions host and the Node worker exchange over gRPC (FunctionLoadRequest/Response,
  * InvocationRequest/Response, RpcLog, WorkerTerminate), in the dev host's own small shapes.
  */
@@ -29,9 +30,12 @@ export type WorkerToHost =
       kind: "result";
       invocationId: string;
       response?: InvocationResponse;
-      /** What the handler returned, when it survives the structured clone (see `resultCloned`). */
+      /**
+       * What the handler returned, as JSON gives it (see `resultCloned`); not sent for an HTTP function, whose
+       * answer is `response`.
+       */
       result?: unknown;
-      /** False when the handler's result could not cross the channel (a function, a socket …). */
+      /** False when the handler's result did not cross the channel (not JSON: a BigInt, a cycle …; or HTTP). */
       resultCloned?: boolean;
       /**
        * Whether the handler returned a value (neither undefined nor null), cloned or not: with HTTP streaming the

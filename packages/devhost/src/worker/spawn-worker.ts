@@ -4,7 +4,8 @@ import { DevHostError } from "../errors.js";
 import type { AppIndex } from "../loader.js";
 import { logWorkerConsole } from "./console-lines.js";
 import type { ProcessWorkerOptions } from "./process-worker.js";
-import { fromWireError, type HostToWorker, type WorkerToHost } from "./protocol.js";
+import { fromWireError, type WorkerToHost } from "./protocol.js";
+import { hostMessageToWire, workerMessageFromWire } from "./wire.js";
 
 // From the TypeScript sources the worker registers tsx for its own code first (entry.mjs); compiled, it is plain
 // JavaScript (compiled-entry.js, beside this file in dist/).
@@ -41,7 +42,7 @@ export function spawnWorker(
     cwd: o.appDir,
     env: workerEnv(env),
     stdio: ["ignore", "pipe", "pipe", "ipc"],
-    serialization: "advanced",
+    serialization: "json", // wire.ts says why; bytes cross as base64
   });
   nodeArgs.spawned(child);
   onSpawned?.(child);
@@ -88,7 +89,8 @@ export function spawnWorker(
         reject(new DevHostError(`The worker process could not start: ${e.message}`, { code: "AppLoad" }));
     });
     // One dispatcher for everything the worker sends: logs, the load's answer, invocation results.
-    child.on("message", (m: WorkerToHost) => {
+    child.on("message", (wire: WorkerToHost) => {
+      const m = workerMessageFromWire(wire);
       switch (m.kind) {
         case "loading":
           startLoadTimer();
@@ -114,6 +116,6 @@ export function spawnWorker(
           return;
       }
     });
-    child.send({ kind: "load", appDir: o.appDir } satisfies HostToWorker);
+    child.send(hostMessageToWire({ kind: "load", appDir: o.appDir }));
   });
 }
