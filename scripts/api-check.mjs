@@ -18,7 +18,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
@@ -136,6 +136,9 @@ for (const folder of folders) {
           case "console-compiler-version-notice":
             return; // API Extractor analyses with the TypeScript it bundles; the .d.ts are plain.
         }
+        // A dependency's own TSDoc (e.g. @azure/cosmos's "@hidden" tag) is not ours to judge.
+        if (message.category === "TSDoc" && message.sourceFilePath?.includes(`${sep}node_modules${sep}`))
+          return;
         const key = `${where}: ${message.text} (${message.messageId})`;
         if (pending.has(key)) {
           pendingSeen.add(key);
