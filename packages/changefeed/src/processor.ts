@@ -97,9 +97,16 @@ export class ChangeFeedProcessor<
     return this.running.store;
   }
 
-  /** Starts; a stop() before it finishes makes it resolve with the processor stopped. */
+  /**
+   * Starts; a stop() before it finishes makes it resolve with the processor stopped. Rejects with a
+   * CosmosFeedError (code "ProcessorNotStopped") unless the processor is stopped.
+   */
   async start(): Promise<void> {
-    if (this.state !== "stopped") throw new Error(`Cannot start a processor that is ${this.state}.`);
+    if (this.state !== "stopped") {
+      throw new CosmosFeedError(`Cannot start a processor that is ${this.state}.`, {
+        code: "ProcessorNotStopped",
+      });
+    }
     this.state = "starting";
     const lifecycle = new AbortController();
     this.lifecycle = lifecycle;

@@ -21,7 +21,9 @@ export interface LoadedFunction {
   metadata: FunctionMetadata;
   /** The binding whose type ends in "Trigger" (the library puts exactly one). */
   triggerName: string;
+  /** The trigger binding. */
   trigger: BindingInfo;
+  /** All its bindings, by name, the trigger included. */
   bindings: Record<string, BindingInfo>;
 }
 
@@ -43,6 +45,7 @@ export interface AppIndex {
 
 /** The app as the dev host serves it: its index and configuration, and the worker process that runs it. */
 export interface LoadedApp extends AppIndex {
+  /** The app folder's configuration. */
   config: AppConfig;
   /** Runs the app's code (docs/devhost.md "What runs where"). */
   worker: AppWorker;
@@ -61,6 +64,7 @@ export interface LocalApp extends AppIndex {
   functions: LocalFunction[];
 }
 
+/** Options of `loadApp`. */
 export interface LoadAppOptions {
   logger: HostLogger;
   env?: NodeJS.ProcessEnv;
