@@ -14,7 +14,7 @@
 //
 // Options: --update; --no-build (skip `npm run build:packages`, which is incremental); --packages <dir> (the folder
 // of the package folders, default packages/; the test points it at a copy); --only <name>[,<name>…] (unscoped
-// names). docs/packages.md, "Public API and its review", says how reports are made, checked and accepted.
+// names); --pending (print each pending message of scripts/api-pending.txt with its file and line). docs/packages.md, "Public API and its review", says how reports are made, checked and accepted.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -29,6 +29,7 @@ const { values: opts } = parseArgs({
     "no-build": { type: "boolean", default: false },
     packages: { type: "string", default: join(root, "packages") },
     only: { type: "string" },
+    pending: { type: "boolean", default: false },
   },
 });
 const packagesDir = resolve(opts.packages);
@@ -140,13 +141,14 @@ for (const folder of folders) {
         if (message.category === "TSDoc" && message.sourceFilePath?.includes(`${sep}node_modules${sep}`))
           return;
         const key = `${where}: ${message.text} (${message.messageId})`;
-        if (pending.has(key)) {
-          pendingSeen.add(key);
-          return;
-        }
         const at = message.sourceFilePath
           ? `${rel(message.sourceFilePath)}${message.sourceFileLine ? `:${message.sourceFileLine}` : ""}: `
           : "";
+        if (pending.has(key)) {
+          pendingSeen.add(key);
+          if (opts.pending) console.log(`pending: ${where}: ${at}${message.text} (${message.messageId})`);
+          return;
+        }
         problems.push(`${where}: ${at}${message.text} (${message.messageId})`);
       },
     });
