@@ -14,6 +14,7 @@ import {
 } from "./testing-entities.js";
 
 export type { EntityImplementation, EntityOperationRun } from "./testing-entities.js";
+export type { RuntimeStatus } from "./types.js";
 
 import {
   type HistoryEvent,
