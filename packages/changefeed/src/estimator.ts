@@ -8,7 +8,9 @@ import { LeaseOperationCounters } from "./leases/store.js";
 import { ChangeFeedDefaults, InvalidProcessorOptionsError } from "./options.js";
 import { LeaseFeedReader } from "./processing/feed-reader.js";
 
+/** One lease's estimated backlog. */
 export interface LeaseLag {
+  /** The lease's token: a partition key range id (version 0) or an EPK range "min-max" (version 1). */
   leaseToken: string;
   /** Changes not yet processed (as .NET estimates it: session LSN − first pending change's LSN + 1). */
   estimatedLag: number;
@@ -16,9 +18,13 @@ export interface LeaseLag {
   owner: string | null;
 }
 
+/** What `estimateLag` and `estimateLeaseLag` read: the monitored container and the processor's leases. */
 export interface EstimatorOptions {
+  /** The container whose change feed the processor reads. */
   monitoredContainer: Container;
+  /** The processor's lease container. */
   leaseContainer: Container;
+  /** The processor's lease id prefix (the trigger's `leaseContainerPrefix`). Default "". */
   leaseContainerPrefix?: string;
   /**
    * The account endpoint whose host goes into the lease prefix, as the .NET / Functions hosts are configured

@@ -6,15 +6,21 @@ export const logger = createClientLogger("cosmos-feed:changefeed");
 
 /** Events a processor emits (all carry the lease token). A listener that throws is logged, never rethrown. */
 export interface ChangeFeedProcessorEvents {
+  /** This host acquired the lease and starts processing it. */
   acquired: [leaseToken: string];
+  /** This host released the lease (on stop or to balance). */
   released: [leaseToken: string];
   /** Once per loss: stolen, gone, expired (the local deadline passed), container-gone, … */
   lost: [leaseToken: string, reason: string];
+  /** A batch's checkpoint was written: the lease's new continuation and how many documents it covered. */
   checkpointed: [leaseToken: string, continuationToken: string, documents: number];
+  /** The lease's range split: its lease was replaced by one lease per child range. */
   split: [parentToken: string, childTokens: string[]];
   /** A version-0 lease whose partition was merged away became a version-1 (EPK) lease of the same range. */
   merged: [oldToken: string, newToken: string];
+  /** A batch's documents were written to the dead-letter container (the `deadLetter` error policy). */
   deadLettered: [leaseToken: string, documents: number];
+  /** An error the processor handled (logged and retried); the lease token when one lease had it. */
   error: [error: unknown, leaseToken: string | undefined];
 }
 

@@ -1,19 +1,36 @@
 export { type Clock, systemClock } from "@cosmos-feed/core/clock";
 export { CosmosFeedError, isCosmosFeedError } from "@cosmos-feed/core/errors";
 export { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
-export { type EstimatorOptions, estimateLag, estimateLeaseLag, type LeaseLag } from "./estimator.js";
-export { databaseRidOf } from "./leases/ids.js";
-export { UnsupportedLeaseError } from "./leases/java-state.js";
 export {
+  type EstimatorBounds,
+  type EstimatorOptions,
+  estimateLag,
+  estimateLeaseLag,
+  type LeaseLag,
+} from "./estimator.js";
+export { databaseRidOf } from "./leases/ids.js";
+export { type JavaChangeFeedState, UnsupportedLeaseError } from "./leases/java-state.js";
+export {
+  type EpkRange,
   type Lease,
   type LeaseDocument,
   LeaseMode,
+  type LeaseVersion,
   leasePrefix,
   parseLease,
   toLeaseDocument,
 } from "./leases/lease.js";
 export { LeaseContainerError, prefixEndpoint } from "./leases/open.js";
-export { LeaseLostError, LeaseOperationCounters, type LeaseOperationKind } from "./leases/store.js";
+export type { LeaseShape } from "./leases/shape.js";
+export {
+  LEASE_OPERATION_KINDS,
+  type LeaseFeed,
+  LeaseLostError,
+  type LeaseLostReason,
+  LeaseOperationCounters,
+  type LeaseOperationKind,
+  type LeaseStore,
+} from "./leases/store.js";
 export {
   ChangeFeedDefaults,
   type ChangeFeedProcessorOptions,
@@ -27,6 +44,7 @@ export {
   ChangeFeedProcessor,
   type ChangeFeedProcessorEvents,
   createChangeFeedProcessor,
+  type ProcessorInput,
   type StopOptions,
 } from "./processor.js";
 export type { LeaseCloseReason } from "./supervisor.js";

@@ -2,6 +2,11 @@ import type { Container } from "@azure/cosmos";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import type { LoadBalancingStrategy } from "./balancing/strategy.js";
 
+export type { LoadBalancingStrategy } from "./balancing/strategy.js";
+export type { JavaChangeFeedState } from "./leases/java-state.js";
+export type { EpkRange, Lease, LeaseMode, LeaseVersion } from "./leases/lease.js";
+export type { LeaseShape } from "./leases/shape.js";
+
 /**
  * Timing defaults, in milliseconds, with the Azure Functions Cosmos DB trigger's names (and .NET's values).
  * Each is declared here once.
@@ -61,6 +66,10 @@ export const ChangeFeedDefaults = {
   requestTimeout: 36_000,
 } as const;
 
+/**
+ * What the processor does when the handler throws: retry the batch, or dead-letter it after some attempts
+ * (delays in ms).
+ */
 export type ErrorPolicy =
   | {
       /** Retry the failed batch with exponential backoff until it succeeds (per-key order is kept). */
@@ -77,6 +86,7 @@ export type ErrorPolicy =
       maxDelay?: number;
     };
 
+/** Options of `createChangeFeedProcessor`: the containers, lease naming, timings (ms) and policies. */
 export interface ChangeFeedProcessorOptions {
   /** The container whose change feed is processed. */
   monitoredContainer: Container;
@@ -101,11 +111,15 @@ export interface ChangeFeedProcessorOptions {
   checkLeaseContainerTtl?: boolean;
   /** This host's name, stored as the lease Owner. Default: a random UUID per start (as the Functions host). */
   instanceName?: string;
+  /** See ChangeFeedDefaults.leaseRenewInterval (ms). */
   leaseRenewInterval?: number;
+  /** See ChangeFeedDefaults.leaseAcquireInterval (ms). */
   leaseAcquireInterval?: number;
+  /** See ChangeFeedDefaults.leaseExpirationInterval (ms). */
   leaseExpirationInterval?: number;
   /** See ChangeFeedDefaults.leaseSafetyMargin (ms). */
   leaseSafetyMargin?: number;
+  /** See ChangeFeedDefaults.feedPollDelay (ms). */
   feedPollDelay?: number;
   /**
    * Shortest time between the starts of two reads of one lease's feed (ms); 0 (the default) reads again as soon
@@ -146,23 +160,41 @@ export interface ChangeFeedProcessorOptions {
   handoffTimeout?: number;
 }
 
+/** The processor's options with every default applied and checked (`resolveOptions`); times in ms. */
 export interface ResolvedOptions {
+  /** The lease id prefix (`leaseContainerPrefix`). */
   prefix: string;
+  /** This host's name, stored as the lease Owner. */
   instanceName: string;
+  /** Lease renewal interval (ms). */
   leaseRenewInterval: number;
+  /** Balancing round interval (ms). */
   leaseAcquireInterval: number;
+  /** Lease expiration interval (ms). */
   leaseExpirationInterval: number;
+  /** Local lease deadline margin (ms), at most a tenth of leaseExpirationInterval. */
   leaseSafetyMargin: number;
+  /** Wait after a feed read found nothing new (ms). */
   feedPollDelay: number;
+  /** Shortest time between two reads of one lease's feed (ms); 0 = none. */
   minReadInterval: number;
+  /** Checkpoint coalescing (ms); 0 = a checkpoint per batch. */
   maxCheckpointDelay: number;
+  /** Longest wait for one request (ms). */
   requestTimeout: number;
+  /** Lease watch slot (ms); 0 = no watch. */
   leaseWatchInterval: number;
+  /** Documents per page; undefined = the service's page size. */
   maxItemsPerInvocation: number | undefined;
+  /** Leases without a continuation start from the beginning of the feed. */
   startFromBeginning: boolean;
+  /** Leases without a continuation start from this time. */
   startFromTime: Date | undefined;
+  /** True for all versions and deletes. */
   allVersions: boolean;
+  /** What to do when the handler fails. */
   errorPolicy: ErrorPolicy;
+  /** Hand-off wait on stop (ms); 0 = release and stop at once. */
   handoffTimeout: number;
 }
 
@@ -194,6 +226,11 @@ function positiveMs(name: string, value: number | undefined, fallback: number): 
   return v;
 }
 
+/**
+ * Applies the defaults and checks `o`; throws InvalidProcessorOptionsError for values that cannot work
+ * (non-positive intervals, a safety margin too large, both start options). `randomName` names the host when
+ * `instanceName` is not set.
+ */
 export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => string): ResolvedOptions {
   const renew = positiveMs("leaseRenewInterval", o.leaseRenewInterval, ChangeFeedDefaults.leaseRenewInterval);
   const acquire = positiveMs(

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { Container } from "@azure/cosmos";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { EqualPartitionsBalancingStrategy } from "./balancing/strategy.js";
 import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
 import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
@@ -46,6 +47,7 @@ interface Running<T> {
 export class ChangeFeedProcessor<
   T = Record<string, unknown>,
 > extends EventEmitter<ChangeFeedProcessorEvents> {
+  /** Requests this processor made to the lease container, and their cost (RU). */
   readonly counters = new LeaseOperationCounters();
   private readonly options: ResolvedOptions;
   private readonly clock: Clock;
@@ -69,6 +71,7 @@ export class ChangeFeedProcessor<
     this.events = new ProcessorEvents(this, this.options.instanceName);
   }
 
+  /** This host's name, stored as the Owner of the leases it takes. */
   get instanceName(): string {
     return this.options.instanceName;
   }
@@ -86,14 +89,24 @@ export class ChangeFeedProcessor<
     return this.running?.owned.tokens() ?? [];
   }
 
+  /** The lease store of the running processor; throws a CosmosFeedError (code "ProcessorNotStarted") before start(). */
   get leaseStore(): LeaseStore {
-    if (!this.running) throw new Error("The processor has not been started.");
+    if (!this.running) {
+      throw new CosmosFeedError("The processor has not been started.", { code: "ProcessorNotStarted" });
+    }
     return this.running.store;
   }
 
-  /** Starts; a stop() before it finishes makes it resolve with the processor stopped. */
+  /**
+   * Starts; a stop() before it finishes makes it resolve with the processor stopped. Rejects with a
+   * CosmosFeedError (code "ProcessorNotStopped") unless the processor is stopped.
+   */
   async start(): Promise<void> {
-    if (this.state !== "stopped") throw new Error(`Cannot start a processor that is ${this.state}.`);
+    if (this.state !== "stopped") {
+      throw new CosmosFeedError(`Cannot start a processor that is ${this.state}.`, {
+        code: "ProcessorNotStopped",
+      });
+    }
     this.state = "starting";
     const lifecycle = new AbortController();
     this.lifecycle = lifecycle;

@@ -1,7 +1,7 @@
 /**
  * The processor's only source of time (client-go's `clock.Clock`): wall time for what goes into lease
  * documents and is compared across hosts, monotonic time for this host's own deadlines, and an abortable
- * sleep for every wait. Tests inject {@link FakeClock} and move time by hand.
+ * sleep for every wait. Tests inject `FakeClock` (`@cosmos-feed/core/testing`) and move time by hand.
  */
 export interface Clock {
   /** Wall-clock time, ms since the epoch (lease timestamps, watch slots). */
@@ -50,10 +50,12 @@ export class FakeClock implements Clock {
     this.wall = startWallMs;
   }
 
+  /** The fake wall-clock time: the start time plus every advance (ms since the epoch). */
   now(): number {
     return this.wall + this.mono;
   }
 
+  /** The fake monotonic time: the total of every advance since construction (ms). */
   monotonicNow(): number {
     return this.mono;
   }
@@ -68,6 +70,10 @@ export class FakeClock implements Clock {
     return this.timers.length;
   }
 
+  /**
+   * Resolves when the clock has been advanced by `ms` (ms) or `signal` aborts, whichever comes first; never
+   * rejects.
+   */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();

@@ -1,2 +1,2 @@
 // `@cosmos-feed/core/testing`: a clock the tests move by hand (timers fire when it passes their time).
-export { FakeClock } from "./clock.js";
+export { type Clock, FakeClock } from "./clock.js";

@@ -8,6 +8,7 @@ import type { HostJsonHttpThrottle } from "./http/settings.js";
 
 /** What the dev host reads from an app folder, as the Functions host and Core Tools read it. */
 export interface AppConfig {
+  /** The app folder (absolute). */
   appDir: string;
   /** package.json `main` (a glob), `type`, `scripts`. */
   packageJson: { main?: string; type?: string; scripts?: Record<string, string> };
@@ -94,6 +95,10 @@ function readHttpThrottle(http: Record<string, unknown>): HostJsonHttpThrottle {
   return out;
 }
 
+/**
+ * Reads the app folder's package.json, host.json and local.settings.json (the last two optional) into an
+ * AppConfig; throws DevHostError (code "AppLoad") when package.json is missing or local.settings.json is encrypted.
+ */
 export function readAppConfig(appDir: string): AppConfig {
   const pkg = readJson(join(appDir, "package.json"), "package.json");
   if (!pkg) {

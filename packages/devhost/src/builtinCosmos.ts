@@ -28,6 +28,7 @@ import { HostLogger } from "./logger.js";
  * extension resolves it (connections.ts: connection string, or `<NAME>__accountEndpoint` + credential).
  */
 export interface CosmosRuntimeOptions {
+  /** Where connection settings are read (default process.env). */
   env?: NodeJS.ProcessEnv;
   /**
    * Create missing databases and containers that triggers and bindings name, with a log line (the emulator's
@@ -43,8 +44,11 @@ export interface CosmosRuntimeOptions {
   listenerRetry?: ListenerRetryOptions;
 }
 
+/** The Cosmos DB trigger runner and bindings to pass to `startDevHost` (`triggers`, `extensions`). */
 export interface CosmosRuntime {
+  /** Starts a change feed processor per cosmosDBTrigger function. */
   cosmosDBTrigger: TriggerRunnerFactory;
+  /** The cosmosDB input and output bindings. */
   extensions: BindingExtensions;
   /** The change feed processor instance name (the lease `Owner`) of a trigger function whose listener runs. */
   ownerOf(functionName: string): string | undefined;
@@ -60,6 +64,10 @@ export function fromTypedData(data: TypedData): unknown {
   return data.int ?? data.double;
 }
 
+/**
+ * Creates the Cosmos DB side of the dev host: the trigger runner, the bindings, and one client per connection
+ * setting.
+ */
 export function createCosmosRuntime(options: CosmosRuntimeOptions = {}): CosmosRuntime {
   const env = options.env ?? process.env;
   const createMissing = () => options.createMissing?.() ?? false;

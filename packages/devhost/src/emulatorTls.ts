@@ -7,7 +7,7 @@ import { DevHostError } from "./errors.js";
 
 /**
  * HTTPS for the embedded emulator under `cosmos-feed start` (docs/emulator.md "HTTPS"): the real emulators serve
- * HTTPS with a self-signed certificate, and current @azure/cosmos refuses http:// endpoints, so `start` serves
+ * HTTPS with a self-signed certificate, and current `@azure/cosmos` refuses http:// endpoints, so `start` serves
  * HTTPS — with a certificate made once into the data folder (`auto`, the CLI's default) or given — and still
  * answers http:// on the same port (existing settings and examples); `off` is HTTP only.
  */

@@ -7,6 +7,7 @@ import { DevHostError } from "./errors.js";
  * (`connectionStringSetting`, `collectionName`, …), bundle 4.x ships extension 4.x (`connection`, `containerName`, …).
  */
 export interface ExtensionBundle {
+  /** The bundle's id, e.g. "Microsoft.Azure.Functions.ExtensionBundle". */
   id: string;
   /** The range as host.json writes it. */
   version: string;

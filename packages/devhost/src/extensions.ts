@@ -9,10 +9,12 @@ import type { HostLogger } from "./logger.js";
  * query for HTTP triggers). Bindings arrive with `%SETTING%` already resolved.
  */
 export interface BindingExtensions {
+  /** Input bindings by type: each reads the binding's data for one invocation (null or undefined: none). */
   inputs?: Record<
     string,
     (binding: BindingInfo, bindingData: Record<string, unknown>) => Promise<TypedData | null | undefined>
   >;
+  /** Output bindings by type: each writes what the function returned or set for that binding. */
   outputs?: Record<string, (binding: BindingInfo, data: TypedData) => Promise<void>>;
   /**
    * Told the app once it has loaded, before HTTP listens and triggers start (bindingCheck.ts), with the host's log

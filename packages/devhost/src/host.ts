@@ -16,11 +16,15 @@ import { readWorkerSettings } from "./worker/settings.js";
 
 /** A running non-HTTP trigger (cosmosDB change feed, timer …); stopped after HTTP has drained. */
 export interface TriggerRunner {
+  /** Stops the runner: no new invocations; resolves when those in flight have finished. */
   stop(): Promise<void>;
 }
 
+/** What a trigger runner gets from the host. */
 export interface TriggerRunnerContext {
+  /** The loaded app. */
   app: LoadedApp;
+  /** The host's log. */
   logger: HostLogger;
   /** Invokes this runner's function through the worker contract (hooks, typed data, Executing/Executed lines). */
   invoke(options: Omit<InvokeOptions, "extensions">): Promise<InvocationOutcome>;
@@ -32,7 +36,9 @@ export type TriggerRunnerFactory = (
   context: TriggerRunnerContext,
 ) => Promise<TriggerRunner>;
 
+/** Options of `startDevHost`. */
 export interface DevHostOptions {
+  /** The app folder (host.json, package.json, local.settings.json). */
   appDir: string;
   /** HTTP port; 7071 as Core Tools (local.settings.json Host.LocalHttpPort when set); 0 = any free port. */
   port?: number;
@@ -40,9 +46,13 @@ export interface DevHostOptions {
   hostname?: string;
   /** Where log lines go (console by default, in Core Tools' format). */
   logSink?: LogSink;
+  /** The environment the app's settings resolve in and the worker gets (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** Input and output bindings besides HTTP (e.g. `createCosmosRuntime().extensions`). */
   extensions?: BindingExtensions;
+  /** Trigger runners by trigger binding type (e.g. "cosmosDBTrigger", "timerTrigger"). */
   triggers?: Record<string, TriggerRunnerFactory>;
+  /** Largest HTTP request body accepted (bytes). Default DEFAULT_MAX_REQUEST_BODY_BYTES. */
   maxRequestBodyBytes?: number;
   /** CORS for HTTP triggers; default local.settings.json `Host.CORS` / `Host.CORSCredentials` (none = off). */
   cors?: CorsPolicy;
@@ -66,11 +76,15 @@ export interface DevHostOptions {
   inspect?: string | true;
 }
 
+/** A started dev host: where it listens, the app, its log, and `close()`. */
 export interface RunningDevHost {
   /** e.g. http://127.0.0.1:7071 */
   baseUrl: string;
+  /** The HTTP port it listens on. */
   port: number;
+  /** The loaded app. */
   app: LoadedApp;
+  /** The host's log. */
   logger: HostLogger;
   /** Graceful stop: no new HTTP, in-flight invocations finish, trigger runners stop, appTerminate hooks run. */
   close(): Promise<void>;

@@ -7,13 +7,17 @@ import type { LoadedApp, LoadedFunction } from "./loader.js";
 import type { HostLogger } from "./logger.js";
 import type { WorkerInvocationResult } from "./worker/app-worker.js";
 
+/** Options of `invokeFunction`: why it is invoked and its data. */
 export interface InvokeOptions {
   /** The host's wording, e.g. "This function was programmatically called via the host APIs." for HTTP. */
   reason: string;
   /** Trigger and input bindings in the worker's typed-data form, by binding name. */
   inputData: ParameterBinding[];
+  /** Trigger metadata (values for binding expressions, `context.triggerMetadata`), typed-data form. */
   triggerMetadata?: Record<string, TypedData>;
+  /** The retry attempt, when this invocation retries an earlier one. */
   retryContext?: InvocationRequest["retryContext"];
+  /** The invocation's id (default: a new UUID). */
   invocationId?: string;
   /** Input/output bindings other than the trigger; none when absent (a function using one then fails). */
   extensions?: BindingExtensions;
@@ -23,8 +27,11 @@ export interface InvokeOptions {
   traceParent?: string;
 }
 
+/** What an invocation came to: its id, duration, and its response or error. */
 export interface InvocationOutcome {
+  /** The invocation's id. */
   invocationId: string;
+  /** How long it ran (ms). */
   durationMs: number;
   /** Set when the invocation succeeded: return value and output bindings in typed-data form. */
   response?: InvocationResponse;
@@ -38,6 +45,7 @@ export interface InvocationOutcome {
   body?: WorkerInvocationResult["body"];
 }
 
+/** The reason the host gives the worker for an HTTP invocation (the Functions host's wording). */
 export const HTTP_REASON = "This function was programmatically called via the host APIs.";
 
 /**

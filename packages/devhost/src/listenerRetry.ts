@@ -16,9 +16,13 @@ export const ListenerRetryDefaults = {
   randomizationFactor: 0.2,
 } as const;
 
+/** The retry schedule of a trigger listener that could not start (its containers missing). */
 export interface ListenerRetryOptions {
+  /** First wait between attempts (ms). */
   minimumIntervalMs?: number;
+  /** Longest wait between attempts (ms). */
   maximumIntervalMs?: number;
+  /** The clock the waits run on (default the system's). */
   clock?: Clock;
   /** In [0, 1) (default Math.random). */
   random?: () => number;

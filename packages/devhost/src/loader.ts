@@ -21,7 +21,9 @@ export interface LoadedFunction {
   metadata: FunctionMetadata;
   /** The binding whose type ends in "Trigger" (the library puts exactly one). */
   triggerName: string;
+  /** The trigger binding. */
   trigger: BindingInfo;
+  /** All its bindings, by name, the trigger included. */
   bindings: Record<string, BindingInfo>;
 }
 
@@ -43,6 +45,7 @@ export interface AppIndex {
 
 /** The app as the dev host serves it: its index and configuration, and the worker process that runs it. */
 export interface LoadedApp extends AppIndex {
+  /** The app folder's configuration. */
   config: AppConfig;
   /** Runs the app's code (docs/devhost.md "What runs where"). */
   worker: AppWorker;
@@ -55,14 +58,21 @@ export interface LocalFunction extends LoadedFunction, RegisteredFunction {}
 
 /** The app loaded in this process (the worker's side, or a test reading registrations). */
 export interface LocalApp extends AppIndex {
+  /** The app folder's configuration. */
   config: AppConfig;
+  /** What the app registered with the programming model (functions, hooks). */
   registry: AppRegistry;
+  /** The programming model the app loaded (`@azure/functions`), as the worker drives it. */
   programmingModel: ProgrammingModel;
+  /** The app's functions, with their handlers. */
   functions: LocalFunction[];
 }
 
+/** Options of `loadApp`. */
 export interface LoadAppOptions {
+  /** Where the loader's log lines go. */
   logger: HostLogger;
+  /** The environment the app loads in (default process.env). */
   env?: NodeJS.ProcessEnv;
   /**
    * Imports an ES module entry point. The worker process passes a plain `import()` from a module outside any

@@ -1,15 +1,21 @@
 import type { LogLevel } from "./coreTypes.js";
 import { LIFECYCLE } from "./lifecycle/settings.js";
 
+/** One log line. */
 export interface LogRecord {
+  /** When it was written. */
   time: Date;
+  /** Its level. */
   level: LogLevel;
   /** "Host" for the host's own lines, "Function.<name>" / "Function.<name>.User" as the host categorises. */
   category: string;
+  /** The text. */
   message: string;
+  /** The invocation the line belongs to, if any. */
   invocationId?: string;
 }
 
+/** Where log lines go. */
 export type LogSink = (record: LogRecord) => void;
 
 const RANK: Record<LogLevel, number> = {
@@ -78,6 +84,7 @@ const MAX_KEPT_CATEGORIES = 1_000;
  * matching category prefix ("Function", "Function.hello", "Function.hello.User", "Host") — and one sink.
  */
 export class HostLogger {
+  /** The default minimum level (host.json `logging.logLevel.default`). */
   readonly minLevel: LogLevel;
   readonly #categoryLevels: [string, LogLevel][];
   readonly #sink: LogSink;
@@ -94,6 +101,7 @@ export class HostLogger {
     this.#sink = options.sink ?? consoleSink;
   }
 
+  /** Whether a line at `level` in `category` is written (the longest matching category prefix decides). */
   isEnabled(level: LogLevel, category = "Host"): boolean {
     const min = this.#minLevelOf(category);
     return level !== "none" && min !== "none" && RANK[level] >= RANK[min];
@@ -115,18 +123,22 @@ export class HostLogger {
     return min;
   }
 
+  /** Writes one line at `level` in `extras.category` (default "Host"), if that level is enabled there. */
   log(level: LogLevel, message: string, extras: { category?: string; invocationId?: string } = {}): void {
     const category = extras.category ?? "Host";
     if (!this.isEnabled(level, category)) return;
     this.#sink({ time: new Date(), level, message, ...extras, category });
   }
 
+  /** Writes a Host line at information level. */
   info(message: string): void {
     this.log("information", message);
   }
+  /** Writes a Host line at warning level. */
   warn(message: string): void {
     this.log("warning", message);
   }
+  /** Writes a Host line at error level. */
   error(message: string): void {
     this.log("error", message);
   }

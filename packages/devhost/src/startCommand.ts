@@ -26,11 +26,15 @@ export { DURABLE_DEFAULTS } from "./appRun.js";
 /** The emulator's port for `cosmos-feed start` (the Cosmos DB emulator's usual 8081). */
 export const DEFAULT_EMULATOR_PORT = 8081;
 
+/** Options of `startFromCommandLine` (what `cosmos-feed start` takes). */
 export interface StartCommandOptions {
+  /** The app folder. Default: the working directory. */
   appDir?: string;
+  /** The HTTP port. Default: local.settings.json Host.LocalHttpPort, else 7071. */
   port?: number;
   /** "emulator", a connection string, or undefined (the app's settings; the emulator when none resolves). */
   cosmos?: string;
+  /** The embedded emulator's port. Default DEFAULT_EMULATOR_PORT (8081). */
   emulatorPort?: number;
   /**
    * The embedded emulator's HTTPS (emulatorTls.ts): `auto` (the CLI's default) a certificate made once into
@@ -62,20 +66,25 @@ export interface StartCommandOptions {
    * after every restart (a crash, --watch); over the inspector flags of languageWorkers__node__arguments.
    */
   inspect?: string | true;
+  /** Where log lines go (console by default). */
   logSink?: LogSink;
+  /** The environment the app's settings resolve in (default process.env). */
   env?: NodeJS.ProcessEnv;
   /** Extra dev host options (trigger runners, binding extensions). */
   host?: Pick<DevHostOptions, "triggers" | "extensions" | "hostname">;
 }
 
+/** Options of `StartedApp.stop`. */
 export interface StopOptions {
   /** Told what the stop waits for next (the CLI names it if the stop overruns). */
   phase?: (what: string) => void;
 }
 
+/** A started app: its dev host, the embedded emulator, the dashboard and the data folder. */
 export interface StartedApp {
   /** The running dev host (after a --watch restart, the new one). */
   readonly host: RunningDevHost;
+  /** The embedded emulator; undefined when the app uses another Cosmos DB. */
   readonly emulator: RunningEmulator | undefined;
   /** The live dashboard at /_dev (docs/dashboard.md). */
   readonly dashboard: DevDashboard;

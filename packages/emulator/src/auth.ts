@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { CosmosError } from "./errors.js";
 
 /** The Azure Cosmos DB Emulator's published, well-known account key (not a secret). */
@@ -24,9 +25,17 @@ export class MasterKeyAuth {
 
   constructor(masterKey: string) {
     this.key = Buffer.from(masterKey, "base64");
-    if (this.key.length === 0) throw new Error("The emulator key must be a non-empty base64 string.");
+    if (this.key.length === 0) {
+      throw new CosmosFeedError("The emulator key must be a non-empty base64 string.", {
+        code: "InvalidKey",
+      });
+    }
   }
 
+  /**
+   * The master-key signature of one request (base64 HMAC-SHA256 over verb, resource type, resource id and
+   * date), as the SDKs compute it.
+   */
   sign(verb: string, resourceType: string, resourceId: string, date: string): string {
     const text = `${verb.toLowerCase()}\n${resourceType.toLowerCase()}\n${resourceId}\n${date.toLowerCase()}\n\n`;
     return createHmac("sha256", this.key).update(text).digest("base64");

@@ -1,18 +1,28 @@
-/** An error the emulator answers with: HTTP status, Cosmos `code`, optional substatus and headers. */
-export class CosmosError extends Error {
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
+
+/**
+ * An error the emulator answers with: HTTP status (also `statusCode`), Cosmos `code`, optional substatus and
+ * headers. One of the `CosmosFeedError` family.
+ */
+export class CosmosError extends CosmosFeedError {
+  /** The HTTP status answered (the same as `status`). */
+  declare readonly statusCode: number;
   /** RU charged for the failed request (set where it is metered). */
   charge?: number;
   /** The body's `additionalErrorInfo` (JSON text): the query plan of a 400/1004 "not directly served". */
   additionalErrorInfo?: string;
 
   constructor(
+    /** The HTTP status answered. */
     readonly status: number,
-    readonly code: string,
+    code: string,
     message: string,
+    /** The `x-ms-substatus` answered, when there is one (e.g. 1002 for a gone partition key range). */
     readonly substatus?: number,
+    /** Extra response headers (e.g. `x-ms-retry-after-ms` on a 429). */
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
+    super(message, { code, statusCode: status });
     this.name = "CosmosError";
   }
 }

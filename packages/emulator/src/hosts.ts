@@ -48,6 +48,7 @@ export function normalizeAuthority(hostAndPort: string): string | undefined {
   }
 }
 
+/** True for localhost, *.localhost, 127.x.x.x and [::1]. */
 export function isLoopbackHostname(hostname: string): boolean {
   return (
     hostname === "localhost" ||
@@ -104,6 +105,10 @@ export function listedHostname(list: HostAllowList, hostname: string): boolean {
   );
 }
 
+/**
+ * Why a Host header is refused: 400 when it is not host[:port], 421 when the name is not allowed; `code` and
+ * `message` for the response.
+ */
 export type HostRefusal = { status: 400 | 421; code: string; message: string };
 
 /**
@@ -139,7 +144,9 @@ export function checkHost(host: string | undefined, list: HostAllowList): HostRe
  */
 const MAX_KEPT_HOST_LENGTH = 300;
 
+/** A memoizing `checkHost` for one allow-list. */
 export class HostGuard {
+  /** The names answered. */
   readonly list: HostAllowList;
   readonly #maxKept: number;
   /** null: answered. */
@@ -151,6 +158,7 @@ export class HostGuard {
     this.#maxKept = maxKept;
   }
 
+  /** As `checkHost(host, list)`: undefined when the request may be answered, else why not. */
   check(host: string | undefined): HostRefusal | undefined {
     if (host === undefined || this.list.any) return undefined;
     const kept = this.#verdicts.get(host);

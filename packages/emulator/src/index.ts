@@ -3,7 +3,11 @@
 export { MasterKeyAuth, masterKeyHeaders, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
 export { CosmosError } from "./errors.js";
 export { ALLOWED_HOSTS_ENV } from "./hostGuard.js";
-export { effectivePartitionKey } from "./partitioning/epk.js";
+export {
+  effectivePartitionKey,
+  type PartitionKeyComponent,
+  type PartitionKeyDefinitionLike,
+} from "./partitioning/epk.js";
 export { RANGE_COUNT_HEADER } from "./routes/resources.js";
 export { RuModel } from "./ru/charges.js";
 export { type MeterEntry, type MeterSnapshot, meterDelta, type OperationKind, RuMeter } from "./ru/meter.js";

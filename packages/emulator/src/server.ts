@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { MasterKeyAuth, pathSegments, signedResource, WELL_KNOWN_EMULATOR_KEY } from "./auth.js";
 import { CosmosError, requestTooLarge } from "./errors.js";
 import { emulatorAllowList, hostRefusal } from "./hostGuard.js";
@@ -37,6 +38,7 @@ export const DEFAULT_CHANGE_FEED_RETENTION_MS = 10 * 60 * 1000;
 /** Largest request body accepted (bytes): the 2 MB item limit plus room for a batch's envelope. */
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
+/** Options of `startEmulator`: where it listens, its key, TLS, persistence and throughput model. */
 export interface EmulatorOptions {
   /** TCP port; 0 picks a free one. Default 8081. */
   port?: number;
@@ -82,26 +84,36 @@ export interface EmulatorOptions {
 }
 
 /** Why the emulator could not start: `code` says which setting to change, the message how. */
-export class EmulatorStartError extends Error {
+export class EmulatorStartError extends CosmosFeedError {
+  /** Which setting to change: the port (in use, or listen failed), the data folder, or another option. */
+  declare readonly code: "PORT_IN_USE" | "LISTEN_FAILED" | "DATA_DIR_UNUSABLE" | "INVALID_OPTION";
   constructor(
-    readonly code: "PORT_IN_USE" | "LISTEN_FAILED" | "DATA_DIR_UNUSABLE" | "INVALID_OPTION",
+    code: "PORT_IN_USE" | "LISTEN_FAILED" | "DATA_DIR_UNUSABLE" | "INVALID_OPTION",
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.name = "EmulatorStartError";
+    super(message, { code, cause: options?.cause });
   }
 }
 
+/** A started emulator: how to reach it, its RU meter, test controls, and `close()`. */
 export interface RunningEmulator {
-  /** `http://127.0.0.1:8081/` */
+  /** The endpoint clients use, e.g. `http://127.0.0.1:8081/`. */
   endpoint: string;
+  /** The account key (base64). */
   key: string;
+  /** `AccountEndpoint=…;AccountKey=…;`: what a CosmosClient or a Functions app setting takes. */
   connectionString: string;
+  /** The TCP port it listens on (the one picked when port 0 was asked for). */
   port: number;
   /** When serving HTTPS: the certificate clients must trust (PEM), its file, and whether HTTP is answered too. */
   tls?: { certFile: string; certPem: string; http: boolean };
+  /**
+   * The emulator's store, for this repository's tests to inspect.
+   * @internal Not part of the package's API: stripped from its .d.ts (`stripInternal`).
+   */
   account: Account;
+  /** Request units charged, per container and kind of operation. */
   meter: RuMeter;
   /** Splits a live partition key range; requests naming it then get 410/1002. Returns the children's ids. */
   splitRange(databaseId: string, containerId: string, rangeId: string): string[];
@@ -109,6 +121,7 @@ export interface RunningEmulator {
   mergeRanges(databaseId: string, containerId: string, leftId: string, rightId: string): string;
   /** Purges expired documents now (the background sweeper does it every ttlSweepIntervalMs). */
   purgeExpired(): number;
+  /** Stops the TTL sweeper and the listener, and closes the data folder's database when it persists. */
   close(): Promise<void>;
 }
 

@@ -8,13 +8,17 @@ import type { FencingLock } from "./handle.js";
 /** Field a fenced document keeps: the highest fencing token that wrote it. */
 export const FENCE_FIELD = "fencingToken";
 
+/** A document written by fenced writes: `T` plus the highest fencing token that wrote it. */
 export type Fenced<T> = T & { [FENCE_FIELD]?: number };
 
 /** A writer with an older token than one the document has already seen: its lock has been superseded (412). */
 export class StaleFencingTokenError extends CosmosFeedError {
   constructor(
+    /** The document's id. */
     readonly id: string,
+    /** The refused writer's fencing token. */
     readonly token: number,
+    /** The token the document was last written with (higher). */
     readonly seen: number,
   ) {
     super(
@@ -24,7 +28,9 @@ export class StaleFencingTokenError extends CosmosFeedError {
   }
 }
 
+/** Options of `fencedUpdate`. */
 export interface FencedUpdateOptions {
+  /** Stops the update between attempts and cancels the request in flight (rejects with an AbortError). */
   signal?: AbortSignal;
   /** Optimistic-concurrency retries on 412 (default: the shared policy). */
   retryPolicy?: OccRetryPolicy;

@@ -6,10 +6,13 @@ import { LockLostError, type LockLostReason } from "./errors.js";
 
 /** The stored lock document. Partition key: /id (the lock name). */
 export interface LockDocument extends ItemDefinition {
+  /** The lock's name. */
   id: string;
+  /** The holder's name (LockClientOptions.owner). */
   owner: string;
   /** Item TTL (s); the container must have TTL on (defaultTtl set, e.g. -1). */
   ttl: number;
+  /** When this acquisition happened (ISO 8601, the holder's clock). */
   acquiredAt: string;
   /** The waiter ticket this acquisition served (queued acquisitions only): the next in line reads it. */
   ticket?: string;
@@ -22,16 +25,23 @@ export function lockExpiresAtMs(ts: number, ttlSeconds: number): number {
 
 /** What a handle needs from its client. */
 export interface LockHandleContext {
+  /** The lock container. */
   container: Container;
+  /** The lock documents' TTL (s). */
   ttlSeconds: number;
+  /** The holder stops acting this long before its lock could expire (ms). */
   safetyMarginMs: number;
+  /** How often a held lock is renewed (ms). */
   renewIntervalMs: number;
+  /** The clock deadlines and renewals run on. */
   clock: Clock;
 }
 
 /** What fenced writes need of a lock: its token, and a check that it is still held right now. */
 export interface FencingLock {
+  /** The lock's name. */
   readonly name: string;
+  /** The acquisition's fencing token: strictly increasing per lock name. */
   readonly fencingToken: number;
   /** Throws LockLostError unless the holder's validity window is still open (on the local monotonic clock). */
   assertHeld(): void;
@@ -50,6 +60,7 @@ export class LockHandle implements AsyncDisposable, FencingLock {
 
   constructor(
     private readonly ctx: LockHandleContext,
+    /** The lock's name (the lock document's id). */
     readonly name: string,
     /** Strictly increases with every acquisition of this lock name (the acquiring write's LSN). */
     readonly fencingToken: number,
@@ -61,10 +72,12 @@ export class LockHandle implements AsyncDisposable, FencingLock {
     if (autoRenew) this.scheduleRenew();
   }
 
+  /** The holder's name. */
   get owner(): string {
     return this.doc.owner;
   }
 
+  /** The lock document's etag as last written by this holder. */
   get etag(): string {
     return this.doc._etag;
   }
@@ -169,6 +182,7 @@ export class LockHandle implements AsyncDisposable, FencingLock {
     }
   }
 
+  /** Releases the lock (`await using`); as `release()`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release();
   }

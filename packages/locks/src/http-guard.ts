@@ -8,8 +8,11 @@ const logger = createClientLogger("cosmos-feed-locks");
 
 /** A transport-neutral HTTP response (runtime/ adapts it to the Functions host or the dev host). */
 export interface GuardedResponse {
+  /** The HTTP status. */
   status: number;
+  /** Response headers (`Retry-After` on a 409 or 503). */
   headers?: Record<string, string>;
+  /** The response body. */
   body?: unknown;
   /**
    * The handler committed its work in one atomic, conditional write after its last look at the signal: its answer
@@ -18,6 +21,7 @@ export interface GuardedResponse {
   committed?: boolean;
 }
 
+/** Options of `guardWithLock`: how long to wait for the lock and how to name it. */
 export interface LockGuardOptions {
   /** How long a request waits for a held lock before answering contention (ms). Default 0. */
   waitMs?: number;

@@ -15,7 +15,13 @@ export {
   fencedUpdate,
   StaleFencingTokenError,
 } from "./fencing.js";
-export { type FencingLock, type LockDocument, LockHandle, lockExpiresAtMs } from "./handle.js";
+export {
+  type FencingLock,
+  type LockDocument,
+  LockHandle,
+  type LockHandleContext,
+  lockExpiresAtMs,
+} from "./handle.js";
 export { type GuardedResponse, guardWithLock, type LockGuardOptions } from "./http-guard.js";
 export { LockClient } from "./lock.js";
 export { MAX_LOCK_NAME_LENGTH, validateLockName } from "./names.js";

@@ -30,16 +30,24 @@ class HolderVanished extends Error {}
 /**
  * TTL locks in a Cosmos container (the Cloud Distributed Lock pattern, corrected): acquire = create,
  * renew = Replace with If-Match, release = Delete with If-Match, takeover of an expired-but-unpurged lock by a
- * conditional replace, and a fencing token per acquisition. Waiters (waitMs > 0) queue in arrival order.
+ * conditional replace, and a fencing token per acquisition. Waiters (`waitMs > 0`) queue in arrival order.
  */
 export class LockClient implements LockHandleContext {
+  /** The lock container. */
   readonly container: LockClientOptions["container"];
+  /** This holder's name, stored in every lock it acquires. */
   readonly owner: string;
+  /** The lock documents' TTL (s). */
   readonly ttlSeconds: number;
+  /** A holder stops acting this long before its lock could expire (ms). */
   readonly safetyMarginMs: number;
+  /** Allowance for the difference between this clock and the service's (ms). */
   readonly clockSkewAllowanceMs: number;
+  /** How often a held lock is renewed (ms). */
   readonly renewIntervalMs: number;
+  /** A waiter's ticket lifetime (ms). */
   readonly ticketLifetimeMs: number;
+  /** Wall time for `_ts` and tickets, monotonic time for deadlines and waits. */
   readonly clock: Clock;
   private readonly random: () => number;
   private readonly retryPolicy: OccRetryPolicy;

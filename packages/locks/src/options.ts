@@ -53,6 +53,7 @@ export const systemLockClock: Clock = {
     }),
 };
 
+/** Options of a `LockClient`: the container, the holder's name, TTL and timings (ms). */
 export interface LockClientOptions {
   /** The lock container: partition key /id, TTL on (defaultTtl set, e.g. -1). */
   container: Container;
@@ -81,14 +82,17 @@ export interface LockClientOptions {
   random?: () => number;
 }
 
+/** Options of `LockClient.acquire`. */
 export interface AcquireOptions {
   /** Wait up to this long for a held lock (ms, finite, ≥ 0); 0 = try once (the HTTP fast path, no queue). */
   waitMs?: number;
+  /** Stops waiting: acquire() then rejects with an AbortError and leaves the queue. */
   signal?: AbortSignal;
   /** Renew automatically until released (default true). */
   autoRenew?: boolean;
 }
 
+/** Options of `LockClient.tryAcquire`: one attempt, no wait. */
 export interface TryAcquireOptions extends Omit<AcquireOptions, "waitMs"> {
   /** Set by acquire(): the waiter ticket this attempt serves, recorded in the lock document. */
   ticketId?: string;

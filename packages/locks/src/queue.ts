@@ -16,8 +16,11 @@ export const QUEUE_ID_PREFIX = "$queue:";
 
 /** One waiter: arrival order is its position in `tickets`. Times are the writer's wall clock (ms). */
 export interface LockTicket {
+  /** The ticket's id. */
   id: string;
+  /** The waiting holder's name. */
   owner: string;
+  /** When the ticket lapses unless refreshed (ms since the epoch). */
   expiresAt: number;
 }
 
@@ -27,9 +30,13 @@ export interface LockTicket {
  * TTL (refreshed by every write) removes a queue whose waiters all died.
  */
 export interface LockQueueDocument extends ItemDefinition {
+  /** `$queue:<lock name>`. */
   id: string;
+  /** The lock's name. */
   lock: string;
+  /** Item TTL (s), refreshed by every write. */
   ttl: number;
+  /** The waiters, in arrival order. */
   tickets: LockTicket[];
 }
 

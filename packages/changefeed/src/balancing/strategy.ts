@@ -3,9 +3,10 @@ import { isAvailable, type Lease } from "../leases/lease.js";
 /** Decides which leases this host should try to take on a balancing round. Pluggable. */
 export interface LoadBalancingStrategy {
   /**
-   * @param allLeases every lease of the processor, as just read
-   * @param me this host's instance name
-   * @param nowMs current time (ms since epoch)
+   * Which leases this host should try to acquire on this round.
+   * @param allLeases - every lease of the processor, as just read
+   * @param me - this host's instance name
+   * @param nowMs - current time (ms since epoch)
    * @returns leases to acquire (each acquire is a conditional write, so a wrong pick only costs a 412)
    */
   selectLeasesToTake(allLeases: readonly Lease[], me: string, nowMs: number): Lease[];
@@ -27,6 +28,10 @@ export class EqualPartitionsBalancingStrategy implements LoadBalancingStrategy {
     private readonly random: () => number = Math.random,
   ) {}
 
+  /**
+   * Available leases first, up to this host's share; else one lease stolen from the busiest owner above its
+   * share.
+   */
   selectLeasesToTake(allLeases: readonly Lease[], me: string, nowMs: number): Lease[] {
     const available: Lease[] = [];
     const workerCount = new Map<string, number>();

@@ -5,10 +5,12 @@ import { CosmosFeedError } from "@cosmos-feed/core/errors";
  * stores in `ContinuationToken` not the raw feed etag .NET stores, but its whole `ChangeFeedStateV1`: JSON,
  * base64url-encoded with padding (`ChangeFeedState.toString`), e.g.
  *
- *   {"V":1,"Rid":"<container rid>","Mode":"INCREMENTAL","StartFrom":{"Type":"NOW"},
- *    "Continuation":{"V":1,"Rid":"<container rid>",
- *                    "Continuation":[{"token":"\"24\"","range":{"min":"","max":"FF"}}],
- *                    "Range":{"min":"","max":"FF"}}}
+ * ```json
+ * {"V":1,"Rid":"<container rid>","Mode":"INCREMENTAL","StartFrom":{"Type":"NOW"},
+ *  "Continuation":{"V":1,"Rid":"<container rid>",
+ *                  "Continuation":[{"token":"\"24\"","range":{"min":"","max":"FF"}}],
+ *                  "Range":{"min":"","max":"FF"}}}
+ * ```
  *
  * A processor lease holds exactly one continuation (Java's PartitionProcessorImpl checks it); its `token` is the
  * raw etag of the last page, the same value .NET checkpoints. So a Java lease is read by extracting that
@@ -19,7 +21,9 @@ export type JavaChangeFeedState = Record<string, unknown>;
 /** A lease this library can list but must not process (acquiring it throws this). */
 export class UnsupportedLeaseError extends CosmosFeedError {
   constructor(
+    /** The lease document's id. */
     readonly documentId: string,
+    /** Why it cannot be processed. */
     readonly reason: string,
   ) {
     super(`Lease '${documentId}' cannot be processed by this library: ${reason}`, {

@@ -29,53 +29,85 @@ export const LeaseMode = {
   LatestVersion: "Incremental Feed",
   AllVersionsAndDeletes: "Full-Fidelity Feed",
 } as const;
+/** The lease's `Mode`, as .NET writes it: the latest-version feed or all versions and deletes. */
 export type LeaseMode = (typeof LeaseMode)[keyof typeof LeaseMode];
 
 /** 0 = lease of one partition key range (LeaseToken = range id); 1 = lease of an EPK range (LeaseToken = "min-max"). */
 export type LeaseVersion = 0 | 1;
 
+/**
+ * A range of effective partition key values: `min` inclusive, `max` exclusive (hex strings; "" and "FF" bound
+ * the whole range).
+ */
 export interface EpkRange {
+  /** Inclusive lower bound (hex). */
   min: string;
+  /** Exclusive upper bound (hex). */
   max: string;
 }
 
 /** The lease document as stored (field names and casing are .NET's). */
 export interface LeaseDocument {
+  /** `<prefix><host>_<database rid>_<container rid>..<lease token>`. */
   id: string;
+  /** The partition key value, when the lease container is partitioned on `/partitionKey` (the id). */
   partitionKey?: string;
+  /** 0: the lease of one partition key range; 1: of an EPK range. */
   version: LeaseVersion;
+  /** The document's etag (the service's). */
   _etag?: string | null;
+  /** The range id (version 0) or "min-max" (version 1). */
   LeaseToken: string;
+  /** The range id, on leases migrated from the V2 library. */
   PartitionId?: string;
+  /** The EPK range (version 1): `{ Range: { min, max } }` as .NET writes it. */
   FeedRange?: unknown;
   /** Java's spelling of FeedRange (epk-version leases). */
   feedRange?: unknown;
+  /** The owning host's instance name; null when unowned. */
   Owner: string | null;
+  /**
+   * Where processing resumes: the feed's etag (.NET), or Java's whole encoded state; null before the first
+   * checkpoint.
+   */
   ContinuationToken: string | null;
+  /** Free-form string properties (.NET's `Properties`). */
   properties: Record<string, string>;
+  /** Last client-side write, ISO 8601 (.NET's `timestamp`). */
   timestamp: string | null;
+  /** Last write by the service's clock (seconds since the epoch). */
   _ts?: number;
+  /** `LeaseMode`'s value; absent on leases of older SDKs (latest version). */
   Mode?: string;
 }
 
 /** A lease as the processor works with it: the parsed document plus its concurrency token. */
 export interface Lease {
+  /** The lease document's id. */
   id: string;
   /** Partition key value used for every operation on this document (`id`, or the stored `partitionKey`). */
   partitionKeyValue: string;
   /** Whether the document carries `partitionKey` (the `/partitionKey` lease container layout). */
   hasPartitionKeyProperty: boolean;
+  /** 0: the lease of one partition key range; 1: of an EPK range. */
   version: LeaseVersion;
+  /** The range id (version 0) or "min-max" (version 1). */
   leaseToken: string;
   /** Set for leases migrated from the V2 library (kept on write, as .NET does). */
   legacyPartitionId?: string;
+  /** The EPK range, for version-1 leases. */
   feedRange: EpkRange | undefined;
+  /** The owning host's instance name; null when unowned. */
   owner: string | null;
+  /** The feed's etag processing resumes from; null before the first checkpoint. */
   continuationToken: string | null;
+  /** Free-form string properties, kept on every write. */
   properties: Record<string, string>;
   /** Last client-side update (ms since epoch), from `timestamp` or else `_ts`. */
   timestampMs: number;
+  /** Which change feed the lease reads. */
   mode: LeaseMode;
+  /** The document's etag: every write is conditional on it (If-Match). */
   etag: string;
   /** How the stored document spells what differs between the SDKs; absent for leases this library creates. */
   shape?: LeaseShape;

@@ -19,8 +19,11 @@ export type LeaseLostReason =
 /** The lease is no longer ours (another owner, deleted by a split, or expired and taken). */
 export class LeaseLostError extends CosmosFeedError {
   constructor(
+    /** The lost lease's token. */
     readonly leaseToken: string,
+    /** How it was lost. */
     readonly reason: LeaseLostReason,
+    /** The owner it has now, when known (null: none). */
     readonly newOwner?: string | null,
   ) {
     super(`Lease ${leaseToken} was lost (${reason}${newOwner ? `: now owned by ${newOwner}` : ""}).`, {
@@ -31,20 +34,26 @@ export class LeaseLostError extends CosmosFeedError {
 
 /** Lease-container operations by kind, counted as requests (for the RU tuner and the benchmark). */
 export const LEASE_OPERATION_KINDS = ["query", "read", "create", "replace", "delete", "feed"] as const;
+/** One kind of lease-container request. */
 export type LeaseOperationKind = (typeof LEASE_OPERATION_KINDS)[number];
 
 const zeroPerKind = (): Record<LeaseOperationKind, number> =>
   Object.fromEntries(LEASE_OPERATION_KINDS.map((k) => [k, 0])) as Record<LeaseOperationKind, number>;
 
+/** Requests to the lease container and their cost, per kind of operation. */
 export class LeaseOperationCounters {
+  /** Requests per kind. */
   readonly count = zeroPerKind();
+  /** Request charge per kind (RU). */
   readonly requestCharge = zeroPerKind();
 
+  /** Counts `requests` requests of `kind` costing `charge` RU in all. */
   add(kind: LeaseOperationKind, charge: number | undefined, requests = 1): void {
     this.count[kind] += requests;
     this.requestCharge[kind] += charge ?? 0;
   }
 
+  /** Requests of every kind. */
   total(): number {
     return Object.values(this.count).reduce((a, b) => a + b, 0);
   }
@@ -70,9 +79,13 @@ export const INIT_LOCK_TTL_SECONDS = 30;
  */
 export class LeaseStore {
   constructor(
+    /** The lease container. */
     readonly container: Container,
+    /** The lease id prefix of the processor (`<prefix><host>_<db rid>_<container rid>`). */
     readonly prefix: string,
+    /** The lease container's partition key: `/id` or `/partitionKey`. */
     readonly layout: "id" | "partitionKey",
+    /** Where each request is counted. */
     readonly counters: LeaseOperationCounters,
     private readonly now: () => number = Date.now,
   ) {}
@@ -121,6 +134,7 @@ export class LeaseStore {
     };
   }
 
+  /** Reads one lease afresh; undefined when it no longer exists. */
   async read(
     lease: Pick<Lease, "id" | "partitionKeyValue">,
     signal?: AbortSignal,
@@ -188,6 +202,7 @@ export class LeaseStore {
     );
   }
 
+  /** Deletes the lease if it is unchanged since read (If-Match); a lost race throws LeaseLostError. */
   async delete(lease: Lease, signal?: AbortSignal): Promise<void> {
     try {
       const res = await this.container
@@ -206,6 +221,7 @@ export class LeaseStore {
     return this.layout === "partitionKey" ? { partitionKey: id } : {};
   }
 
+  /** Whether the bootstrap has run: the `<prefix>.info` document exists. */
   async isInitialized(signal?: AbortSignal): Promise<boolean> {
     const id = infoDocumentId(this.prefix);
     const res = await this.container.item(id, id).read(signal ? { abortSignal: signal } : {});
@@ -213,6 +229,7 @@ export class LeaseStore {
     return res.statusCode === 200;
   }
 
+  /** Writes `<prefix>.info`: the bootstrap is done (a 409 from a concurrent host counts as done). */
   async markInitialized(signal?: AbortSignal): Promise<void> {
     const id = infoDocumentId(this.prefix);
     try {
@@ -244,6 +261,7 @@ export class LeaseStore {
     }
   }
 
+  /** Deletes the bootstrap lock written with `etag` (If-Match); one already gone or taken is left alone. */
   async releaseInitLock(etag: string, signal?: AbortSignal): Promise<void> {
     const id = lockDocumentId(this.prefix);
     try {

@@ -4,6 +4,7 @@ import { CosmosFeedError } from "@cosmos-feed/core/errors";
 /** The monitored container (or its database) no longer exists: reading its feed can never succeed again. */
 export class MonitoredContainerGoneError extends CosmosFeedError {
   constructor(
+    /** The lease whose feed read got the 404. */
     readonly leaseToken: string,
     cause: unknown,
   ) {

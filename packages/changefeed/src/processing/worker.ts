@@ -18,7 +18,9 @@ import type { FeedPollWakeup } from "./wakeup.js";
 
 /** What a handler learns about the batch it is given. */
 export interface ChangeFeedContext {
+  /** The lease's token. */
   leaseToken: string;
+  /** The EPK range the batch was read from. */
   feedRange: EpkRange;
   /**
    * Fires when this host loses the lease (stolen, deleted, split), when it could not write the lease for
@@ -30,6 +32,10 @@ export interface ChangeFeedContext {
   attempt: number;
 }
 
+/**
+ * Handles one batch of changes; when it resolves, the batch is checkpointed; when it throws, the error policy
+ * applies.
+ */
 export type ChangeFeedHandler<T> = (changes: T[], context: ChangeFeedContext) => Promise<void>;
 
 /** What the worker needs from the lease it works for (the processor owns the writes). */

@@ -6,8 +6,10 @@
  * model's 6,988 at 4 hosts × 32 leases); RU per request are the emulator's documented charges (RuModel), which
  * approximate the service's for ~1 KiB documents.
  */
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { ChangeFeedDefaults, renewDue } from "../options.js";
 
+/** A trigger deployment to price: hosts, leases, write rate and the processor's timings (ms). */
 export interface TuningInput {
   /** Hosts running the trigger. */
   hosts: number;
@@ -15,9 +17,13 @@ export interface TuningInput {
   leases: number;
   /** Changes per second written to the monitored container, spread evenly over the leases. */
   writesPerSecond: number;
+  /** Lease renewal interval (ms). */
   leaseRenewIntervalMs: number;
+  /** Balancing round interval (ms). */
   leaseAcquireIntervalMs: number;
+  /** Lease expiration interval (ms). */
   leaseExpirationIntervalMs: number;
+  /** Wait after an empty feed read (ms). */
   feedPollDelayMs: number;
   /** This processor's lease watch slot (ms); 0 = no watch. Default: ChangeFeedDefaults.leaseWatchInterval. */
   leaseWatchIntervalMs?: number;
@@ -25,19 +31,29 @@ export interface TuningInput {
   maxCheckpointDelayMs?: number;
 }
 
+/** One source of requests and its cost. */
 export interface CostRow {
+  /** What makes the requests (e.g. "renewals"). */
   what: string;
+  /** Requests per hour. */
   requestsPerHour: number;
+  /** Request units per hour (RU). */
   ruPerHour: number;
 }
 
+/** What one processor implementation costs on a deployment. */
 export interface AlgorithmCost {
+  /** Requests to the lease container, by source. */
   leaseContainer: CostRow[];
+  /** Requests to the monitored container, by source. */
   monitoredContainer: CostRow[];
   /** One-time requests on the lease container when the trigger first starts (lease documents, info, lock). */
   bootstrapRequests: number;
+  /** Lease container requests per hour, in total. */
   leaseRequestsPerHour: number;
+  /** Lease container RU per second, in total. */
   leaseRuPerSecond: number;
+  /** Monitored container RU per second, in total. */
   monitoredRuPerSecond: number;
   /** A crashed host's leases are taken between these (ms). */
   failoverMs: { min: number; max: number };
@@ -45,9 +61,13 @@ export interface AlgorithmCost {
   handoffMs: number;
 }
 
+/** The model's answer for one input. */
 export interface TuningResult {
+  /** The input, defaults applied. */
   input: Required<TuningInput>;
+  /** This processor's cost. */
   ours: AlgorithmCost;
+  /** .NET's processor's cost, for the same input. */
   dotnet: AlgorithmCost;
 }
 
@@ -70,8 +90,14 @@ export const RequestRu = {
 
 const HOUR = 3_600_000;
 
-export class InvalidTuningInputError extends Error {}
+/** The tuning input is impossible (code "InvalidTuningInput", status 400); the message lists each problem. */
+export class InvalidTuningInputError extends CosmosFeedError {
+  constructor(message: string) {
+    super(message, { statusCode: 400 });
+  }
+}
 
+/** Applies the defaults to `i` and checks it; throws InvalidTuningInputError listing every problem. */
 export function validateTuningInput(i: TuningInput): Required<TuningInput> {
   const problems: string[] = [];
   const positive = (name: keyof TuningInput, v: number | undefined, min = 1) => {
@@ -200,6 +226,10 @@ function oursBootstrapRequests(hosts: number, leases: number): number {
   return 3 * leases + 12 + 9 * (hosts - 1) + (leases - Math.ceil(leases / hosts));
 }
 
+/**
+ * Prices `raw` for this processor and for .NET's: requests and RU per hour on each container, bootstrap
+ * requests, failover and hand-off times. Throws InvalidTuningInputError for an impossible input.
+ */
 export function tune(raw: TuningInput): TuningResult {
   const i = validateTuningInput(raw);
   const {

@@ -8,6 +8,8 @@ import {
 } from "./errors.js";
 import type { Stored } from "./occ.js";
 
+export type { Stored } from "./occ.js";
+
 /** The service's limit on one transactional batch (operations, all in one logical partition). */
 export const MAX_BATCH_OPERATIONS = 100;
 

@@ -2,9 +2,12 @@ import { CosmosClient, type CosmosClientOptions } from "@azure/cosmos";
 import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from "@azure/identity";
 import { CosmosFeedError } from "../errors.js";
 
+export { CosmosFeedError } from "../errors.js";
+
 /** The connection setting is missing or malformed (code "CosmosConnection"); the message names the setting. */
 export class CosmosConnectionError extends CosmosFeedError {}
 
+/** How to reach an account: its endpoint with an account key, or with a token credential (Entra ID). */
 export type CosmosConnectionInfo =
   | { kind: "key"; endpoint: string; key: string }
   | { kind: "credential"; endpoint: string; credential: TokenCredential };

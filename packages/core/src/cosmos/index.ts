@@ -12,6 +12,7 @@ export {
   createItem,
   createWithResult,
   deleteIfMatch,
+  type ReadOptions,
   readItem,
   removeItem,
   replaceIfMatch,

@@ -8,22 +8,28 @@ import {
 } from "./errors.js";
 import { defaultOccRetryPolicy, type OccRetryPolicy } from "./retry.js";
 
+export type { OccRetryPolicy, OccRetryPolicyOptions, OccRunOptions } from "./retry.js";
+
 /** A stored item: the body plus the system properties the service added. */
 export type Stored<T> = T & Resource;
 
 /** A write's result: the stored item and what it cost (RU). */
 export interface WriteResult<T> {
+  /** The item as stored, with its system properties (`_etag`, `_ts` …). */
   resource: Stored<T>;
+  /** The request's cost (RU). */
   requestCharge: number;
   /** The write's session token (its LSN orders writes within a physical partition). */
   sessionToken: string | undefined;
 }
 
+/** Options of `updateItem`: retries, cancellation, and the item already read. */
 export interface UpdateOptions<T extends ItemDefinition = ItemDefinition> {
   /** Overrides the policy's attempts (OccRetryDefaults.maxAttempts) for this call. */
   maxAttempts?: number;
   /** The optimistic-concurrency retry policy (default: the shared one). */
   retryPolicy?: OccRetryPolicy;
+  /** Stops the update between attempts and cancels the request in flight (rejects with an AbortError). */
   signal?: AbortSignal;
   /**
    * The item as the caller just read it: the first attempt mutates it instead of reading again (one request
@@ -59,6 +65,7 @@ export async function createWithResult<T extends ItemDefinition>(
   }
 }
 
+/** Options of `readItem`. */
 export interface ReadOptions {
   /** Stops the read (the SDK's abortSignal): it then rejects with an AbortError. */
   signal?: AbortSignal;

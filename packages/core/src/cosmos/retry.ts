@@ -13,9 +13,13 @@ export const OccRetryDefaults = {
   maxDelayMs: 500,
 } as const;
 
+/** Options of an `OccRetryPolicy`; each number defaults to `OccRetryDefaults`'. */
 export interface OccRetryPolicyOptions {
+  /** Attempts, the first included, before giving up (default 10). */
   maxAttempts?: number;
+  /** Backoff ceiling after the first lost race (ms, default 5); doubles per attempt, with full jitter. */
   baseDelayMs?: number;
+  /** Largest backoff ceiling (ms, default 500). */
   maxDelayMs?: number;
   /** Uniform [0, 1) source for the jitter (tests inject a fixed one). Default Math.random. */
   random?: () => number;
@@ -23,7 +27,9 @@ export interface OccRetryPolicyOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
+/** Options of one `OccRetryPolicy.run`. */
 export interface OccRunOptions {
+  /** Stops retrying: the wait between attempts ends early and no further attempt starts. */
   signal?: AbortSignal;
   /** Which errors mean "lost the race, try again". Default: PreconditionFailedError (412). */
   isRetryable?: (e: unknown) => boolean;
@@ -47,6 +53,9 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
   });
 }
 
+/**
+ * Returns `value` if it is a positive, finite number; otherwise throws a RangeError naming `name` and `unit`.
+ */
 export function requirePositiveFinite(name: string, value: number, unit = "ms"): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
     throw new RangeError(`${name} must be a positive, finite number of ${unit}; got ${String(value)}.`);
@@ -56,8 +65,11 @@ export function requirePositiveFinite(name: string, value: number, unit = "ms"):
 
 /** Bounded attempts, full-jitter exponential backoff between them. */
 export class OccRetryPolicy {
+  /** Attempts, the first included, before the caller's "gave up" error. */
   readonly maxAttempts: number;
+  /** Backoff ceiling after the first lost race (ms); doubles per attempt, with full jitter. */
   readonly baseDelayMs: number;
+  /** Largest backoff ceiling (ms). */
   readonly maxDelayMs: number;
   private readonly random: () => number;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;

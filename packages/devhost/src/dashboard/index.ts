@@ -14,10 +14,15 @@ export { DASHBOARD_SETTINGS, type DashboardSettings, readDashboardSettings } fro
  * environment; `listening` starts its meter sampling; `stop` closes its clients.
  */
 export interface DevDashboard {
+  /** The dashboard's routes (/_dev), served by the dev host before the functions. */
   routes: BuiltinRoutes;
+  /** Tells the dashboard the app that loaded. */
   prepare(app: LoadedApp): void;
+  /** Tells the dashboard the host listens at `baseUrl` (starts its meter sampling). */
   listening(baseUrl: string): void;
+  /** The dashboard, once the app has loaded. */
   get(): Dashboard | undefined;
+  /** Stops it and closes its clients. */
   stop(): Promise<void>;
 }
 

@@ -119,6 +119,10 @@ interface Ctx {
 const notFound = (instanceId: string) =>
   problem(404, "InstanceNotFound", `No orchestration instance with the id '${instanceId}' was found.`);
 
+/**
+ * The Durable Functions extension's HTTP API (`/runtime/webhooks/durabletask/…`) over a task hub: start,
+ * status, list, raise event, terminate, suspend, resume, purge, entities.
+ */
 export function createDurableApiHandler(options: DurableApiOptions): DurableApiHandler {
   const hubOf = typeof options.hub === "function" ? options.hub : () => options.hub as TaskHubClient;
   // One hub: a request naming another (task hub names are case-insensitive) is not served.

@@ -37,27 +37,42 @@ export { historyView, instancesQuery, runtimeStatusOf } from "./status-view.js";
 
 export type LogLevel = "trace" | "debug" | "information" | "warning" | "error";
 
+/**
+ * Options of a `CosmosTaskHub`: its containers, how it invokes orchestrators and activities, limits and
+ * timings (ms).
+ */
 export interface CosmosTaskHubOptions {
   /** The task hub's container (partition key `/pk`). */
   container: Container;
   /** The lease container of its change feed processor (`durable.<hub>.` prefix). */
   leaseContainer: Container;
+  /** The task hub's name (host.json `extensions.durableTask.hubName`). */
   hubName: string;
+  /** Runs one orchestrator episode in the app. */
   invokeOrchestrator: OrchestratorInvoker;
+  /** Runs one activity in the app. */
   invokeActivity: ActivityInvoker;
+  /** Where the hub's log lines go. */
   log?: (level: LogLevel, message: string) => void;
   /** Change feed poll delay when nothing is new (ms). */
   feedPollDelayMs?: number;
   /** How often work another host left (timers coming due, expired activity claims, outbox, stages) is looked for (ms). */
   timerScanIntervalMs?: number;
+  /** Activities run at once, at most (host.json maxConcurrentActivityFunctions). */
   maxConcurrentActivities?: number;
+  /** Orchestrator episodes run at once, at most (host.json maxConcurrentOrchestratorFunctions). */
   maxConcurrentOrchestrations?: number;
+  /** Largest input, output or event payload (bytes). */
   maxPayloadBytes?: number;
   /** host.json durableTask.defaultVersion: the version of instances and sub-orchestrations started without one. */
   defaultVersion?: string;
+  /** Attempts of a work item that keeps failing before it is given up. */
   maxWorkItemAttempts?: number;
+  /** How long an activity claim holds before another host may run it (ms). */
   activityLockMs?: number;
+  /** How often a waiting client (create-and-wait, status waits) re-reads the instance (ms). */
   waitPollMs?: number;
+  /** On stop, how long running activities may take to hand their results on (ms). */
   stopGraceMs?: number;
   /** On stop, how long orchestration work items in flight may take to end before they are abandoned (ms). */
   stopWorkItemsMs?: number;
@@ -67,8 +82,11 @@ export interface CosmosTaskHubOptions {
   getHttpToken?: TokenGetter;
   /** Lease timing of the dispatch processor (ms). */
   leaseAcquireIntervalMs?: number;
+  /** Lease expiration interval of the dispatch processor (ms). */
   leaseExpirationIntervalMs?: number;
+  /** Lease renewal interval of the dispatch processor (ms). */
   leaseRenewIntervalMs?: number;
+  /** The dispatch processor's instance name (the lease Owner). */
   instanceName?: string;
   /** Durable time: episode timestamps, timers, activity claims (tests pass a FakeClock). */
   clock?: Clock;
@@ -93,9 +111,14 @@ export const TaskHubDefaults = {
   httpTimeoutMs: d.httpTimeoutMs.default,
 } as const;
 
+/**
+ * The dev host's durable task hub on Cosmos DB: the client operations, and the dispatch of orchestrations,
+ * activities, entities and timers on the hub container's change feed.
+ */
 export class CosmosTaskHub extends TaskHubClientBase {
   private readonly o: CosmosTaskHubOptions;
   private readonly owner: string;
+  /** Runs orchestration and entity work items. */
   readonly dispatcher: OrchestrationDispatcher;
   private readonly activities: ActivityWorker;
   private readonly timers: TimerService;
@@ -422,6 +445,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
 
   // ---- the client operations (client-operations.ts) call back here ---------------------------------------
 
+  /** Hands a started instance to the dispatcher. */
   protected started(instanceId: string, snapshot: PartitionSnapshot | undefined): void {
     if (this.stopped) return;
     if (snapshot) this.dispatcher.prime(instanceId, snapshot);
@@ -429,16 +453,19 @@ export class CosmosTaskHub extends TaskHubClientBase {
     this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId));
   }
 
+  /** Schedules the instance a message was written for. */
   protected messageWritten(instanceId: string, doc: MessageDoc): void {
     if (!this.stopped)
       this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId, { message: doc }));
   }
 
+  /** Forgets a purged instance and cancels its timers. */
   protected purged(instanceId: string): void {
     this.dispatcher.forget(instanceId);
     this.timers.cancelPartition(this.store.pk(instanceId));
   }
 
+  /** A message document for `message`, numbered by the dispatcher. */
   protected newMessageDoc(message: InstanceMessage): MessageDoc {
     return this.dispatcher.newMessageDoc(message);
   }

@@ -132,6 +132,7 @@ export const DURABLE_HUB_SETTINGS = {
   },
 } as const;
 
+/** The durable hub's settings as numbers, by name (DURABLE_HUB_SETTINGS' units). */
 export type DurableHubSettings = { -readonly [K in keyof typeof DURABLE_HUB_SETTINGS]: number };
 
 /** Reads every knob from `env`; a bad value is a DevHostError naming each bad setting. */

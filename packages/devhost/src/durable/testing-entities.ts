@@ -20,12 +20,15 @@ export type EntityImplementation = (context: any) => unknown;
 export interface EntityOperationRun {
   /** The entity id as the SDK writes it: `@name@key`. */
   entity: string;
+  /** The operation's name. */
   operation: string;
+  /** The operation's input. */
   input: unknown;
   /** Whether it was a signal (no answer) or a call. */
   isSignal: boolean;
   /** Virtual time of the operation. */
   at: string;
+  /** What the operation returned, or the error it threw (its message). */
   outcome: { result: unknown } | { error: string };
 }
 
@@ -40,6 +43,7 @@ type EntityOutcome = { returned: unknown } | { thrown: unknown };
 
 /** durable-functions' own Entity handler around an entity function: what `df.app.entity` registers. */
 export type EntityHandler = (trigger: unknown, ctx: Functions.InvocationContext) => Promise<unknown>;
+/** Wraps an entity function in durable-functions' own entity handler, as `df.app.entity` registers it. */
 export const entityHandler = (f: EntityImplementation): EntityHandler => createEntityFunction(f);
 
 /**

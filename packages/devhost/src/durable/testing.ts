@@ -14,6 +14,7 @@ import {
 } from "./testing-entities.js";
 
 export type { EntityImplementation, EntityOperationRun } from "./testing-entities.js";
+export type { RuntimeStatus } from "./types.js";
 
 import {
   type HistoryEvent,
@@ -38,19 +39,36 @@ import {
 /** The user's generator function (what `df.app.orchestration` takes), or the handler `df.app` registered. */
 // biome-ignore lint/suspicious/noExplicitAny: the SDK's OrchestrationHandler yields and returns any values.
 export type OrchestratorFunction = (context: any) => Generator<unknown, unknown, any>;
+/**
+ * An orchestration's handler as `df.app.orchestration` registered it (the trigger and invocation context in,
+ * the reply out).
+ */
 export type RegisteredOrchestrationHandler = (
   trigger: unknown,
   context: InvocationContext,
 ) => Promise<unknown>;
+/**
+ * What `runOrchestration` and `replayOrchestration` drive: the generator function, or its registered handler.
+ */
 export type Orchestrator = OrchestratorFunction | RegisteredOrchestrationHandler;
 
+/**
+ * An activity's implementation: takes the activity's input and which attempt (1-based) of which instance this
+ * is; returns its result or throws.
+ */
 export type ActivityImplementation = (
   input: unknown,
   call: { attempt: number; instanceId: string },
 ) => unknown;
 
+/**
+ * Options of `runOrchestration`: the input, the activities, sub-orchestrators, entities, external events
+ * (virtual ms).
+ */
 export interface RunOrchestrationOptions {
+  /** The orchestration's input. */
   input?: unknown;
+  /** The instance id (default: a new one). */
   instanceId?: string;
   /** The orchestrator's name (its context's functionName); "orchestrator" when not given. */
   name?: string;
@@ -71,23 +89,35 @@ export interface RunOrchestrationOptions {
   maxEpisodes?: number;
 }
 
+/** One activity call the orchestration made, and how it ended. */
 export interface ActivityCall {
+  /** The activity's name. */
   name: string;
+  /** Its input. */
   input: unknown;
+  /** Which attempt (1-based; above 1 under a retry policy). */
   attempt: number;
+  /** The calling instance's id. */
   instanceId: string;
   /** Virtual time of the call. */
   at: string;
+  /** What it returned, or the error it threw (its message). */
   outcome: { result: unknown } | { error: string };
 }
 
+/** How an orchestration run ended: status, output, history, the calls it made, virtual time. */
 export interface OrchestrationRun {
+  /** The instance's id. */
   instanceId: string;
+  /** Its final runtime status (Completed, Failed, Terminated …). */
   status: RuntimeStatus;
+  /** Its output (the orchestrator's return value, or the failure's details). */
   output: unknown;
+  /** Its last custom status. */
   customStatus: unknown;
   /** The instance's whole history (DurableTask.Core events), as the dev host would store it. */
   history: HistoryEvent[];
+  /** Every activity call, in order. */
   activityCalls: ActivityCall[];
   /** Every entity operation run, in order (signals an entity or the orchestration sent run before the end). */
   entityOperations: EntityOperationRun[];
@@ -95,6 +125,7 @@ export interface OrchestrationRun {
   entities: Record<string, { exists: boolean; state: unknown }>;
   /** Virtual ms from the start to the end. */
   elapsedMs: number;
+  /** How many episodes (replays) the orchestrator ran. */
   episodes: number;
 }
 

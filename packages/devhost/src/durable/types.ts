@@ -216,26 +216,35 @@ export interface EpisodeResult {
 
 /** The client operations the HTTP API and the durableClient binding need (implemented by CosmosTaskHub). */
 export interface TaskHubClient {
+  /** The task hub's name. */
   readonly hubName: string;
   /** `version`: the instance's version; without one, host.json's defaultVersion (as the extension). */
   startNew(
     name: string,
     options: { instanceId?: string; input?: string | null; version?: string },
   ): Promise<{ instanceId: string }>;
+  /** The instance's status; undefined when there is none. History and input only when asked for. */
   getStatus(
     instanceId: string,
     options?: { showHistory?: boolean; showHistoryOutput?: boolean; showInput?: boolean },
   ): Promise<InstanceStatus | undefined>;
+  /** Instances matching `filter`, a page at a time. */
   list(filter: InstanceFilter): Promise<{ instances: InstanceStatus[]; continuationToken?: string }>;
+  /** Raises an external event (input as JSON text) on a running instance. */
   raiseEvent(
     instanceId: string,
     eventName: string,
     input: string | null,
   ): Promise<"ok" | "notFound" | "notRunning">;
+  /** Terminates a running instance. */
   terminate(instanceId: string, reason: string | null): Promise<"ok" | "notFound" | "notRunning">;
+  /** Suspends a running instance. */
   suspend(instanceId: string, reason: string | null): Promise<"ok" | "notFound" | "notRunning">;
+  /** Resumes a suspended instance. */
   resume(instanceId: string, reason: string | null): Promise<"ok" | "notFound" | "notRunning">;
+  /** Deletes an ended instance's state and history; resolves to the number of instances deleted (0 or 1). */
   purge(instanceId: string): Promise<number>;
+  /** Deletes the ended instances matching `filter`; resolves to how many. */
   purgeMany(filter: InstanceFilter): Promise<number>;
   /** Queues an operation for the entity `@name@key` (created by its first operation); input as JSON text. */
   signalEntity(name: string, key: string, operation: string, input: string | null): Promise<void>;
@@ -298,14 +307,23 @@ export interface CleanEntityStorageResult {
 
 /** The status the extension's HTTP API returns (DurableOrchestrationStatus, camelCase). */
 export interface InstanceStatus {
+  /** The orchestrator's name. */
   name: string;
+  /** The instance's id. */
   instanceId: string;
+  /** Its runtime status. */
   runtimeStatus: RuntimeStatus;
+  /** Its input (when asked for). */
   input: unknown;
+  /** Its custom status. */
   customStatus: unknown;
+  /** Its output, once it ended. */
   output: unknown;
+  /** When it was created (ISO 8601). */
   createdTime: string;
+  /** When it last changed (ISO 8601). */
   lastUpdatedTime: string;
+  /** Its history, when asked for. */
   historyEvents?: unknown[];
 }
 

@@ -6,17 +6,25 @@ import { sendEmpty } from "./problem.js";
 
 /** A request to a host endpoint: the path without query, the query, lower-case headers, the whole body. */
 export interface BuiltinRequest {
+  /** The request's method. */
   method: string;
+  /** The request's URL. */
   url: URL;
+  /** Headers, lower-case names. */
   headers: Record<string, string>;
+  /** The whole body. */
   body: Buffer;
   /** Aborted when the client goes away before the answer (a long wait, e.g. Durable's create-and-wait, ends). */
   signal?: AbortSignal;
 }
 
+/** A host endpoint's answer. */
 export interface BuiltinResponse {
+  /** The HTTP status. */
   status: number;
+  /** Response headers. */
   headers?: Record<string, string>;
+  /** The body. */
   body?: string | Buffer;
 }
 
@@ -27,6 +35,7 @@ export interface BuiltinResponse {
  * DEV_HTTP_BUILTIN_MAX_BODY_BYTES), counted while reading.
  */
 export interface BuiltinRoutes {
+  /** The path the routes are served under (e.g. "/runtime/webhooks/durabletask"). */
   prefix: string;
   /** false while the host does not serve them (turned off, or not ready yet): their paths go on to functions. */
   enabled?(): boolean;
@@ -34,6 +43,7 @@ export interface BuiltinRoutes {
   maxBodyBytes?(): number;
   /** What that limit is, for the 413 (e.g. "the durable HTTP API (DURABLE_MAX_PAYLOAD_BYTES + 64 KiB)"). */
   maxBodyName?: string;
+  /** Answers a request under `prefix`; undefined answers 404. */
   handle(req: BuiltinRequest): Promise<BuiltinResponse | undefined>;
 }
 

@@ -10,6 +10,7 @@ import { DevHostError } from "../errors.js";
 export interface CorsPolicy {
   /** Normalized origins (`scheme://host[:port]`, lower case), or ["*"]. */
   origins: string[];
+  /** Whether credentials are allowed (`Access-Control-Allow-Credentials`). */
   credentials: boolean;
 }
 

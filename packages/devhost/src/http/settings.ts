@@ -145,7 +145,9 @@ export type DevHttpSettings = { -readonly [K in keyof typeof DEV_HTTP_SETTINGS]:
 
 /** host.json `extensions.http` throttle values (AppConfig.httpThrottle): a whole number ≥ 1, or -1 for unbounded. */
 export interface HostJsonHttpThrottle {
+  /** Largest number of HTTP invocations run at once. */
   maxConcurrentRequests?: number;
+  /** Largest number of HTTP requests held, running or waiting; more are answered 429. */
   maxOutstandingRequests?: number;
 }
 

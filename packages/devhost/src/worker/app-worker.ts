@@ -3,6 +3,7 @@ import type { InvocationRequest, InvocationResponse } from "../coreTypes.js";
 
 /** What one invocation in the worker gave back. */
 export interface WorkerInvocationResult {
+  /** The worker's response: output bindings and return value. */
   response: InvocationResponse;
   /** What the handler returned (after post-invocation hooks), as far as it crossed the channel. */
   result: unknown;
@@ -21,6 +22,10 @@ export interface WorkerInvocationResult {
  * died (or was recycled) while it ran.
  */
 export interface AppWorker {
+  /**
+   * Invokes `functionName` in the worker; rejects with the handler's error, or WorkerExitedError when the
+   * process died.
+   */
   invoke(functionName: string, request: InvocationRequest): Promise<WorkerInvocationResult>;
   /**
    * Resolves once a worker process has loaded the app (at once when one has). Rejects with WorkerUnavailableError

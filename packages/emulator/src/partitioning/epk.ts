@@ -9,12 +9,18 @@
 //   MultiHash: concatenation of the V2 hash of each component on its own (prefix keys allowed).
 // Hot path is allocation-light: module-level scratch buffers, 32-bit math (no BigInt).
 
+/** One value of a partition key: a string, number, boolean, null, or `{}` (the undefined key). */
 export type PartitionKeyComponent = string | number | boolean | null | Record<string, never>;
 
+/** The part of a container's partition key definition the hashing reads. */
 export interface PartitionKeyDefinitionLike {
+  /** The key's paths (one, or several for a hierarchical key). */
   paths: string[];
+  /** "Hash" (one path) or "MultiHash" (hierarchical). */
   kind?: "Hash" | "MultiHash" | string;
+  /** The hash version: 1 or 2 (default 1, as the service). */
   version?: number;
+  /** Whether the key is a system key (hashed as the service hashes those). */
   systemKey?: boolean;
 }
 

@@ -13,6 +13,7 @@ export type OperationKind =
   | "bulk"
   | "metadata";
 
+/** One container's totals for one kind of operation. */
 export interface MeterEntry {
   /** Requests served (including those answered 304 or 4xx after being charged). */
   count: number;
@@ -40,12 +41,14 @@ export class RuMeter {
     return e;
   }
 
+  /** Counts one request of `kind` on `container` ("db/container") charged `ru` request units. */
   record(container: string, kind: OperationKind, ru: number): void {
     const e = this.entry(container, kind);
     e.count++;
     e.ru += ru;
   }
 
+  /** Counts one request of `kind` on `container` refused with 429 before any work. */
   recordThrottled(container: string, kind: OperationKind): void {
     this.entry(container, kind).throttled++;
   }
@@ -62,6 +65,7 @@ export class RuMeter {
     return out;
   }
 
+  /** Forgets every total. */
   reset(): void {
     this.byContainer.clear();
   }

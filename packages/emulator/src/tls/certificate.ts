@@ -131,8 +131,11 @@ function unusable(
   }
 }
 
+/** A certificate and key on disk, and the certificate's text. */
 export interface StoredCertificate {
+  /** The certificate's file (PEM). */
   certFile: string;
+  /** The private key's file (PEM). */
   keyFile: string;
   /** The certificate (PEM): what a client trusts. */
   certPem: string;

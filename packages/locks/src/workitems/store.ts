@@ -11,17 +11,23 @@ import { CosmosFeedError } from "@cosmos-feed/core/errors";
 
 /** A lease embedded in a work item. Times in ms since the epoch (the claimer's clock). */
 export interface WorkItemLease {
+  /** The claiming worker's name. */
   leasedBy: string;
+  /** When the lease was taken or last renewed (ms since the epoch). */
   leasedAt: number;
+  /** How long the lease lasts from `leasedAt` (ms). */
   leaseDuration: number;
 }
 
 /** A state-machine document that workers claim. */
 export interface WorkItem extends ItemDefinition {
+  /** The item's id. */
   id: string;
+  /** The item's state (the caller's state machine). */
   state: string;
   /** When the item entered `state` (ms since epoch): nextForState serves the oldest first. */
   stateChangedAt: number;
+  /** The embedded lease; null or absent when unclaimed. */
   lease?: WorkItemLease | null;
 }
 
@@ -31,8 +37,11 @@ export const DEFAULT_WORK_ITEM_LEASE_MS = 60_000;
 /** Another worker holds an unexpired lease on the item (409, code "WorkItemLeased"). */
 export class WorkItemLeasedError extends CosmosFeedError {
   constructor(
+    /** The item's id. */
     readonly id: string,
+    /** The worker holding the lease. */
     readonly holder: string,
+    /** When that lease expires (ms since the epoch). */
     readonly expiresAt: number,
   ) {
     super(`Work item '${id}' is leased by ${holder} until ${new Date(expiresAt).toISOString()}.`, {
@@ -43,23 +52,31 @@ export class WorkItemLeasedError extends CosmosFeedError {
 
 /** The caller's lease on the item is gone (expired and taken, broken, or the item changed) (412). */
 export class WorkItemLeaseLostError extends CosmosFeedError {
-  constructor(readonly id: string) {
+  constructor(
+    /** The item's id. */
+    readonly id: string,
+  ) {
     super(`The lease on work item '${id}' is no longer held by this worker.`, { statusCode: 412 });
   }
 }
 
+/** Options of a `WorkItemStore`. */
 export interface WorkItemStoreOptions<T extends WorkItem> {
+  /** The container holding the work items. */
   container: Container;
   /** This worker's name (default: random UUID). */
   owner?: string;
+  /** Embedded lease duration (ms). Default DEFAULT_WORK_ITEM_LEASE_MS. */
   leaseDurationMs?: number;
   /** The partition key value of an item (default: its id, for containers partitioned by /id). */
   partitionKeyOf?: (item: T) => PartitionKey;
+  /** The wall clock (ms since the epoch). Default Date.now. */
   now?: () => number;
   /** Retries of a claim that lost a race (default: the shared optimistic-concurrency policy). */
   retryPolicy?: OccRetryPolicy;
 }
 
+/** True when there is no lease or it expired before `nowMs` (ms since the epoch). */
 export function leaseExpired(lease: WorkItemLease | null | undefined, nowMs: number): boolean {
   return !lease || lease.leasedAt + lease.leaseDuration < nowMs;
 }
@@ -69,6 +86,7 @@ export function leaseExpired(lease: WorkItemLease | null | undefined, nowMs: num
  * replace (If-Match), which Cosmos applies atomically, so two workers can never both win the same item.
  */
 export class WorkItemStore<T extends WorkItem> {
+  /** This worker's name, stored in the leases it takes. */
   readonly owner: string;
   private readonly container: Container;
   private readonly leaseDurationMs: number;
