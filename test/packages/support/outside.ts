@@ -13,7 +13,10 @@ export interface PackedTarball {
 
 export interface ScenarioInstall {
   dir: string;
+  /** Every file of the project's node_modules. */
   installedBytes: number;
+  /** The part of them in node_modules/@cosmos-feed. */
+  ownBytes: number;
   packages: number;
 }
 
