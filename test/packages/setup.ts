@@ -166,6 +166,21 @@ export default async function setup(project: TestProject): Promise<() => void> {
     stdio: ["ignore", "ignore", "inherit"],
   });
   const root = mkdtempSync(join(tmpdir(), "cosmos-feed-packages-"));
+  try {
+    project.provide("outside", await prepare(root));
+  } catch (e) {
+    // What the run left: the output says what failed; the folder (hundreds of MB of installs) goes.
+    remove(root);
+    throw e;
+  }
+  return () => {
+    if (process.env.KEEP_OUTSIDE === "1") return;
+    for (const entry of readdirSync(root)) if (entry !== "sizes.json") remove(join(root, entry));
+  };
+}
+
+/** Packs, checks and installs (the numbered steps above) in `root`; what the tests get through inject(). */
+async function prepare(root: string): Promise<OutsideFixture> {
   const tarballDir = join(root, "tarballs");
   mkdirSync(tarballDir);
 
@@ -254,10 +269,5 @@ export default async function setup(project: TestProject): Promise<() => void> {
     `(${sizesFile})`,
   ];
   console.log(lines.join("\n"));
-  project.provide("outside", fixture);
-
-  return () => {
-    if (process.env.KEEP_OUTSIDE === "1") return;
-    for (const entry of readdirSync(root)) if (entry !== "sizes.json") remove(join(root, entry));
-  };
+  return fixture;
 }
