@@ -16,10 +16,10 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,7 +32,10 @@ const PACKAGES = ["core", "changefeed", "locks", "emulator", "devhost"] as const
 type PackageName = (typeof PACKAGES)[number];
 
 /** Which project each scenario installs, and which tarballs (a tarball's siblings are not on the registry). */
-const SCENARIOS: Record<ScenarioName, { project: string; tarballs: PackageName[]; dev?: boolean }> = {
+const SCENARIOS: Record<
+  ScenarioName,
+  { project: string; tarballs: PackageName[]; dev?: boolean; uses?: ScenarioName }
+> = {
   devhostApp: {
     project: "v4-app",
     tarballs: ["devhost", "emulator", "changefeed", "locks", "core"],
@@ -40,7 +43,8 @@ const SCENARIOS: Record<ScenarioName, { project: string; tarballs: PackageName[]
   },
   changefeedService: { project: "service", tarballs: ["changefeed", "emulator", "core"] },
   emulatorInTests: { project: "consumer", tarballs: ["emulator", "core"] },
-  locksService: { project: "locks-service", tarballs: ["locks", "core"] },
+  // Its Cosmos DB is the emulator of the change feed service's install (its own has none).
+  locksService: { project: "locks-service", tarballs: ["locks", "core"], uses: "changefeedService" },
 };
 
 /** The app's local.settings.json (git ignores the name, so the fixture cannot hold it): no Cosmos DB connection. */
@@ -119,10 +123,14 @@ function measure(dir: string): { bytes: number; ownBytes: number; packages: numb
   return { bytes, ownBytes, packages };
 }
 
-/** Removes a folder: rm -rf where there is one (much faster than rmSync on a node_modules), else rmSync. */
-function remove(path: string): void {
-  if (process.platform !== "win32") execFileSync("rm", ["-rf", path]);
-  else rmSync(path, { recursive: true, force: true });
+/**
+ * Removes a folder, without blocking the event loop (vitest's main process ends its test workers meanwhile; a
+ * synchronous removal of the installs made that time out): `rm -rf` where there is one (much faster than Node's
+ * recursive rm on a node_modules), else fs.promises.rm.
+ */
+async function remove(path: string): Promise<void> {
+  if (process.platform === "win32") await rm(path, { recursive: true, force: true });
+  else await run("rm", ["-rf", path], tmpdir(), process.env);
 }
 
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<string> {
@@ -161,7 +169,7 @@ function localPrebuilds(root: string): NodeJS.ProcessEnv {
   return { npm_config_better_sqlite3_local_prebuilds: dir };
 }
 
-export default async function setup(project: TestProject): Promise<() => void> {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   execFileSync(process.execPath, [join(repoRoot, "scripts", "build-packages.mjs")], {
     stdio: ["ignore", "ignore", "inherit"],
   });
@@ -170,12 +178,16 @@ export default async function setup(project: TestProject): Promise<() => void> {
     project.provide("outside", await prepare(root));
   } catch (e) {
     // What the run left: the output says what failed; the folder (hundreds of MB of installs) goes.
-    remove(root);
+    await remove(root);
     throw e;
   }
-  return () => {
+  return async () => {
     if (process.env.KEEP_OUTSIDE === "1") return;
-    for (const entry of readdirSync(root)) if (entry !== "sizes.json") remove(join(root, entry));
+    await Promise.all(
+      readdirSync(root)
+        .filter((e) => e !== "sizes.json")
+        .map((e) => remove(join(root, e))),
+    );
   };
 }
 
@@ -241,7 +253,8 @@ async function prepare(root: string): Promise<OutsideFixture> {
   // Two at a time: npm waits on the cache and the network more than on the CPU.
   // OUTSIDE_ONLY=<scenario>,… installs only those (to run one test file while working on it).
   const only = process.env.OUTSIDE_ONLY?.split(",").filter(Boolean);
-  const names = (Object.keys(SCENARIOS) as ScenarioName[]).filter((n) => !only || only.includes(n));
+  const wanted = new Set(only?.flatMap((n) => [n, SCENARIOS[n as ScenarioName]?.uses ?? n]));
+  const names = (Object.keys(SCENARIOS) as ScenarioName[]).filter((n) => !only || wanted.has(n));
   await Promise.all([
     (async () => {
       for (const n of names.slice(0, 2)) await install(n);
