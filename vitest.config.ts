@@ -7,8 +7,15 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.ts) runs them. The Bicep
     // compiler's tests and the interop tests need the .NET SDK: `npm run test:infra` (vitest.infra.config.ts) and
-    // `npm run test:interop` (vitest.interop.config.ts) run them.
-    exclude: [...configDefaults.exclude, "test/browser/**", "test/infra/compiler/**", "test/interop/**"],
+    // `npm run test:interop` (vitest.interop.config.ts) run them. The tests on packed tarballs installed outside the
+    // repository: `npm run test:packages` (vitest.packages.config.ts).
+    exclude: [
+      ...configDefaults.exclude,
+      "test/browser/**",
+      "test/infra/compiler/**",
+      "test/interop/**",
+      "test/packages/**",
+    ],
     // Integration tests start real servers, child processes and builds on real sockets. A timeout here only ends
     // a test that hangs: it must be far above what the slowest test needs on a loaded 2-core machine, so that CI
     // is never red by chance. With two `npm test` runs side by side (and other work) on 2 cores, the packaging
