@@ -13,9 +13,13 @@ import { type TuningInput, tune } from "@cosmos-feed/changefeed/tuning";
 
 /** The part of bench/results/interop.json this reads. */
 export interface InteropMeasurement {
+  /** When bench:interop measured it (ISO 8601). */
   date: string;
+  /** The Microsoft.Azure.Cosmos version whose processor was measured. */
   dotnetSdk: string;
+  /** .NET processor hosts in the measured scenario. */
   hosts: number;
+  /** Leases in the measured scenario. */
   leases: number;
   /** Unscaled intervals of the measured scenario (ms): the scaled ones × scale. */
   intervalsMs: { renew: number; acquire: number; expiration: number; poll: number };
@@ -29,8 +33,11 @@ export interface InteropMeasurement {
 export interface DotnetMeasured extends InteropMeasurement {
   /** The model's .NET lease requests per hour in the measured scenario. */
   modelRequestsPerHour: number;
+  /** (measured document requests − model) / model, in %. */
   deviationPct: number;
+  /** The same with the SDK's query plan requests counted as measured. */
   deviationWithQueryPlansPct: number;
+  /** Whether |deviationPct| is within MODEL_TOLERANCE_PCT. */
   withinTolerance: boolean;
   /** Whether the scenario asked for is the measured one (then the measurement replaces the model). */
   sameScenario: boolean;

@@ -24,12 +24,19 @@ export interface MeasureRequest {
 
 /** The scenario's intervals as the processors run them (scenario ÷ scale, whole ms; the processor's option names). */
 export interface ScaledIntervals {
+  /** How often a host renews the leases it owns (ms). */
   leaseRenewInterval: number;
+  /** How often a host looks for leases to take (ms). */
   leaseAcquireInterval: number;
+  /** How long a lease not renewed stays its owner's (ms). */
   leaseExpirationInterval: number;
+  /** How long before its expiry a host stops trusting a lease it could not renew (ms). */
   leaseSafetyMargin: number;
+  /** The wait after a change feed read that found nothing (ms). */
   feedPollDelay: number;
+  /** How often a host reads the leases it owns to notice one taken from it (ms). */
   leaseWatchInterval: number;
+  /** The longest a handled batch's checkpoint is held back to be coalesced (ms). */
   maxCheckpointDelay: number;
 }
 
@@ -37,8 +44,11 @@ export interface ScaledIntervals {
 export interface CheckedMeasureRequest {
   /** The scenario the model is computed for: the scaled intervals × scale (what the processors really run). */
   scenario: Required<TuningInput>;
+  /** The intervals the processors run (scenario ÷ scale). */
   scaled: ScaledIntervals;
+  /** How many times faster than real time the scenario runs (1–1000). */
   scale: number;
+  /** The measuring window, wall-clock ms. */
   windowMs: number;
 }
 

@@ -9,31 +9,45 @@ export type ProgressFn = (phase: Phase, fraction: number, detail?: string) => vo
 
 /** One measured rate, per scenario hour (RU null: the meter cannot attribute it). */
 export interface MeasuredValue {
+  /** Requests per scenario hour. */
   requestsPerHour: number;
+  /** RU per scenario hour; null when the meter cannot attribute it. */
   ruPerHour: number | null;
 }
 
 /** One row of the lease cost model next to its measurement. */
 export interface ComparedRow {
+  /** Which container the requests go to. */
   container: "lease" | "monitored";
+  /** The model row's name (what the requests do). */
   what: string;
+  /** The model's rates, per scenario hour. */
   model: { requestsPerHour: number; ruPerHour: number };
+  /** The measured rates, per scenario hour. */
   measured: MeasuredValue;
   /** (measured − model) / model, in %; null when the model says 0. */
   deviationPct: { requests: number | null; ru: number | null };
   /** Requests the model expects within the window: rows below MeasureDefaults.meaningfulCount are not judged. */
   modelCountInWindow: number;
+  /** Whether modelCountInWindow reaches MeasureDefaults.meaningfulCount (only then is the row judged). */
   meaningful: boolean;
+  /** Whether requests and RU are within MeasureDefaults.goalPct of the model (true for a row not meaningful). */
   withinGoal: boolean;
 }
 
 /** Requests in the window that no model row accounts for, by the meter's operation kind. */
 export interface UnaccountedRow {
+  /** Which container the requests went to. */
   container: "lease" | "monitored";
+  /** The RU meter's operation kind (e.g. "query", "read"). */
   kind: string;
+  /** A short description of the requests. */
   what: string;
+  /** How many were seen in the measuring window. */
   countInWindow: number;
+  /** The same per scenario hour. */
   requestsPerHour: number;
+  /** Their RU per scenario hour. */
   ruPerHour: number;
 }
 

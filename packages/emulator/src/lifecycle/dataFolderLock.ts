@@ -18,11 +18,13 @@ export interface LockOwner {
   pid: number;
   /** What the process is, e.g. "cosmos-feed start /path/to/app" or "cosmos-feed emulator". */
   holder: string;
+  /** When the owner took the lock (ISO 8601). */
   startedAt: string;
 }
 
 /** A data folder locked by this process (lockDataFolder). */
 export interface DataFolderLock {
+  /** The locked data folder, as given to lockDataFolder. */
   readonly dataDir: string;
   /** Removes the lock file if it is still this process's (idempotent). */
   release(): void;

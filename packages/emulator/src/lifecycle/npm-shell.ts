@@ -7,12 +7,15 @@
  * the CLI stops as for SIGTERM. A terminal's Ctrl-C needs none of this: it reaches the whole process group.
  */
 export interface NpmShellWatchOptions {
+  /** The process's environment: npm sets `npm_lifecycle_event` there when it runs the command as a script. */
   env: NodeJS.ProcessEnv;
   /** The current parent pid (process.ppid). */
   parentPid: () => number;
   /** Whether a process with this pid exists. */
   exists: (pid: number) => boolean;
+  /** How often the parent is checked (ms). */
   everyMs: number;
+  /** Called once, when the parent is gone: stop as for SIGTERM. */
   onGone: () => void;
 }
 
