@@ -20,11 +20,15 @@ import type { ProcessorChildConfig } from "../support/processor-child.js";
  * A's deadline falls leaseSafetyMargin before the lease expires for B: 1.5 s, so that A's abort comes first
  * even when a loaded machine runs A's timer late (with expiration 2 s the default margin would be 200 ms).
  */
+/**
+ * The safety margin is what host-a's event loop may lag by and still abort before host-b's acquisition: at load 19
+ * on 2 cores (two CI runs beside other work) 1.5 s of a 4 s expiration was not enough, so 6 s of 12 s.
+ */
 const INTERVALS = {
   leaseRenewInterval: 1_000,
   leaseAcquireInterval: 300,
-  leaseExpirationInterval: 4_000,
-  leaseSafetyMargin: 1_500,
+  leaseExpirationInterval: 12_000,
+  leaseSafetyMargin: 6_000,
   feedPollDelay: 100,
 };
 

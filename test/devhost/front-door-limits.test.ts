@@ -152,7 +152,11 @@ describe("request body limits", () => {
 
 describe("bounded work", () => {
   it("20,000 pipelined requests on one keep-alive connection run one at a time, and all are answered in order", async () => {
-    const host = await serve();
+    // node:http times a request's headers from its first byte, also while the dev host has stopped reading the
+    // connection (its turn gate): a request cut by a TCP chunk waits there for half the backlog's answers, which at
+    // load 19 took more than the 30 s default (408, the connection closed after 16,978 answers). Kestrel parses
+    // a pipelined request only when its turn comes (docs/devhost.md's differences): the test gives node's maximum.
+    const host = await serve({ values: { DEV_HTTP_REQUEST_HEADERS_TIMEOUT_MS: "300000" } });
     const count = 20_000;
     const one = rawRequest("GET", "/api/count?key=pipelined", { ...HOST, connection: "keep-alive" });
     const answers = await exchange(host.port, Buffer.concat(Array.from({ length: count }, () => one)), count);

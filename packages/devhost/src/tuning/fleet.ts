@@ -161,8 +161,9 @@ export function addHosts(
 /**
  * Balancing: waits until every one of `leaseCount` leases is owned once, each host has its share (⌊L/H⌋ or ⌈L/H⌉)
  * and no lease changed hands for MeasureDefaults.steadyAcquireIntervals acquire intervals. `startedAt` (epoch ms)
- * is when the phase began. Throws when they do not balance within MeasureDefaults.balanceTimeoutAcquireIntervals
- * acquire intervals plus one expiration interval (at least balanceTimeoutMinMs).
+ * is when the phase began. Throws when the hosts' ownership stays unchanged, unbalanced, for
+ * MeasureDefaults.balanceTimeoutAcquireIntervals acquire intervals plus one expiration interval (at least
+ * balanceTimeoutMinMs): progress, not the time a loaded machine takes, is what it waits on.
  */
 export async function waitUntilBalanced(
   processors: Processor[],
@@ -182,9 +183,16 @@ export async function waitUntilBalanced(
   );
   const lo = Math.floor(L / H);
   const hi = Math.ceil(L / H);
+  let lastSeen = "";
+  let progressAt = startedAt;
   for (;;) {
     const tokens = processors.map((p) => p.ownedLeaseTokens());
     const owned = tokens.map((t) => t.length);
+    const seen = tokens.map((t) => [...t].sort().join(",")).join(";");
+    if (seen !== lastSeen) {
+      lastSeen = seen;
+      progressAt = Date.now();
+    }
     const total = owned.reduce((a, b) => a + b, 0);
     // During a steal the thief owns the lease while the host it was taken from has not noticed yet (until its
     // next write of it): count each lease once, and the double claims apart.
@@ -198,9 +206,9 @@ export async function waitUntilBalanced(
       `${distinct}/${L} leases owned${total > distinct ? `, ${total - distinct} also still claimed by the host it was stolen from` : ""}`,
     );
     if (balanced && quietFor >= steadyMs) break;
-    if (Date.now() - startedAt > timeoutMs)
+    if (Date.now() - progressAt > timeoutMs)
       throw new Error(
-        `the ${H} hosts did not balance ${L} leases within ${timeoutMs} ms (owned: ${owned.join(", ")})`,
+        `the ${H} hosts did not balance ${L} leases: no lease changed hands for ${timeoutMs} ms (owned: ${owned.join(", ")})`,
       );
     await abortableSleep(MeasureDefaults.balanceCheckMs);
   }
