@@ -22,10 +22,11 @@ import type { ProcessorChildConfig } from "../support/processor-child.js";
  */
 /**
  * The safety margin is what host-a's event loop may lag by and still abort before host-b's acquisition: at load 19
- * on 2 cores (two CI runs beside other work) 1.5 s of a 4 s expiration was not enough, so 6 s of 12 s.
+ * on 2 cores (two CI runs beside other work) 1.5 s of a 4 s expiration was not enough, so 6 s of 12 s (a lease is
+ * renewed once 4 s old: the margin must be shorter than expiration − that age, options.ts).
  */
 const INTERVALS = {
-  leaseRenewInterval: 1_000,
+  leaseRenewInterval: 4_000,
   leaseAcquireInterval: 300,
   leaseExpirationInterval: 12_000,
   leaseSafetyMargin: 6_000,
