@@ -7,7 +7,11 @@
 //     outside packages/ for the app, bench and scripts): reach a package through its name and `exports`;
 //   - packages/* importing the app's code (anything outside packages/), or any code but the tests importing test/;
 //   - `@cosmos-feed/<name>/<subpath>` where <name> is no package here or its `exports` map does not name <subpath>;
-//   - a package (or the app) importing a sibling package its package.json does not list as a dependency.
+//   - a package (or the app) importing a sibling package its package.json does not list as a dependency;
+//   - the durable task hub's storage outside its Cosmos DB backend (docs/durable-design.md, "The backend"): a module
+//     of packages/devhost/src/durable/ importing @azure/cosmos outside durable/cosmos-backend/, or any other module
+//     importing the hub's documents (durable/documents) or the Cosmos backend's requests and queries (its store,
+//     queries, commit-plan) — the engine, the client, the dashboard and the benchmarks go through the backend.
 // The tests (test/**) may reach into a package's internals by relative path for now: they are not checked.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -18,6 +22,15 @@ const here = dirname(fileURLToPath(import.meta.url));
 const ts = createRequire(join(here, "..", "package.json"))("typescript");
 
 const SCOPE = "@cosmos-feed/";
+const DURABLE = "packages/devhost/src/durable/";
+const COSMOS_BACKEND = `${DURABLE}cosmos-backend/`;
+/** The task hub's storage internals: only the backends (durable/cosmos-backend/, durable/memory-backend*) use them. */
+const STORAGE_INTERNALS = [
+  `${DURABLE}documents`,
+  `${COSMOS_BACKEND}store`,
+  `${COSMOS_BACKEND}queries`,
+  `${COSMOS_BACKEND}commit-plan`,
+];
 const CODE = /\.(?:[cm]?[jt]s|tsx)$/;
 
 /** The files of `dir` and below (no node_modules, no dist). */
@@ -89,6 +102,20 @@ export function checkBoundaries(root) {
     for (const { fileName: specifier, pos } of importedFiles) {
       const report = (why) =>
         violations.push({ file: posix(relative(root, file)), line: lineOf(pos), specifier, why });
+      const from = posix(relative(root, file));
+      if (specifier === "@azure/cosmos" && from.startsWith(DURABLE) && !from.startsWith(COSMOS_BACKEND)) {
+        report(
+          "the durable task hub's storage is its backend's: only durable/cosmos-backend/ talks to Cosmos DB (go through TaskHubBackend)",
+        );
+      }
+      if (specifier.startsWith(".") && !from.startsWith(DURABLE)) {
+        const to = posix(relative(root, resolve(dirname(file), specifier))).replace(/\.[cm]?[jt]s$/, "");
+        if (STORAGE_INTERNALS.includes(to)) {
+          report(
+            "reads the durable task hub's documents: go through its backend (TaskHubBackend) or the task hub's exports",
+          );
+        }
+      }
       if (specifier.startsWith(".")) {
         const target = resolve(dirname(file), specifier);
         const targetOwner = ownerOf(target);

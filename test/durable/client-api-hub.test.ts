@@ -17,7 +17,7 @@ import {
   type DurableApiHandler,
 } from "../../packages/devhost/src/durable/client-api.js";
 import { MAX_LIST_PAGE_SIZE } from "../../packages/devhost/src/durable/client-api-input.js";
-import { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";
 import { DURABLE_HUB_SETTINGS } from "../../packages/devhost/src/durable/settings.js";
 import { startInProcessDevHost } from "../support/dev-host.js";

@@ -6,8 +6,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { historyChunks, planCommit } from "../../packages/devhost/src/durable/commit-plan.js";
-import { docBytes, type WorkDoc } from "../../packages/devhost/src/durable/documents.js";
+import { planCommit } from "../../packages/devhost/src/durable/cosmos-backend/commit-plan.js";
+import { docBytes, historyChunks, type WorkDoc } from "../../packages/devhost/src/durable/documents.js";
 import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";
 import { type HistoryEvent, HistoryEventType } from "../../packages/devhost/src/durable/types.js";
 import { instanceDoc, messageDoc } from "./hub-docs.js";

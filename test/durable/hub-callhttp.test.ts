@@ -11,7 +11,7 @@ import type { Database } from "@azure/cosmos";
 type DurableHttpResponse = { statusCode: number; content?: string };
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import {
   createHub,

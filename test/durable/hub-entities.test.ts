@@ -1,7 +1,7 @@
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import type { EntityInvoker } from "../../packages/devhost/src/durable/entity-engine.js";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { counterOperation, useCounterOn } from "./counter-entity.js";

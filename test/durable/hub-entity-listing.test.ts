@@ -16,8 +16,8 @@ import {
   durableClientInputData,
   ensureWebsiteHostname,
 } from "../../packages/devhost/src/durable/client-binding.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import { instanceDocOf, partitionKeyOf } from "../../packages/devhost/src/durable/documents.js";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { clientFor, serveDurableApi } from "./client-test-server.js";
 import {

@@ -9,8 +9,8 @@
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../../bench/lib/until.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import { entityLockOf } from "../../packages/devhost/src/durable/entity-engine.js";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { createHub, hubContainers, isFinished, stopAll, waitForStatus } from "./hub-harness.js";
 import { lockOrchestrators, registerInvoker } from "./lock-fixtures.js";

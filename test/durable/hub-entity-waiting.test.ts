@@ -9,11 +9,11 @@
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../../bench/lib/until.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import {
   entityOperationMessage,
   type RequestWire,
 } from "../../packages/devhost/src/durable/entity-engine.js";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";
 import { createHub, Gate, stopAll, unthrottledHubContainers } from "./hub-harness.js";

@@ -1,18 +1,17 @@
 /**
- * Handing results over (ownership.ts): results a host holds but must not apply become messages, each with the
+ * Handing results over (ownership.ts, the Cosmos DB backend's abandonOrchestrationWorkItem): results a host holds but must not apply become messages, each with the
  * deletion of its activity or timer document. They go 50 to a transactional batch; a batch refused as a whole (a
  * message there already, a source gone) is redone one result at a time. Counted on the emulator: batches sent,
  * messages and sources left.
  */
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageId } from "../../packages/devhost/src/durable/documents.js";
 import {
+  CosmosBackend,
   HAND_OVER_PER_BATCH,
-  handOver,
-  type LocalEvent,
-} from "../../packages/devhost/src/durable/ownership.js";
-import { HubStore } from "../../packages/devhost/src/durable/store.js";
+} from "../../packages/devhost/src/durable/cosmos-backend/backend.js";
+import { messageId } from "../../packages/devhost/src/durable/documents.js";
+import { handOver, type LocalEvent } from "../../packages/devhost/src/durable/ownership.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";
 import { messageDoc } from "./hub-docs.js";
@@ -43,7 +42,8 @@ function counting(container: Container) {
       run: (_ctx, next) => next(),
     }),
   );
-  return { sent, store: new HubStore(client.database(db.id).container(container.id), HUB) };
+  const counted = client.database(db.id).container(container.id);
+  return { sent, backend: new CosmosBackend({ container: counted, leaseContainer: counted, hubName: HUB }) };
 }
 
 async function idsOf(container: Container, kind: string): Promise<string[]> {
@@ -75,8 +75,8 @@ async function heldResults(container: Container, n: number): Promise<LocalEvent[
   return out;
 }
 
-const options = (store: HubStore) => ({
-  store,
+const options = (backend: CosmosBackend) => ({
+  backend,
   newMessageDoc: (m: LocalEvent["message"]) => ({ ...messageDoc(HUB, INSTANCE, m.key, 0), message: m }),
   log: () => undefined,
 });
@@ -85,8 +85,8 @@ describe("task hub: handing results over", () => {
   it(`writes ${HAND_OVER_PER_BATCH} results to a batch: 120 results in 3 batches, every source deleted`, async () => {
     const { container } = await unthrottledHubContainers(db);
     const local = await heldResults(container, 120);
-    const { sent, store } = counting(container);
-    await handOver(options(store), INSTANCE, local, "lease");
+    const { sent, backend } = counting(container);
+    await handOver(options(backend), INSTANCE, local, "lease");
     expect(sent.batches).toBe(3);
     expect(await idsOf(container, "message")).toEqual(local.map((l) => messageId(l.message.key)).sort());
     expect(await idsOf(container, "activity")).toEqual([]);
@@ -102,8 +102,8 @@ describe("task hub: handing results over", () => {
       message: local[3].message,
     });
     await container.item(local[7].sourceId, `${HUB}|${INSTANCE}`).delete();
-    const { sent, store } = counting(container);
-    await handOver(options(store), INSTANCE, local, "lease");
+    const { sent, backend } = counting(container);
+    await handOver(options(backend), INSTANCE, local, "lease");
     // The whole batch (refused), then one per result, and the deletion of result 3's source alone (its message
     // was there: a bulk request, which the SDK sends as a batch too).
     expect(sent.batches).toBe(1 + 10 + 1);

@@ -10,8 +10,11 @@ import type * as AzureFunctions from "@azure/functions";
 import type { EntityContext, OrchestrationContext } from "durable-functions";
 import { WAIT_MS } from "../../bench/lib/until.js";
 import type { Clock } from "../../packages/core/src/clock.js";
+import {
+  CosmosTaskHub,
+  type CosmosTaskHubOptions,
+} from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import type { EntityInvoker } from "../../packages/devhost/src/durable/entity-engine.js";
-import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../packages/devhost/src/durable/hub.js";
 import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import type {
   ActivityWorkItem,

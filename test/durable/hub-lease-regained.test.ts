@@ -9,7 +9,7 @@ import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../../bench/lib/until.js";
 import { FakeClock } from "../../packages/core/src/clock.js";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import {
   countOf,

@@ -10,7 +10,10 @@ import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WAIT_MS } from "../../bench/lib/until.js";
-import { CosmosTaskHub, type CosmosTaskHubOptions } from "../../packages/devhost/src/durable/hub.js";
+import {
+  CosmosTaskHub,
+  type CosmosTaskHubOptions,
+} from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import type { ActivityInvoker, InstanceStatus } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";

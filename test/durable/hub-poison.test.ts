@@ -8,7 +8,8 @@
  */
 import type { Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CosmosTaskHub, TaskHubError } from "../../packages/devhost/src/durable/hub.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
+import { TaskHubError } from "../../packages/devhost/src/durable/hub.js";
 import type { OrchestrationTriggerInput } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { createHub, type Gen, hubContainers, isFinished, stopAll, waitForStatus } from "./hub-harness.js";

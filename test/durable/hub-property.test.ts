@@ -9,7 +9,7 @@
 import type { Database } from "@azure/cosmos";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import { runOrchestration } from "../../packages/devhost/src/durable/testing.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import {

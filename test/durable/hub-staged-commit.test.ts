@@ -11,11 +11,11 @@
 import type { Container, Database } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../../bench/lib/until.js";
-import { planCommit } from "../../packages/devhost/src/durable/commit-plan.js";
-import { asJson, partitionKeyOf } from "../../packages/devhost/src/durable/documents.js";
+import { asJson, planCommit } from "../../packages/devhost/src/durable/cosmos-backend/commit-plan.js";
+import { HubStore } from "../../packages/devhost/src/durable/cosmos-backend/store.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
+import { partitionKeyOf } from "../../packages/devhost/src/durable/documents.js";
 import { activityResultEvent } from "../../packages/devhost/src/durable/engine.js";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
-import { HubStore } from "../../packages/devhost/src/durable/store.js";
 import type { ActivityWorkItem } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { faultPlugins } from "../support/faults.js";

@@ -12,7 +12,7 @@ import type { Database } from "@azure/cosmos";
 import type { OrchestrationContext } from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { settled, WAIT_MS, waitUntil } from "../../bench/lib/until.js";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import {
   createHub,

@@ -14,7 +14,7 @@
 import type { Container, Database, RequestContext } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../../bench/lib/until.js";
-import type { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import type { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 import type { OrchestrationTriggerInput } from "../../packages/devhost/src/durable/types.js";
 import { HistoryEventType } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";

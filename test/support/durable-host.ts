@@ -12,7 +12,7 @@ import {
   durableClientInputData,
   ensureWebsiteHostname,
 } from "../../packages/devhost/src/durable/client-binding.js";
-import { CosmosTaskHub } from "../../packages/devhost/src/durable/hub.js";
+import { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
 
 const require = createRequire(import.meta.url);
 const { createOrchestrator } = require("durable-functions/lib/src/util/testingUtils.js") as {

@@ -98,6 +98,43 @@ describe("check-boundaries: the dependency rule", () => {
     expect(lines).toHaveLength(8);
   });
 
+  it("keeps the durable task hub's storage in its backend: the SDK in the engine, the documents outside it", async () => {
+    const cosmos = { dependencies: { "@azure/cosmos": "4.9.3" } };
+    const root = tree({
+      "package.json": JSON.stringify({ name: "app" }),
+      "packages/devhost/package.json": manifest("@cosmos-feed/devhost", cosmos),
+      // Fine: the Cosmos DB backend talks to Cosmos DB and reads the documents.
+      "packages/devhost/src/durable/cosmos-backend/backend.ts":
+        'import type { Container } from "@azure/cosmos";\nimport type { InstanceDoc } from "../documents.js";\nexport type X = [Container, InstanceDoc];\n',
+      "packages/devhost/src/durable/cosmos-backend/store.ts": "export class HubStore {}\n",
+      "packages/devhost/src/durable/cosmos-backend/queries.ts": "export const q = 1;\n",
+      "packages/devhost/src/durable/documents.ts": "export interface InstanceDoc { id: string }\n",
+      // Fine: the engine reads the documents' shapes.
+      "packages/devhost/src/durable/engine.ts":
+        'import type { InstanceDoc } from "./documents.js";\nexport type E = InstanceDoc;\n',
+      // 1: the dispatcher queries Cosmos DB itself.
+      "packages/devhost/src/durable/dispatcher.ts":
+        'import { BulkOperationType } from "@azure/cosmos";\nexport const d = BulkOperationType;\n',
+      // 2, 3: the dashboard reads the hub's documents and the backend's queries (it may use the SDK otherwise).
+      "packages/devhost/src/dashboard/instances.ts": [
+        'import type { Container } from "@azure/cosmos";',
+        'import type { InstanceDoc } from "../durable/documents.js";',
+        'import { q } from "../durable/cosmos-backend/queries.js";',
+        "export type I = [Container, InstanceDoc, typeof q];",
+        "",
+      ].join("\n"),
+    });
+    const { code, stderr } = await run(root);
+    expect(code).toBe(1);
+    const lines = stderr.trim().split("\n");
+    expect(lines).toEqual([
+      "packages/devhost/src/dashboard/instances.ts:2: '../durable/documents.js' reads the durable task hub's documents: go through its backend (TaskHubBackend) or the task hub's exports",
+      "packages/devhost/src/dashboard/instances.ts:3: '../durable/cosmos-backend/queries.js' reads the durable task hub's documents: go through its backend (TaskHubBackend) or the task hub's exports",
+      "packages/devhost/src/durable/dispatcher.ts:1: '@azure/cosmos' the durable task hub's storage is its backend's: only durable/cosmos-backend/ talks to Cosmos DB (go through TaskHubBackend)",
+      "check-boundaries: 3 import(s) break the dependency rule (docs/packages.md).",
+    ]);
+  });
+
   it("finds none in this repository", async () => {
     expect(await run(repoRoot)).toEqual({
       code: 0,

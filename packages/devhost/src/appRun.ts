@@ -213,15 +213,20 @@ export async function startAppRun(
     durable: () => {
       const hub = durable.hub();
       if (!hub) return undefined;
+      const leases = hub.dispatchLeases;
       return {
         hubName: hub.hubName,
         databaseName: durableDatabase,
         containerName: durableContainer,
-        dispatch: {
-          leaseDatabaseName: durableDatabase,
-          leaseContainerName: durableLeases,
-          ...hub.dispatchLeases,
-        },
+        ...(leases
+          ? {
+              dispatch: {
+                leaseDatabaseName: durableDatabase,
+                leaseContainerName: durableLeases,
+                ...leases,
+              },
+            }
+          : {}),
       };
     },
     thisHostOwner: (name) => cosmos.ownerOf(name),

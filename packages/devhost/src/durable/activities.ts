@@ -1,7 +1,7 @@
 import type { Clock } from "@cosmos-feed/core/clock";
+import type { TaskHubBackend } from "./backend.js";
 import type { ActivityDoc } from "./documents.js";
 import { activityResultEvent } from "./engine.js";
-import type { HubStore } from "./store.js";
 import type { ActivityInvoker, FailureDetails, HistoryEvent } from "./types.js";
 
 /**
@@ -13,7 +13,7 @@ import type { ActivityInvoker, FailureDetails, HistoryEvent } from "./types.js";
  */
 
 export interface ActivityWorkerOptions {
-  store: HubStore;
+  backend: TaskHubBackend;
   clock: Clock;
   /** This host's claim name (unique per process). */
   owner: string;
@@ -77,7 +77,7 @@ export class ActivityWorker {
     }
     this.held.add(key);
     try {
-      const claimed = await this.o.store.claimActivity(doc, this.o.owner, now + this.o.lockMs);
+      const claimed = await this.o.backend.claimActivityWorkItem(doc, this.o.owner, now + this.o.lockMs);
       if (!claimed) {
         this.held.delete(key);
         return;
@@ -182,7 +182,7 @@ export class ActivityWorker {
       await this.o.clock.sleep(this.o.lockMs / 2, signal);
       if (signal.aborted) return;
       try {
-        const renewed = await this.o.store.claimActivity(
+        const renewed = await this.o.backend.claimActivityWorkItem(
           current,
           this.o.owner,
           this.o.clock.now() + this.o.lockMs,

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { BulkOperationType } from "@azure/cosmos";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import type { TaskHubBackend } from "./backend.js";
 import {
-  asJson,
   INSTANCE_ID,
   type InstanceDoc,
   type MessageDoc,
   type PartitionSnapshot,
+  partitionKeyOf,
   snapshotOf,
 } from "./documents.js";
 import { isTerminal } from "./engine.js";
@@ -15,8 +15,7 @@ import { entityOperationMessage, entityStoredOf, isEntityId } from "./entity-eng
 import { cleanEntityStorage, listEntities } from "./entity-queries.js";
 import { TaskHubError, validateInstanceId } from "./errors.js";
 import { checkPayload } from "./limits.js";
-import { entityInstanceView, historyView, instancesQuery, runtimeStatusOf } from "./status-view.js";
-import { type HubStore, statusOf } from "./store.js";
+import { entityInstanceView, historyView, runtimeStatusOf } from "./status-view.js";
 import {
   type CleanEntityStorageResult,
   type EngineLimits,
@@ -36,7 +35,7 @@ const LAST_UPDATED_REMEMBERED = 10_000;
 
 /**
  * The task hub's client operations (TaskHubClient: start, status, list, raise event, terminate, suspend, resume,
- * purge, wait): what the HTTP API and the durableClient binding call. They write through the store; the hub
+ * purge, wait): what the HTTP API and the durableClient binding call. They write through the backend; the hub
  * (hub.ts) runs the work they write on its own host through the hooks below — a hub that is not started is a
  * client only.
  */
@@ -50,7 +49,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
 
   constructor(
     readonly hubName: string,
-    protected readonly store: HubStore,
+    protected readonly backend: TaskHubBackend,
     protected readonly clock: Clock,
     protected readonly limits: EngineLimits,
     private readonly waitPollMs: number,
@@ -78,7 +77,12 @@ export abstract class TaskHubClientBase implements TaskHubClient {
   }
 
   protected async readInstance(instanceId: string): Promise<InstanceDoc | undefined> {
-    return this.store.readInstance(instanceId);
+    return this.backend.readInstance(instanceId);
+  }
+
+  /** The partition key of an instance's documents (timers and activities are held by it). */
+  protected pk(instanceId: string): string {
+    return partitionKeyOf(this.hubName, instanceId);
   }
 
   async startNew(name: string, options: { instanceId?: string; input?: string | null; version?: string }) {
@@ -87,7 +91,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
     checkPayload(options.input, "The orchestration input", this.limits.maxPayloadBytes);
     const executionId = randomUUID().replaceAll("-", "");
     const at = new Date(this.clock.now()).toISOString();
-    const pk = this.store.pk(instanceId);
+    const pk = this.pk(instanceId);
     const pending: InstanceDoc = {
       id: INSTANCE_ID,
       pk,
@@ -112,13 +116,11 @@ export abstract class TaskHubClientBase implements TaskHubClient {
       event: { EventType: HistoryEventType.ExecutionStarted, EventId: -1, IsPlayed: false, Timestamp: at },
       start: { name, input: options.input ?? null, executionId, ...(version ? { version } : {}) },
     };
-    let r = await this.store.batch(pk, [
-      { operationType: BulkOperationType.Create, resourceBody: asJson(pending) },
-    ]);
-    const created = r.ok;
-    if (!r.ok && r.status === 409) {
+    const created = await this.backend.createInstance(pending);
+    let etag = created.created ? created.etag : undefined;
+    if (!created.created) {
       // It exists: a finished instance is restarted (its old history is garbage, deleted by the next work item).
-      const current = await this.readInstance(instanceId);
+      const current = created.existing;
       if (current && !isTerminal(current.status)) {
         throw new TaskHubError(
           `An orchestration instance with the id '${instanceId}' already exists and is ${current.status}.`,
@@ -126,26 +128,18 @@ export abstract class TaskHubClientBase implements TaskHubClient {
           "InstanceExists",
         );
       }
-      r = current
-        ? await this.store.batch(pk, [
-            {
-              operationType: BulkOperationType.Replace,
-              id: INSTANCE_ID,
-              resourceBody: asJson(pending),
-              ifMatch: current._etag ?? "",
-            },
-          ])
-        : r;
-    }
-    if (!r.ok) {
-      throw new TaskHubError(
-        `The orchestration instance '${instanceId}' was created or changed concurrently; not started.`,
-        409,
-        "InstanceExists",
-      );
+      const replaced = current ? await this.backend.replaceInstance(pending, current._etag ?? "") : undefined;
+      if (!replaced?.replaced) {
+        throw new TaskHubError(
+          `The orchestration instance '${instanceId}' was created or changed concurrently; not started.`,
+          409,
+          "InstanceExists",
+        );
+      }
+      etag = replaced.etag;
     }
     // What this host just wrote is the instance (a new one has nothing else): its first work item reads nothing.
-    this.started(instanceId, created ? snapshotOf([{ ...pending, _etag: r.etag }]) : undefined);
+    this.started(instanceId, created.created ? snapshotOf([{ ...pending, _etag: etag }]) : undefined);
     this.notify(instanceId);
     return { instanceId };
   }
@@ -190,7 +184,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
   ): Promise<InstanceStatus | undefined> {
     validateInstanceId(instanceId);
     if (options.showHistory) {
-      const snap = await this.store.readPartition(instanceId);
+      const snap = await this.backend.readInstanceState(instanceId);
       if (!snap.instance) return undefined;
       return this.toStatus(
         snap.instance,
@@ -203,13 +197,9 @@ export abstract class TaskHubClientBase implements TaskHubClient {
   }
 
   async list(filter: InstanceFilter): Promise<{ instances: InstanceStatus[]; continuationToken?: string }> {
-    const iterator = this.store.container.items.query<InstanceDoc>(instancesQuery(this.hubName, filter), {
-      maxItemCount: filter.top ?? 100,
-      continuationToken: filter.continuationToken,
-    });
-    const page = await iterator.fetchNext();
+    const page = await this.backend.queryInstances(filter);
     return {
-      instances: page.resources.map((doc) => this.toStatus(doc, undefined, filter.showInput !== false)),
+      instances: page.items.map((doc) => this.toStatus(doc, undefined, filter.showInput !== false)),
       ...(page.continuationToken ? { continuationToken: page.continuationToken } : {}),
     };
   }
@@ -226,7 +216,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
     if (!allowed(inst.status)) return "notRunning";
     const message: InstanceMessage = { key: `${keyPrefix}-${randomUUID()}`, instanceId, event };
     const doc: MessageDoc = this.newMessageDoc(message);
-    await this.store.container.items.create(doc);
+    await this.backend.addMessage(doc);
     this.messageWritten(instanceId, doc);
     return "ok";
   }
@@ -241,7 +231,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
       at,
     );
     const doc: MessageDoc = this.newMessageDoc(message);
-    await this.store.container.items.create(doc);
+    await this.backend.addMessage(doc);
     this.messageWritten(instanceId, doc);
   }
 
@@ -251,7 +241,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
   }
 
   listEntities(filter: EntityFilter): Promise<{ entities: EntityStatus[]; continuationToken?: string }> {
-    return listEntities(this.store, filter);
+    return listEntities(this.backend, filter);
   }
 
   cleanEntityStorage(options: {
@@ -260,11 +250,11 @@ export abstract class TaskHubClientBase implements TaskHubClient {
   }): Promise<CleanEntityStorageResult> {
     return cleanEntityStorage(
       {
-        store: this.store,
+        backend: this.backend,
         now: () => new Date(this.clock.now()),
         send: async (message) => {
           const doc = this.newMessageDoc(message);
-          await this.store.container.items.create(doc);
+          await this.backend.addMessage(doc);
           this.messageWritten(message.instanceId, doc);
         },
         removed: (instanceId) => {
@@ -341,28 +331,15 @@ export abstract class TaskHubClientBase implements TaskHubClient {
    */
   async purge(instanceId: string): Promise<number> {
     validateInstanceId(instanceId);
-    const pk = this.store.pk(instanceId);
     for (let attempt = 0; attempt < 5; attempt++) {
-      const snap = await this.store.readPartition(instanceId);
+      const snap = await this.backend.readInstanceState(instanceId);
       const inst = snap.instance;
       if (!inst || !isTerminal(inst.status)) return 0;
-      await this.store.deleteIds(
-        pk,
-        [...snap.ids].filter((id) => id !== INSTANCE_ID),
-      );
-      const r = await this.store.container
-        .item(INSTANCE_ID, pk)
-        .delete({ accessCondition: { type: "IfMatch", condition: inst._etag ?? "" } })
-        .then(
-          () => ({ ok: true as const }),
-          (e: unknown) => ({ ok: false as const, status: statusOf(e) }),
-        );
-      if (!r.ok && r.status !== 404 && r.status !== 412)
-        throw new Error(`Purging '${instanceId}' failed with ${r.status}.`);
-      if (r.ok || r.status === 404) {
+      const outcome = await this.backend.deleteInstance(snap);
+      if (outcome !== "changed") {
         this.purged(instanceId);
         this.notify(instanceId);
-        return r.ok ? 1 : 0;
+        return outcome === "purged" ? 1 : 0;
       }
     }
     throw new TaskHubError(

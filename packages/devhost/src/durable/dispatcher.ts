@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "@cosmos-feed/core/clock";
+import type { TaskHubBackend } from "./backend.js";
 import {
   type ActivityDoc,
   type InstanceDoc,
@@ -26,7 +27,6 @@ import {
 } from "./ownership.js";
 import { poisonEnding } from "./poison.js";
 import { SnapshotCache } from "./snapshot-cache.js";
-import type { HubStore } from "./store.js";
 import type { ApplyMessages, InstanceMessage, OrchestratorInvoker, WorkItemResult } from "./types.js";
 import { claimedActivity, pendingActivities, planWorkItem, snapshotAfter } from "./work-item-plan.js";
 
@@ -55,7 +55,7 @@ export interface CommittedWork {
 }
 
 export interface DispatcherOptions {
-  store: HubStore;
+  backend: TaskHubBackend;
   hub: string;
   clock: Clock;
   /** This host's claim name for the activities its commits schedule. */
@@ -87,8 +87,6 @@ interface Slot {
 
 /** Lost commit races one work item re-reads and redoes before it counts as a failed attempt. */
 const MAX_RACES = 20;
-/** Staged commits one read finishes before it counts as a failed attempt (others keep committing). */
-const MAX_RESUMES = 5;
 
 export class OrchestrationDispatcher {
   private readonly slots = new Map<string, Slot>();
@@ -364,30 +362,16 @@ export class OrchestrationDispatcher {
 
   private async load(instanceId: string): Promise<PartitionSnapshot> {
     this.counters.loads++;
-    let snap = await this.o.store.readPartition(instanceId);
-    // A staged commit in progress (interrupted, or another host's) is finished first, and a snapshot whose instance
-    // carries a mark is never used: its document is the instance as it was, and the chunks of a new execution look
-    // stale next to it; a commit over the mark would abandon that stage half-applied.
-    for (let resumed = 0; snap.instance?.stage; resumed++) {
-      if (resumed >= MAX_RESUMES)
-        throw new Error(`staged commits of '${instanceId}' kept coming; re-read later`);
-      await this.o.store.resumeStage(snap);
-      snap = await this.o.store.readPartition(instanceId);
-    }
-    if (snap.staleHistory.length > 0) this.cleanup(instanceId, snap.staleHistory);
-    if (snap.stages.length > 0) {
-      // No mark is left: these are the parts of commits that never decided (their host died). The snapshot keeps
-      // them (it is not re-read); nothing reads stage documents without a mark naming them.
-      const swept = await this.o.store.sweepAbandonedStages(snap);
-      if (swept > 0)
-        this.o.log("information", `Instance '${instanceId}': deleted ${swept} abandoned stage document(s).`);
-    }
-    return snap;
+    const { snapshot, swept } = await this.o.backend.getOrchestrationWorkItem(instanceId);
+    if (snapshot.staleHistory.length > 0) this.cleanup(instanceId, snapshot.staleHistory);
+    if (swept > 0)
+      this.o.log("information", `Instance '${instanceId}': deleted ${swept} abandoned stage document(s).`);
+    return snapshot;
   }
 
   /** Deletes an old execution's history in bounded steps; safe to repeat (reads ignore it meanwhile). */
   private cleanup(instanceId: string, ids: string[]) {
-    this.o.store.deleteIds(this.o.store.pk(instanceId), ids).catch((e: unknown) => {
+    this.o.backend.deleteDocuments(instanceId, ids).catch((e: unknown) => {
       this.o.log(
         "warning",
         `Instance '${instanceId}': deleting old history failed (retried later): ${String(e)}`,
@@ -464,7 +448,7 @@ export class OrchestrationDispatcher {
   ): Promise<"idle" | "lost" | "committed" | "done"> {
     const cached = this.cache.get(instanceId);
     const snap = cached ?? (await this.load(instanceId));
-    const pk = this.o.store.pk(instanceId);
+    const pk = partitionKeyOf(this.o.hub, instanceId);
     for (const m of fed) {
       // Only a cached snapshot may predate a message handed to this work item. A read made after the message was
       // written is the store's word: a message missing from it was consumed already — by another host (its feed
@@ -567,7 +551,7 @@ export class OrchestrationDispatcher {
   ): Promise<void> {
     this.cache.drop(instanceId);
     const o = {
-      store: this.o.store,
+      backend: this.o.backend,
       newMessageDoc: (m: InstanceMessage) => this.newMessageDoc(m),
       log: this.o.log,
     };
@@ -609,7 +593,7 @@ export class OrchestrationDispatcher {
       newMessageDoc: (m) => this.newMessageDoc(m),
     });
     this.counters.commits++;
-    const outcome = await this.o.store.commit({
+    const outcome = await this.o.backend.completeOrchestrationWorkItem({
       hub: this.o.hub,
       instanceId,
       ...(plan.body
@@ -629,7 +613,7 @@ export class OrchestrationDispatcher {
       this.o.log("debug", `Instance '${instanceId}': commit lost a race (${outcome.status}); re-reading.`);
       return "lost";
     }
-    this.cache.markConsumed(this.o.store.pk(instanceId), plan.deletes);
+    this.cache.markConsumed(partitionKeyOf(this.o.hub, instanceId), plan.deletes);
     const next = snapshotAfter(snap, plan, outcome.etag ?? "");
     // Another host finished applying this staged commit: the instance's etag is not known here (re-read next).
     if (outcome.etag === undefined) this.cache.drop(instanceId);
@@ -661,13 +645,12 @@ export class OrchestrationDispatcher {
     this.o.log("error", reason);
     try {
       const snap = await this.load(instanceId);
-      const pk = this.o.store.pk(instanceId);
       const pending = [...snap.messages.filter((m) => !m.virtual), ...snap.activities, ...snap.timers].map(
         (d) => d.id,
       );
       const inst = snap.instance;
       if (!inst || isTerminal(inst.status)) {
-        await this.o.store.deleteIds(pk, pending);
+        await this.o.backend.deleteDocuments(instanceId, pending);
         this.cache.drop(instanceId);
         this.o.committed({ ...this.emptyWork(instanceId, snap, local), terminal: true });
         return;

@@ -1,4 +1,4 @@
-import type { JSONObject } from "@azure/cosmos";
+import { DURABLE_LIMITS } from "./limits.js";
 import type { ActivityWorkItem, HistoryEvent, InstanceMessage, OrchestrationState } from "./types.js";
 
 /**
@@ -110,9 +110,6 @@ export const timerId = (executionId: string, id: number): string => `timer-${exe
 export const outboxId = (key: string): string => `outbox-${key}`;
 export const stageId = (token: string, part: number): string => `stage-${token}-${part}`;
 
-/** Our documents as the SDK's batch body type (they are plain JSON). */
-export const asJson = (d: object): JSONObject => d as unknown as JSONObject;
-
 /** Bytes a document takes in a request (its JSON, UTF-8). */
 export function docBytes(d: object): number {
   return Buffer.byteLength(JSON.stringify(d), "utf8");
@@ -221,4 +218,45 @@ export function startAsMessage(
     message: start,
     virtual: true,
   };
+}
+
+/**
+ * An execution's new history events as chunk documents, numbered from `firstChunk`: each at most
+ * DURABLE_LIMITS.chunkEvents events and DURABLE_LIMITS.chunkBytes bytes (an event larger than that alone).
+ */
+export function historyChunks(
+  hub: string,
+  instanceId: string,
+  executionId: string,
+  firstChunk: number,
+  events: HistoryEvent[],
+): HistoryDoc[] {
+  const pk = partitionKeyOf(hub, instanceId);
+  const out: HistoryDoc[] = [];
+  let current: HistoryDoc | undefined;
+  let bytes = 0;
+  for (const e of events) {
+    const size = docBytes(e);
+    if (
+      !current ||
+      current.events.length >= DURABLE_LIMITS.chunkEvents ||
+      (bytes + size > DURABLE_LIMITS.chunkBytes && current.events.length > 0)
+    ) {
+      const chunk = firstChunk + out.length;
+      current = {
+        id: historyId(executionId, chunk),
+        pk,
+        kind: "history",
+        hub,
+        executionId,
+        chunk,
+        events: [],
+      };
+      bytes = 0;
+      out.push(current);
+    }
+    current.events.push(e);
+    bytes += size;
+  }
+  return out;
 }

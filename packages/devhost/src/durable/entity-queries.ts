@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { INSTANCE_ID } from "./documents.js";
+import type { EntityRecord, TaskHubBackend } from "./backend.js";
 import { ORPHANED_LOCK_RELEASE_ID, RELEASE_EVENT } from "./entity-locks.js";
 import { validateInstanceId } from "./errors.js";
 import { historyEvent } from "./protocol.js";
-import { type EntityRow, entitiesQuery, entityStatusOf, runtimeStatusOf } from "./status-view.js";
-import { type HubStore, statusOf } from "./store.js";
+import { entityStatusOf, runtimeStatusOf } from "./status-view.js";
 import type {
   CleanEntityStorageResult,
   EntityFilter,
@@ -15,7 +14,7 @@ import type {
 import { HistoryEventType } from "./types.js";
 
 /**
- * The durable client's entity queries over the task hub's store (the extension's IDurableEntityClient:
+ * The durable client's entity queries over the task hub's backend (the extension's IDurableEntityClient:
  * ListEntitiesAsync, CleanEntityStorageAsync). Every read is one bounded page of one query; the clean-up walks the
  * hub's entities page by page (ENTITY_PAGE_SIZE) and acts on each entity alone, so its cost grows with the number
  * of entities and never holds more than a page.
@@ -26,17 +25,12 @@ export const ENTITY_PAGE_SIZE = 100;
 
 /** One page of the entities that have a state (status-view.ts entitiesQuery): the listing's answer. */
 export async function listEntities(
-  store: HubStore,
+  backend: TaskHubBackend,
   filter: EntityFilter,
 ): Promise<{ entities: EntityStatus[]; continuationToken?: string }> {
-  const page = await store.container.items
-    .query<EntityRow>(entitiesQuery(store.hub, filter), {
-      maxItemCount: filter.top ?? ENTITY_PAGE_SIZE,
-      continuationToken: filter.continuationToken,
-    })
-    .fetchNext();
+  const page = await backend.queryEntities({ ...filter, top: filter.top ?? ENTITY_PAGE_SIZE });
   return {
-    entities: page.resources.map((row) => {
+    entities: page.items.map((row) => {
       const s = entityStatusOf(row);
       return filter.fetchState ? s : { ...s, state: null };
     }),
@@ -45,14 +39,11 @@ export async function listEntities(
 }
 
 /** The part of an entity's instance document the clean-up reads. */
-interface CleanRow {
-  instanceId: string;
-  engine?: { entity?: { exists?: boolean; lockedBy?: unknown } };
-}
+type CleanRow = EntityRecord;
 
-/** What the clean-up needs of the client: its store and how a message and a removal reach the hub. */
+/** What the clean-up needs of the client: its backend and how a message and a removal reach the hub. */
 export interface EntityCleanupHooks {
-  store: HubStore;
+  backend: TaskHubBackend;
   /** Writes a message for an instance (and tells the hub on this host). */
   send(message: InstanceMessage): Promise<void>;
   /** The instance and everything of it are gone (the hub forgets what it held of it). */
@@ -76,28 +67,21 @@ export async function cleanEntityStorage(
   hooks: EntityCleanupHooks,
   options: { removeEmptyEntities: boolean; releaseOrphanedLocks: boolean },
 ): Promise<CleanEntityStorageResult> {
-  const { store } = hooks;
+  const { backend } = hooks;
   const result: CleanEntityStorageResult = {
     numberOfOrphanedLocksRemoved: 0,
     numberOfEmptyEntitiesRemoved: 0,
   };
   if (!options.removeEmptyEntities && !options.releaseOrphanedLocks) return result;
-  const query = {
-    query:
-      "SELECT c.instanceId, c.engine FROM c WHERE c.kind = 'instance' AND c.hub = @hub AND STARTSWITH(c.instanceId, '@')",
-    parameters: [{ name: "@hub", value: store.hub }],
-  };
   let continuationToken: string | undefined;
   do {
-    const page = await store.container.items
-      .query<CleanRow>(query, { maxItemCount: ENTITY_PAGE_SIZE, continuationToken })
-      .fetchNext();
-    for (const row of page.resources) {
+    const page = await backend.queryEntityRecords(continuationToken, ENTITY_PAGE_SIZE);
+    for (const row of page.items) {
       const entity = row.engine?.entity;
       const lockedBy = typeof entity?.lockedBy === "string" ? entity.lockedBy : undefined;
       if (options.releaseOrphanedLocks && lockedBy !== undefined) {
         // An owner that is not even an instance id holds nothing; a failed read is an error, not an orphan.
-        const owner = isInstanceId(lockedBy) ? await store.readInstance(lockedBy) : undefined;
+        const owner = isInstanceId(lockedBy) ? await backend.readInstance(lockedBy) : undefined;
         if (!owner || !HOLDING.has(runtimeStatusOf(owner.status))) {
           await hooks.send(releaseMessage(row.instanceId, lockedBy, hooks.now()));
           result.numberOfOrphanedLocksRemoved++;
@@ -140,8 +124,7 @@ function releaseMessage(entityId: string, owner: string, at: Date): InstanceMess
  * its other documents, then its instance document If-Match. True when this call deleted it.
  */
 async function removeIfEmpty(hooks: EntityCleanupHooks, instanceId: string): Promise<boolean> {
-  const { store } = hooks;
-  const snap = await store.readPartition(instanceId);
+  const snap = await hooks.backend.readInstanceState(instanceId);
   const inst = snap.instance;
   const entity = (inst?.engine as CleanRow["engine"])?.entity;
   const busy =
@@ -155,20 +138,8 @@ async function removeIfEmpty(hooks: EntityCleanupHooks, instanceId: string): Pro
     snap.timers.length > 0 ||
     snap.stages.length > 0;
   if (busy) return false;
-  const pk = store.pk(instanceId);
-  await store.deleteIds(
-    pk,
-    [...snap.ids].filter((id) => id !== INSTANCE_ID),
-  );
-  try {
-    await store.container
-      .item(INSTANCE_ID, pk)
-      .delete({ accessCondition: { type: "IfMatch", condition: inst._etag ?? "" } });
-  } catch (e) {
-    // Changed meanwhile (an operation ran) or gone already: not this call's to count.
-    if (statusOf(e) === 412 || statusOf(e) === 404) return false;
-    throw e;
-  }
+  // Changed meanwhile (an operation ran) or gone already: not this call's to count.
+  if ((await hooks.backend.deleteInstance(snap)) !== "purged") return false;
   hooks.removed(instanceId);
   return true;
 }

@@ -1,4 +1,4 @@
-import { ErrorResponse } from "@azure/cosmos";
+import { isCosmosError } from "./cosmos-backend/store.js";
 import { TaskHubError } from "./errors.js";
 
 /**
@@ -93,7 +93,7 @@ export function durableErrorResponse(
   if (error instanceof TaskHubError) return problem(error.statusCode, error.code, error.message);
 
   const status = statusOf(error);
-  const fromStore = error instanceof ErrorResponse;
+  const fromStore = isCosmosError(error);
   const what = fromStore ? `Cosmos DB refused the request: ${reasonOf(error)}` : reasonOf(error);
 
   if (context.continuationToken !== undefined && (status === 400 || TOKEN_REFUSAL.test(reasonOf(error)))) {

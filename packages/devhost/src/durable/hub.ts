@@ -1,11 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Container } from "@azure/cosmos";
-import type { ChangeFeedContext } from "@cosmos-feed/changefeed";
-import { type ChangeFeedProcessor, createChangeFeedProcessor } from "@cosmos-feed/changefeed";
-import { ChangeFeedDefaults } from "@cosmos-feed/changefeed/options";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { ActivityWorker } from "./activities.js";
+import type { DispatchContext, DispatchFeed, TaskHubBackend } from "./backend.js";
 import { TaskHubClientBase } from "./client-operations.js";
 import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";
 import type { ActivityDoc, AnyDoc, MessageDoc, OutboxDoc, PartitionSnapshot, TimerDoc } from "./documents.js";
@@ -14,7 +11,6 @@ import { type EntityInvoker, withEntities } from "./entity-engine.js";
 import { type TokenGetter, withHttpActivity } from "./http-activity.js";
 import { timerFiredMessage } from "./protocol.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
-import { HubStore, statusOf } from "./store.js";
 import { TimerService } from "./timers.js";
 import type {
   ActivityInvoker,
@@ -25,28 +21,25 @@ import type {
 } from "./types.js";
 
 export { TaskHubError, validateInstanceId } from "./errors.js";
-export { historyView, instancesQuery, runtimeStatusOf } from "./status-view.js";
+export { historyView, runtimeStatusOf } from "./status-view.js";
 
 /**
- * A Cosmos DB storage backend for the Durable Task protocol (docs/durable-design.md): the wiring of the store
- * (store.ts), the orchestration dispatcher (dispatcher.ts), the activity worker (activities.ts) and the timers
- * (timers.ts), with the change feed of the hub's container as the durable path between hosts, and the client
- * operations (TaskHubClient). Whoever writes work runs it at once on its own host; the feed and a periodic scan
- * catch what a crashed or other host left.
+ * The Durable Task protocol's task hub (docs/durable-design.md): the wiring of a storage backend (backend.ts: Cosmos
+ * DB or memory), the orchestration dispatcher (dispatcher.ts), the activity worker (activities.ts) and the timers
+ * (timers.ts), with the backend's dispatch feed as the durable path between hosts, and the client operations
+ * (TaskHubClient). Whoever writes work runs it at once on its own host; the feed and a periodic scan catch what a
+ * crashed or other host left.
  */
 
 export type LogLevel = "trace" | "debug" | "information" | "warning" | "error";
 
 /**
- * Options of a `CosmosTaskHub`: its containers, how it invokes orchestrators and activities, limits and
- * timings (ms).
+ * Options of a `TaskHub`: its backend, how it invokes orchestrators and activities, limits and timings (ms).
  */
-export interface CosmosTaskHubOptions {
-  /** The task hub's container (partition key `/pk`). */
-  container: Container;
-  /** The lease container of its change feed processor (`durable.<hub>.` prefix). */
-  leaseContainer: Container;
-  /** The task hub's name (host.json `extensions.durableTask.hubName`). */
+export interface TaskHubOptions {
+  /** Where the hub's documents are, and how other hosts' writes reach this one (Cosmos DB, memory). */
+  backend: TaskHubBackend;
+  /** The task hub's name (host.json `extensions.durableTask.hubName`); the backend's. */
   hubName: string;
   /** Runs one orchestrator episode in the app. */
   invokeOrchestrator: OrchestratorInvoker;
@@ -112,29 +105,29 @@ export const TaskHubDefaults = {
 } as const;
 
 /**
- * The dev host's durable task hub on Cosmos DB: the client operations, and the dispatch of orchestrations,
- * activities, entities and timers on the hub container's change feed.
+ * The dev host's durable task hub: the client operations, and the dispatch of orchestrations, activities, entities
+ * and timers on its backend's dispatch feed.
  */
-export class CosmosTaskHub extends TaskHubClientBase {
-  private readonly o: CosmosTaskHubOptions;
+export class TaskHub extends TaskHubClientBase {
+  private readonly o: TaskHubOptions;
   private readonly owner: string;
   /** Runs orchestration and entity work items. */
   readonly dispatcher: OrchestrationDispatcher;
   private readonly activities: ActivityWorker;
   private readonly timers: TimerService;
-  private processor: ChangeFeedProcessor<AnyDoc> | undefined;
+  private feed: DispatchFeed | undefined;
   private readonly background = new Set<Promise<unknown>>();
   private scanLoop: AbortController | undefined;
   private readonly watchedClaims = new Set<string>();
   /** Until start(), a hub is a client only: it writes, another host runs the work. */
   private stopped = true;
 
-  constructor(options: CosmosTaskHubOptions) {
+  constructor(options: TaskHubOptions) {
     const setting = <K extends keyof typeof TaskHubDefaults>(k: K): number =>
       (options as unknown as Record<string, number | undefined>)[k] ?? TaskHubDefaults[k];
     super(
       options.hubName,
-      new HubStore(options.container, options.hubName),
+      options.backend,
       options.clock ?? systemClock,
       {
         maxPayloadBytes: setting("maxPayloadBytes"),
@@ -148,11 +141,11 @@ export class CosmosTaskHub extends TaskHubClientBase {
       (options as unknown as Record<string, number | undefined>)[k] ?? TaskHubDefaults[k];
     const log = (level: LogLevel, message: string) => this.log(level, message);
     this.dispatcher = new OrchestrationDispatcher({
-      store: this.store,
+      backend: this.backend,
       hub: this.hubName,
       clock: this.clock,
       owner: this.owner,
-      heldLeases: () => this.processor?.ownedLeaseTokens() ?? [],
+      heldLeases: () => this.feed?.ownedLeaseTokens() ?? [],
       apply: withEntities(options.applyMessages ?? applyMessages, options.invokeEntity),
       invoke: options.invokeOrchestrator,
       maxConcurrent: v("maxConcurrentOrchestrations"),
@@ -164,7 +157,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
       log,
     });
     this.activities = new ActivityWorker({
-      store: this.store,
+      backend: this.backend,
       clock: this.clock,
       owner: this.owner,
       lockMs: v("activityLockMs"),
@@ -195,40 +188,29 @@ export class CosmosTaskHub extends TaskHubClientBase {
     void tracked.finally(() => this.background.delete(tracked));
   }
 
-  /** Starts dispatch: the change feed processor (from the beginning of the feed) and the pending-work scan. */
+  /** Starts dispatch: the backend's dispatch feed (from its beginning) and the pending-work scan. */
   async start(): Promise<void> {
     this.stopped = false;
     this.closed = false;
     const o = this.o;
-    this.processor = createChangeFeedProcessor<AnyDoc>(
-      {
-        monitoredContainer: o.container,
-        leaseContainer: o.leaseContainer,
-        leaseContainerPrefix: this.dispatchLeases.prefix,
-        startFromBeginning: true,
-        feedPollDelay: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
-        // The feed is the backstop (a host runs what it writes at once): read it in fuller, fewer pages.
-        minReadInterval: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
-        ...(o.instanceName ? { instanceName: o.instanceName } : {}),
-        ...(o.leaseAcquireIntervalMs ? { leaseAcquireInterval: o.leaseAcquireIntervalMs } : {}),
-        ...(o.leaseExpirationIntervalMs ? { leaseExpirationInterval: o.leaseExpirationIntervalMs } : {}),
-        ...(o.leaseRenewIntervalMs ? { leaseRenewInterval: o.leaseRenewIntervalMs } : {}),
+    this.feed = this.backend.openDispatch((docs, context) => this.dispatch(docs, context), {
+      pollDelayMs: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
+      ...(o.instanceName ? { instanceName: o.instanceName } : {}),
+      ...(o.leaseAcquireIntervalMs ? { leaseAcquireIntervalMs: o.leaseAcquireIntervalMs } : {}),
+      ...(o.leaseExpirationIntervalMs ? { leaseExpirationIntervalMs: o.leaseExpirationIntervalMs } : {}),
+      ...(o.leaseRenewIntervalMs ? { leaseRenewIntervalMs: o.leaseRenewIntervalMs } : {}),
+      error: (e) => this.log("warning", `Durable task hub dispatch: ${String(e)}`),
+      leaseAcquired: (token) => this.log("debug", `Dispatch lease ${token} acquired.`),
+      leaseLost: (token, reason) => {
+        this.dispatcher.leaseLost();
+        if (reason !== "released")
+          this.log(
+            "information",
+            `Dispatch lease ${token} lost (${reason}): its instances' work goes to the new owner.`,
+          );
       },
-      (docs, context) => this.dispatch(docs, context),
-    );
-    this.processor.on("error", (e: unknown) =>
-      this.log("warning", `Durable task hub dispatch: ${String(e)}`),
-    );
-    this.processor.on("acquired", (token) => this.log("debug", `Dispatch lease ${token} acquired.`));
-    this.processor.on("lost", (token, reason) => {
-      this.dispatcher.leaseLost();
-      this.log(
-        "information",
-        `Dispatch lease ${token} lost (${reason}): its instances' work goes to the new owner.`,
-      );
     });
-    this.processor.on("released", () => this.dispatcher.leaseLost());
-    await this.processor.start();
+    await this.feed.start();
     const scan = new AbortController();
     this.scanLoop = scan;
     const every = o.timerScanIntervalMs ?? TaskHubDefaults.timerScanIntervalMs;
@@ -247,16 +229,16 @@ export class CosmosTaskHub extends TaskHubClientBase {
   }
 
   /**
-   * Where its dispatch processor keeps its leases — the lease prefix, this host's owner name once dispatch runs,
-   * the expiration — so that the dev host dashboard lists them with the triggers' leases.
+   * Where its dispatch feed keeps its leases — the lease prefix, this host's owner name once dispatch runs, the
+   * expiration — so that the dev host dashboard lists them with the triggers' leases; undefined for a backend whose
+   * feed has no leases (memory).
    */
-  get dispatchLeases(): { prefix: string; owner: string | undefined; leaseExpirationIntervalMs: number } {
-    return {
-      prefix: `durable.${this.hubName}.`,
-      owner: this.stopped ? undefined : this.processor?.instanceName,
-      leaseExpirationIntervalMs:
-        this.o.leaseExpirationIntervalMs ?? ChangeFeedDefaults.leaseExpirationInterval,
-    };
+  get dispatchLeases():
+    | { prefix: string; owner: string | undefined; leaseExpirationIntervalMs: number }
+    | undefined {
+    const leases = this.feed?.leases;
+    if (!leases) return undefined;
+    return { ...leases, owner: this.stopped ? undefined : this.feed?.instanceName };
   }
 
   /**
@@ -279,7 +261,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
     })();
     await Promise.race([settled, systemClock.sleep(grace)]);
     await this.dispatcher.stop(this.o.stopWorkItemsMs ?? TaskHubDefaults.stopWorkItemsMs);
-    await this.processor?.stop({ abortSignal: AbortSignal.timeout(grace) });
+    await this.feed?.stop({ abortSignal: AbortSignal.timeout(grace) });
   }
 
   /** Stops without handing anything off (a crash, for tests). */
@@ -290,7 +272,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
     this.timers.stop();
     this.dispatcher.abandon();
     void this.activities.stop();
-    await this.processor?.abandon();
+    await this.feed?.abandon();
   }
 
   /** Runs the instance's pending work now (tests; the feed and this host's writes do it otherwise). */
@@ -305,7 +287,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
    * a work item ends within its attempts, so a poisoned instance never holds the feed); activities, timers and
    * outbox deliveries are handed over and not awaited. A page whose lease was lost stops before committing.
    */
-  private async dispatch(docs: AnyDoc[], context: ChangeFeedContext): Promise<void> {
+  private async dispatch(docs: AnyDoc[], context: DispatchContext): Promise<void> {
     const work: Promise<void>[] = [];
     for (const doc of docs) {
       if (doc.hub !== this.hubName) continue;
@@ -339,12 +321,12 @@ export class CosmosTaskHub extends TaskHubClientBase {
   /** What a commit scheduled starts here at once. */
   private afterCommit(w: CommittedWork): void {
     for (const l of w.settled)
-      if (l.sourceKind === "activity") this.activities.settled(this.store.pk(w.instanceId), l.sourceId);
+      if (l.sourceKind === "activity") this.activities.settled(this.pk(w.instanceId), l.sourceId);
     if (this.stopped) return;
     for (const a of w.activities) this.activities.offerClaimed(a);
     for (const t of w.timers) this.timers.offer(t);
-    for (const id of w.canceledTimers) this.timers.cancel(this.store.pk(w.instanceId), id);
-    if (w.terminal) this.timers.cancelPartition(this.store.pk(w.instanceId));
+    for (const id of w.canceledTimers) this.timers.cancel(this.pk(w.instanceId), id);
+    if (w.terminal) this.timers.cancelPartition(this.pk(w.instanceId));
     for (const o of w.outbox) this.detach(`Delivering ${o.id}`, this.deliver(o));
     if (w.instance) this.notify(w.instanceId, w.instance.lastUpdatedTime);
   }
@@ -415,12 +397,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
   /** A message for another instance: written into its partition (idempotent by key), then run there. */
   private async deliver(doc: OutboxDoc): Promise<void> {
     const target = this.dispatcher.newMessageDoc(doc.message);
-    try {
-      await this.o.container.items.create(target);
-    } catch (e) {
-      if (statusOf(e) !== 409) throw e;
-    }
-    await this.store.deleteIds(doc.pk, [doc.id]);
+    await this.backend.deliverOutbox(doc, target);
     if (!this.stopped)
       this.detach(
         `Instance '${target.instanceId}'`,
@@ -432,10 +409,10 @@ export class CosmosTaskHub extends TaskHubClientBase {
   private async scan(): Promise<void> {
     const every = this.o.timerScanIntervalMs ?? TaskHubDefaults.timerScanIntervalMs;
     const now = this.clock.now();
-    const found = await this.store.scanPending(now, now + 2 * every);
+    const found = await this.backend.scanPending(now, now + 2 * every);
     for (const t of found.timers) this.timers.offer(t);
     for (const a of found.activities) await this.activities.offerStored(a);
-    for (const o of found.outbox) this.detach(`Delivering ${o.id}`, this.deliver(o as OutboxDoc));
+    for (const o of found.outbox) this.detach(`Delivering ${o.id}`, this.deliver(o));
     for (const i of found.claims) this.watchClaim(i.instanceId, i.claim);
     for (const i of found.staged)
       this.detach(`Instance '${i.instanceId}'`, this.dispatcher.schedule(i.instanceId));
@@ -462,7 +439,7 @@ export class CosmosTaskHub extends TaskHubClientBase {
   /** Forgets a purged instance and cancels its timers. */
   protected purged(instanceId: string): void {
     this.dispatcher.forget(instanceId);
-    this.timers.cancelPartition(this.store.pk(instanceId));
+    this.timers.cancelPartition(this.pk(instanceId));
   }
 
   /** A message document for `message`, numbered by the dispatcher. */

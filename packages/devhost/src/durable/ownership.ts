@@ -1,14 +1,12 @@
-import { BulkOperationType, type OperationInput } from "@azure/cosmos";
-import { asJson, docBytes, type MessageDoc } from "./documents.js";
-import { DURABLE_LIMITS } from "./limits.js";
-import type { HubStore } from "./store.js";
+import type { TaskHubBackend } from "./backend.js";
+import type { MessageDoc } from "./documents.js";
 import type { InstanceMessage } from "./types.js";
 
 /**
  * Lease ownership and hand-over (docs/durable-design.md, "Lease loss"): under which change feed lease each
  * instance last came to this host, whether a work item may commit, and the hand-over of results this host holds
  * but must not apply (the instance's lease moved) or cannot apply yet — each stored as a message, for whoever
- * runs the instance next.
+ * runs the instance next (the backend's abandonOrchestrationWorkItem).
  */
 
 /** An event this host produced for an instance (an activity's result, a timer's firing) and the document it ends. */
@@ -134,7 +132,7 @@ export class LeaseOwnership {
 }
 
 export interface HandOverOptions {
-  store: HubStore;
+  backend: TaskHubBackend;
   newMessageDoc: (message: InstanceMessage) => MessageDoc;
   log: (level: "debug", message: string) => void;
 }
@@ -143,13 +141,11 @@ export interface HandOverOptions {
 export type HandOverReason = "lease" | "waits" | "stopping";
 
 /**
- * Stores results this host holds for an instance as messages — each (its key makes it idempotent) with the
- * deletion of its activity or timer document in the same transactional batch — so that whoever runs the instance
- * next applies each once; a result whose document is gone was recorded already. Results go HAND_OVER_PER_BATCH to a
- * batch (within the batch byte limit); a batch refused as a whole (one of its messages exists already, one of its
- * documents is gone) is retried one result at a time, where each refusal has its meaning. `why`: the instance's
- * lease moved, the result cannot apply yet (the instance is suspended, pending, continued as new, or the result
- * needs a replay of its own), or the hub stops before applying it (dispatcher.ts, stop).
+ * Stores results this host holds for an instance as messages (the backend's abandonOrchestrationWorkItem: each with
+ * the deletion of its activity or timer document, so that whoever runs the instance next applies each once; a
+ * result whose document is gone was recorded already). `why`: the instance's lease moved, the result cannot apply
+ * yet (the instance is suspended, pending, continued as new, or the result needs a replay of its own), or the hub
+ * stops before applying it (dispatcher.ts, stop).
  */
 export async function handOver(
   o: HandOverOptions,
@@ -157,50 +153,21 @@ export async function handOver(
   local: LocalEvent[],
   why: HandOverReason,
 ): Promise<void> {
-  const pk = o.store.pk(instanceId);
-  const entries = local.map((l) => ({ l, doc: o.newMessageDoc(l.message) }));
-  const opsOf = ({ l, doc }: (typeof entries)[number]): OperationInput[] => [
-    { operationType: BulkOperationType.Create, resourceBody: asJson(doc) },
-    ...(l.stored ? [{ operationType: BulkOperationType.Delete, id: l.sourceId } as OperationInput] : []),
-  ];
-  for (const group of batchesOf(entries, (e) => docBytes(e.doc))) {
-    const whole = group.length > 1 ? await o.store.batch(pk, group.flatMap(opsOf)) : undefined;
-    for (const e of group) {
-      if (!whole?.ok) {
-        const r = await o.store.batch(pk, opsOf(e));
-        if (!r.ok && r.status === 409 && e.l.stored) await o.store.deleteIds(pk, [e.l.sourceId]);
-        else if (!r.ok && r.status !== 404) throw new Error(`handing a result over failed with ${r.status}`);
-      }
-      o.log(
-        "debug",
-        why === "lease"
-          ? `Instance '${instanceId}': its lease moved; ${e.l.message.key} handed over as a message.`
-          : why === "stopping"
-            ? `Instance '${instanceId}': the task hub is stopping; ${e.l.message.key} handed over as a message.`
-            : `Instance '${instanceId}': ${e.l.message.key} cannot apply yet; it waits as a message.`,
-      );
-    }
+  await o.backend.abandonOrchestrationWorkItem(
+    instanceId,
+    local.map((l) => ({
+      message: o.newMessageDoc(l.message),
+      ...(l.stored ? { sourceId: l.sourceId } : {}),
+    })),
+  );
+  for (const l of local) {
+    o.log(
+      "debug",
+      why === "lease"
+        ? `Instance '${instanceId}': its lease moved; ${l.message.key} handed over as a message.`
+        : why === "stopping"
+          ? `Instance '${instanceId}': the task hub is stopping; ${l.message.key} handed over as a message.`
+          : `Instance '${instanceId}': ${l.message.key} cannot apply yet; it waits as a message.`,
+    );
   }
-}
-
-/** Results per hand-over batch: two operations each (the message, the source's deletion), ≤ 100 in all. */
-export const HAND_OVER_PER_BATCH = DURABLE_LIMITS.batchOperations / 2;
-
-/** Consecutive groups of at most HAND_OVER_PER_BATCH whose sizes add up to at most the batch byte limit. */
-function batchesOf<T>(items: T[], bytes: (item: T) => number): T[][] {
-  const out: T[][] = [];
-  let group: T[] = [];
-  let size = 0;
-  for (const item of items) {
-    const b = bytes(item);
-    if (group.length > 0 && (group.length >= HAND_OVER_PER_BATCH || size + b > DURABLE_LIMITS.batchBytes)) {
-      out.push(group);
-      group = [];
-      size = 0;
-    }
-    group.push(item);
-    size += b;
-  }
-  if (group.length > 0) out.push(group);
-  return out;
 }

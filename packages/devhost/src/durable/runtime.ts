@@ -1,5 +1,3 @@
-import type { Container, ContainerRequest, CosmosClient } from "@azure/cosmos";
-import { createContainerIfNotExists, createDatabaseIfNotExists } from "@cosmos-feed/core/cosmos/ensure";
 import type { BindingInfo } from "../coreTypes.js";
 import type { BindingExtensions } from "../extensions.js";
 import type { TriggerRunnerFactory } from "../host.js";
@@ -13,8 +11,16 @@ import {
   durableClientInputData,
   ensureWebsiteHostname,
 } from "./client-binding.js";
+import { openContainers, type TaskHubLocation } from "./cosmos-backend/containers.js";
 import type { EntityInvoker } from "./entity-engine.js";
-import { CosmosTaskHub, type CosmosTaskHubOptions } from "./hub.js";
+
+export {
+  TASK_HUB_CONTAINER,
+  type TaskHubLocation,
+  taskHubContainerRequest,
+} from "./cosmos-backend/containers.js";
+
+import { CosmosTaskHub, type CosmosTaskHubOptions } from "./cosmos-backend/task-hub.js";
 import { checkTaskHubName } from "./hub-name.js";
 import { readDurableHubSettings } from "./settings.js";
 import type { ActivityInvoker, OrchestratorInvoker, TaskHubClient } from "./types.js";
@@ -33,23 +39,6 @@ export const DEFAULT_HUB_NAME = "TestHubName";
  * door refuses it unread: a body within it that is still too large gets the API's own 413, which names the payload.
  */
 export const DURABLE_API_BODY_SLACK_BYTES = 65_536;
-
-/** Where the task hub's documents live: a container with partition key `/pk`, and a lease container. */
-export interface TaskHubLocation {
-  client: CosmosClient;
-  databaseName: string;
-  containerName: string;
-  leaseContainerName: string;
-  /** Create the database and containers when missing (the emulator; an account where the key allows it). */
-  create: boolean;
-  /** Where it is, for the log line. */
-  describe: string;
-  /**
-   * The hub container's create request (without id) when the app's container definitions have a `durable` role;
-   * else {@link TASK_HUB_CONTAINER}.
-   */
-  containerRequest?: Omit<ContainerRequest, "id">;
-}
 
 export interface DurableRuntimeOptions {
   /** Decided once the app has loaded (its connections point at the emulator or an account by then). */
@@ -260,64 +249,4 @@ export function createDurableRuntime(options: DurableRuntimeOptions): DurableRun
     },
   };
   return runtime;
-}
-
-/**
- * The dev host's own definition of the task hub container: `/pk`, and an index of only the paths the hub queries —
- * every other path unindexed, which is most of a write's RU. An app's container definitions (containers.json, role
- * `durable`) override it (TaskHubLocation.containerRequest); this project's src/shared/containers.json defines the
- * same (test/unit/containers-dev-host-only.test.ts checks they agree).
- */
-export const TASK_HUB_CONTAINER: Omit<ContainerRequest, "id"> = {
-  partitionKey: { paths: ["/pk"] },
-  indexingPolicy: {
-    indexingMode: "consistent",
-    automatic: true,
-    includedPaths: [
-      { path: "/pk/?" },
-      { path: "/kind/?" },
-      { path: "/hub/?" },
-      { path: "/status/?" },
-      { path: "/name/?" },
-      { path: "/instanceId/?" },
-      { path: "/createdTime/?" },
-      { path: "/fireAt/?" },
-      { path: "/fireAtMs/?" },
-      { path: "/lockedUntil/?" },
-      { path: "/stage/*" },
-      { path: "/start/key/?" },
-      { path: "/claim/until/?" },
-      { path: "/seq/?" },
-    ],
-    excludedPaths: [{ path: "/*" }],
-  },
-};
-
-/** The task hub container's create request: `request` (the app's definition, else the dev host's) with `id`. */
-export function taskHubContainerRequest(
-  id: string,
-  request: Omit<ContainerRequest, "id"> = TASK_HUB_CONTAINER,
-): ContainerRequest {
-  return { ...request, id };
-}
-
-async function openContainers(where: TaskHubLocation): Promise<{ container: Container; leases: Container }> {
-  const database = where.client.database(where.databaseName);
-  if (!where.create) {
-    return {
-      container: database.container(where.containerName),
-      leases: database.container(where.leaseContainerName),
-    };
-  }
-  const { database: db } = await createDatabaseIfNotExists(where.client, { id: where.databaseName });
-  const { container } = await createContainerIfNotExists(
-    db,
-    taskHubContainerRequest(where.containerName, where.containerRequest),
-  );
-  const { container: leases } = await createContainerIfNotExists(db, {
-    id: where.leaseContainerName,
-    partitionKey: { paths: ["/id"] },
-    defaultTtl: -1,
-  });
-  return { container, leases };
 }

@@ -1,8 +1,8 @@
-import { historyChunks } from "./commit-plan.js";
 import {
   type ActivityClaim,
   type ActivityDoc,
   activityId,
+  historyChunks,
   historyId,
   type InstanceDoc,
   instanceDocOf,

@@ -1,9 +1,8 @@
-import { BulkOperationType, type Container, type OperationInput } from "@azure/cosmos";
-import { type CommitInput, planCommit } from "./commit-plan.js";
+import { BulkOperationType, type Container, ErrorResponse, type OperationInput } from "@azure/cosmos";
+import { type CommitOutcome, type PendingWork, TaskHubStorageError } from "../backend.js";
 import {
   type ActivityDoc,
   type AnyDoc,
-  asJson,
   INSTANCE_ID,
   type InstanceDoc,
   type PartitionSnapshot,
@@ -12,36 +11,21 @@ import {
   snapshotOf,
   type TimerDoc,
   type WorkDoc,
-} from "./documents.js";
-import { DURABLE_LIMITS } from "./limits.js";
+} from "../documents.js";
+import { DURABLE_LIMITS } from "../limits.js";
+import { asJson, type CommitInput, planCommit } from "./commit-plan.js";
 
 /**
- * The task hub's storage (docs/durable-design.md): the only module that talks to Cosmos DB for the hub's
- * documents, as durabletask-go's backend.Backend is for its engine. Every write stays within the service's limits
- * by construction (commit-plan.ts; deletes and cleanups in steps of at most 100 operations).
+ * The Cosmos DB backend's requests (docs/durable-design.md, "Storage"): batches, commits in one batch or in steps,
+ * bounded deletes, activity claims, the pending-work scan. Every write stays within the service's limits by
+ * construction (commit-plan.ts; deletes and cleanups in steps of at most 100 operations). Only backend.ts uses it.
  */
+
+/** True for an error the Cosmos DB SDK threw for a refusal of the service (the HTTP API words those its own way). */
+export const isCosmosError = (e: unknown): boolean => e instanceof ErrorResponse;
 
 export const statusOf = (e: unknown): number | undefined =>
   (e as { code?: number; statusCode?: number })?.code ?? (e as { statusCode?: number })?.statusCode;
-
-/**
- * The outcome of a commit: stored (with the instance's new etag; undefined when another host finished applying
- * this staged commit, so the etag this host could name may be stale), or another writer changed the instance
- * first (re-read and redo).
- */
-export type CommitOutcome =
-  | { committed: true; etag: string | undefined }
-  | { committed: false; status: number };
-
-/** Pending work a host looks for periodically (a crashed host's, or what a checkpointed feed page held). */
-export interface PendingWork {
-  timers: TimerDoc[];
-  activities: ActivityDoc[];
-  outbox: WorkDoc[];
-  staged: InstanceDoc[];
-  /** Instances whose activity claim expired (a dead host's activities). */
-  claims: (InstanceDoc & { claim: NonNullable<InstanceDoc["claim"]> })[];
-}
 
 /** Bulk requests retried after 429 (the SDK retries point operations itself, a bulk request's it reports). */
 const BULK_THROTTLE_RETRIES = 20;
@@ -146,7 +130,10 @@ export class HubStore {
 
   private lostOrThrow(status: number, instanceId: string): CommitOutcome {
     if (status === 412 || status === 409 || status === 404) return { committed: false, status };
-    throw new Error(`Durable task hub: a commit of instance '${instanceId}' failed with ${status}.`);
+    throw new TaskHubStorageError(
+      `Durable task hub: a commit of instance '${instanceId}' failed with ${status}.`,
+      status,
+    );
   }
 
   /**
@@ -197,7 +184,10 @@ export class HubStore {
   /** A stage's guard or final batch refused: another host finished it (the instance moved on), else an error. */
   private finishedElsewhere(status: number, pk: string): undefined {
     if (status === 412 || status === 404) return undefined;
-    throw new Error(`Durable task hub: finishing a staged commit of '${pk}' failed with ${status}.`);
+    throw new TaskHubStorageError(
+      `Durable task hub: finishing a staged commit of '${pk}' failed with ${status}.`,
+      status,
+    );
   }
 
   /**
@@ -269,7 +259,11 @@ export class HubStore {
       );
       const results = await bulkWithRetry(this.container, ops);
       const failed = results.find((r) => r.statusCode >= 400);
-      if (failed) throw new Error(`Durable task hub: writing documents failed with ${failed.statusCode}.`);
+      if (failed)
+        throw new TaskHubStorageError(
+          `Durable task hub: writing documents failed with ${failed.statusCode}.`,
+          failed.statusCode,
+        );
     }
     await this.deleteIds(pk, deletes);
   }
@@ -282,7 +276,11 @@ export class HubStore {
         .map((id) => ({ operationType: BulkOperationType.Delete, id, partitionKey: pk }) as OperationInput);
       const results = await bulkWithRetry(this.container, ops);
       const failed = results.find((r) => r.statusCode >= 400 && r.statusCode !== 404);
-      if (failed) throw new Error(`Durable task hub: deleting documents failed with ${failed.statusCode}.`);
+      if (failed)
+        throw new TaskHubStorageError(
+          `Durable task hub: deleting documents failed with ${failed.statusCode}.`,
+          failed.statusCode,
+        );
     }
   }
 

@@ -1,17 +1,14 @@
-import { BulkOperationType, type OperationInput } from "@azure/cosmos";
+import { BulkOperationType, type JSONObject, type OperationInput } from "@azure/cosmos";
+import type { WorkItemCommit } from "../backend.js";
 import {
-  asJson,
   docBytes,
-  type HistoryDoc,
-  historyId,
   type InstanceDoc,
   partitionKeyOf,
   type StageDoc,
   stageId,
   type WorkDoc,
-} from "./documents.js";
-import { DURABLE_LIMITS } from "./limits.js";
-import type { HistoryEvent } from "./types.js";
+} from "../documents.js";
+import { DURABLE_LIMITS } from "../limits.js";
 
 /**
  * How one commit of an instance is written within Cosmos DB's limits, by construction (docs/durable-design.md,
@@ -28,20 +25,11 @@ import type { HistoryEvent } from "./types.js";
  *   anywhere resumes. A losing host's stage documents are deleted.
  */
 
-export interface CommitInput {
-  hub: string;
-  instanceId: string;
-  /**
-   * The instance document to write: replace If-Match `ifMatch`, or create when `ifMatch` is undefined. `before` is
-   * the document as stored now: a staged commit leaves it visible until its parts are applied (without it, a new
-   * instance shows as Pending with no history meanwhile).
-   */
-  instance?: { body: InstanceDoc; ifMatch?: string; before?: InstanceDoc };
-  upserts: WorkDoc[];
-  deletes: string[];
-  /** Names the stage documents if the commit is staged (unique per attempt). */
-  token: string;
-}
+/** A work item's commit (backend.ts). */
+export type CommitInput = WorkItemCommit;
+
+/** Our documents as the SDK's batch body type (they are plain JSON). */
+export const asJson = (d: object): JSONObject => d as unknown as JSONObject;
 
 export type CommitPlan =
   | { kind: "single"; ops: OperationInput[] }
@@ -174,45 +162,4 @@ function visibleBefore(instance: NonNullable<CommitInput["instance"]>): Instance
   delete pending.start;
   delete pending.stage;
   return pending;
-}
-
-/**
- * An execution's new history events as chunk documents, numbered from `firstChunk`: each at most
- * DURABLE_LIMITS.chunkEvents events and DURABLE_LIMITS.chunkBytes bytes (an event larger than that alone).
- */
-export function historyChunks(
-  hub: string,
-  instanceId: string,
-  executionId: string,
-  firstChunk: number,
-  events: HistoryEvent[],
-): HistoryDoc[] {
-  const pk = partitionKeyOf(hub, instanceId);
-  const out: HistoryDoc[] = [];
-  let current: HistoryDoc | undefined;
-  let bytes = 0;
-  for (const e of events) {
-    const size = docBytes(e);
-    if (
-      !current ||
-      current.events.length >= DURABLE_LIMITS.chunkEvents ||
-      (bytes + size > DURABLE_LIMITS.chunkBytes && current.events.length > 0)
-    ) {
-      const chunk = firstChunk + out.length;
-      current = {
-        id: historyId(executionId, chunk),
-        pk,
-        kind: "history",
-        hub,
-        executionId,
-        chunk,
-        events: [],
-      };
-      bytes = 0;
-      out.push(current);
-    }
-    current.events.push(e);
-    bytes += size;
-  }
-  return out;
 }
