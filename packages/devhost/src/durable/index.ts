@@ -5,10 +5,8 @@
 export { meteredContainer } from "../dashboard/tally.js";
 export { createDurableApiHandler } from "./client-api.js";
 export { DURABLE_WEBHOOK_PATH } from "./client-binding.js";
-export { CosmosBackend, type CosmosBackendOptions } from "./cosmos-backend/backend.js";
 export { TASK_HUB_CONTAINER, taskHubContainerRequest } from "./cosmos-backend/containers.js";
 export { CosmosTaskHub, type CosmosTaskHubOptions } from "./cosmos-backend/task-hub.js";
 export type { EntityInvoker } from "./entity-engine.js";
-export { TaskHub, type TaskHubOptions } from "./hub.js";
 export { type DurableHubSettings, readDurableHubSettings } from "./settings.js";
 export type { InstanceStatus, RuntimeStatus, TaskHubClient } from "./types.js";
