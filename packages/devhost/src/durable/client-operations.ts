@@ -34,37 +34,69 @@ import {
 const LAST_UPDATED_REMEMBERED = 10_000;
 
 /**
+ * What the client operations tell the hub that runs on this host (hub.ts): a hub that is not started ignores them
+ * and is a client only.
+ */
+export interface ClientHooks {
+  /** A start or restart was written (`snapshot`: what a new instance is, nothing else having been written). */
+  started(instanceId: string, snapshot: PartitionSnapshot | undefined): void;
+  /** A message for the instance was written. */
+  messageWritten(instanceId: string, doc: MessageDoc): void;
+  /** The instance and everything of it are gone. */
+  purged(instanceId: string): void;
+  /** A message document for `message`, numbered by the dispatcher (its `seq` orders the instance's messages). */
+  newMessageDoc(message: InstanceMessage): MessageDoc;
+}
+
+export interface ClientOperationsOptions {
+  hubName: string;
+  backend: TaskHubBackend;
+  clock: Clock;
+  limits: EngineLimits;
+  /** How often a waiting client reads again for another host's progress (DURABLE_WAIT_POLL_MS). */
+  waitPollMs: number;
+  hooks: ClientHooks;
+}
+
+/**
  * The task hub's client operations (TaskHubClient: start, status, list, raise event, terminate, suspend, resume,
  * purge, wait): what the HTTP API and the durableClient binding call. They write through the backend; the hub
- * (hub.ts) runs the work they write on its own host through the hooks below — a hub that is not started is a
- * client only.
+ * (hub.ts) runs the work they write on its own host through its hooks, and tells them of the instances it commits
+ * or sees change (`notify`), which is what wakes waiting clients.
  */
-export abstract class TaskHubClientBase implements TaskHubClient {
+export class TaskHubClientOperations implements TaskHubClient {
   /** Waiting clients per instance. */
   private readonly waiters = new Map<string, Set<() => void>>();
   /** The newest lastUpdatedTime this host committed or saw per instance (waitForChange's `since`). */
   private readonly lastUpdated = new Map<string, string>();
-  /** Set by stop() and abandon(): waiting clients return. */
-  protected closed = false;
+  /** Set by close(): waiting clients return at once. */
+  private closed = false;
+  readonly hubName: string;
+  private readonly backend: TaskHubBackend;
+  private readonly clock: Clock;
+  private readonly limits: EngineLimits;
+  private readonly hooks: ClientHooks;
 
-  constructor(
-    readonly hubName: string,
-    protected readonly backend: TaskHubBackend,
-    protected readonly clock: Clock,
-    protected readonly limits: EngineLimits,
-    private readonly waitPollMs: number,
-  ) {}
+  constructor(private readonly o: ClientOperationsOptions) {
+    this.hubName = o.hubName;
+    this.backend = o.backend;
+    this.clock = o.clock;
+    this.limits = o.limits;
+    this.hooks = o.hooks;
+  }
 
-  /** A start or restart was written (`snapshot`: what a new instance is, nothing else having been written). */
-  protected abstract started(instanceId: string, snapshot: PartitionSnapshot | undefined): void;
-  /** A message for the instance was written. */
-  protected abstract messageWritten(instanceId: string, doc: MessageDoc): void;
-  /** The instance and everything of it are gone. */
-  protected abstract purged(instanceId: string): void;
-  protected abstract newMessageDoc(message: InstanceMessage): MessageDoc;
+  /** The hub stops: waits return at once (one waiting now returns at its next poll). */
+  close(): void {
+    this.closed = true;
+  }
+
+  /** The hub starts (again): waits wait. */
+  open(): void {
+    this.closed = false;
+  }
 
   /** Wakes the instance's waiters; `lastUpdatedTime` is the newest this host knows of it. */
-  protected notify(instanceId: string, lastUpdatedTime?: string) {
+  notify(instanceId: string, lastUpdatedTime?: string): void {
     const known = this.lastUpdated.get(instanceId);
     // ISO 8601 times of one format compare as strings; the feed may bring an older copy than a commit here.
     if (lastUpdatedTime !== undefined && (known === undefined || lastUpdatedTime > known)) {
@@ -76,12 +108,11 @@ export abstract class TaskHubClientBase implements TaskHubClient {
     for (const w of this.waiters.get(instanceId) ?? []) w();
   }
 
-  protected async readInstance(instanceId: string): Promise<InstanceDoc | undefined> {
+  private async readInstance(instanceId: string): Promise<InstanceDoc | undefined> {
     return this.backend.readInstance(instanceId);
   }
 
-  /** The partition key of an instance's documents (timers and activities are held by it). */
-  protected pk(instanceId: string): string {
+  private pk(instanceId: string): string {
     return partitionKeyOf(this.hubName, instanceId);
   }
 
@@ -139,7 +170,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
       etag = replaced.etag;
     }
     // What this host just wrote is the instance (a new one has nothing else): its first work item reads nothing.
-    this.started(instanceId, created.created ? snapshotOf([{ ...pending, _etag: etag }]) : undefined);
+    this.hooks.started(instanceId, created.created ? snapshotOf([{ ...pending, _etag: etag }]) : undefined);
     this.notify(instanceId);
     return { instanceId };
   }
@@ -215,9 +246,9 @@ export abstract class TaskHubClientBase implements TaskHubClient {
     if (!inst) return "notFound";
     if (!allowed(inst.status)) return "notRunning";
     const message: InstanceMessage = { key: `${keyPrefix}-${randomUUID()}`, instanceId, event };
-    const doc: MessageDoc = this.newMessageDoc(message);
+    const doc: MessageDoc = this.hooks.newMessageDoc(message);
     await this.backend.addMessage(doc);
-    this.messageWritten(instanceId, doc);
+    this.hooks.messageWritten(instanceId, doc);
     return "ok";
   }
 
@@ -230,9 +261,9 @@ export abstract class TaskHubClientBase implements TaskHubClient {
       { id: randomUUID(), op: operation, signal: true, ...(input === null ? {} : { input }) },
       at,
     );
-    const doc: MessageDoc = this.newMessageDoc(message);
+    const doc: MessageDoc = this.hooks.newMessageDoc(message);
     await this.backend.addMessage(doc);
-    this.messageWritten(instanceId, doc);
+    this.hooks.messageWritten(instanceId, doc);
   }
 
   async readEntity(name: string, key: string) {
@@ -253,12 +284,12 @@ export abstract class TaskHubClientBase implements TaskHubClient {
         backend: this.backend,
         now: () => new Date(this.clock.now()),
         send: async (message) => {
-          const doc = this.newMessageDoc(message);
+          const doc = this.hooks.newMessageDoc(message);
           await this.backend.addMessage(doc);
-          this.messageWritten(message.instanceId, doc);
+          this.hooks.messageWritten(message.instanceId, doc);
         },
         removed: (instanceId) => {
-          this.purged(instanceId);
+          this.hooks.purged(instanceId);
           this.notify(instanceId);
         },
       },
@@ -337,7 +368,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
       if (!inst || !isTerminal(inst.status)) return 0;
       const outcome = await this.backend.deleteInstance(snap);
       if (outcome !== "changed") {
-        this.purged(instanceId);
+        this.hooks.purged(instanceId);
         this.notify(instanceId);
         return outcome === "purged" ? 1 : 0;
       }
@@ -374,7 +405,7 @@ export abstract class TaskHubClientBase implements TaskHubClient {
     const known = this.lastUpdated.get(instanceId);
     if (since !== undefined && known !== undefined && known > since) return;
     if (signal?.aborted || this.closed) return;
-    const poll = this.waitPollMs;
+    const poll = this.o.waitPollMs;
     const woken = new AbortController();
     const wake = () => woken.abort();
     const set = this.waiters.get(instanceId) ?? new Set<() => void>();

@@ -3,9 +3,10 @@ import { hostname } from "node:os";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { ActivityWorker } from "./activities.js";
 import type { DispatchContext, DispatchFeed, TaskHubBackend } from "./backend.js";
-import { TaskHubClientBase } from "./client-operations.js";
+import { TaskHubClientOperations } from "./client-operations.js";
 import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";
 import type { ActivityDoc, AnyDoc, MessageDoc, OutboxDoc, PartitionSnapshot, TimerDoc } from "./documents.js";
+import { partitionKeyOf } from "./documents.js";
 import { applyMessages } from "./engine.js";
 import { type EntityInvoker, withEntities } from "./entity-engine.js";
 import { type TokenGetter, withHttpActivity } from "./http-activity.js";
@@ -15,9 +16,11 @@ import { TimerService } from "./timers.js";
 import type {
   ActivityInvoker,
   ApplyMessages,
+  EntityFilter,
   HistoryEvent,
-  InstanceMessage,
+  InstanceFilter,
   OrchestratorInvoker,
+  TaskHubClient,
 } from "./types.js";
 
 export { TaskHubError, validateInstanceId } from "./errors.js";
@@ -105,11 +108,18 @@ export const TaskHubDefaults = {
 } as const;
 
 /**
- * The dev host's durable task hub: the client operations, and the dispatch of orchestrations, activities, entities
- * and timers on its backend's dispatch feed.
+ * The dev host's durable task hub, composed as durabletask-go's task hub is: the client operations
+ * (client-operations.ts), the orchestration dispatcher, the activity worker and the timers over one backend, and the
+ * dispatch of orchestrations, activities, entities and timers on the backend's dispatch feed. It is a
+ * `TaskHubClient` by handing each client call to its client operations.
  */
-export class TaskHub extends TaskHubClientBase {
+export class TaskHub implements TaskHubClient {
+  readonly hubName: string;
+  /** The client operations (start, status, events, purge, waits): what this hub's TaskHubClient calls do. */
+  readonly client: TaskHubClientOperations;
   private readonly o: TaskHubOptions;
+  private readonly backend: TaskHubBackend;
+  private readonly clock: Clock;
   private readonly owner: string;
   /** Runs orchestration and entity work items. */
   readonly dispatcher: OrchestrationDispatcher;
@@ -125,16 +135,25 @@ export class TaskHub extends TaskHubClientBase {
   constructor(options: TaskHubOptions) {
     const setting = <K extends keyof typeof TaskHubDefaults>(k: K): number =>
       (options as unknown as Record<string, number | undefined>)[k] ?? TaskHubDefaults[k];
-    super(
-      options.hubName,
-      options.backend,
-      options.clock ?? systemClock,
-      {
+    this.hubName = options.hubName;
+    this.backend = options.backend;
+    this.clock = options.clock ?? systemClock;
+    this.client = new TaskHubClientOperations({
+      hubName: options.hubName,
+      backend: options.backend,
+      clock: this.clock,
+      limits: {
         maxPayloadBytes: setting("maxPayloadBytes"),
         ...(options.defaultVersion !== undefined ? { defaultVersion: options.defaultVersion } : {}),
       },
-      setting("waitPollMs"),
-    );
+      waitPollMs: setting("waitPollMs"),
+      hooks: {
+        started: (id, snapshot) => this.started(id, snapshot),
+        messageWritten: (id, doc) => this.messageWritten(id, doc),
+        purged: (id) => this.purged(id),
+        newMessageDoc: (message) => this.dispatcher.newMessageDoc(message),
+      },
+    });
     this.o = options;
     this.owner = `${options.instanceName ?? hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     const v = <K extends keyof typeof TaskHubDefaults>(k: K): number =>
@@ -191,7 +210,7 @@ export class TaskHub extends TaskHubClientBase {
   /** Starts dispatch: the backend's dispatch feed (from its beginning) and the pending-work scan. */
   async start(): Promise<void> {
     this.stopped = false;
-    this.closed = false;
+    this.client.open();
     const o = this.o;
     this.feed = this.backend.openDispatch((docs, context) => this.dispatch(docs, context), {
       pollDelayMs: o.feedPollDelayMs ?? TaskHubDefaults.feedPollDelayMs,
@@ -249,7 +268,7 @@ export class TaskHub extends TaskHubClientBase {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.closed = true;
+    this.client.close();
     this.scanLoop?.abort();
     this.timers.stop();
     // Running activities record their results, within the grace: a hung one must not hold the stop (its claim
@@ -267,7 +286,7 @@ export class TaskHub extends TaskHubClientBase {
   /** Stops without handing anything off (a crash, for tests). */
   async abandon(): Promise<void> {
     this.stopped = true;
-    this.closed = true;
+    this.client.close();
     this.scanLoop?.abort();
     this.timers.stop();
     this.dispatcher.abandon();
@@ -301,7 +320,7 @@ export class TaskHub extends TaskHubClientBase {
         else {
           if (this.dispatcher.forget(doc.instanceId, doc._etag))
             work.push(this.dispatcher.schedule(doc.instanceId, { signal: context.signal }));
-          this.notify(doc.instanceId, doc.lastUpdatedTime);
+          this.client.notify(doc.instanceId, doc.lastUpdatedTime);
           if (doc.claim) this.watchClaim(doc.instanceId, doc.claim);
         }
       } else if (doc.kind === "activity") {
@@ -328,7 +347,7 @@ export class TaskHub extends TaskHubClientBase {
     for (const id of w.canceledTimers) this.timers.cancel(this.pk(w.instanceId), id);
     if (w.terminal) this.timers.cancelPartition(this.pk(w.instanceId));
     for (const o of w.outbox) this.detach(`Delivering ${o.id}`, this.deliver(o));
-    if (w.instance) this.notify(w.instanceId, w.instance.lastUpdatedTime);
+    if (w.instance) this.client.notify(w.instanceId, w.instance.lastUpdatedTime);
   }
 
   private activityCompleted(doc: ActivityDoc, event: HistoryEvent): void {
@@ -418,12 +437,10 @@ export class TaskHub extends TaskHubClientBase {
       this.detach(`Instance '${i.instanceId}'`, this.dispatcher.schedule(i.instanceId));
   }
 
-  // ---- client ----------------------------------------------------------------------------------------------
-
-  // ---- the client operations (client-operations.ts) call back here ---------------------------------------
+  // ---- the client operations call back here (ClientHooks) --------------------------------------------------
 
   /** Hands a started instance to the dispatcher. */
-  protected started(instanceId: string, snapshot: PartitionSnapshot | undefined): void {
+  private started(instanceId: string, snapshot: PartitionSnapshot | undefined): void {
     if (this.stopped) return;
     if (snapshot) this.dispatcher.prime(instanceId, snapshot);
     else this.dispatcher.forget(instanceId);
@@ -431,19 +448,70 @@ export class TaskHub extends TaskHubClientBase {
   }
 
   /** Schedules the instance a message was written for. */
-  protected messageWritten(instanceId: string, doc: MessageDoc): void {
+  private messageWritten(instanceId: string, doc: MessageDoc): void {
     if (!this.stopped)
       this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId, { message: doc }));
   }
 
   /** Forgets a purged instance and cancels its timers. */
-  protected purged(instanceId: string): void {
+  private purged(instanceId: string): void {
     this.dispatcher.forget(instanceId);
     this.timers.cancelPartition(this.pk(instanceId));
   }
 
-  /** A message document for `message`, numbered by the dispatcher. */
-  protected newMessageDoc(message: InstanceMessage): MessageDoc {
-    return this.dispatcher.newMessageDoc(message);
+  private pk(instanceId: string): string {
+    return partitionKeyOf(this.hubName, instanceId);
+  }
+
+  // ---- TaskHubClient: the client operations ------------------------------------------------------------------
+
+  startNew(name: string, options: { instanceId?: string; input?: string | null; version?: string }) {
+    return this.client.startNew(name, options);
+  }
+  getStatus(
+    instanceId: string,
+    options?: { showHistory?: boolean; showHistoryOutput?: boolean; showInput?: boolean },
+  ) {
+    return this.client.getStatus(instanceId, options);
+  }
+  list(filter: InstanceFilter) {
+    return this.client.list(filter);
+  }
+  raiseEvent(instanceId: string, eventName: string, input: string | null) {
+    return this.client.raiseEvent(instanceId, eventName, input);
+  }
+  terminate(instanceId: string, reason: string | null) {
+    return this.client.terminate(instanceId, reason);
+  }
+  suspend(instanceId: string, reason: string | null) {
+    return this.client.suspend(instanceId, reason);
+  }
+  resume(instanceId: string, reason: string | null) {
+    return this.client.resume(instanceId, reason);
+  }
+  purge(instanceId: string) {
+    return this.client.purge(instanceId);
+  }
+  purgeMany(filter: InstanceFilter) {
+    return this.client.purgeMany(filter);
+  }
+  signalEntity(name: string, key: string, operation: string, input: string | null) {
+    return this.client.signalEntity(name, key, operation, input);
+  }
+  readEntity(name: string, key: string) {
+    return this.client.readEntity(name, key);
+  }
+  listEntities(filter: EntityFilter) {
+    return this.client.listEntities(filter);
+  }
+  cleanEntityStorage(options: { removeEmptyEntities: boolean; releaseOrphanedLocks: boolean }) {
+    return this.client.cleanEntityStorage(options);
+  }
+  waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal, since?: string) {
+    return this.client.waitForChange(instanceId, timeoutMs, signal, since);
+  }
+  /** Live waiters (tests: nothing is left behind). */
+  get waiterCount(): number {
+    return this.client.waiterCount;
   }
 }
