@@ -73,6 +73,10 @@ const REQUEST_TIMEOUT_MS = 20_000;
  * holds nothing up (the chaos goes on with the live hosts), so the bound is only there to end a broken build.
  */
 const READY_MS = 300_000;
+/** Attempts at restarting a killed host that is not ready within READY_MS (then it counts as a crash). */
+const RESTART_ATTEMPTS = 3;
+/** How often the test prints where it is (so that a run that times out says where it stood). */
+const PROGRESS_EVERY_MS = 60_000;
 
 const script = fileURLToPath(new URL("../support/processor-child.ts", import.meta.url));
 const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
@@ -88,6 +92,16 @@ const CHAOS_TIMEOUT_MS = 1_800_000;
 // ------------------------------------------------------------------------------------------------ helpers
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The last lines of a host's stderr file, for an error about it. */
+function stderrTail(file: string): string {
+  try {
+    const text = readFileSync(file, "utf8").trim();
+    return text ? `; its stderr ends: ${text.split("\n").slice(-5).join(" | ").slice(-1_000)}` : "";
+  } catch {
+    return "";
+  }
+}
 
 /** Waits until `cond` holds; fails when `progress()` has not changed for `stallMs`. */
 async function waitWhileProgressing(
@@ -255,7 +269,7 @@ describe("change feed processor under chaos", () => {
             resolve(code);
           }),
         );
-        await untilReady(proc, slot.name, undefined, READY_MS);
+        await untilReady(proc, slot.name, () => stderrTail(host.errFile), READY_MS);
         slot.live = true;
       };
       for (let i = 0; i < HOSTS; i++) {
@@ -352,11 +366,51 @@ describe("change feed processor under chaos", () => {
       // ---------------------------------------------------------------- chaos
       const kills: string[] = [];
       const restarts: Promise<void>[] = [];
+      let pendingRestarts = 0;
+      const restartNotes: string[] = [];
+      /**
+       * Restarts a killed host. A restart that is not ready within READY_MS (a loaded machine) is tried again, up to
+       * RESTART_ATTEMPTS in all; one whose host exits before it is ready is a crash of the processor.
+       */
+      const restart = async (victim: Slot, delay: number): Promise<void> => {
+        pendingRestarts++;
+        try {
+          await sleep(delay);
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await start(victim);
+              return;
+            } catch (e) {
+              const text = String(e);
+              const slow = /not ready after/.test(text);
+              if (!slow || attempt >= RESTART_ATTEMPTS) {
+                crashes.push(`restart of ${victim.name} failed (attempt ${attempt}): ${text}`);
+                return;
+              }
+              restartNotes.push(`${victim.name}: restart attempt ${attempt} not ready, tried again`);
+              victim.expectingExit = true;
+              victim.proc?.kill("SIGKILL");
+              await victim.exited;
+            }
+          }
+        } finally {
+          pendingRestarts--;
+        }
+      };
+      const progressEvery = setInterval(() => {
+        poll();
+        console.log(
+          `chaos progress at ${((Date.now() - began) / 1000).toFixed(0)} s: ${written.length} written, ${handled.size} handled, ${slots.filter((s) => s.live).length} hosts live, ${kills.length} kills, ${pendingRestarts} restarts pending${crashes.length ? `, crashes: ${crashes.join("; ")}` : ""}`,
+        );
+      }, PROGRESS_EVERY_MS);
+      progressEvery.unref();
       while (!(writerDone && kills.length >= MIN_KILLS)) {
         await sleep(between(2_000, 4_500));
         if (writerFailed) break;
         poll();
         const live = slots.filter((s) => s.live);
+        // A host that could not be restarted: the run cannot go on (crashes says why; asserted below).
+        if (live.length < 2 && pendingRestarts === 0 && crashes.length > 0) break;
         // Never all at once: at least one host always keeps running.
         if (live.length < 2) continue;
         const victim = live[between(0, live.length)];
@@ -366,16 +420,11 @@ describe("change feed processor under chaos", () => {
         await victim.exited;
         const delay = between(300, 1_500);
         kills.push(`${victim.name}.${victim.generation}@${((Date.now() - writeStart) / 1000).toFixed(1)}s`);
-        restarts.push(
-          sleep(delay)
-            .then(() => start(victim))
-            .catch((e: unknown) => {
-              crashes.push(`restart of ${victim.name} failed: ${String(e)}`);
-            }),
-        );
+        restarts.push(restart(victim, delay));
       }
-      await writerFinished;
+      await writerFinished.finally(() => clearInterval(progressEvery));
       await Promise.all(restarts);
+      expect(crashes, crashes.join("\n")).toEqual([]);
       const writeSeconds = (Date.now() - writeStart) / 1000;
       expect(written.length).toBe(TOTAL);
       expect(splitInfo).not.toBe("");
@@ -501,7 +550,7 @@ describe("change feed processor under chaos", () => {
       const summary =
         `chaos seed=${seed}: ${TOTAL} documents over ${KEYS} keys written in ${writeSeconds.toFixed(1)} s ` +
         `(${writeRetries} writer retries, ${heavyRetries} heavy upsert retries), drained in ${drainSeconds.toFixed(1)} s; ${HOSTS} hosts, ` +
-        `${kills.length} kills [${kills.join(" ")}], split ${splitInfo}; ${lines.length} handled lines, ` +
+        `${kills.length} kills [${kills.join(" ")}]${restartNotes.length ? ` (${restartNotes.join("; ")})` : ""}, split ${splitInfo}; ${lines.length} handled lines, ` +
         `${duplicates} duplicates over ${duplicatedIds} ids (bounds: ${duplicateBound} by kills, ${acquisitionBound} by acquisitions, ${perStart} per worker start), ${lost.length} lost, ` +
         `${orderViolations.length} order violations, ${concurrentWorkers.length} interleavings of two ` +
         `workers of one lease in one process; ${acquisitions} lease acquisitions, ` +
