@@ -51,12 +51,9 @@ async function hosts(n: 1 | 2, log: string[]): Promise<CosmosTaskHub[]> {
 
 const entity = (hub: CosmosTaskHub, key: string) => hub.readEntity("register", key);
 
-/** The lock the entity's stored instance document records (read as the client reads instances). */
+/** The lock the entity's stored instance document records (read through the hub's backend). */
 async function lockOf(hub: CosmosTaskHub, key: string) {
-  const read = hub as unknown as {
-    readInstance(id: string): Promise<{ engine?: Record<string, unknown> } | undefined>;
-  };
-  return entityLockOf(await read.readInstance(`@register@${key}`));
+  return entityLockOf(await hub.backend.readInstance(`@register@${key}`));
 }
 
 /** Sections over overlapping sets given in different orders, started across `on`; their final statuses. */

@@ -1,7 +1,8 @@
 /**
- * The Cosmos DB task hub against the emulator over a real socket, with REAL durable-functions orchestrators (the
- * SDK's own Orchestrator wraps each generator) and activities: episodes committed by transactional batch,
- * dispatch through the change feed processor, durable timers, external events, the client operations.
+ * The task hub on each backend — Cosmos DB (the emulator over a real socket: episodes committed by transactional
+ * batch, dispatch through the change feed processor) and memory — with REAL durable-functions orchestrators (the
+ * SDK's own Orchestrator wraps each generator) and activities: durable timers, external events, the client
+ * operations. The same tests on both: the engine's behaviour does not depend on where its documents are.
  */
 import { createRequire } from "node:module";
 import type { Database } from "@azure/cosmos";
@@ -10,8 +11,10 @@ import type { OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WAIT_MS } from "../../bench/lib/until.js";
-import { CosmosTaskHub } from "../../packages/devhost/src/durable/cosmos-backend/task-hub.js";
-import { TaskHubError } from "../../packages/devhost/src/durable/hub.js";
+import type { TaskHubBackend } from "../../packages/devhost/src/durable/backend.js";
+import { CosmosBackend } from "../../packages/devhost/src/durable/cosmos-backend/backend.js";
+import { TaskHub, TaskHubError } from "../../packages/devhost/src/durable/hub.js";
+import { MemoryBackend } from "../../packages/devhost/src/durable/memory-backend/index.js";
 import type { InstanceStatus } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
@@ -62,79 +65,97 @@ const activities: Record<string, (input: unknown) => unknown> = {
   },
 };
 
-let t: TestEmulator;
-let db: Database;
-let hub: CosmosTaskHub;
-let invocations = 0;
+/** A backend for the hub and how to close what it needs. */
+type OpenBackend = () => Promise<{ backend: TaskHubBackend; close(): Promise<void> }>;
 
-beforeAll(async () => {
-  t = await startTestEmulator();
-  db = (await t.client.databases.create({ id: uniqueName("durable") })).database;
+const cosmos: OpenBackend = async () => {
+  const t: TestEmulator = await startTestEmulator();
+  const db: Database = (await t.client.databases.create({ id: uniqueName("durable") })).database;
   const { container: leases } = await db.containers.create({
     id: "leases",
     partitionKey: { paths: ["/id"] },
     defaultTtl: -1,
   });
   const { monitored } = await processorContainers(db, 1);
-  const handlers = new Map(Object.entries(orchestrators).map(([n, g]) => [n, createOrchestrator(g)]));
-  hub = new CosmosTaskHub({
-    container: monitored,
-    leaseContainer: leases,
-    hubName: "TestHub",
-    feedPollDelayMs: FAST_INTERVALS.feedPollDelay,
-    timerScanIntervalMs: 200,
-    invokeOrchestrator: async (name, input) => {
-      invocations++;
-      const h = handlers.get(name);
-      if (!h)
-        return {
-          thrown: new Error(
-            `The function '${name}' doesn't exist, is disabled, or is not an orchestrator function.`,
-          ),
-        };
-      const ctx = new InvocationContext({ functionName: name, invocationId: String(invocations) });
-      try {
-        return { returned: JSON.parse(JSON.stringify(await h(input, ctx))) };
-      } catch (e) {
-        return { thrown: e };
-      }
-    },
-    invokeActivity: async (item) => {
-      const fn = activities[item.name];
-      try {
-        if (!fn) throw new Error(`no activity ${item.name}`);
-        const value = await fn(item.input === null ? undefined : JSON.parse(item.input));
-        return { result: JSON.stringify(value ?? null) };
-      } catch (e) {
-        return { failure: { ErrorType: "Error", ErrorMessage: (e as Error).message } };
-      }
-    },
+  return {
+    backend: new CosmosBackend({ container: monitored, leaseContainer: leases, hubName: "TestHub" }),
+    close: () => t.close(),
+  };
+};
+const memory: OpenBackend = async () => ({
+  backend: new MemoryBackend({ hubName: "TestHub" }),
+  close: async () => {},
+});
+
+describe.each([
+  ["Cosmos DB", cosmos],
+  ["memory", memory],
+])("task hub on %s", (_label, open) => {
+  let hub: TaskHub;
+  let closeBackend: (() => Promise<void>) | undefined;
+  let invocations = 0;
+
+  beforeAll(async () => {
+    flakyAttempts.clear();
+    const opened = await open();
+    closeBackend = opened.close;
+    const handlers = new Map(Object.entries(orchestrators).map(([n, g]) => [n, createOrchestrator(g)]));
+    hub = new TaskHub({
+      backend: opened.backend,
+      hubName: "TestHub",
+      feedPollDelayMs: FAST_INTERVALS.feedPollDelay,
+      timerScanIntervalMs: 200,
+      invokeOrchestrator: async (name, input) => {
+        invocations++;
+        const h = handlers.get(name);
+        if (!h)
+          return {
+            thrown: new Error(
+              `The function '${name}' doesn't exist, is disabled, or is not an orchestrator function.`,
+            ),
+          };
+        const ctx = new InvocationContext({ functionName: name, invocationId: String(invocations) });
+        try {
+          return { returned: JSON.parse(JSON.stringify(await h(input, ctx))) };
+        } catch (e) {
+          return { thrown: e };
+        }
+      },
+      invokeActivity: async (item) => {
+        const fn = activities[item.name];
+        try {
+          if (!fn) throw new Error(`no activity ${item.name}`);
+          const value = await fn(item.input === null ? undefined : JSON.parse(item.input));
+          return { result: JSON.stringify(value ?? null) };
+        } catch (e) {
+          return { failure: { ErrorType: "Error", ErrorMessage: (e as Error).message } };
+        }
+      },
+    });
+    await hub.start();
   });
-  await hub.start();
-});
 
-afterAll(async () => {
-  await hub?.stop();
-  await t?.close();
-});
+  afterAll(async () => {
+    await hub?.stop();
+    await closeBackend?.();
+  });
 
-async function until(
-  id: string,
-  done: (s: InstanceStatus) => boolean,
-  ms = WAIT_MS,
-): Promise<InstanceStatus> {
-  const deadline = Date.now() + ms;
-  let last: InstanceStatus | undefined;
-  while (Date.now() < deadline) {
-    last = await hub.getStatus(id);
-    if (last && done(last)) return last;
-    await hub.waitForChange(id, 200);
+  async function until(
+    id: string,
+    done: (s: InstanceStatus) => boolean,
+    ms = WAIT_MS,
+  ): Promise<InstanceStatus> {
+    const deadline = Date.now() + ms;
+    let last: InstanceStatus | undefined;
+    while (Date.now() < deadline) {
+      last = await hub.getStatus(id);
+      if (last && done(last)) return last;
+      await hub.waitForChange(id, 200);
+    }
+    throw new Error(`instance ${id} did not get there: ${JSON.stringify(last)}`);
   }
-  throw new Error(`instance ${id} did not get there: ${JSON.stringify(last)}`);
-}
-const finished = (s: InstanceStatus) => ["Completed", "Failed", "Terminated"].includes(s.runtimeStatus);
+  const finished = (s: InstanceStatus) => ["Completed", "Failed", "Terminated"].includes(s.runtimeStatus);
 
-describe("Cosmos DB task hub", () => {
   it("runs a sequence of activities to Completed", async () => {
     const { instanceId } = await hub.startNew("sequence", { instanceId: "seq-1", input: "3" });
     const s = await until(instanceId, finished);

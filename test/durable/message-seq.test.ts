@@ -5,15 +5,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../packages/core/src/clock.js";
-import type { TaskHubBackend } from "../../packages/devhost/src/durable/backend.js";
 import { OrchestrationDispatcher } from "../../packages/devhost/src/durable/dispatcher.js";
+import { MemoryBackend } from "../../packages/devhost/src/durable/memory-backend/index.js";
 
 describe("message order on one host", () => {
   it("gives every message a larger seq than the one before, 2,500 within one millisecond", () => {
     const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
     const dispatcher = new OrchestrationDispatcher({
       // Only newMessageDoc is used: nothing is stored.
-      backend: {} as TaskHubBackend,
+      backend: new MemoryBackend({ hubName: "SeqHub", clock }),
       hub: "SeqHub",
       clock,
       owner: "host",

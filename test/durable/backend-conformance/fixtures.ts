@@ -11,11 +11,11 @@ import type {
   DispatchOptions,
   TaskHubBackend,
 } from "../../../packages/devhost/src/durable/backend.js";
-import { historyChunks } from "../../../packages/devhost/src/durable/commit-plan.js";
 import {
   type ActivityDoc,
   activityId,
   type HistoryDoc,
+  historyChunks,
   type InstanceDoc,
   instanceDocOf,
   type MessageDoc,

@@ -76,7 +76,7 @@ export function queryTests(s: Suite): void {
       expect(first?._etag).toBe((await b.readInstance(a))?._etag);
     });
 
-    it("pages instances: a page holds at most `top`; deletions between pages skip and repeat nothing", async () => {
+    it("pages instances: a page holds at most `top`; deletions between pages skip and repeat nothing else", async () => {
       const b = s.backend();
       const p = uniqueId("page");
       const ids = Array.from({ length: 7 }, (_v, i) => `${p}-${i}`);
@@ -97,8 +97,10 @@ export function queryTests(s: Suite): void {
           }
         }
       } while (token);
-      const expected = ids.filter((id) => id !== ids[4]);
-      expect(seen.sort()).toEqual(expected);
+      // Every instance that stayed is seen once; the one deleted before its page may still be seen (a Cosmos DB
+      // query's pages can come from what it read when the query began), never twice.
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen.filter((id) => id !== ids[4]).sort()).toEqual(ids.filter((id) => id !== ids[4]));
     });
 
     it("refuses a continuation token it did not give: the HTTP API answers 400 InvalidContinuationToken", async () => {

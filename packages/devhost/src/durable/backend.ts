@@ -44,7 +44,12 @@ export interface TaskHubBackend {
   readInstance(instanceId: string): Promise<InstanceDoc | undefined>;
   /** Everything of one instance: its document, the current execution's history, its pending work. */
   readInstanceState(instanceId: string): Promise<PartitionSnapshot>;
-  /** One page of the hub's orchestration instances (entities left out) that the filter selects. */
+  /**
+   * One page of the hub's orchestration instances (entities left out) that the filter selects. A continuation token
+   * the backend did not issue throws an error the HTTP API answers 400 InvalidContinuationToken (http-errors.ts:
+   * `statusCode` 400, or the SDK's own refusal of the token). An instance present throughout the paging is seen
+   * once; one deleted meanwhile may still be seen.
+   */
   queryInstances(filter: InstanceFilter): Promise<Page<InstanceDoc>>;
   /**
    * Deletes the instance of `snapshot` and everything of it (the instance document last, If-Match its etag in the
@@ -191,9 +196,12 @@ export interface DispatchOptions {
 /** A running dispatch feed. */
 export interface DispatchFeed {
   start(): Promise<void>;
-  /** Hands the leases off after the pages in flight end (within `abortSignal`). */
+  /**
+   * Hands the leases off after the pages in flight end (within `abortSignal`): their signals fire first, and
+   * `leaseLost` is called for each lease given up.
+   */
   stop(options?: { abortSignal?: AbortSignal }): Promise<void>;
-  /** Stops without handing anything off (a crash, for tests). */
+  /** Stops without handing anything off (a crash, for tests); the signals of the pages in flight fire. */
   abandon(): Promise<void>;
   /** The lease tokens held right now. */
   ownedLeaseTokens(): string[];

@@ -8,20 +8,12 @@ import { type CommittedWork, OrchestrationDispatcher } from "./dispatcher.js";
 import type { ActivityDoc, AnyDoc, MessageDoc, OutboxDoc, PartitionSnapshot, TimerDoc } from "./documents.js";
 import { partitionKeyOf } from "./documents.js";
 import { applyMessages } from "./engine.js";
-import { type EntityInvoker, withEntities } from "./entity-engine.js";
-import { type TokenGetter, withHttpActivity } from "./http-activity.js";
+import { withEntities } from "./entity-engine.js";
+import { withHttpActivity } from "./http-activity.js";
 import { type LogLevel, TaskHubDefaults, type TaskHubOptions } from "./hub-options.js";
 import { timerFiredMessage } from "./protocol.js";
 import { TimerService } from "./timers.js";
-import type {
-  ActivityInvoker,
-  ApplyMessages,
-  EntityFilter,
-  HistoryEvent,
-  InstanceFilter,
-  OrchestratorInvoker,
-  TaskHubClient,
-} from "./types.js";
+import type { EntityFilter, HistoryEvent, InstanceFilter, TaskHubClient } from "./types.js";
 
 export { TaskHubError, validateInstanceId } from "./errors.js";
 export { type LogLevel, TaskHubDefaults, type TaskHubOptions } from "./hub-options.js";
@@ -46,7 +38,8 @@ export class TaskHub implements TaskHubClient {
   /** The client operations (start, status, events, purge, waits): what this hub's TaskHubClient calls do. */
   readonly client: TaskHubClientOperations;
   private readonly o: TaskHubOptions;
-  private readonly backend: TaskHubBackend;
+  /** Where the hub's documents are (tests and tools read instances through it as the hub does). */
+  readonly backend: TaskHubBackend;
   private readonly clock: Clock;
   private readonly owner: string;
   /** Runs orchestration and entity work items. */

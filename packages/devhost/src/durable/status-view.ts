@@ -1,12 +1,5 @@
 import { parseEntitySchedulerId } from "./entity-batch.js";
-import {
-  type EntityFilter,
-  type EntityStatus,
-  type HistoryEvent,
-  HistoryEventType,
-  type InstanceFilter,
-  type RuntimeStatus,
-} from "./types.js";
+import { type EntityStatus, type HistoryEvent, HistoryEventType, type RuntimeStatus } from "./types.js";
 
 /** How the task hub's state reads to clients: runtime statuses, the instance list query, the history view. */
 

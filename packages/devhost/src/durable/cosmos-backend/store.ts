@@ -9,7 +9,6 @@ import {
   partitionKeyOf,
   type StageDoc,
   snapshotOf,
-  type TimerDoc,
   type WorkDoc,
 } from "../documents.js";
 import { DURABLE_LIMITS } from "../limits.js";
