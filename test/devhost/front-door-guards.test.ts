@@ -15,7 +15,7 @@ import {
 import { parseCorsPolicy } from "../../packages/devhost/src/http/cors.js";
 import type { BuiltinRequest } from "../../packages/devhost/src/http/server.js";
 import { type LogRecord, type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
-import { FakeTaskHub } from "../durable/fake-task-hub.js";
+import { isStatus, startApiHub } from "../durable/api-hub.js";
 import { type FrontDoorApp, frontDoorApp } from "../support/front-door-app.js";
 import { type RawAnswer, rawCall } from "../support/raw-http.js";
 
@@ -348,7 +348,9 @@ describe("the cross-site guard (built-in routes)", () => {
 
 describe("the durable-functions client through the front door", () => {
   it("starts, signals, reads and purges instances (JSON calls, no Origin) on the durable HTTP API", async () => {
-    const hub = new FakeTaskHub("TestHubName");
+    // The real task hub on the memory backend, running real orchestrations (test/durable/api-hub.ts).
+    const ah = await startApiHub("TestHubName");
+    const hub = ah.hub;
     let baseUrl = "";
     const durable = await startDevHost({
       appDir: app.dir,
@@ -369,26 +371,39 @@ describe("the durable-functions client through the front door", () => {
       context.extraInputs.set(input, durableClientInputData({ baseUrl, hubName: "TestHubName" }));
       const client = df.getClient(context);
 
+      ah.hold(); // the instance's first episode waits: Pending until released
       const id = await client.startNew("hello", { input: { who: "Ada" } });
-      expect((await client.getStatus(id)).runtimeStatus).toBe("Pending");
+      expect(await client.getStatus(id)).toMatchObject({ runtimeStatus: "Pending", input: { who: "Ada" } });
+      ah.release();
       await client.raiseEvent(id, "Approval", { approved: true });
       await client.suspend(id, "wait");
+      await ah.until(id, isStatus("Suspended"));
       await client.resume(id, "go");
       await client.terminate(id, "done");
-      expect((await client.getStatus(id)).runtimeStatus).toBe("Terminated");
+      await ah.until(id, isStatus("Terminated"));
+      expect(await client.getStatus(id)).toMatchObject({ runtimeStatus: "Terminated", output: "done" });
+      // Each call reached the instance: its history holds them.
+      const shown = await hub.getStatus(id, { showHistory: true });
+      expect(shown?.historyEvents).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ EventType: "EventRaised", Name: "Approval" }),
+          expect.objectContaining({ EventType: "ExecutionSuspended", Reason: "wait" }),
+          expect.objectContaining({ EventType: "ExecutionResumed", Reason: "go" }),
+          expect.objectContaining({ EventType: "ExecutionTerminated" }),
+        ]),
+      );
       const status = client.createCheckStatusResponse(
         new HttpRequest({ url: `${baseUrl}/api/start`, method: "POST" }),
         id,
       );
       expect(status.status).toBe(202);
       expect((await client.purgeInstanceHistory(id)).instancesDeleted).toBe(1);
-      expect(hub.calls.map((c) => c.method)).toEqual(
-        expect.arrayContaining(["startNew", "raiseEvent", "suspend", "resume", "terminate", "purge"]),
-      );
+      expect(await hub.getStatus(id)).toBeUndefined();
     } finally {
       if (savedHostname === undefined) delete process.env.WEBSITE_HOSTNAME;
       else process.env.WEBSITE_HOSTNAME = savedHostname;
       await durable.close();
+      await ah.close();
     }
   });
 });

@@ -12,33 +12,38 @@ import {
   ensureWebsiteHostname,
 } from "../../packages/devhost/src/durable/client-binding.js";
 import { TaskHubError } from "../../packages/devhost/src/durable/errors.js";
+import type { TaskHub } from "../../packages/devhost/src/durable/hub.js";
 import { DURABLE_LIMITS } from "../../packages/devhost/src/durable/limits.js";
 import { DURABLE_HUB_SETTINGS } from "../../packages/devhost/src/durable/settings.js";
+import { type ApiHub, hubOverFaultyStore, isStatus, ORCHESTRATORS, startApiHub } from "./api-hub.js";
 import { clientFor, type SeenRequest, serveDurableApi } from "./client-test-server.js";
-import { FakeTaskHub } from "./fake-task-hub.js";
 
 /**
  * The real durable-functions 3.5.0 DurableClient, built by df.getClient from our binding data, against our HTTP API
- * on a real socket, over a FAKE in-memory task hub (the Cosmos DB one is tested on its own).
+ * on a real socket, over the REAL task hub on the memory backend (api-hub.ts): real orchestrations the test moves
+ * through the public API. The handler's clock (create-and-wait deadlines) is the hub's FakeClock.
  */
 
 const HUB = "TestHubName";
-const ORCHESTRATORS = new Set(["hello", "other"]);
+/** A generated instance id: a UUID's hex digits. */
+const GENERATED = /^[0-9a-f]{32}$/;
 
-let hub: FakeTaskHub;
+let ah: ApiHub;
+let hub: TaskHub;
 let server: Awaited<ReturnType<typeof serveDurableApi>>;
 let data: DurableClientInputData;
 let client: df.DurableClient;
 const savedHostname = process.env.WEBSITE_HOSTNAME;
 
 beforeEach(async () => {
-  hub = new FakeTaskHub(HUB);
+  ah = await startApiHub(HUB);
+  hub = ah.hub;
   server = await serveDurableApi((baseUrl) =>
     createDurableApiHandler({
       hub,
       baseUrl,
       isOrchestrator: (name) => ORCHESTRATORS.has(name),
-      now: () => hub.now(),
+      now: () => ah.clock.now(),
     }),
   );
   delete process.env.WEBSITE_HOSTNAME;
@@ -49,6 +54,7 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await server.close();
+  await ah.close();
   if (savedHostname === undefined) delete process.env.WEBSITE_HOSTNAME;
   else process.env.WEBSITE_HOSTNAME = savedHostname;
 });
@@ -58,6 +64,17 @@ const last = (): SeenRequest => server.seen[server.seen.length - 1] as SeenReque
 async function started(name: string, id: string, input?: unknown): Promise<string> {
   return client.startNew(name, { instanceId: id, ...(input === undefined ? {} : { input }) });
 }
+/** Ends a `hello` instance: "finish" completes it with `output`, "fail" fails it with `output` as the message. */
+async function end(id: string, how: "finish" | "fail", output: unknown): Promise<void> {
+  expect(await hub.raiseEvent(id, how, JSON.stringify(output))).toBe("ok");
+  await ah.until(id, isStatus(how === "finish" ? "Completed" : "Failed"));
+}
+/** The instance's history as the HTTP API shows it (showHistory). */
+async function history(id: string): Promise<Record<string, unknown>[]> {
+  return ((await hub.getStatus(id, { showHistory: true }))?.historyEvents ?? []) as Record<string, unknown>[];
+}
+/** Resolves once a request waits on the hub (create-and-wait): `n` waits held by the hub. */
+const waiting = (n = 1) => vi.waitFor(() => expect(hub.waiterCount).toBe(n), { timeout: WAIT_MS });
 
 describe("durable HTTP API with the real DurableClient", () => {
   it("startNew posts the input to orchestrators/{name}[/{id}] and returns the instance id", async () => {
@@ -67,16 +84,19 @@ describe("durable HTTP API with the real DurableClient", () => {
       path: "/runtime/webhooks/durabletask/orchestrators/hello/inst-1",
       body: '{"city":"Oslo"}',
     });
-    expect(hub.callsOf("startNew")).toEqual([["hello", { instanceId: "inst-1", input: '{"city":"Oslo"}' }]]);
+    expect(await ah.backend.readInstance("inst-1")).toMatchObject({
+      name: "hello",
+      input: '{"city":"Oslo"}',
+    });
 
     const generated = await client.startNew("other");
-    expect(generated).toBe("fake0001");
+    expect(generated).toMatch(GENERATED);
     // No input: the SDK posts "" and axios JSON-encodes it, so the wire (and the extension) carries '""'.
     expect(server.seen[1]?.body).toBe('""');
-    expect(hub.callsOf("startNew")[1]).toEqual(["other", { input: '""' }]);
+    expect(await ah.backend.readInstance(generated)).toMatchObject({ name: "other", input: '""' });
     // An empty body is no input at all.
     expect((await fetch(api("orchestrators/other/empty"), { method: "POST" })).status).toBe(202);
-    expect(hub.callsOf("startNew")[2]).toEqual(["other", { instanceId: "empty", input: null }]);
+    expect(await ah.backend.readInstance("empty")).toMatchObject({ name: "other", input: null });
 
     // The 202 itself: the management links on the port the client called, Location, Retry-After 10.
     const res = await fetch(api("orchestrators/hello/inst-2"), { method: "POST", body: "[1,2]" });
@@ -101,11 +121,12 @@ describe("durable HTTP API with the real DurableClient", () => {
     await expect(client.startNew("nope")).rejects.toThrow(/400.*'nope' doesn't exist/);
     await started("hello", "dup");
     await expect(started("hello", "dup")).rejects.toThrow(/409.*already exists/);
-    hub.complete("dup", 1);
+    await end("dup", "finish", 1);
     expect(await started("hello", "dup")).toBe("dup"); // a finished instance's id may be reused
   });
 
   it("getStatus: 202 while Pending/Running/Suspended, 200 once Completed/Failed/Terminated, 404 unknown", async () => {
+    ah.hold("s1"); // its first episode waits: Pending
     await started("hello", "s1", "in");
     const pending = await fetch(api("instances/s1?taskHub=TestHubName"));
     expect(pending.status).toBe(202);
@@ -121,40 +142,56 @@ describe("durable HTTP API with the real DurableClient", () => {
     });
     expect(s.createdTime.toISOString()).toBe("2026-01-01T00:00:00.000Z"); // whole seconds, as the extension
 
+    ah.release("s1");
     for (const status of ["Running", "Suspended"] as const) {
-      hub.setStatus("s1", status);
+      if (status === "Suspended") expect(await hub.suspend("s1", null)).toBe("ok");
+      await ah.until("s1", isStatus(status));
       expect((await fetch(api("instances/s1"))).status).toBe(202);
       expect((await client.getStatus("s1")).runtimeStatus).toBe(status);
     }
-    hub.complete("s1", { ok: true });
+    expect(await hub.resume("s1", null)).toBe("ok");
+    await end("s1", "finish", { ok: true });
     const done = await fetch(api("instances/s1"));
     expect(done.status).toBe(200);
     expect(done.headers.get("location")).toBeNull();
     expect(await client.getStatus("s1")).toMatchObject({ runtimeStatus: "Completed", output: { ok: true } });
 
     await started("hello", "f1");
-    hub.fail("f1", "boom");
+    await end("f1", "fail", "boom");
     expect((await fetch(api("instances/f1"))).status).toBe(200);
     expect((await fetch(api("instances/f1?returnInternalServerErrorOnFailure=true"))).status).toBe(500);
-    expect(await client.getStatus("f1")).toMatchObject({ runtimeStatus: "Failed", output: "boom" });
+    // The engine's failure output, as the extension's: the orchestrator's name and the error's message.
+    expect(await client.getStatus("f1")).toMatchObject({
+      runtimeStatus: "Failed",
+      output: "Orchestrator function 'hello' failed: boom",
+    });
 
     await expect(client.getStatus("missing")).rejects.toThrow(/404.*missing/);
   });
 
   it("getStatus passes showHistory / showHistoryOutput / showInput to the hub and shapes the body", async () => {
     await started("hello", "h1", { secret: 1 });
-    hub.complete("h1", 42);
-    await client.getStatus("h1", { showHistory: true, showHistoryOutput: true });
+    await end("h1", "finish", 42);
+    const shown = await client.getStatus("h1", { showHistory: true, showHistoryOutput: true });
     expect(last().query).toBe("?showHistory=true&showHistoryOutput=true");
-    expect(hub.callsOf("getStatus").at(-1)).toEqual([
-      "h1",
-      { showHistory: true, showHistoryOutput: true, showInput: true },
-    ]);
+    expect(shown.input).toEqual({ secret: 1 }); // showInput by default
+    // The SDK reads `history`, the extension (and this API) answers `historyEvents`: read them here.
+    const withOutput = (await (
+      await fetch(api("instances/h1?showHistory=true&showHistoryOutput=true"))
+    ).json()) as { historyEvents: Record<string, unknown>[] };
+    expect(withOutput.historyEvents).toContainEqual(
+      expect.objectContaining({ EventType: "ExecutionCompleted", Result: "42" }),
+    );
 
     const withHistory = (await (await fetch(api("instances/h1?showHistory=true"))).json()) as {
-      historyEvents: { EventType: number }[];
+      historyEvents: Record<string, unknown>[];
     };
-    expect(withHistory.historyEvents.map((e) => e.EventType)).toEqual([0, 1]);
+    expect(withHistory.historyEvents.map((e) => e.EventType)).toEqual([
+      "ExecutionStarted",
+      "EventRaised",
+      "ExecutionCompleted",
+    ]);
+    expect(withHistory.historyEvents.some((e) => "Result" in e)).toBe(false); // outputs only when asked
     const plain = (await (await fetch(api("instances/h1?showInput=false"))).json()) as Record<
       string,
       unknown
@@ -172,26 +209,36 @@ describe("durable HTTP API with the real DurableClient", () => {
   });
 
   it("getStatusAll follows x-ms-continuation-token pages; getStatusBy sends the filters", async () => {
+    // More than two of the store's pages (100 when the client names no `top`), created a minute before the rest.
+    const earlier = Array.from({ length: 200 }, (_, i) => `p${String(i).padStart(3, "0")}`);
+    for (const id of earlier) await hub.startNew("other", { instanceId: id });
+    await ah.clock.advance(60_000);
     for (const id of ["a1", "a2", "a3", "a4", "a5"]) await started("hello", id);
-    hub.complete("a2", null);
-    hub.complete("a4", null);
-    const everything = await client.getStatusAll();
-    expect(everything.map((s) => s.instanceId)).toEqual(["a1", "a2", "a3", "a4", "a5"]);
-    const pages = server.seen.filter((r) => r.method === "GET");
-    expect(pages.map((r) => r.headers["x-ms-continuation-token"])).toEqual([undefined, "page:2", "page:4"]);
+    await end("a2", "finish", null);
+    await end("a4", "finish", null);
+    for (const id of ["a1", "a3", "a5"]) await ah.until(id, isStatus("Running"));
 
-    const from = new Date(hub.now() - 10_000);
+    const before = server.seen.length;
+    const everything = await client.getStatusAll();
+    expect(everything.map((s) => s.instanceId)).toEqual(["a1", "a2", "a3", "a4", "a5", ...earlier]);
+    const pages = server.seen.slice(before).filter((r) => r.method === "GET");
+    // The tokens the client sent back are the ones the pages carried.
+    const first = await fetch(api("instances"));
+    const t1 = first.headers.get("x-ms-continuation-token") ?? "";
+    const second = await fetch(api("instances"), { headers: { "x-ms-continuation-token": t1 } });
+    const t2 = second.headers.get("x-ms-continuation-token") ?? "";
+    expect([t1, t2].every((t) => t !== "")).toBe(true);
+    expect(pages.map((r) => r.headers["x-ms-continuation-token"])).toEqual([undefined, t1, t2]);
+
+    const from = new Date(ah.clock.now() - 10_000);
     const completed = await client.getStatusBy({
       createdTimeFrom: from,
       runtimeStatus: [df.OrchestrationRuntimeStatus.Completed],
     });
     expect(completed.map((s) => s.instanceId)).toEqual(["a2", "a4"]);
     expect(last().query).toBe(`?createdTimeFrom=${from.toISOString()}&runtimeStatus=Completed`);
-    expect(hub.callsOf("list").at(-1)).toEqual([
-      { createdTimeFrom: from.toISOString(), runtimeStatus: ["Completed"], showInput: true },
-    ]);
 
-    const prefixed = await fetch(api("instances?instanceIdPrefix=a&top=3&runtimeStatus=Pending,Canceled"));
+    const prefixed = await fetch(api("instances?instanceIdPrefix=a&top=3&runtimeStatus=Running,Canceled"));
     expect(prefixed.headers.get("x-ms-continuation-token")).toBeNull();
     expect(((await prefixed.json()) as { instanceId: string }[]).map((s) => s.instanceId)).toEqual([
       "a1",
@@ -202,15 +249,15 @@ describe("durable HTTP API with the real DurableClient", () => {
 
   it("raiseEvent: 202 to a live instance, 410 (resolved) to a finished one, 404 (rejected) to none", async () => {
     await started("hello", "e1");
-    await client.raiseEvent("e1", "Approval", { approved: true });
+    await client.raiseEvent("e1", "finish", { approved: true });
     expect(last()).toMatchObject({
       method: "POST",
-      path: "/runtime/webhooks/durabletask/instances/e1/raiseEvent/Approval",
+      path: "/runtime/webhooks/durabletask/instances/e1/raiseEvent/finish",
       body: '{"approved":true}',
     });
-    expect(hub.callsOf("raiseEvent")).toEqual([["e1", "Approval", '{"approved":true}']]);
+    // The orchestration got the event's data: it completes with it.
+    expect(await ah.until("e1", isStatus("Completed"))).toMatchObject({ output: { approved: true } });
 
-    hub.complete("e1", 0);
     await client.raiseEvent("e1", "Late", 1);
     expect(await fetch(api("instances/e1/raiseEvent/Late"), postJson(1)).then((r) => r.status)).toBe(410);
     await expect(client.raiseEvent("none", "X", 1)).rejects.toThrow("No instance with ID 'none' found.");
@@ -225,13 +272,19 @@ describe("durable HTTP API with the real DurableClient", () => {
     await started("hello", "t1");
     await client.suspend("t1", "maintenance window");
     expect(last().path).toBe("/runtime/webhooks/durabletask/instances/t1/suspend");
-    expect(hub.callsOf("suspend")).toEqual([["t1", "maintenance window"]]);
+    await ah.until("t1", isStatus("Suspended"));
     expect((await client.getStatus("t1")).runtimeStatus).toBe("Suspended");
     await client.resume("t1", "done");
-    expect(hub.callsOf("resume")).toEqual([["t1", "done"]]);
+    await ah.until("t1", isStatus("Running"));
     expect((await client.getStatus("t1")).runtimeStatus).toBe("Running");
+    expect(await history("t1")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ EventType: "ExecutionSuspended", Reason: "maintenance window" }),
+        expect.objectContaining({ EventType: "ExecutionResumed", Reason: "done" }),
+      ]),
+    );
     await client.terminate("t1", "no longer needed");
-    expect(hub.callsOf("terminate")).toEqual([["t1", "no longer needed"]]);
+    await ah.until("t1", isStatus("Terminated"));
     expect(await client.getStatus("t1")).toMatchObject({
       runtimeStatus: "Terminated",
       output: "no longer needed",
@@ -245,7 +298,7 @@ describe("durable HTTP API with the real DurableClient", () => {
   it("purgeInstanceHistory: 200 {instancesDeleted} when finished, 412 while running, 0 when unknown", async () => {
     await started("hello", "p1");
     await expect(client.purgeInstanceHistory("p1")).rejects.toThrow(/412.*terminal state/);
-    hub.complete("p1", "x");
+    await end("p1", "finish", "x");
     expect(await client.purgeInstanceHistory("p1")).toEqual({ instancesDeleted: 1 });
     expect(last()).toMatchObject({ method: "DELETE", path: "/runtime/webhooks/durabletask/instances/p1" });
     expect(await client.purgeInstanceHistory("p1")).toEqual({ instancesDeleted: 0 });
@@ -253,10 +306,10 @@ describe("durable HTTP API with the real DurableClient", () => {
 
   it("purgeInstanceHistoryBy sends createdTimeFrom/createdTimeTo/runtimeStatus; nothing matched → 0", async () => {
     for (const id of ["q1", "q2", "q3"]) await started("hello", id);
-    hub.complete("q1", 1);
-    hub.fail("q2", "x");
-    const from = new Date(hub.now() - 60_000);
-    const to = new Date(hub.now() + 60_000);
+    await end("q1", "finish", 1);
+    await end("q2", "fail", "x");
+    const from = new Date(ah.clock.now() - 60_000);
+    const to = new Date(ah.clock.now() + 60_000);
     const result = await client.purgeInstanceHistoryBy({
       createdTimeFrom: from,
       createdTimeTo: to,
@@ -267,17 +320,8 @@ describe("durable HTTP API with the real DurableClient", () => {
       method: "DELETE",
       query: `?createdTimeFrom=${from.toISOString()}&createdTimeTo=${to.toISOString()}&runtimeStatus=Completed,Failed`,
     });
-    expect(hub.callsOf("purgeMany")).toEqual([
-      [
-        {
-          createdTimeFrom: from.toISOString(),
-          createdTimeTo: to.toISOString(),
-          runtimeStatus: ["Completed", "Failed"],
-        },
-      ],
-    ]);
     expect(await client.purgeInstanceHistoryBy({ createdTimeFrom: from })).toEqual({ instancesDeleted: 0 });
-    expect([...hub.instances.keys()]).toEqual(["q3"]);
+    expect(await ah.ids()).toEqual(["q3"]);
   });
 
   it("createCheckStatusResponse links work: GET statusQueryGetUri → 202 then 200", async () => {
@@ -291,7 +335,7 @@ describe("durable HTTP API with the real DurableClient", () => {
     expect(statusUri).toBe(`${api("instances/c1")}?taskHub=${HUB}&connection=Storage`);
 
     expect((await fetch(statusUri)).status).toBe(202);
-    hub.complete("c1", { greeting: "hi" });
+    await end("c1", "finish", { greeting: "hi" });
     const done = await fetch(statusUri);
     expect(done.status).toBe(200);
     expect(await done.json()).toMatchObject({ runtimeStatus: "Completed", output: { greeting: "hi" } });
@@ -303,24 +347,24 @@ describe("durable HTTP API with the real DurableClient", () => {
     expect((await fetch(raise, postJson("now"))).status).toBe(202);
     const terminate = (links.terminatePostUri as string).replace("{text}", "stop");
     expect((await fetch(terminate, { method: "POST" })).status).toBe(202);
-    expect(hub.callsOf("terminate")).toEqual([["c2", "stop"]]);
+    expect(await ah.until("c2", isStatus("Terminated"))).toMatchObject({ output: "stop" });
   });
 
   it("waitForCompletionOrCreateCheckStatusResponse polls getStatus: output when done, else check-status", async () => {
     await started("hello", "w1");
-    hub.onGetStatus = (id, count) => {
-      if (id === "w1" && count === 2) hub.complete("w1", { total: 3 });
-    };
     const request = new HttpRequest({ method: "POST", url: `${server.baseUrl}/api/start` });
-    const done = await client.waitForCompletionOrCreateCheckStatusResponse(request, "w1", {
-      timeoutInMilliseconds: 5_000,
+    const polls = () => server.seen.filter((r) => r.path.endsWith("/instances/w1")).length;
+    const waited = client.waitForCompletionOrCreateCheckStatusResponse(request, "w1", {
+      timeoutInMilliseconds: WAIT_MS,
       retryIntervalInMilliseconds: 10,
     });
+    await vi.waitFor(() => expect(polls()).toBeGreaterThan(0), { timeout: WAIT_MS });
+    await end("w1", "finish", { total: 3 });
+    const done = await waited;
     expect(done.status).toBe(200);
     expect(await done.json()).toEqual({ total: 3 });
-    expect(server.seen.filter((r) => r.path.endsWith("/instances/w1")).length).toBe(2);
+    expect(polls()).toBeGreaterThanOrEqual(2); // one before the end, the one that saw it
 
-    hub.onGetStatus = undefined;
     await started("hello", "w2");
     const pending = await client.waitForCompletionOrCreateCheckStatusResponse(request, "w2", {
       timeoutInMilliseconds: 60,
@@ -339,68 +383,76 @@ describe("durable HTTP API with the real DurableClient", () => {
         .replace("{intervalInSeconds}", "1");
 
     const completing = fetch(uri("cw1"), { method: "POST", body: '"input"' });
-    await hub.nextWait("cw1");
-    expect(hub.callsOf("waitForChange")).toEqual([["cw1", 30_000]]);
-    hub.complete("cw1", ["a", "b"]);
+    await waiting();
+    await hub.raiseEvent("cw1", "finish", JSON.stringify(["a", "b"]));
     const done = await completing;
     expect(done.status).toBe(200);
     expect(await done.json()).toEqual(["a", "b"]);
 
+    // The deadline is the handler's clock: past it, the hub's next wake-up ends the wait with check-status.
     const timingOut = fetch(uri("cw2"), { method: "POST" });
-    await hub.nextWait("cw2");
-    hub.elapse(30_000);
+    await waiting();
+    await ah.clock.advance(30_000);
     const late = await timingOut;
     expect(late.status).toBe(202);
     expect(late.headers.get("location")).toBe(`${api("instances/cw2")}?taskHub=${HUB}&connection=Storage`);
 
     const failing = fetch(uri("cw3"), { method: "POST" });
-    await hub.nextWait("cw3");
-    hub.fail("cw3", "broken");
+    await waiting();
+    await hub.raiseEvent("cw3", "fail", JSON.stringify("broken"));
     const failed = await failing;
     expect(failed.status).toBe(200);
-    expect(await failed.json()).toMatchObject({ runtimeStatus: "Failed", output: "broken" });
+    expect(await failed.json()).toMatchObject({
+      runtimeStatus: "Failed",
+      output: "Orchestrator function 'hello' failed: broken",
+    });
 
-    // A client that goes away ends the wait (the request's signal), not the timeout.
+    // A client that goes away ends the wait (the request's signal), not the timeout (the clock stands still).
     const leaving = new AbortController();
     const gone = fetch(uri("cw4"), { method: "POST", signal: leaving.signal }).catch(() => "aborted");
-    await hub.nextWait("cw4");
-    const polls = hub.callsOf("getStatus").length;
+    await waiting();
     leaving.abort();
     expect(await gone).toBe("aborted");
-    await vi.waitFor(() => expect(hub.callsOf("getStatus").length).toBe(polls + 1), { timeout: WAIT_MS });
-    expect(hub.callsOf("waitForChange").filter(([id]) => id === "cw4")).toHaveLength(1);
+    await waiting(0);
+    expect((await hub.getStatus("cw4"))?.runtimeStatus).toBe("Running");
   });
 
   it("restart starts the orchestration again with its input (same id on request)", async () => {
     await started("hello", "r1", { n: 1 });
-    hub.complete("r1", "ok");
+    await end("r1", "finish", "ok");
     const res = await fetch(api("instances/r1/restart?restartWithNewInstanceId=false"), { method: "POST" });
     expect(res.status).toBe(202);
     expect(((await res.json()) as { id: string }).id).toBe("r1");
-    expect(hub.callsOf("startNew").at(-1)).toEqual(["hello", { instanceId: "r1", input: '{"n":1}' }]);
+    expect(await ah.until("r1", isStatus("Running"))).toMatchObject({ name: "hello", input: { n: 1 } });
     const fresh = await fetch(api("instances/r1/restart"), { method: "POST" });
-    expect(((await fresh.json()) as { id: string }).id).toBe("fake0001");
+    const freshId = ((await fresh.json()) as { id: string }).id;
+    expect(freshId).toMatch(GENERATED);
+    expect(await hub.getStatus(freshId)).toMatchObject({ name: "hello", input: { n: 1 } });
     expect((await fetch(api("instances/zz/restart"), { method: "POST" })).status).toBe(400);
   });
 
   it("rewind is refused with clear errors the SDK surfaces", async () => {
+    ah.hold("rw");
     await started("hello", "rw");
     await expect(client.rewind("rw", "retry")).rejects.toThrow(
       'This orchestration has status Pending, but only orchestrations in the "Failed" state can be rewound.',
     );
-    hub.fail("rw", "x");
+    ah.release("rw");
+    await end("rw", "fail", "x");
     await expect(client.rewind("rw", "retry")).rejects.toThrow("Rewind is not supported by the dev host");
   });
 
   it("the client's readEntityState and signalEntity reach the hub's entities", async () => {
-    hub.entities.set("@counter@k1", "7");
+    const stateOf = async (key: string) => (await hub.readEntity("counter", key))?.state;
+    await client.signalEntity(new df.EntityId("counter", "k1"), "add", 7);
+    await vi.waitFor(async () => expect(await stateOf("k1")).toBe("7"), { timeout: WAIT_MS });
     expect(await client.readEntityState(new df.EntityId("Counter", "k1"))).toMatchObject({
       entityExists: true,
       entityState: 7,
     });
     expect((await client.readEntityState(new df.EntityId("counter", "none"))).entityExists).toBe(false);
     await client.signalEntity(new df.EntityId("counter", "k1"), "add", 1);
-    expect(hub.callsOf("signalEntity")).toEqual([["counter", "k1", "add", "1"]]);
+    await vi.waitFor(async () => expect(await stateOf("k1")).toBe("8"), { timeout: WAIT_MS });
   });
 });
 
@@ -445,7 +497,10 @@ describe("durable HTTP API: bad requests get 400 with the reason", () => {
   it("a malformed continuation token the hub refuses is a 400, not a 500", async () => {
     const res = await fetch(api("instances"), { headers: { "x-ms-continuation-token": "garbage" } });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { Message: string }).Message).toMatch(/Malformed continuation token/);
+    // The memory store's reason (the fake's was "Malformed continuation token").
+    expect(((await res.json()) as { Message: string }).Message).toMatch(
+      /Invalid continuation token 'garbage': not a token of this task hub's list/,
+    );
   });
 
   it("unknown routes and methods answer 404/405 inside the prefix; other paths are not the handler's", async () => {
@@ -462,10 +517,7 @@ describe("durable HTTP API: bad requests get 400 with the reason", () => {
 
   it("a task hub failure is a 500 with a generic body; onError gets the reason, the route and the instance", async () => {
     const errors: string[] = [];
-    const broken = new FakeTaskHub(HUB);
-    broken.getStatus = async () => {
-      throw new Error("Cosmos DB is unreachable");
-    };
+    const broken = hubOverFaultyStore(HUB, { readInstance: new Error("Cosmos DB is unreachable") });
     const handler = createDurableApiHandler({
       hub: broken,
       baseUrl: server.baseUrl,
@@ -521,16 +573,14 @@ function cosmosError(code: number | undefined, message: string, retryAfterInMs?:
 
 describe("durable HTTP API: one mapping from errors to answers", () => {
   const errors: string[] = [];
-  /** A handler over a hub whose getStatus, list and startNew throw `error`. */
+  /** A handler over a hub whose store throws `error` when getStatus, list and startNew reach it. */
   function throwing(error: unknown) {
     errors.length = 0;
-    const broken = new FakeTaskHub(HUB);
-    const fail = async () => {
-      throw error;
-    };
-    broken.getStatus = fail;
-    broken.list = fail;
-    broken.startNew = fail;
+    const broken = hubOverFaultyStore(HUB, {
+      readInstance: error,
+      queryInstances: error,
+      createInstance: error,
+    });
     return createDurableApiHandler({
       hub: broken,
       baseUrl: "http://127.0.0.1:1",
@@ -676,30 +726,48 @@ describe("durable HTTP API: one mapping from errors to answers", () => {
   });
 
   it("a token no header could carry is refused at the door: non-ASCII, control characters, over 16 KiB", async () => {
+    // A store that fails when reached: a refusal at the door is a 400, a request that reached it a 500.
+    const unreachable = createDurableApiHandler({
+      hub: hubOverFaultyStore(HUB, { queryInstances: new Error("the store was reached") }),
+      baseUrl: server.baseUrl,
+    });
     for (const token of ["tök", "a\u0000b", "x".repeat(MAX_CONTINUATION_TOKEN_CHARS + 1)]) {
-      const res = await direct(
-        createDurableApiHandler({ hub, baseUrl: server.baseUrl }),
-        "GET",
-        "instances",
-        {
-          headers: { "x-ms-continuation-token": token },
-        },
-      );
+      const res = await direct(unreachable, "GET", "instances", {
+        headers: { "x-ms-continuation-token": token },
+      });
       expect(res).toMatchObject({ status: 400, body: { code: "InvalidContinuationToken" } });
     }
-    expect(hub.callsOf("list")).toEqual([]);
     const longest = "x".repeat(MAX_CONTINUATION_TOKEN_CHARS);
+    const passes = await direct(unreachable, "GET", "instances", {
+      headers: { "x-ms-continuation-token": longest },
+    });
+    expect(passes).toMatchObject({ status: 500, body: { code: "TaskHubFailure" } }); // reached the store
+    // The memory store refuses it with its own reason (the fake's was "Malformed continuation token").
     const res = await direct(createDurableApiHandler({ hub, baseUrl: server.baseUrl }), "GET", "instances", {
       headers: { "x-ms-continuation-token": longest },
     });
-    expect(res.body.Message).toMatch(/Malformed continuation token/); // reached the (fake) store
+    expect(res).toMatchObject({ status: 400, body: { code: "InvalidContinuationToken" } });
+    expect(res.body.Message).toMatch(/Invalid continuation token 'x+': not a token of this task hub's list/);
   });
 
   it("top: 1 … 1000 is a page size; 0, 1001 and a huge number are 400", async () => {
     const handler = createDurableApiHandler({ hub, baseUrl: server.baseUrl });
-    for (const top of ["1", "1000"])
-      expect((await direct(handler, "GET", `instances?top=${top}`)).status).toBe(200);
-    expect(hub.callsOf("list").map(([f]) => (f as { top: number }).top)).toEqual([1, 1000]);
+    for (const id of ["t1", "t2", "t3"]) await hub.startNew("other", { instanceId: id });
+    // The page holds `top` instances: 1 and a token for the rest, or all 3 and none.
+    const pageOf = async (top: string) => {
+      const out = await handler({
+        method: "GET",
+        path: "/runtime/webhooks/durabletask/instances",
+        query: new URLSearchParams({ top }),
+        headers: {},
+        body: new Uint8Array(),
+      });
+      expect(out?.status).toBe(200);
+      const ids = (JSON.parse(out?.body ?? "[]") as { instanceId: string }[]).map((s) => s.instanceId);
+      return { ids, more: out?.headers["x-ms-continuation-token"] !== undefined };
+    };
+    expect(await pageOf("1")).toEqual({ ids: ["t1"], more: true });
+    expect(await pageOf("1000")).toEqual({ ids: ["t1", "t2", "t3"], more: false });
     for (const top of ["0", "1001", "99999999999", "999999999999999999999", "1e3", "-1"]) {
       const res = await direct(handler, "GET", `instances?top=${top}`);
       expect(res).toMatchObject({ status: 400, body: { code: "InvalidParameter" } });
@@ -749,12 +817,8 @@ describe("durable HTTP API: payload limits at the door", () => {
       });
       expect(over).toMatchObject({ status: 413, body: tooLarge("The orchestration input", MAX + 1) });
     }
-    // Nothing over the limit reached the hub.
-    expect(hub.callsOf("startNew").map(([, o]) => (o as { instanceId: string }).instanceId)).toEqual([
-      "at-one",
-      "at-two",
-      "at-four",
-    ]);
+    // Nothing over the limit reached the hub (its list is in instance id order).
+    expect(await ah.ids()).toEqual(["at-four", "at-one", "at-two"]);
   });
 
   it("start: nested exactly the limit passes, one level deeper is 400, 5,000 deep too (counted on the text)", async () => {
@@ -775,7 +839,7 @@ describe("durable HTTP API: payload limits at the door", () => {
     expect((await direct(limited, "POST", "orchestrators/hello/deep-str", { body: inString })).status).toBe(
       202,
     );
-    expect(hub.callsOf("startNew")).toHaveLength(2);
+    expect(await ah.ids()).toEqual(["deep-ok", "deep-str"]);
   });
 
   it("start: the size is judged before the depth, the depth before the JSON; bad UTF-8 is 400", async () => {
@@ -794,7 +858,7 @@ describe("durable HTTP API: payload limits at the door", () => {
       code: "InvalidJson",
       Message: "The orchestration input is not UTF-8 text.",
     });
-    expect(hub.callsOf("startNew")).toEqual([]);
+    expect(await ah.ids()).toEqual([]);
   });
 
   it("raise event: data at the limit passes; one byte more is 413, one level deeper 400", async () => {
@@ -815,13 +879,21 @@ describe("durable HTTP API: payload limits at the door", () => {
       headers: json,
     });
     expect(deep).toMatchObject({ status: 400, body: tooDeep("The data of event 'Go'", DEPTH + 1) });
-    expect(hub.callsOf("raiseEvent")).toHaveLength(1);
+    // One event reached the instance: the one at the limit.
+    const raised = async () => (await history("ev")).filter((e) => e.EventType === "EventRaised");
+    await vi.waitFor(async () => expect(await raised()).toHaveLength(1), { timeout: WAIT_MS });
+    expect((await raised())[0]).toMatchObject({ Name: "Go" });
   });
 
   it("terminate / suspend / resume: a reason whose JSON is at the limit passes, one byte more is 413", async () => {
     for (const operation of ["suspend", "resume", "terminate"] as const) {
-      await started("hello", `r-${operation}`);
-      if (operation === "resume") hub.setStatus(`r-${operation}`, "Suspended");
+      const id = `r-${operation}`;
+      await started("hello", id);
+      await ah.until(id, isStatus("Running"));
+      if (operation === "resume") {
+        await hub.suspend(id, null);
+        await ah.until(id, isStatus("Suspended"));
+      }
       // The reason is stored as JSON text: its quotes count.
       const over = await direct(
         limited,
@@ -829,26 +901,35 @@ describe("durable HTTP API: payload limits at the door", () => {
         `instances/r-${operation}/${operation}?reason=${"x".repeat(MAX - 1)}`,
       );
       expect(over).toMatchObject({ status: 413, body: tooLarge(`The ${operation} reason`, MAX + 1) });
-      expect(hub.callsOf(operation)).toEqual([]);
       const at = await direct(
         limited,
         "POST",
         `instances/r-${operation}/${operation}?reason=${"x".repeat(MAX - 2)}`,
       );
       expect(at.status).toBe(202);
-      expect(hub.callsOf(operation)).toEqual([[`r-${operation}`, "x".repeat(MAX - 2)]]);
+      // Only the reason at the limit reached the instance.
+      const reason = "x".repeat(MAX - 2);
+      if (operation === "terminate") {
+        expect(await ah.until(id, isStatus("Terminated"))).toMatchObject({ output: reason });
+      } else {
+        const type = operation === "suspend" ? "ExecutionSuspended" : "ExecutionResumed";
+        await ah.until(id, isStatus(operation === "suspend" ? "Suspended" : "Running"));
+        const events = (await history(id)).filter((e) => e.EventType === type);
+        expect(events.map((e) => e.Reason)).toEqual([reason]);
+      }
     }
   });
 
   it("restart: an input over the (since lowered) limit is 413; at the limit it starts again", async () => {
     await started("hello", "big", "y".repeat(MAX - 2 + 1)); // stored as MAX + 1 bytes of JSON
     await started("hello", "fits", "y".repeat(MAX - 2));
-    hub.complete("big", 1);
-    hub.complete("fits", 1);
+    await end("big", "finish", 1);
+    await end("fits", "finish", 1);
     const over = await direct(limited, "POST", "instances/big/restart");
     expect(over).toMatchObject({ status: 413, body: tooLarge("The restarted instance's input", MAX + 1) });
-    expect((await direct(limited, "POST", "instances/fits/restart")).status).toBe(202);
-    expect(hub.callsOf("startNew")).toHaveLength(3);
+    const again = await direct(limited, "POST", "instances/fits/restart");
+    expect(again.status).toBe(202);
+    expect((await ah.ids()).sort()).toEqual(["big", "fits", (again.body as { id: string }).id].sort());
   });
 
   it("without maxPayloadBytes the hub's default applies (DURABLE_MAX_PAYLOAD_BYTES), and a getter is read per request", async () => {
@@ -873,63 +954,70 @@ describe("durable HTTP API: payload limits at the door", () => {
 });
 
 describe("durable HTTP API: create-and-wait waits on the hub and leaves nothing behind", () => {
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
-  it("no timer of its own, one read per wake-up; 1,000 waits ended by timeout or abort leave 0 waiters and listeners", async () => {
-    vi.useFakeTimers();
+  it("1,000 waits ended by timeout or abort answer 202 and leave 0 waiters in the hub and 0 abort listeners", async () => {
     const handler = createDurableApiHandler({
       hub,
       baseUrl: "http://127.0.0.1:1",
       isOrchestrator: (n) => ORCHESTRATORS.has(n),
-      now: () => hub.now(),
+      now: () => ah.clock.now(),
     });
     // Requests that time out share one signal that is never aborted: a listener left per request would pile up.
     const shared = new AbortController();
-    for (let i = 0; i < 1_000; i++) {
-      const id = `w${i}`;
+    const own: AbortController[] = [];
+    const pending = Array.from({ length: 1_000 }, (_v, i) => {
       const byAbort = i % 2 === 1;
-      const own = new AbortController();
-      const pending = direct(handler, "POST", `orchestrators/hello/${id}?timeout=30`, {
-        signal: byAbort ? own.signal : shared.signal,
+      const mine = new AbortController();
+      if (byAbort) own.push(mine);
+      return direct(handler, "POST", `orchestrators/hello/w${i}?timeout=30`, {
+        signal: byAbort ? mine.signal : shared.signal,
       });
-      await hub.nextWait(id);
-      // Waiting: the hub holds the wait; the API has no timer (a poll would show here).
-      expect(vi.getTimerCount()).toBe(0);
-      expect(hub.live.waiters).toBe(1);
-      if (byAbort) own.abort();
-      else hub.elapse(30_000);
-      expect((await pending).status).toBe(202);
-      expect(getEventListeners(own.signal, "abort")).toHaveLength(0);
-    }
-    expect(hub.live).toEqual({ waiters: 0, abortListeners: 0 });
+    });
+    // Every request waits on the hub (one wait each, held by the hub: the API has none of its own).
+    await waiting(1_000);
+    for (const c of own) c.abort();
+    await ah.clock.advance(30_000); // the others' deadline: the hub's next wake-up ends them
+    for (const res of await Promise.all(pending)) expect(res.status).toBe(202);
+    for (const c of own) expect(getEventListeners(c.signal, "abort")).toHaveLength(0);
     expect(getEventListeners(shared.signal, "abort")).toHaveLength(0);
-    expect(vi.getTimerCount()).toBe(0);
-    // Each wait: one read before it, one after it ended; one waitForChange for the whole 30 s.
-    expect(hub.callsOf("waitForChange")).toHaveLength(1_000);
-    expect(hub.callsOf("getStatus")).toHaveLength(2_000);
+    expect(hub.waiterCount).toBe(0);
   });
 
-  it("a change wakes the wait at once; a change that does not finish it waits again for the time left", async () => {
+  it("a change wakes the wait; a change that does not finish it waits again, until the end or the deadline", async () => {
     const handler = createDurableApiHandler({
       hub,
       baseUrl: "http://127.0.0.1:1",
       isOrchestrator: (n) => ORCHESTRATORS.has(n),
-      now: () => hub.now(),
+      now: () => ah.clock.now(),
     });
-    const pending = direct(handler, "POST", "orchestrators/hello/ch1?timeout=60");
-    await hub.nextWait("ch1");
-    hub.elapse(10_000);
-    hub.setStatus("ch1", "Running"); // a change, not the end: read once, wait for the rest
-    await vi.waitFor(() => expect(hub.callsOf("waitForChange")).toHaveLength(2));
-    hub.complete("ch1", "done");
-    const res = await pending;
-    expect(res).toMatchObject({ status: 200, body: "done" });
-    const [[, first], [, second]] = hub.callsOf("waitForChange") as [string, number][];
-    expect(first).toBe(60_000);
-    expect(second).toBe(60_000 - 10_000 - 1); // setStatus moves the fake clock by 1 ms
-    expect(hub.callsOf("getStatus")).toHaveLength(3);
-    expect(hub.live).toEqual({ waiters: 0, abortListeners: 0 });
+    let answered = false;
+    const pending = direct(handler, "POST", "orchestrators/hello/ch1?timeout=60").finally(() => {
+      answered = true;
+    });
+    await waiting();
+    await ah.clock.advance(10_000);
+    // A change, not the end: the request reads it and waits again.
+    await hub.suspend("ch1", null);
+    await ah.until("ch1", isStatus("Suspended"));
+    await waiting();
+    expect(answered).toBe(false);
+    await hub.resume("ch1", null);
+    await hub.raiseEvent("ch1", "finish", JSON.stringify("done"));
+    expect(await pending).toMatchObject({ status: 200, body: "done" });
+    expect(hub.waiterCount).toBe(0);
+
+    // The time left after a change: 50 of the 60 s pass, then a change, then the other 10 s end the wait.
+    let lateAnswered = false;
+    const late = direct(handler, "POST", "orchestrators/hello/ch2?timeout=60").finally(() => {
+      lateAnswered = true;
+    });
+    await waiting();
+    await ah.clock.advance(50_000);
+    await hub.suspend("ch2", null);
+    await ah.until("ch2", isStatus("Suspended"));
+    await waiting();
+    expect(lateAnswered).toBe(false);
+    await ah.clock.advance(10_000);
+    expect((await late).status).toBe(202);
+    expect(hub.waiterCount).toBe(0);
   });
 });
