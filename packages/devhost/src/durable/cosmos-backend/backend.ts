@@ -1,4 +1,5 @@
 import { BulkOperationType, type Container, type OperationInput } from "@azure/cosmos";
+import { statusOf } from "@cosmos-feed/core/cosmos/errors";
 import {
   type CommitOutcome,
   type CreateOutcome,
@@ -28,7 +29,7 @@ import type { EntityFilter, InstanceFilter } from "../types.js";
 import { asJson } from "./commit-plan.js";
 import { CosmosDispatchFeed } from "./dispatch-feed.js";
 import { entitiesQuery, instancesQuery } from "./queries.js";
-import { HubStore, statusOf } from "./store.js";
+import { HubStore } from "./store.js";
 
 /**
  * The task hub on Cosmos DB (docs/durable-design.md, "Storage"): `TaskHubBackend` over one container with partition

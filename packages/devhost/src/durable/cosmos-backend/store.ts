@@ -1,4 +1,5 @@
 import { BulkOperationType, type Container, ErrorResponse, type OperationInput } from "@azure/cosmos";
+import { statusOf } from "@cosmos-feed/core/cosmos/errors";
 import { type CommitOutcome, type PendingWork, TaskHubStorageError } from "../backend.js";
 import {
   type ActivityDoc,
@@ -22,9 +23,6 @@ import { asJson, type CommitInput, planCommit } from "./commit-plan.js";
 
 /** True for an error the Cosmos DB SDK threw for a refusal of the service (the HTTP API words those its own way). */
 export const isCosmosError = (e: unknown): boolean => e instanceof ErrorResponse;
-
-export const statusOf = (e: unknown): number | undefined =>
-  (e as { code?: number; statusCode?: number })?.code ?? (e as { statusCode?: number })?.statusCode;
 
 /** Bulk requests retried after 429 (the SDK retries point operations itself, a bulk request's it reports). */
 const BULK_THROTTLE_RETRIES = 20;
