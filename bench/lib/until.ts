@@ -8,24 +8,54 @@
  */
 export const WAIT_MS = 150_000;
 
-/** Polls `read` every 100 ms until it returns a value; fails with `timed out: <what>` after `ms`. */
-export async function until<T>(what: string, read: () => Promise<T | undefined>, ms = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + ms;
+/** How a wait polls: its bound, its pace, and what its failure says beside `what`. */
+export interface WaitOptions {
+  /** Fail after this long (ms); WAIT_MS unless given. */
+  ms?: number;
+  /** Poll this often (ms). */
+  everyMs?: number;
+  /** Appended to the failure's message (e.g. a child's output so far). */
+  detail?: () => string;
+  /** A probe that throws is polled again (its last error is in the failure) instead of failing the wait. */
+  retryErrors?: boolean;
+}
+
+/**
+ * Polls `read` (every 100 ms unless told) until it returns a value other than undefined (and false); fails with
+ * `timed out: <what>` after `ms` — WAIT_MS unless given, as a number or in the options.
+ */
+export async function until<T>(
+  what: string,
+  read: () => T | undefined | false | Promise<T | undefined | false>,
+  options: number | WaitOptions = {},
+): Promise<T> {
+  const o = typeof options === "number" ? { ms: options } : options;
+  const deadline = Date.now() + (o.ms ?? WAIT_MS);
+  let last: unknown;
   for (;;) {
-    const v = await read();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    try {
+      const v = await read();
+      if (v !== undefined && v !== false) return v;
+    } catch (e) {
+      if (!o.retryErrors) throw e;
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      const error = last === undefined ? "" : ` (last error: ${String(last)})`;
+      throw new Error(`timed out: ${what}${error}${o.detail ? `\n${o.detail()}` : ""}`);
+    }
+    await new Promise((r) => setTimeout(r, o.everyMs ?? 100));
   }
 }
 
-/** Polls `cond` every `everyMs` until it holds; fails with `Timed out waiting for <what>` after WAIT_MS. */
+/** Polls `cond` every `everyMs` (25) until it holds; fails with `Timed out waiting for <what>` after WAIT_MS. */
 export async function waitUntil(
   what: string,
   cond: () => boolean | Promise<boolean>,
   everyMs = 25,
+  ms = WAIT_MS,
 ): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
+  const deadline = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));

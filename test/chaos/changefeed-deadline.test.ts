@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { waitUntil } from "../../bench/lib/until.js";
 import { type RunningEmulator, startEmulator } from "../../packages/emulator/src/index.js";
 import { untilReady } from "../support/child.js";
 import type { ProcessorChildConfig } from "../support/processor-child.js";
@@ -35,7 +35,6 @@ const INTERVALS = {
 
 const script = fileURLToPath(new URL("../support/processor-child.ts", import.meta.url));
 const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 let emulator: RunningEmulator;
 let client: CosmosClient;
@@ -81,14 +80,6 @@ async function spawnHost(config: Omit<ProcessorChildConfig, "endpoint" | "key" |
   return { proc, lines, timeOf };
 }
 
-async function waitFor(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 describe("local lease deadline across processes", () => {
   it("a host that cannot write its lease aborts the handler's signal before another host acquires it", async () => {
     const { database } = await client.databases.create({ id: "deadline" });
@@ -109,10 +100,10 @@ describe("local lease deadline across processes", () => {
       cutLeaseWritesOnSigusr2: true,
     });
     await monitored.items.create({ id: "d0", pk: "k0", n: 0 });
-    await waitFor(() => a.lines().some((l) => / holding 0$/.test(l)), "host-a holding a batch of lease 0");
+    await waitUntil("host-a holding a batch of lease 0", () => a.lines().some((l) => / holding 0$/.test(l)));
     const b = await spawnHost({ ...common, instanceName: "host-b" });
     a.proc.kill("SIGUSR2");
-    await waitFor(() => b.timeOf(/ acquired 0 at /) !== undefined, "host-b acquiring lease 0");
+    await waitUntil("host-b acquiring lease 0", () => b.timeOf(/ acquired 0 at /) !== undefined);
     const cut = a.timeOf(/ lease writes cut at /);
     const aborted = a.timeOf(/ signal 0 aborted at /);
     const acquired = b.timeOf(/ acquired 0 at /) as bigint;

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Container } from "@azure/cosmos";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { WAIT_MS, waitUntil } from "../../bench/lib/until.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // `cosmos-feed start` child processes on one emulator (4 ranges): kill -9 and a restart miss no change, and two
@@ -63,14 +63,6 @@ async function write(prefix: string, n: number): Promise<string[]> {
   return ids;
 }
 
-async function until(what: string, ok: () => boolean, ms = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 beforeAll(async () => {
   emu = await startTestEmulator({ rangesPerContainer: 4 });
   const { database } = await emu.client.databases.createIfNotExists({ id: "fixture" });
@@ -90,7 +82,7 @@ describe("cosmos-feed start with a Cosmos DB trigger: crash, restart, two hosts"
     const first = startHost();
     await first.started;
     const before = await write("before", 8);
-    await until("the first host to see its changes", () => before.every((id) => first.seen.has(id)));
+    await waitUntil("the first host to see its changes", () => before.every((id) => first.seen.has(id)));
     first.child.kill("SIGKILL");
     await first.exited;
 
@@ -101,7 +93,9 @@ describe("cosmos-feed start with a Cosmos DB trigger: crash, restart, two hosts"
     const after = await write("after", 24);
     const union = () => new Set([...restarted.seen, ...second.seen]);
     // The restarted host may wait for the crashed owner's leases to expire (leaseExpirationInterval 3 s).
-    await until("every change after the crash", () => [...during, ...after].every((id) => union().has(id)));
+    await waitUntil("every change after the crash", () =>
+      [...during, ...after].every((id) => union().has(id)),
+    );
     // Balancing hands leases to the second host within a few acquire intervals (500 ms): keep changes coming.
     const more: string[] = [];
     const deadline = Date.now() + WAIT_MS;
@@ -110,7 +104,7 @@ describe("cosmos-feed start with a Cosmos DB trigger: crash, restart, two hosts"
       more.push(...(await write(`more${round}`, 4)));
       await new Promise((r) => setTimeout(r, 500));
     }
-    await until("every later change", () => more.every((id) => union().has(id)));
+    await waitUntil("every later change", () => more.every((id) => union().has(id)));
     restarted.child.kill("SIGTERM");
     second.child.kill("SIGTERM");
     expect(await restarted.exited).toBe(0);

@@ -1,6 +1,6 @@
 import { BulkOperationType, type Container, type Database } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { waitUntil } from "../../bench/lib/until.js";
 import { createCosmosClient, resolveCosmosConnection } from "../../packages/devhost/src/connections.js";
 import {
   CosmosTriggerError,
@@ -55,18 +55,6 @@ async function monitoredContainer(): Promise<Container> {
   return container;
 }
 
-async function waitFor(
-  cond: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = WAIT_MS,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 async function start(
   options: Partial<CosmosTriggerOptions> & { containerName: string },
   invoke: (docs: Doc[], inv: CosmosTriggerInvocation) => Promise<void> | void,
@@ -116,7 +104,7 @@ describe("startCosmosTrigger against the emulator", () => {
       { containerName: data.id, leaseContainerName: leaseName },
       () => {},
     );
-    await waitFor(() => deliveries.flatMap((d) => d.ids).length >= 2, "two documents");
+    await waitUntil("two documents", () => deliveries.flatMap((d) => d.ids).length >= 2);
     expect(deliveries.flatMap((d) => d.ids).sort()).toEqual(["a", "b"]);
     expect(deliveries[0]?.invocation.retryContext).toEqual({ retryCount: 0, maxRetryCount: 0 });
 
@@ -129,10 +117,10 @@ describe("startCosmosTrigger against the emulator", () => {
       ),
     ).toBe(true);
     expect(trigger.resolved).toMatchObject({ leaseContainerPrefix: "", leaseDatabaseName: db.id });
-    await waitFor(async () => {
+    await waitUntil("checkpoint", async () => {
       const docs = await leaseDocs(trigger.leaseContainer, "");
       return docs.length > 0 && docs.every((l) => !!l.ContinuationToken);
-    }, "checkpoint");
+    });
   });
 
   it("retries a failed batch per `retry` (fixedDelay), a new invocation id per attempt, then checkpoints", async () => {
@@ -146,7 +134,7 @@ describe("startCosmosTrigger against the emulator", () => {
       },
       { retry: { strategy: "fixedDelay", maxRetryCount: 3, delayInterval: 30 } },
     );
-    await waitFor(() => deliveries.length >= 3, "three attempts");
+    await waitUntil("three attempts", () => deliveries.length >= 3);
     expect(deliveries.map((d) => [d.ids, d.invocation.retryContext.retryCount])).toEqual([
       [["x"], 0],
       [["x"], 1],
@@ -172,19 +160,19 @@ describe("startCosmosTrigger against the emulator", () => {
         retry: { strategy: "exponentialBackoff", maxRetryCount: 1, minimumInterval: 20, maximumInterval: 40 },
       },
     );
-    await waitFor(() => logs.some((l) => l.level === "error"), "the failure log");
+    await waitUntil("the failure log", () => logs.some((l) => l.level === "error"));
     const error = logs.find((l) => l.level === "error");
     const lastId = deliveries.at(-1)?.invocation.invocationId;
     expect(deliveries.map((d) => d.ids)).toEqual([["bad"], ["bad"]]);
     expect(error?.invocationId).toBe(lastId);
     expect(error?.message).toContain(`after 2 attempt(s) (last Id=${lastId}): cannot handle bad`);
     expect(error?.message).toContain("checkpointed");
-    await waitFor(async () => {
+    await waitUntil("checkpoint", async () => {
       const docs = await leaseDocs(trigger.leaseContainer, "");
       return docs.length > 0 && docs.every((l) => !!l.ContinuationToken);
-    }, "checkpoint");
+    });
     await data.items.create({ id: "good", pk: "p" });
-    await waitFor(() => deliveries.some((d) => d.ids.includes("good")), "the next document");
+    await waitUntil("the next document", () => deliveries.some((d) => d.ids.includes("good")));
     // "bad" was not delivered again.
     expect(deliveries.filter((d) => d.ids.includes("bad"))).toHaveLength(2);
   });
@@ -200,7 +188,7 @@ describe("startCosmosTrigger against the emulator", () => {
       },
       { retry: { strategy: "fixedDelay", maxRetryCount: -1, delayInterval: 20 } },
     );
-    await waitFor(() => first.deliveries.length >= 3, "several attempts");
+    await waitUntil("several attempts", () => first.deliveries.length >= 3);
     expect(
       (await leaseDocs(first.trigger.leaseContainer, "")).map((l) => l.ContinuationToken ?? null),
     ).toEqual([null]);
@@ -213,7 +201,7 @@ describe("startCosmosTrigger against the emulator", () => {
     ).toEqual([null]);
 
     const second = await start({ containerName: data.id, leaseContainerName: leaseName }, () => {});
-    await waitFor(() => second.deliveries.length >= 1, "redelivery");
+    await waitUntil("redelivery", () => second.deliveries.length >= 1);
     expect(second.deliveries[0]?.ids).toEqual(["stuck"]);
   });
 
@@ -235,9 +223,9 @@ describe("startCosmosTrigger against the emulator", () => {
       },
     );
     for (const id of ["1", "2", "3"]) await data.items.create({ id, pk: id });
-    await waitFor(
-      () => a.deliveries.flatMap((d) => d.ids).length >= 3 && b.deliveries.flatMap((d) => d.ids).length >= 3,
+    await waitUntil(
       "both triggers",
+      () => a.deliveries.flatMap((d) => d.ids).length >= 3 && b.deliveries.flatMap((d) => d.ids).length >= 3,
     );
     expect(a.deliveries.flatMap((d) => d.ids).sort()).toEqual(["1", "2", "3"]);
     expect(b.deliveries.flatMap((d) => d.ids).sort()).toEqual(["1", "2", "3"]);
@@ -275,10 +263,10 @@ describe("startCosmosTrigger against the emulator", () => {
     await data.items.create({ id: "v", pk: "p" });
     await data.item("v", "p").delete();
     const all: unknown[] = [];
-    await waitFor(() => {
+    await waitUntil("create and delete", () => {
       all.splice(0, all.length, ...deliveries.flatMap((d) => d.raw));
       return all.length >= 2;
-    }, "create and delete");
+    });
     const ops = (all as Array<{ metadata?: { operationType?: string } }>).map(
       (i) => i.metadata?.operationType,
     );
@@ -303,7 +291,7 @@ describe("startCosmosTrigger against the emulator", () => {
       },
       () => {},
     );
-    await waitFor(() => deliveries.length >= 1, "the new document");
+    await waitUntil("the new document", () => deliveries.length >= 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(deliveries.flatMap((d) => d.ids)).toEqual(["new"]);
   });
@@ -327,16 +315,16 @@ describe("startCosmosTrigger against the emulator", () => {
       { containerName: data.id, leaseContainerName: uniqueName("leases"), maxItemsPerInvocation: 2 },
       () => {},
     );
-    await waitFor(() => deliveries.flatMap((d) => d.ids).length >= 8, "every document");
+    await waitUntil("every document", () => deliveries.flatMap((d) => d.ids).length >= 8);
     // s1 (LSN 1) and b1 fill a page of 2 inside the batch's LSN 2: the page takes the rest of it.
     expect(deliveries.map((d) => d.ids)).toEqual([
       ["s1", ...tx],
       ["s2", "s3"],
     ]);
-    await waitFor(async () => {
+    await waitUntil("the checkpoint after the last page", async () => {
       const docs = await leaseDocs(trigger.leaseContainer, "");
       return docs.length === 1 && docs[0].ContinuationToken === '"4"';
-    }, "the checkpoint after the last page");
+    });
   });
 
   it("missing containers: a clear error, or created with a log line when createMissing is set", async () => {

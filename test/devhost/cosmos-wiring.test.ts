@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { until } from "../../bench/lib/until.js";
 import { createCosmosRuntime } from "../../packages/devhost/src/builtinCosmos.js";
 import { type LogRecord, type RunningDevHost, startDevHost } from "../../packages/devhost/src/index.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
@@ -17,20 +17,6 @@ const cosmos = createCosmosRuntime({
       : undefined,
 });
 const logs: LogRecord[] = [];
-
-async function until<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  ms = WAIT_MS,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 beforeAll(async () => {
   emu = await startTestEmulator();

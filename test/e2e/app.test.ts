@@ -10,7 +10,7 @@ import {
   FAST_APP_SETTINGS,
   startAppChild,
 } from "../../bench/lib/app-child.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { until as pollUntil, WAIT_MS } from "../../bench/lib/until.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 // End to end: the app itself (functions/, compiled by tsconfig.build.json as `npm run build` does) run by
@@ -92,22 +92,9 @@ const resourcePath = (sub: string, name: string) => `/api/subscriptions/${sub}/r
 const operationPath = (answer: Answer) =>
   new URL(answer.headers.get("azure-asyncoperation") as string).pathname;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out: ${what}${last ? ` (last error: ${String(last)})` : ""}\n${host.output()}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** The shared wait, polling again after a probe that throws, with the host's output in its failure. */
+const until = <T>(what: string, probe: () => Promise<T | undefined>, ms = WAIT_MS): Promise<T> =>
+  pollUntil(what, probe, { ms, retryErrors: true, detail: () => host.output() });
 
 async function operationIdsOf(sub: string): Promise<string[]> {
   const { resources: ids } = await resources.items

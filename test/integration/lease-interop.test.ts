@@ -8,7 +8,7 @@ import {
   PluginOn,
 } from "@azure/cosmos";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { waitUntil } from "../../bench/lib/until.js";
 import { estimateLag } from "../../packages/changefeed/src/estimator.js";
 import {
   type ChangeFeedProcessor,
@@ -65,18 +65,6 @@ async function containers(): Promise<{ monitored: Container; leases: Container; 
   });
   const collRid = (await monitored.read()).resource?._rid as string;
   return { monitored, leases, collRid };
-}
-
-async function waitFor(
-  cond: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = WAIT_MS,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 async function leaseDocs(leases: Container): Promise<Record<string, unknown>[]> {
@@ -243,9 +231,9 @@ describe("Java epk-version leases", () => {
     p.on("error", (e) => errors.push(e));
     running.push(p);
     await p.start();
-    await waitFor(
-      () => delivered.length >= 2 && checkpoints.length > 0,
+    await waitUntil(
       "the changes after the Java checkpoint",
+      () => delivered.length >= 2 && checkpoints.length > 0,
     );
     await p.stop();
 
@@ -303,10 +291,10 @@ describe("Java epk-version leases", () => {
     running.push(p);
     await p.start();
     for (let i = 0; i < 40; i++) await monitored.items.create<Doc>({ id: `b${i}`, pk: `k${i}` });
-    await waitFor(() => seen.size >= 20, "some changes before the split");
+    await waitUntil("some changes before the split", () => seen.size >= 20);
     t.emulator.splitRange(db.id, monitored.id, "0");
     for (let i = 40; i < 80; i++) await monitored.items.create<Doc>({ id: `b${i}`, pk: `k${i}` });
-    await waitFor(() => seen.size >= 80 && splits.length === 1, "every change and the split");
+    await waitUntil("every change and the split", () => seen.size >= 80 && splits.length === 1);
     await p.stop();
 
     expect([...seen].filter((id) => id.startsWith("a"))).toEqual([]);
@@ -368,7 +356,7 @@ describe("Java epk-version leases", () => {
     p.on("error", (e) => errors.push(e as { code?: unknown }));
     running.push(p);
     await p.start();
-    await waitFor(() => errors.some((e) => e.code === "UnsupportedLease"), "an UnsupportedLease error");
+    await waitUntil("an UnsupportedLease error", () => errors.some((e) => e.code === "UnsupportedLease"));
     await p.stop();
 
     const after = (await leases.item(id, id).read<Record<string, unknown>>()).resource as Record<

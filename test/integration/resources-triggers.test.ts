@@ -1,6 +1,6 @@
 import { HttpRequest, InvocationContext, type Timer } from "@azure/functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { until, WAIT_MS } from "../../bench/lib/until.js";
 import { getHealth, getLeases, getLocks, getSummary, reportLag } from "../../functions/admin.js";
 import { reactToResources, summarizeResources } from "../../functions/reactions.js";
 import { createChangeFeedProcessor } from "../../packages/changefeed/src/index.js";
@@ -29,15 +29,6 @@ beforeAll(async () => {
   ({ durable } = app);
 });
 afterAll(() => app?.close());
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function put(sub: string, name: string, sku = "basic") {
   const res = await putThroughFunction(sub, name, { properties: { sku } });
@@ -124,10 +115,10 @@ describe("reactions trigger", () => {
     await reactToResources([doc], durable.context()); // redelivery: the instance exists, left alone
     const ops = appContext().containers.resources;
     const readOp = async (id: string) => (await ops.item(`op:${id}`, sub).read<OperationDocument>()).resource;
-    const op = await until(
-      () => readOp(doc.operationId),
-      (o) => o?.status === "Succeeded",
-    );
+    const op = await until("the operation to succeed", async () => {
+      const o = await readOp(doc.operationId);
+      return o?.status === "Succeeded" ? o : undefined;
+    });
     expect(op).toMatchObject({
       status: "Succeeded",
       orchestration: { name: "provisioning", instanceId: `provisioning-${doc.operationId}`, step: "done" },
@@ -146,17 +137,17 @@ describe("reactions trigger", () => {
     });
     const bad = (await changesOf(sub)).find((d) => d.id === "bad") as ResourceDocument;
     await reactToResources([bad], durable.context());
-    const failed = await until(
-      () => readOp(bad.operationId),
-      (o) => o?.status === "Failed",
-    );
+    const failed = await until("the operation to fail", async () => {
+      const o = await readOp(bad.operationId);
+      return o?.status === "Failed" ? o : undefined;
+    });
     expect(failed?.status).toBe("Failed");
     expect(failed?.error?.message).toContain("cosmos-feed.simulate=fail");
     expect(failed?.attempts?.provision).toBe(3);
-    const status = await until(
-      () => durable.hub.getStatus(`provisioning-${bad.operationId}`),
-      (s) => s?.runtimeStatus === "Failed",
-    );
+    const status = await until("the orchestration to fail", async () => {
+      const s = await durable.hub.getStatus(`provisioning-${bad.operationId}`);
+      return s?.runtimeStatus === "Failed" ? s : undefined;
+    });
     expect(status?.runtimeStatus).toBe("Failed");
     expect(String(status?.output)).toContain("Provisioning of react-3/bad failed");
   });
