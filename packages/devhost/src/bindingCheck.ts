@@ -1,6 +1,7 @@
 import type { BindingInfo } from "./coreTypes.js";
 import { cosmosBindingKind } from "./cosmos/appBindings.js";
 import { cosmosOptionName, translateCosmosOptions } from "./cosmos/optionNames.js";
+import { errorMessage } from "./errorMessage.js";
 import { cosmosExtensionMajor } from "./extensionBundle.js";
 import type { BindingExtensions } from "./extensions.js";
 import { describeBinding, unsupportedBindingsWarning } from "./hostLimits.js";
@@ -98,7 +99,7 @@ export function indexBindings(
  * error's own "Function 'x' (…):" prefix is dropped (the line names the function already).
  */
 export function triggerErrorLine(functionName: string, error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const text = errorMessage(error);
   const prefix = `Function '${functionName}'`;
   const reason = text.startsWith(prefix) ? text.slice(prefix.length).replace(/^( \([^)]*\))?:\s*/, "") : text;
   return `The '${functionName}' function is in error: ${reason}`;

@@ -7,6 +7,7 @@ import {
   prefixEndpoint,
 } from "@cosmos-feed/changefeed";
 import { readConnectionString } from "@cosmos-feed/core/cosmos/client";
+import { errorMessage } from "./errorMessage.js";
 
 /**
  * The lease report of `cosmos-feed leases` and of the dashboard's Leases table: every lease of a lease container, grouped by prefix — token or EPK range, owner,
@@ -184,7 +185,7 @@ export async function readLeases(client: CosmosClient, o: LeasesOptions): Promis
           p.row.estimatedLag = lags[k].estimatedLag;
         });
       } catch (e) {
-        lagErrors[prefix] = e instanceof Error ? e.message : String(e);
+        lagErrors[prefix] = errorMessage(e);
       }
     }
   }

@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import type { LogLevel } from "./coreTypes.js";
+import { errorMessage } from "./errorMessage.js";
 import type { TriggerRunner } from "./host.js";
 
 /**
@@ -71,10 +72,6 @@ export function listenerRetryDelays(
   };
 }
 
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 /**
  * Starts a listener; when the first start fails with a retryable error, logs it and returns a runner that keeps
  * retrying in the background. Its `stop()` ends the retries, and stops the listener if one started.
@@ -85,7 +82,7 @@ export async function startListenerWithRetry(o: StartListenerOptions): Promise<T
     return await o.start();
   } catch (e) {
     if (!o.retryable(e)) throw e;
-    o.log("error", `The listener for function '${name}' was unable to start. ${errorText(e)}`);
+    o.log("error", `The listener for function '${name}' was unable to start. ${errorMessage(e)}`);
   }
   const clock = o.clock ?? systemClock;
   const nextDelay = listenerRetryDelays(
@@ -103,7 +100,7 @@ export async function startListenerWithRetry(o: StartListenerOptions): Promise<T
       try {
         started = await o.start();
       } catch (e) {
-        o.log("error", `The listener for function '${name}' was unable to start. ${errorText(e)}`);
+        o.log("error", `The listener for function '${name}' was unable to start. ${errorMessage(e)}`);
         continue;
       }
       o.log("information", `Listener successfully started for function '${name}' after ${attempt} retries.`);

@@ -1,4 +1,5 @@
 import { statusOf } from "@cosmos-feed/core/cosmos/errors";
+import { errorMessage } from "../errorMessage.js";
 
 /** Socket-level failures: the endpoint did not answer (wrong host or port, offline, TLS refused). */
 const UNREACHABLE = new Set([
@@ -29,7 +30,7 @@ function codeOf(e: unknown): string | undefined {
 
 /** The first line of an error's message, capped (the service's 401 text carries a long signature dump). */
 export function shortMessage(e: unknown, max = 300): string {
-  const text = e instanceof Error ? e.message : String(e);
+  const text = errorMessage(e);
   const line = text.split("\n")[0].trim();
   return line.length > max ? `${line.slice(0, max)}…` : line;
 }

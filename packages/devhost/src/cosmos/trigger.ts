@@ -10,6 +10,7 @@ import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { statusOf } from "@cosmos-feed/core/cosmos/errors";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { CosmosConnectionError } from "../connections.js";
+import { errorMessage } from "../errorMessage.js";
 import { connectionFailureReason, describeConnection } from "./connectionFailure.js";
 import { type AppCosmosBinding, chooseContainerDefinition } from "./containerChoice.js";
 import { type CosmosExtensionMajor, cosmosOptionName } from "./optionNames.js";
@@ -26,7 +27,6 @@ import {
   type RetryPolicy,
   runWithRetry,
 } from "./retry.js";
-
 import {
   CosmosTriggerError,
   type CosmosTriggerOptions,
@@ -244,7 +244,7 @@ export async function startCosmosTrigger(o: StartCosmosTriggerOptions): Promise<
     }
     o.log(
       "error",
-      `Function '${fn}' failed for a batch of ${documents.length} document(s) on lease ${ctx.leaseToken} after ${outcome.attempts} attempt(s) (last Id=${lastInvocationId}): ${errorText(outcome.error)}. The batch is checkpointed and will not be delivered again, as the Azure Functions Cosmos DB extension does; use 'retry' and an idempotent handler.`,
+      `Function '${fn}' failed for a batch of ${documents.length} document(s) on lease ${ctx.leaseToken} after ${outcome.attempts} attempt(s) (last Id=${lastInvocationId}): ${errorMessage(outcome.error)}. The batch is checkpointed and will not be delivered again, as the Azure Functions Cosmos DB extension does; use 'retry' and an idempotent handler.`,
       { invocationId: lastInvocationId },
     );
   };
@@ -268,7 +268,7 @@ export async function startCosmosTrigger(o: StartCosmosTriggerOptions): Promise<
     handler,
   );
   processor.on("error", (e, token) =>
-    o.log("warning", `Function '${fn}': change feed processor, lease ${token ?? "-"}: ${errorText(e)}`),
+    o.log("warning", `Function '${fn}': change feed processor, lease ${token ?? "-"}: ${errorMessage(e)}`),
   );
   try {
     await processor.start();
@@ -302,8 +302,4 @@ export async function startCosmosTrigger(o: StartCosmosTriggerOptions): Promise<
     else o.abortSignal.addEventListener("abort", () => void stop(), { once: true });
   }
   return { processor, monitoredContainer: monitored, leaseContainer: leases, resolved: r, stop };
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }

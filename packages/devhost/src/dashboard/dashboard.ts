@@ -2,6 +2,7 @@ import type { CosmosClient } from "@azure/cosmos";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { type CosmosConnection, resolveCosmosConnection } from "../connections.js";
 import { type CosmosTriggerOptions, resolveCosmosTriggerOptions } from "../cosmos/trigger.js";
+import { errorMessage } from "../errorMessage.js";
 import { type BuiltinRoutes, underPrefix } from "../http/server.js";
 import type { LoadedApp } from "../loader.js";
 import { HandoffTracker } from "./handoffs.js";
@@ -56,7 +57,7 @@ export interface DashboardOptions {
 /** A panel with nothing to show in this app (no lock container, no task hub): said plainly, not as a failure. */
 class NotConfigured extends Error {}
 
-const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0];
+const errorFirstLine = (e: unknown) => errorMessage(e).split("\n")[0];
 
 /**
  * A panel's read, given up after timeoutMs: the signal then aborts its SDK requests too, so an abandoned read does
@@ -83,7 +84,7 @@ async function panel<T>(
   try {
     return { ok: true, data: await Promise.race([read(signal), timedOut]) };
   } catch (e) {
-    return { ok: false, error: errorText(e), ...(e instanceof NotConfigured ? { notConfigured: true } : {}) };
+    return { ok: false, error: errorFirstLine(e), ...(e instanceof NotConfigured ? { notConfigured: true } : {}) };
   } finally {
     done.abort();
   }
@@ -162,7 +163,7 @@ export class Dashboard {
     try {
       source = this.#o.meter();
     } catch (e) {
-      this.#meterError = errorText(e);
+      this.#meterError = errorFirstLine(e);
       return;
     }
     if (source.kind === "unavailable") {
@@ -174,7 +175,7 @@ export class Dashboard {
       this.#history.add({ t: this.#now(), meter, dashboard: this.tally.totals() });
       this.#meterError = undefined;
     } catch (e) {
-      this.#meterError = `${source.describe}: ${errorText(e)}`;
+      this.#meterError = `${source.describe}: ${errorFirstLine(e)}`;
     }
   }
 
@@ -201,7 +202,7 @@ export class Dashboard {
             leaseContainerName: "?",
             leaseExpirationInterval: 0,
           } as ReturnType<typeof resolveCosmosTriggerOptions>,
-          leaseClient: { error: errorText(e) },
+          leaseClient: { error: errorFirstLine(e) },
           leaseReadKey: `unresolved:${name}`,
           endpoint: "",
           sameAccount: false,
@@ -226,7 +227,7 @@ export class Dashboard {
         endpoint = monitored ?? lease.endpoint;
         sameAccount = monitored === lease.endpoint;
       } catch (e) {
-        leaseClient = { error: errorText(e) };
+        leaseClient = { error: errorFirstLine(e) };
       }
       out.push({
         functionName: name,
@@ -290,7 +291,7 @@ export class Dashboard {
           this.#handoffs.observe(t.functionName, row.leases, now);
           return row;
         } catch (e) {
-          return { ...triggerLeasesBase(t), error: errorText(e) };
+          return { ...triggerLeasesBase(t), error: errorFirstLine(e) };
         }
       }),
     );
@@ -330,7 +331,7 @@ export class Dashboard {
     try {
       source = this.#o.meter();
     } catch (e) {
-      source = { kind: "unavailable", reason: errorText(e) };
+      source = { kind: "unavailable", reason: errorFirstLine(e) };
     }
     if (this.#meterError) ru = { ok: false, error: this.#meterError };
     else if (source.kind === "unavailable")
@@ -397,7 +398,7 @@ export class Dashboard {
         });
       } catch (e) {
         // Never a 500 from the dashboard: whatever failed is the dashboard's problem, said as JSON.
-        return problem(503, "DashboardUnavailable", errorText(e));
+        return problem(503, "DashboardUnavailable", errorFirstLine(e));
       }
     },
   };

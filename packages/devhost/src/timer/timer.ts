@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import type { BindingLog } from "../cosmos/provision.js";
 import { formatTimeSpan, parseRetryOptions, type RetryContext, runWithRetry } from "../cosmos/retry.js";
+import { errorMessage } from "../errorMessage.js";
 import {
   nextOccurrence,
   parseTimerSchedule,
@@ -219,7 +220,7 @@ export async function startTimer(o: StartTimerOptions): Promise<RunningTimer> {
       const e = outcome.error;
       log(
         "error",
-        `Timer function '${fn}' failed (Id=${lastId}, ${outcome.attempts} attempt(s)): ${e instanceof Error ? e.message : String(e)}. The schedule continues.`,
+        `Timer function '${fn}' failed (Id=${lastId}, ${outcome.attempts} attempt(s)): ${errorMessage(e)}. The schedule continues.`,
         { invocationId: lastId },
       );
     }
@@ -250,9 +251,7 @@ export async function startTimer(o: StartTimerOptions): Promise<RunningTimer> {
       await inFlight;
     }
   };
-  const loop = run().catch((e: unknown) =>
-    log("error", `Timer '${fn}' stopped: ${e instanceof Error ? e.message : String(e)}`),
-  );
+  const loop = run().catch((e: unknown) => log("error", `Timer '${fn}' stopped: ${errorMessage(e)}`));
   log(
     "information",
     `Timer '${fn}' schedule ${schedule.kind === "cron" ? `Cron: '${schedule.expression}'` : `Constant: ${schedule.expression}`} (${zone === "utc" ? "UTC" : "local time"}); next occurrence ${current.next}.`,
