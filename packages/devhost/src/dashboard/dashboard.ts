@@ -84,7 +84,11 @@ async function panel<T>(
   try {
     return { ok: true, data: await Promise.race([read(signal), timedOut]) };
   } catch (e) {
-    return { ok: false, error: errorFirstLine(e), ...(e instanceof NotConfigured ? { notConfigured: true } : {}) };
+    return {
+      ok: false,
+      error: errorFirstLine(e),
+      ...(e instanceof NotConfigured ? { notConfigured: true } : {}),
+    };
   } finally {
     done.abort();
   }
