@@ -19,5 +19,6 @@ export {
   type RunningEmulator,
   startEmulator,
 } from "./server.js";
+export { type CapacityMode, SERVERLESS_RU_PER_PARTITION } from "./store/account.js";
 export { ensureDirectory } from "./store/directory.js";
 export { DEFAULT_CERTIFICATE_NAMES, ensureCertificate, type StoredCertificate } from "./tls/certificate.js";

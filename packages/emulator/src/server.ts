@@ -27,7 +27,7 @@ import {
 import { ridBasedPath } from "./routes/rid-paths.js";
 import { RuModel } from "./ru/charges.js";
 import { RuMeter } from "./ru/meter.js";
-import { Account } from "./store/account.js";
+import { Account, type CapacityMode } from "./store/account.js";
 import { MAX_INITIAL_RANGES } from "./store/offers.js";
 import type { SqlitePersistence } from "./store/persistence.js";
 
@@ -54,6 +54,12 @@ export interface EmulatorOptions {
   rangesPerContainer?: number;
   /** Answer 429 when a container's provisioned RU/s is exceeded. Default true. */
   enforceThroughput?: boolean;
+  /**
+   * "provisioned" (default: offers of RU/s, as the Windows and Linux emulators) or "serverless", as an Azure account
+   * created with the EnableServerless capability: creating a database or container with throughput and the offers
+   * API answer the service's 400s, and each container serves up to 5,000 RU/s per physical partition.
+   */
+  capacityMode?: CapacityMode;
   /** Background TTL purge period (ms). */
   ttlSweepIntervalMs?: number;
   /** Retention of the all-versions-and-deletes history (ms). */
@@ -148,6 +154,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       );
     }
   }
+  const mode = options.capacityMode;
+  if (mode !== undefined && mode !== "provisioned" && mode !== "serverless") {
+    throw new EmulatorStartError(
+      "INVALID_OPTION",
+      `capacityMode must be 'provisioned' or 'serverless'; got ${JSON.stringify(mode)}.`,
+    );
+  }
   const ranges = options.rangesPerContainer;
   if (ranges !== undefined && (!Number.isInteger(ranges) || ranges < 1 || ranges > MAX_INITIAL_RANGES)) {
     throw new EmulatorStartError(
@@ -167,6 +180,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     }
     account = new Account({
       rangesPerContainer: options.rangesPerContainer,
+      capacityMode: options.capacityMode ?? "provisioned",
       enforceThroughput: options.enforceThroughput ?? true,
       meter,
       persistence,

@@ -60,6 +60,7 @@ interface EmulatorCliOptions {
   key?: string;
   ranges?: number;
   throttle: boolean;
+  serverless?: boolean;
   tlsCert?: string;
   tlsKey?: string;
   tls?: "auto";
@@ -69,7 +70,7 @@ interface EmulatorCliOptions {
 
 /**
  * The emulator's command line as a commander `Command`: its flags (`--port` default 8081, `--host`, `--data-dir`,
- * `--durability`, `--key`, `--ranges`, `--no-throttle`, `--tls-cert`/`--tls-key`, `--tls auto`, `--allowed-hosts`,
+ * `--durability`, `--key`, `--ranges`, `--no-throttle`, `--serverless`, `--tls-cert`/`--tls-key`, `--tls auto`, `--allowed-hosts`,
  * `--log`) and the action that starts the emulator in the foreground, locks its data folder, prints the endpoint and
  * connection string, and stops it on SIGINT/SIGTERM (exit 0; a later, separate signal exits at once with 130).
  * Bad flags and a failed start are one line on stderr and exit 1. The `cosmos-emulator` bin runs it as the program;
@@ -95,6 +96,10 @@ export function emulatorCommand(options: EmulatorCommandOptions): Command {
     )
     .option("--ranges <n>", "physical partition key ranges per new container", integer("--ranges", 1, 64))
     .option("--no-throttle", "do not answer 429 when provisioned throughput is exceeded")
+    .option(
+      "--serverless",
+      "a serverless account: no offers (throughput on create and the offers API are refused as the service does), 5,000 RU/s per physical partition",
+    )
     .option("--tls-cert <file>", "serve HTTPS with this PEM certificate (needs --tls-key)")
     .option("--tls-key <file>", "PEM private key for --tls-cert")
     .option(
@@ -131,6 +136,7 @@ async function runEmulator(opts: EmulatorCliOptions, label: string): Promise<voi
       key: opts.key,
       rangesPerContainer: opts.ranges,
       enforceThroughput: opts.throttle,
+      capacityMode: opts.serverless ? "serverless" : "provisioned",
       tls: made
         ? { certFile: made.certFile, keyFile: made.keyFile, http: true }
         : opts.tlsCert && opts.tlsKey

@@ -1,7 +1,7 @@
 import { badRequest } from "../errors.js";
 import { parseQuerySpec, runQuery } from "../query/engine.js";
 import { RuModel } from "../ru/charges.js";
-import type { Account, OfferEntry } from "../store/account.js";
+import { type Account, type OfferEntry, SERVERLESS_OFFERS_REFUSAL } from "../store/account.js";
 import type { JsonObject } from "../store/types.js";
 import { header, isTrue, jsonBody, jsonObjectBody, type Reply, type RequestContext } from "./context.js";
 import { methodNotAllowed } from "./resources.js";
@@ -15,6 +15,7 @@ import { methodNotAllowed } from "./resources.js";
  */
 export function offers(ctx: RequestContext): Reply {
   const { account, segments, method } = ctx;
+  if (account.serverless) throw badRequest(SERVERLESS_OFFERS_REFUSAL);
   if (segments.length === 1) {
     const all = [...account.offers()].map(offerResource);
     let items: unknown[] = all;

@@ -17,6 +17,8 @@ export class ThroughputBudget {
   constructor(
     public ruPerSecond: number,
     private readonly now: () => number = () => performance.now(),
+    /** What the 429's message calls the limit. */
+    private readonly limit = "container's provisioned throughput",
   ) {
     this.balance = ruPerSecond;
     this.last = this.now();
@@ -41,7 +43,7 @@ export class ThroughputBudget {
     throw new CosmosError(
       429,
       "TooManyRequests",
-      `Request rate is large: the container's provisioned throughput of ${this.ruPerSecond} RU/s is used up. Retry after ${waitMs} ms.`,
+      `Request rate is large: the ${this.limit} of ${this.ruPerSecond} RU/s is used up. Retry after ${waitMs} ms.`,
       SubStatus.RequestRateTooLarge,
       { "x-ms-retry-after-ms": String(waitMs) },
     );

@@ -29,9 +29,29 @@ import type { JsonObject, PartitionKeyDefinition, PartitionKeyRangeInfo } from "
 export * from "./definitions.js";
 export * from "./offers.js";
 
+/**
+ * How the account is billed, as an Azure account's capacity mode: "provisioned" (offers of RU/s on databases and
+ * containers) or "serverless" (no offers; each container serves up to SERVERLESS_RU_PER_PARTITION RU/s per physical
+ * partition, learn.microsoft.com/azure/cosmos-db/serverless-performance).
+ */
+export type CapacityMode = "provisioned" | "serverless";
+
+/** A serverless container's capacity per physical partition (RU/s): learn.microsoft.com/azure/cosmos-db/serverless-performance. */
+export const SERVERLESS_RU_PER_PARTITION = 5_000;
+
+/** The service's 400 for throughput asked of a serverless account (its wording, with the resource kind). */
+export function serverlessThroughputRefusal(kind: "database" | "container"): CosmosError {
+  return badRequest(`Setting offer throughput or autopilot on ${kind} is not supported for serverless accounts.`);
+}
+
+/** The service's 400 for the offers API on a serverless account (its wording). */
+export const SERVERLESS_OFFERS_REFUSAL = "Reading or replacing offers is not supported for serverless accounts.";
+
 export interface AccountOptions {
   /** Physical ranges for every new container; when unset, derived from throughput (see initialRangeCount). */
   rangesPerContainer?: number;
+  /** "provisioned" (default) or "serverless": see CapacityMode. */
+  capacityMode?: CapacityMode;
   /** Enforce provisioned throughput with 429s (default true). */
   enforceThroughput: boolean;
   meter: RuMeter;
@@ -122,6 +142,7 @@ export class Account {
   }
 
   createDatabase(body: JsonObject, throughput: Throughput | undefined): CosmosDatabase {
+    if (throughput && this.serverless) throw serverlessThroughputRefusal("database");
     validateResourceId(body.id, "database");
     const id = body.id as string;
     if (this.databases.has(id)) throw conflict(`Database '${id}' already exists.`);
@@ -159,6 +180,7 @@ export class Account {
     rangeCountOverride?: number,
   ): Container {
     const db = this.database(dbId);
+    if (throughput && this.serverless) throw serverlessThroughputRefusal("container");
     validateResourceId(body.id, "container");
     const id = body.id as string;
     if (db.containers.has(id)) throw conflict(`Container '${id}' already exists in database '${dbId}'.`);
@@ -193,7 +215,13 @@ export class Account {
     };
     const rangeCount =
       rangeCountOverride ?? this.options.rangesPerContainer ?? initialRangeCount(throughput, db.throughput);
-    const offer = throughput ? this.newOffer(throughput) : db.offer ? undefined : this.defaultOffer();
+    const offer = this.serverless
+      ? undefined
+      : throughput
+        ? this.newOffer(throughput)
+        : db.offer
+          ? undefined
+          : this.defaultOffer();
     const c = new Container(
       dbId,
       id,
@@ -201,7 +229,7 @@ export class Account {
       definition,
       pk,
       { rangeCount },
-      this.budgetFor(offer) ?? db.budget,
+      this.serverless ? this.serverlessBudget(rangeCount) : (this.budgetFor(offer) ?? db.budget),
       this.hooks(),
     );
     if (offer) this.containerOffers.set(c, offer);
@@ -347,6 +375,22 @@ export class Account {
     return { ...this.newOffer({ ruPerSecond: MIN_THROUGHPUT, autoscale: false }), defaulted: true };
   }
 
+  /** Whether the account is serverless (AccountOptions.capacityMode). */
+  get serverless(): boolean {
+    return this.options.capacityMode === "serverless";
+  }
+
+  /** A serverless container's budget: its capacity for `partitions` physical partitions, when throughput is enforced. */
+  private serverlessBudget(partitions: number): ThroughputBudget | undefined {
+    return this.options.enforceThroughput
+      ? new ThroughputBudget(
+          SERVERLESS_RU_PER_PARTITION * partitions,
+          this.options.throughputClock,
+          "serverless container's capacity",
+        )
+      : undefined;
+  }
+
   private budgetFor(offer: Offer | undefined): ThroughputBudget | undefined {
     return offer && !offer.defaulted && this.options.enforceThroughput
       ? new ThroughputBudget(offer.throughput.ruPerSecond, this.options.throughputClock)
@@ -358,7 +402,11 @@ export class Account {
     return {
       now: this.options.now,
       persist: p ? (c, entries) => p.appendChanges(c.rid, entries) : undefined,
-      rangesChanged: (c) => this.saveContainer(c),
+      rangesChanged: (c) => {
+        // A serverless container's capacity follows its physical partitions (a split adds one).
+        if (this.serverless) c.budget?.setRate(SERVERLESS_RU_PER_PARTITION * c.ranges.length);
+        this.saveContainer(c);
+      },
     };
   }
 
@@ -426,6 +474,8 @@ export class Account {
       const offer =
         saved.offer ??
         (saved.throughput ? this.newOffer(saved.throughput) : db.offer ? undefined : this.defaultOffer());
+      // Serverless, offers saved under a provisioned run are kept (not served): a later provisioned run has them.
+      const budget = this.serverless ? undefined : (this.budgetFor(offer) ?? db.budget);
       const c = new Container(
         db.id,
         saved.definition.id as string,
@@ -433,7 +483,7 @@ export class Account {
         saved.definition,
         saved.pk,
         saved.layout,
-        this.budgetFor(offer) ?? db.budget,
+        budget,
         this.hooks(),
       );
       if (offer) this.containerOffers.set(c, offer);
@@ -443,6 +493,7 @@ export class Account {
       c.seq = Math.max(c.seq, saved.seqFloor ?? saved.lsnFloor ?? 0);
       c.finishRestore(legacy ? c.seq : 0);
       c.docSeq = Math.max(c.docSeq, saved.docSeqFloor);
+      if (this.serverless) c.budget = this.serverlessBudget(c.ranges.length);
       db.containers.set(c.id, c);
       if ((!saved.offer && offer) || legacy) resave.push(() => this.saveContainer(c));
     }
