@@ -109,4 +109,33 @@ describe("cosmos-feed throughput", () => {
     const dbSet = JSON.parse((await cliOn(sharedDb.id, ["--set", "800", "--json"])).stdout);
     expect(dbSet).toMatchObject({ mode: "manual", throughput: 800, changed: { from: 400, to: 800 } });
   });
+
+  it("a serverless account: says it has no offers, and refuses a change with one line", async () => {
+    const serverless = await startTestEmulator({ capacityMode: "serverless" });
+    try {
+      const sdb = (await serverless.client.databases.create({ id: uniqueName("tpsl") })).database;
+      await sdb.containers.create({ id: "c", partitionKey: "/id" });
+      const args = (extra: string[]) => [
+        join(repoRoot, "packages", "devhost", "bin", "cosmos-feed.js"),
+        "throughput",
+        "--connection",
+        serverless.emulator.connectionString,
+        "--database",
+        sdb.id,
+        "--container",
+        "c",
+        ...extra,
+      ];
+      const read = JSON.parse((await run(process.execPath, args(["--json"]), { cwd: repoRoot })).stdout);
+      expect(read).toMatchObject({ mode: "none", serverless: true, throughput: null });
+      const text = (await run(process.execPath, args([]), { cwd: repoRoot })).stdout;
+      expect(text).toContain("a serverless account (no offers; up to 5,000 RU/s per physical partition)");
+      const set = await fail(run(process.execPath, args(["--set", "800"]), { cwd: repoRoot }));
+      expect(set.code).toBe(1);
+      expect(set.stderr.trim().split("\n")).toHaveLength(1);
+      expect(set.stderr).toContain("is on a serverless account: it has no throughput to change");
+    } finally {
+      await serverless.close();
+    }
+  });
 });

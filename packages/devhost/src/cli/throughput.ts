@@ -19,6 +19,8 @@ export interface SharedThroughput {
 export interface ThroughputReport {
   resource: string;
   mode: "manual" | "autoscale" | "none";
+  /** True on a serverless account, whose offers API answers 400: there is no throughput to read or set. */
+  serverless?: boolean;
   /**
    * For a container without throughput of its own (mode "none"): its database's shared throughput, or null when the
    * database has none either (serverless).
@@ -46,7 +48,6 @@ export async function throughput(
   const db = client.database(o.database);
   const target = o.container ? db.container(o.container) : db;
   const resource = o.container ? `${o.database}/${o.container}` : o.database;
-  let { resource: offer, offer: ref } = await target.readOffer();
   const report: ThroughputReport = {
     resource,
     mode: "none",
@@ -54,6 +55,16 @@ export async function throughput(
     autoscaleMaxThroughput: null,
     minimumThroughput: null,
   };
+  const offers = await target.readOffer().catch((e: unknown) => {
+    if (isServerlessRefusal(e)) return undefined;
+    throw e;
+  });
+  if (!offers) {
+    report.serverless = true;
+    if (o.set !== undefined || o.autoscale !== undefined) throw new CliInputError(nothingToChange(report));
+    return withRecommendation(report, o.model);
+  }
+  let { resource: offer, offer: ref } = offers;
   if (offer && ref) {
     const current = offer.content?.offerThroughput ?? null;
     const auto = offer.content?.offerAutopilotSettings?.maxThroughput ?? null;
@@ -103,11 +114,24 @@ export async function throughput(
     }
     if (o.set !== undefined || o.autoscale !== undefined) throw new CliInputError(nothingToChange(report));
   }
-  if (o.model) {
-    const r = tune(o.model);
+  return withRecommendation(report, o.model);
+}
+
+/** A serverless account's 400 for the offers API ("Reading or replacing offers is not supported for serverless accounts."). */
+function isServerlessRefusal(e: unknown): boolean {
+  const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
+  return (
+    code === 400 && typeof message === "string" && /not supported for serverless accounts/i.test(message)
+  );
+}
+
+/** The report with what the lease cost model recommends, when a model is given. */
+function withRecommendation(report: ThroughputReport, model: TuningInput | undefined): ThroughputReport {
+  if (model) {
+    const r = tune(model);
     const peak = Math.max(r.ours.leaseRuPerSecond, r.dotnet.leaseRuPerSecond);
     report.recommendation = {
-      model: o.model,
+      model,
       oursLeaseRuPerSecond: r.ours.leaseRuPerSecond,
       dotnetLeaseRuPerSecond: r.dotnet.leaseRuPerSecond,
       recommendedManualThroughput: Math.max(400, Math.ceil((2 * peak) / 100) * 100),
@@ -124,6 +148,9 @@ function describeShared(s: SharedThroughput): string {
 
 /** Why a resource without an offer has nothing to change, and what to do instead (one line). */
 export function nothingToChange(r: ThroughputReport): string {
+  if (r.serverless) {
+    return `${r.resource} is on a serverless account: it has no throughput to change (the service refuses offers there; each container serves up to 5,000 RU/s per physical partition). Deploy with COSMOS_THROUGHPUT_MODE=manual or autoscale for provisioned throughput.`;
+  }
   if (r.sharedFromDatabase) {
     const db = r.sharedFromDatabase.database;
     return `${r.resource} has no throughput of its own: it shares database ${db}'s (${describeShared(r.sharedFromDatabase)}); change that one, without --container.`;
@@ -136,15 +163,17 @@ export function nothingToChange(r: ThroughputReport): string {
 
 export function formatThroughput(r: ThroughputReport): string {
   const lines = [
-    r.mode === "none"
-      ? r.sharedFromDatabase
-        ? `${r.resource}: no throughput of its own; shares database ${r.sharedFromDatabase.database}'s ${describeShared(r.sharedFromDatabase)}`
-        : r.sharedFromDatabase === null
-          ? `${r.resource}: no throughput, nor has its database (a serverless account)`
-          : `${r.resource}: no shared throughput (its containers have their own, if any)`
-      : r.mode === "autoscale"
-        ? `${r.resource}: autoscale, max ${r.autoscaleMaxThroughput} RU/s (floor ${r.throughput} RU/s)`
-        : `${r.resource}: manual, ${r.throughput} RU/s`,
+    r.serverless
+      ? `${r.resource}: a serverless account (no offers; up to 5,000 RU/s per physical partition)`
+      : r.mode === "none"
+        ? r.sharedFromDatabase
+          ? `${r.resource}: no throughput of its own; shares database ${r.sharedFromDatabase.database}'s ${describeShared(r.sharedFromDatabase)}`
+          : r.sharedFromDatabase === null
+            ? `${r.resource}: no throughput, nor has its database (a serverless account)`
+            : `${r.resource}: no shared throughput (its containers have their own, if any)`
+        : r.mode === "autoscale"
+          ? `${r.resource}: autoscale, max ${r.autoscaleMaxThroughput} RU/s (floor ${r.throughput} RU/s)`
+          : `${r.resource}: manual, ${r.throughput} RU/s`,
   ];
   if (r.minimumThroughput !== null)
     lines.push(`  the service accepts no less than ${r.minimumThroughput} RU/s now`);
