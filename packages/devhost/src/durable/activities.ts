@@ -154,9 +154,10 @@ export class ActivityWorker {
   }
 
   private async run(doc: ActivityDoc): Promise<void> {
-    const renewing = new AbortController();
-    // A stored work item's own claim is renewed here; a claimed one's by the hub, on its instance.
-    const renew = doc.virtual ? Promise.resolve() : this.renewWhileRunning(doc, renewing.signal);
+    // A stored work item's own claim is renewed here; a claimed one's by the hub, on its instance (no controller:
+    // its abort() made an exception object per activity).
+    const renewing = doc.virtual ? undefined : new AbortController();
+    const renew = renewing ? this.renewWhileRunning(doc, renewing.signal) : undefined;
     try {
       const outcome = await this.o.invoke(doc.item).catch((e: unknown): { failure: FailureDetails } => ({
         failure: { ErrorType: "Error", ErrorMessage: e instanceof Error ? e.message : String(e) },
@@ -170,8 +171,10 @@ export class ActivityWorker {
       this.o.completed(doc, event);
     } finally {
       this.unclaim(doc);
-      renewing.abort();
-      await renew;
+      if (renewing) {
+        renewing.abort();
+        await renew;
+      }
     }
   }
 

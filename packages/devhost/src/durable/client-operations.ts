@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import type { Clock } from "@cosmos-feed/core/clock";
 import type { TaskHubBackend } from "./backend.js";
 import {
   INSTANCE_ID,
@@ -38,6 +38,11 @@ const LAST_UPDATED_REMEMBERED = 10_000;
  * and is a client only.
  */
 export interface ClientHooks {
+  /**
+   * A hub running here runs a new instance's first episode before anything is stored and creates the instance with
+   * it (dispatcher startHere): "created", "exists", or undefined (the start is to be written alone).
+   */
+  startHere(pending: InstanceDoc): Promise<"created" | "exists" | undefined>;
   /** A start or restart was written (`snapshot`: what a new instance is, nothing else having been written). */
   started(instanceId: string, snapshot: PartitionSnapshot | undefined): void;
   /** A message for the instance was written. */
@@ -147,11 +152,22 @@ export class TaskHubClientOperations implements TaskHubClient {
       event: { EventType: HistoryEventType.ExecutionStarted, EventId: -1, IsPlayed: false, Timestamp: at },
       start: { name, input: options.input ?? null, executionId, ...(version ? { version } : {}) },
     };
+    // A hub running here creates the instance with its first episode (one write); else the start is written alone.
+    if ((await this.hooks.startHere(pending)) === "created") {
+      this.notify(instanceId);
+      return { instanceId };
+    }
     const created = await this.backend.createInstance(pending);
     let etag = created.created ? created.etag : undefined;
     if (!created.created) {
-      // It exists: a finished instance is restarted (its old history is garbage, deleted by the next work item).
       const current = created.existing;
+      if (current?.executionId === executionId) {
+        // This very start, stored with its first episode by a commit that landed after startHere gave up on it.
+        this.hooks.started(instanceId, undefined);
+        this.notify(instanceId);
+        return { instanceId };
+      }
+      // It exists: a finished instance is restarted (its old history is garbage, deleted by the next work item).
       if (current && !isTerminal(current.status)) {
         throw new TaskHubError(
           `An orchestration instance with the id '${instanceId}' already exists and is ${current.status}.`,
@@ -406,14 +422,22 @@ export class TaskHubClientOperations implements TaskHubClient {
     if (since !== undefined && known !== undefined && known > since) return;
     if (signal?.aborted || this.closed) return;
     const poll = this.o.waitPollMs;
-    const woken = new AbortController();
-    const wake = () => woken.abort();
     const set = this.waiters.get(instanceId) ?? new Set<() => void>();
     this.waiters.set(instanceId, set);
+    // A plain timer and callback (real time, as the poll is): an AbortController per wait made an exception
+    // object at every wake-up.
+    let wake = () => {};
+    const woken = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => wake(), Math.min(poll, Math.max(0, timeoutMs)));
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
     set.add(wake);
     signal?.addEventListener("abort", wake, { once: true });
     try {
-      await systemClock.sleep(Math.min(poll, Math.max(0, timeoutMs)), woken.signal);
+      await woken;
     } finally {
       set.delete(wake);
       if (set.size === 0) this.waiters.delete(instanceId);

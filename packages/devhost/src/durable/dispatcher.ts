@@ -85,11 +85,16 @@ interface Slot {
   running: boolean;
 }
 
+/** Starts whose first episode failed here (startHere) that a host remembers for their next work item. */
+const START_FAILURES_REMEMBERED = 1_000;
+
 /** Lost commit races one work item re-reads and redoes before it counts as a failed attempt. */
 const MAX_RACES = 20;
 
 export class OrchestrationDispatcher {
   private readonly slots = new Map<string, Slot>();
+  /** Starts whose first episode failed at startHere (the error), until their next work item counts it. */
+  private readonly startFailures = new Map<string, { error: unknown }>();
   private readonly cache = new SnapshotCache();
   private readonly ownership: LeaseOwnership;
   private active = 0;
@@ -241,6 +246,126 @@ export class OrchestrationDispatcher {
     return promise;
   }
 
+  /**
+   * A new instance's start written by this host's client, run before anything is stored (docs/durable-design.md,
+   * "Orchestration work items"): its first work item replays the Pending instance the start would write, and its
+   * commit creates the instance — the start and its first episode in one batch. "created"; "exists" (the create
+   * lost: an instance of that id is stored); undefined when it did not run here, failed, or did not end within
+   * `waitMs` (real time). The caller then writes the start alone, as a start made elsewhere; a work item still
+   * running then commits nothing if it has not begun to (else its create and the caller's race, and one loses), and
+   * the instance's next work item — queued behind it — applies the stored start.
+   */
+  async startHere(pending: InstanceDoc, waitMs: number): Promise<"created" | "exists" | undefined> {
+    const instanceId = pending.instanceId;
+    const start = pending.start;
+    if (this.stopped || !start || waitMs <= 0 || this.slots.has(instanceId)) return undefined;
+    const slot: Slot = {
+      messages: new Map(),
+      local: new Map(),
+      claim: false,
+      trigger: newTrigger(),
+      done: [],
+      running: true,
+    };
+    this.slots.set(instanceId, slot);
+    this.ownership.ownUnfed(instanceId);
+    // `passed`: the wait ended first (the caller writes the start alone); `committing`: too late for that, the
+    // create is on its way (the wait then lasts until it returns).
+    const gaveUp = { passed: false, committing: false };
+    const run = (async (): Promise<"created" | "exists" | undefined> => {
+      const held = await this.acquire();
+      try {
+        if (!held || gaveUp.passed) return undefined;
+        let outcome: "created" | "exists" | undefined;
+        const work = this.firstEpisode(instanceId, pending, start, gaveUp).then((o) => {
+          outcome = o;
+        });
+        if ((await this.inFlight.run(work)) === "ended") return outcome;
+        void work.then(
+          () =>
+            this.o.log("debug", `Instance '${instanceId}': its work item returned after the stop cut it.`),
+          (e: unknown) =>
+            this.o.log(
+              "debug",
+              `Instance '${instanceId}': its work item ended after the stop cut it: ${String(e)}`,
+            ),
+        );
+        return undefined;
+      } finally {
+        if (held) this.release();
+      }
+    })();
+    const drive = run
+      .catch((e: unknown) => {
+        // An attempt that failed at the hub (as a work item's: the instance's next work item counts it).
+        if (!this.stopped) {
+          this.startFailures.set(instanceId, { error: e });
+          if (this.startFailures.size > START_FAILURES_REMEMBERED)
+            this.startFailures.delete(this.startFailures.keys().next().value as string);
+          this.o.log(
+            "warning",
+            `Instance '${instanceId}': work item attempt 1 of ${this.o.maxAttempts} failed: ${e instanceof Error ? e.message : String(e)}`,
+          );
+        }
+        return undefined;
+      })
+      .finally(() => {
+        slot.running = false;
+        if (slot.done.length === 0) this.slots.delete(instanceId);
+        else this.startDrive(instanceId, slot);
+      });
+    const tracked = drive.then(() => undefined);
+    this.drives.add(tracked);
+    void tracked.finally(() => this.drives.delete(tracked));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => {
+        if (gaveUp.committing) return;
+        gaveUp.passed = true;
+        resolve(undefined);
+      }, waitMs);
+    });
+    try {
+      return await Promise.race([drive, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The first work item of a start not stored yet (see startHere): one replay, a commit that creates the instance. */
+  private async firstEpisode(
+    instanceId: string,
+    pending: InstanceDoc,
+    start: InstanceMessage,
+    gaveUp: { passed: boolean; committing: boolean },
+  ): Promise<"created" | "exists" | undefined> {
+    this.counters.workItems++;
+    this.counters.replays++;
+    const result = await this.o.apply(
+      stateOf(pending, []),
+      [start],
+      new Date(this.o.clock.now()),
+      this.o.invoke,
+      {
+        maxPayloadBytes: this.o.maxPayloadBytes,
+        ...(this.o.defaultVersion !== undefined ? { defaultVersion: this.o.defaultVersion } : {}),
+      },
+    );
+    if (!result.consumed.includes(start.key)) return undefined;
+    if (gaveUp.passed) {
+      // The start was written alone meanwhile: the episode commits on it (If-Match the etag the start's write
+      // primed the cache with), as the work item queued behind this one would after replaying it again.
+      const stored = this.cache.get(instanceId);
+      if (stored?.instance?.start?.key !== start.key || stored.history.length > 0) return undefined;
+      await this.commitResult(instanceId, stored, result, [], []);
+      return undefined;
+    }
+    // Nothing is stored: the commit creates the instance (a lost race is an instance of that id already there).
+    gaveUp.committing = true;
+    const outcome = await this.commitResult(instanceId, snapshotOf([]), result, [], []);
+    return outcome === "lost" ? "exists" : "created";
+  }
+
   private startDrive(instanceId: string, slot: Slot): void {
     const drive = this.drive(instanceId, slot);
     this.drives.add(drive);
@@ -387,7 +512,14 @@ export class OrchestrationDispatcher {
     trigger: Trigger,
   ): Promise<void> {
     this.counters.workItems++;
-    let failures = 0;
+    // A start whose first episode failed at startHere: that was this work item's first attempt.
+    const failed = this.startFailures.get(instanceId);
+    this.startFailures.delete(instanceId);
+    let failures = failed ? 1 : 0;
+    if (failed && failures >= this.o.maxAttempts) {
+      await this.poison(instanceId, failed.error, [...local]);
+      return;
+    }
     let races = 0;
     let pendingLocal = local;
     let pendingFed = fed;

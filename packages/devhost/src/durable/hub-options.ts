@@ -41,6 +41,8 @@ export interface TaskHubOptions {
   activityLockMs?: number;
   /** How often a waiting client (create-and-wait, status waits) re-reads the instance (ms). */
   waitPollMs?: number;
+  /** How long a start made here waits for its first episode, to be created with it in one commit (ms; 0: never). */
+  startEpisodeWaitMs?: number;
   /** On stop, how long running activities may take to hand their results on (ms). */
   stopGraceMs?: number;
   /** On stop, how long orchestration work items in flight may take to end before they are abandoned (ms). */
@@ -75,6 +77,7 @@ export const TaskHubDefaults = {
   maxWorkItemAttempts: d.maxWorkItemAttempts.default,
   activityLockMs: d.activityLockMs.default,
   waitPollMs: d.waitPollMs.default,
+  startEpisodeWaitMs: d.startEpisodeWaitMs.default,
   stopGraceMs: d.stopGraceMs.default,
   stopWorkItemsMs: d.stopWorkItemsMs.default,
   httpTimeoutMs: d.httpTimeoutMs.default,

@@ -69,6 +69,10 @@ export class TaskHub implements TaskHubClient {
       },
       waitPollMs: setting("waitPollMs"),
       hooks: {
+        startHere: (pending) =>
+          this.stopped
+            ? Promise.resolve(undefined)
+            : this.dispatcher.startHere(pending, setting("startEpisodeWaitMs")),
         started: (id, snapshot) => this.started(id, snapshot),
         messageWritten: (id, doc) => this.messageWritten(id, doc),
         purged: (id) => this.purged(id),
@@ -365,7 +369,12 @@ export class TaskHub implements TaskHubClient {
     if (this.stopped) return;
     if (snapshot) this.dispatcher.prime(instanceId, snapshot);
     else this.dispatcher.forget(instanceId);
-    this.detach(`Instance '${instanceId}'`, this.dispatcher.schedule(instanceId));
+    // Read afresh (no snapshot): with nothing to apply, the claim round takes up activities its commit claimed
+    // for this host (a start whose first episode was stored after the start gave up on it).
+    this.detach(
+      `Instance '${instanceId}'`,
+      this.dispatcher.schedule(instanceId, snapshot ? {} : { claim: true }),
+    );
   }
 
   /** Schedules the instance a message was written for. */

@@ -112,6 +112,15 @@ export const DURABLE_HUB_SETTINGS = {
     description:
       "On stop, how long orchestration work items in flight (an orchestrator invocation and its commit) may take to end. One still running after it is abandoned, as the Durable extension's task hub worker stops waiting for its work items: the results it held are recorded as messages, its other inputs stay in the task hub and are redone after the restart, and it commits nothing if it ever returns.",
   },
+  startEpisodeWaitMs: {
+    setting: "DURABLE_START_EPISODE_WAIT_MS",
+    unit: "ms",
+    default: 1_000,
+    min: 0,
+    max: 60_000,
+    description:
+      "A start made through this dev host's client (startNew, the HTTP API): how long it waits for the orchestration's first episode — a slot among the orchestrations running at once, then the invocation — run before anything is stored, so that the instance is created together with that episode in one write. Past it (a busy hub, a slow orchestrator, a breakpoint) the start is written alone and its episode follows as for a start made elsewhere; an episode whose create is already on its way is waited for. 0 always writes the start alone.",
+  },
   waitPollMs: {
     setting: "DURABLE_WAIT_POLL_MS",
     unit: "ms",
