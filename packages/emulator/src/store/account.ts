@@ -41,11 +41,14 @@ export const SERVERLESS_RU_PER_PARTITION = 5_000;
 
 /** The service's 400 for throughput asked of a serverless account (its wording, with the resource kind). */
 export function serverlessThroughputRefusal(kind: "database" | "container"): CosmosError {
-  return badRequest(`Setting offer throughput or autopilot on ${kind} is not supported for serverless accounts.`);
+  return badRequest(
+    `Setting offer throughput or autopilot on ${kind} is not supported for serverless accounts.`,
+  );
 }
 
 /** The service's 400 for the offers API on a serverless account (its wording). */
-export const SERVERLESS_OFFERS_REFUSAL = "Reading or replacing offers is not supported for serverless accounts.";
+export const SERVERLESS_OFFERS_REFUSAL =
+  "Reading or replacing offers is not supported for serverless accounts.";
 
 export interface AccountOptions {
   /** Physical ranges for every new container; when unset, derived from throughput (see initialRangeCount). */
