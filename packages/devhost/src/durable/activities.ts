@@ -1,4 +1,5 @@
 import type { Clock } from "@cosmos-feed/core/clock";
+import { errorMessage } from "../errorMessage.js";
 import type { TaskHubBackend } from "./backend.js";
 import type { ActivityDoc } from "./documents.js";
 import { activityResultEvent } from "./engine.js";
@@ -160,7 +161,7 @@ export class ActivityWorker {
     const renew = renewing ? this.renewWhileRunning(doc, renewing.signal) : undefined;
     try {
       const outcome = await this.o.invoke(doc.item).catch((e: unknown): { failure: FailureDetails } => ({
-        failure: { ErrorType: "Error", ErrorMessage: e instanceof Error ? e.message : String(e) },
+        failure: { ErrorType: "Error", ErrorMessage: errorMessage(e) },
       }));
       const event = activityResultEvent(
         doc.item,

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "@cosmos-feed/core/clock";
+import { errorMessage } from "../errorMessage.js";
 import type { TaskHubBackend } from "./backend.js";
 import {
   type ActivityDoc,
@@ -302,10 +303,7 @@ export class OrchestrationDispatcher {
           this.startFailures.set(instanceId, { error: e });
           if (this.startFailures.size > START_FAILURES_REMEMBERED)
             this.startFailures.delete(this.startFailures.keys().next().value as string);
-          this.o.log(
-            "warning",
-            `Instance '${instanceId}': work item attempt 1 of ${this.o.maxAttempts} failed: ${e instanceof Error ? e.message : String(e)}`,
-          );
+          this.logAttemptFailed(instanceId, 1, e);
         }
         return undefined;
       })
@@ -364,6 +362,14 @@ export class OrchestrationDispatcher {
     gaveUp.committing = true;
     const outcome = await this.commitResult(instanceId, snapshotOf([]), result, [], []);
     return outcome === "lost" ? "exists" : "created";
+  }
+
+  /** The warning for a work item attempt that failed (a start's first episode here is attempt 1). */
+  private logAttemptFailed(instanceId: string, attempt: number, e: unknown): void {
+    this.o.log(
+      "warning",
+      `Instance '${instanceId}': work item attempt ${attempt} of ${this.o.maxAttempts} failed: ${errorMessage(e)}`,
+    );
   }
 
   private startDrive(instanceId: string, slot: Slot): void {
@@ -557,10 +563,7 @@ export class OrchestrationDispatcher {
         // after the restart.
         if (this.stopped) throw e;
         failures++;
-        this.o.log(
-          "warning",
-          `Instance '${instanceId}': work item attempt ${failures} of ${this.o.maxAttempts} failed: ${e instanceof Error ? e.message : String(e)}`,
-        );
+        this.logAttemptFailed(instanceId, failures, e);
         if (failures >= this.o.maxAttempts) {
           await this.poison(instanceId, e, [...pendingLocal]);
           return;
@@ -772,7 +775,7 @@ export class OrchestrationDispatcher {
    */
   private async poison(instanceId: string, error: unknown, local: LocalEvent[]): Promise<void> {
     this.counters.poisoned++;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     const reason = `The durable task hub gave up on instance '${instanceId}' after ${this.o.maxAttempts} failed attempts: ${message}`;
     this.o.log("error", reason);
     try {

@@ -1,3 +1,4 @@
+import { errorMessage } from "../errorMessage.js";
 import { payloadProblem } from "./limits.js";
 
 /**
@@ -104,7 +105,7 @@ export function readEntityReply(
   const what = `Operation '${op.name}' of entity '${entity}'`;
   if ("thrown" in outcome) {
     const e = outcome.thrown;
-    return failed(before, `${what} failed: ${e instanceof Error ? e.message : String(e)}`);
+    return failed(before, `${what} failed: ${errorMessage(e)}`);
   }
   const r = outcome.returned as ReplyWire | null | undefined;
   const first = Array.isArray(r?.results) ? r.results[0] : undefined;

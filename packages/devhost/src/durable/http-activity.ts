@@ -1,3 +1,4 @@
+import { errorMessage } from "../errorMessage.js";
 import type { ActivityInvoker, FailureDetails } from "./types.js";
 
 /**
@@ -90,7 +91,7 @@ function requestHeaders(r: DurableHttpRequestWire): Headers | string {
       for (const v of Array.isArray(value) ? value : [value]) headers.append(name, String(v));
     }
   } catch (e) {
-    return `a request header is not valid: ${e instanceof Error ? e.message : String(e)}`;
+    return `a request header is not valid: ${errorMessage(e)}`;
   }
   const type = headers.get("content-type");
   if (type?.includes("multipart")) return "multipart content is not supported with callHttp";
@@ -160,7 +161,7 @@ export async function runDurableHttpRequest(input: string | null, o: HttpActivit
     } catch (e) {
       return fail(
         "CredentialUnavailableError",
-        `${what}: no token for the resource '${resource}' (ManagedIdentityTokenSource). The dev host gets it with DefaultAzureCredential, as the app's connections do: sign in with \`az login\` (or azd, Visual Studio Code, or set AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_CLIENT_SECRET). The credential said: ${e instanceof Error ? e.message : String(e)}`,
+        `${what}: no token for the resource '${resource}' (ManagedIdentityTokenSource). The dev host gets it with DefaultAzureCredential, as the app's connections do: sign in with \`az login\` (or azd, Visual Studio Code, or set AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_CLIENT_SECRET). The credential said: ${errorMessage(e)}`,
       );
     }
   }
@@ -197,7 +198,7 @@ export async function runDurableHttpRequest(input: string | null, o: HttpActivit
       );
     }
     const cause = e instanceof Error && e.cause instanceof Error ? `: ${e.cause.message}` : "";
-    return fail("HttpRequestException", `${what}: ${e instanceof Error ? e.message : String(e)}${cause}`);
+    return fail("HttpRequestException", `${what}: ${errorMessage(e)}${cause}`);
   }
 }
 

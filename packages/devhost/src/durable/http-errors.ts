@@ -1,3 +1,4 @@
+import { errorMessage } from "../errorMessage.js";
 import { isCosmosError } from "./cosmos-backend/store.js";
 import { TaskHubError } from "./errors.js";
 
@@ -62,7 +63,7 @@ function statusOf(e: unknown): number | undefined {
 
 /** Cosmos DB's message without the ActivityId line and the JSON wrapping of its error list. */
 function reasonOf(e: unknown): string {
-  const raw = e instanceof Error ? e.message : String(e);
+  const raw = errorMessage(e);
   const first = raw.split(/\r?\n/, 1)[0] ?? "";
   const errors = /"Errors":\s*\[\s*"([^"]*)"/.exec(raw)?.[1];
   return (errors ?? first).trim().slice(0, 500) || "no reason given";

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
+import { errorMessage } from "../errorMessage.js";
 import { ActivityWorker } from "./activities.js";
 import type { DispatchContext, DispatchFeed, TaskHubBackend } from "./backend.js";
 import { TaskHubClientOperations } from "./client-operations.js";
@@ -125,9 +126,7 @@ export class TaskHub implements TaskHubClient {
 
   /** Runs a promise in the background, logging its failure (tracked so stop() can wait for it). */
   private detach(what: string, p: Promise<unknown>) {
-    const tracked = p.catch((e: unknown) =>
-      this.log("warning", `${what}: ${e instanceof Error ? e.message : String(e)}`),
-    );
+    const tracked = p.catch((e: unknown) => this.log("warning", `${what}: ${errorMessage(e)}`));
     this.background.add(tracked);
     void tracked.finally(() => this.background.delete(tracked));
   }

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { errorMessage } from "../errorMessage.js";
 import { DEFAULT_HTTP_ASYNC_SLEEP_MS } from "./http-activity.js";
 import {
   ActionType,
@@ -88,7 +89,7 @@ export function readOrchestratorOutcome(
     return { reply: r };
   }
   const e = outcome.thrown;
-  const message = e instanceof Error ? e.message : String(e);
+  const message = errorMessage(e);
   const marker = "$OutOfProcData$:";
   const at = message.indexOf(marker);
   if (at >= 0) {

@@ -16,6 +16,7 @@ import {
 export type { EntityImplementation, EntityOperationRun } from "./testing-entities.js";
 export type { RuntimeStatus } from "./types.js";
 
+import { errorMessage } from "../errorMessage.js";
 import {
   type HistoryEvent,
   HistoryEventType,
@@ -303,7 +304,7 @@ export async function runOrchestration(
             Result: JSON.stringify(result ?? null),
           };
         } catch (e) {
-          const message = e instanceof Error ? e.message : String(e);
+          const message = errorMessage(e);
           activityCalls.push({
             name: item.name,
             input,
