@@ -1,6 +1,10 @@
 import type { CosmosClient, OfferDefinition } from "@azure/cosmos";
 import { type TuningInput, tune } from "@cosmos-feed/changefeed/tuning";
+import { SERVERLESS_RU_PER_PARTITION } from "@cosmos-feed/emulator";
 import { CliInputError } from "./leases.js";
+
+/** A serverless container's capacity as the messages write it ("5,000"). */
+const SERVERLESS_CAPACITY = SERVERLESS_RU_PER_PARTITION.toLocaleString("en-US");
 
 /**
  * `cosmos-feed throughput`: read, and change, a container's (or a database's) provisioned throughput through the
@@ -149,7 +153,7 @@ function describeShared(s: SharedThroughput): string {
 /** Why a resource without an offer has nothing to change, and what to do instead (one line). */
 export function nothingToChange(r: ThroughputReport): string {
   if (r.serverless) {
-    return `${r.resource} is on a serverless account: it has no throughput to change (the service refuses offers there; each container serves up to 5,000 RU/s per physical partition). Deploy with COSMOS_THROUGHPUT_MODE=manual or autoscale for provisioned throughput.`;
+    return `${r.resource} is on a serverless account: it has no throughput to change (the service refuses offers there; each container serves up to ${SERVERLESS_CAPACITY} RU/s per physical partition). Deploy with COSMOS_THROUGHPUT_MODE=manual or autoscale for provisioned throughput.`;
   }
   if (r.sharedFromDatabase) {
     const db = r.sharedFromDatabase.database;
@@ -164,7 +168,7 @@ export function nothingToChange(r: ThroughputReport): string {
 export function formatThroughput(r: ThroughputReport): string {
   const lines = [
     r.serverless
-      ? `${r.resource}: a serverless account (no offers; up to 5,000 RU/s per physical partition)`
+      ? `${r.resource}: a serverless account (no offers; up to ${SERVERLESS_CAPACITY} RU/s per physical partition)`
       : r.mode === "none"
         ? r.sharedFromDatabase
           ? `${r.resource}: no throughput of its own; shares database ${r.sharedFromDatabase.database}'s ${describeShared(r.sharedFromDatabase)}`
