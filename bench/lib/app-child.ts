@@ -66,13 +66,15 @@ export interface AppChild {
 }
 
 /**
- * `node packages/devhost/bin/cosmos-feed.js start <appDir> --port 0 --no-build --cosmos <connection string>` with `env` added to
+ * `node packages/devhost/bin/cosmos-feed.js start <appDir> --port 0 --no-build [--cosmos <connection string>] [args]` with `env` added to
  * this process's environment; resolves once the host printed "Host started" (HTTP listens, triggers started or
  * retrying). Every child is pushed to `children` so afterAll can kill it.
  */
 export async function startAppChild(options: {
   appDir: string;
-  connectionString: string;
+  /** The account; undefined: the dev host's embedded emulator (`args` then say its port, TLS and data folder). */
+  connectionString: string | undefined;
+  args?: readonly string[];
   env: Readonly<Record<string, string>>;
   children: ChildProcess[];
   startTimeoutMs?: number;
@@ -86,8 +88,8 @@ export async function startAppChild(options: {
       "--port",
       "0",
       "--no-build",
-      "--cosmos",
-      options.connectionString,
+      ...(options.connectionString === undefined ? [] : ["--cosmos", options.connectionString]),
+      ...(options.args ?? []),
     ],
     { cwd: options.appDir, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] },
   );
