@@ -7,6 +7,8 @@
  *   npm run bench:app -- --quick      (a short smoke run of every phase; the JSON is left alone)
  *   npm run bench:app -- --modes [serverless,manual]   (only: the flows phase on `npm start` per throughput mode;
  *                                     bench/results/app-modes.json — bench/app/modes.ts)
+ *   npm run bench:app -- --cost       (only: requests and RU per flow by container and reason, 1 and 200 flows, against
+ *                                     the goal of ≤ 100 RU per flow; bench/results/app-cost.json — bench/app/cost.ts)
  *
  *   1. http    — GET one resource: the dev host vs the SAME exported handler on bare node:http (in this process).
  *   4. flows   — N PUTs at once (N = 1, 100, 200) to a dev host child; every operation URL read at a bounded rate
@@ -30,6 +32,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import os, { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { concurrencyPhase } from "./app/concurrency.js";
+import { costConfig, costPhase } from "./app/cost.js";
 import { flowPhase } from "./app/flow-runs.js";
 import { httpPhase } from "./app/http.js";
 import { modeConfig, modesFromArgs, modesPhase } from "./app/modes.js";
@@ -82,6 +85,27 @@ async function modesMain(): Promise<void> {
     else {
       writeFileSync(MODES_RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`);
       console.log(`wrote ${relative(process.cwd(), MODES_RESULTS_FILE)}`);
+    }
+  } finally {
+    killChildren();
+    agent.destroy();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** `--cost`: requests and RU per flow by container and reason, against the goal (bench/app/cost.ts) alone. */
+async function costMain(): Promise<void> {
+  console.log(`app bench --cost: sizes ${costConfig.sizes.join(", ")}; load ${round2(os.loadavg()[0])}`);
+  const scratch = mkdtempSync(join(tmpdir(), "bench-app-cost-"));
+  try {
+    const result = await costPhase(scratch);
+    console.log(
+      `   goal ${result.goal.what}: ${result.goal.ruPerFlow} RU → ${result.goal.met ? "met" : "not met"}`,
+    );
+    if (config.quick) console.log("--quick: results left alone.");
+    else {
+      writeFileSync(COST_RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`);
+      console.log(`wrote ${relative(process.cwd(), COST_RESULTS_FILE)}`);
     }
   } finally {
     killChildren();
@@ -213,7 +237,9 @@ if (!existsSync(join(ROOT, "dist", "functions", "resources.js"))) {
   process.exit(1);
 }
 const MODES_RESULTS_FILE = join(dirname(RESULTS_FILE), "app-modes.json");
-(process.argv.includes("--modes") ? modesMain() : main()).catch((e: unknown) => {
+const COST_RESULTS_FILE = join(dirname(RESULTS_FILE), "app-cost.json");
+const run = process.argv.includes("--cost") ? costMain : process.argv.includes("--modes") ? modesMain : main;
+run().catch((e: unknown) => {
   console.error(e);
   killChildren();
   process.exit(1);
