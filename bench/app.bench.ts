@@ -100,7 +100,9 @@ async function costMain(): Promise<void> {
   try {
     const result = await costPhase(scratch);
     console.log(
-      `   goal ${result.goal.what}: ${result.goal.ruPerFlow} RU → ${result.goal.met ? "met" : "not met"}`,
+      `   goal ${result.goal.what}: ${result.goal.ruPerFlow} RU → ${result.goal.met ? "met" : "not met"}; ` +
+        `without the dev host's task hub ${result.goal.ruPerFlowWithoutTaskHub} RU → ` +
+        `${result.goal.metWithoutTaskHub ? "met" : "not met"}`,
     );
     if (config.quick) console.log("--quick: results left alone.");
     else {
