@@ -5,6 +5,10 @@
  *
  *   npm run bench:app                 (builds dist/ first; ~11 minutes)
  *   npm run bench:app -- --quick      (a short smoke run of every phase; the JSON is left alone)
+ *   npm run bench:app -- --modes [serverless,manual]   (only: the flows phase on `npm start` per throughput mode;
+ *                                     bench/results/app-modes.json — bench/app/modes.ts)
+ *   npm run bench:app -- --cost       (only: requests and RU per flow by container and reason, 1 and 200 flows, against
+ *                                     the goal of ≤ 100 RU per flow; bench/results/app-cost.json — bench/app/cost.ts)
  *
  *   1. http    — GET one resource: the dev host vs the SAME exported handler on bare node:http (in this process).
  *   4. flows   — N PUTs at once (N = 1, 100, 200) to a dev host child; every operation URL read at a bounded rate
@@ -28,12 +32,89 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import os, { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { concurrencyPhase } from "./app/concurrency.js";
+import { costConfig, costPhase } from "./app/cost.js";
 import { flowPhase } from "./app/flow-runs.js";
 import { httpPhase } from "./app/http.js";
+import { modeConfig, modesFromArgs, modesPhase } from "./app/modes.js";
 import { putPhase, triggerPhase } from "./app/put-trigger.js";
 import { git, METHOD, notesFor } from "./app/report.js";
 import { agent, config, killChildren, RESULTS_FILE, ROOT, startStack } from "./app/setup.js";
-import { machineFacts, round2 } from "./lib/stats.js";
+import { machineFacts, median, round2 } from "./lib/stats.js";
+
+/** `--modes`: the flows phase on `npm start`'s embedded emulator per throughput mode (bench/app/modes.ts) alone. */
+async function modesMain(): Promise<void> {
+  const machine = {
+    ...machineFacts(ROOT),
+    loadAverage1mAtStart: round2(os.loadavg()[0]),
+    sharedMachine: true,
+  };
+  const modes = modesFromArgs(process.argv);
+  console.log(
+    `app bench --modes ${modes.join(",")}: ${modeConfig.flows} PUTs at once on \`cosmos-feed start\` (embedded emulator), ` +
+      `${modeConfig.rounds} round(s); load ${machine.loadAverage1mAtStart}`,
+  );
+  const scratch = mkdtempSync(join(tmpdir(), "bench-app-modes-"));
+  try {
+    const results = await modesPhase(scratch, modes);
+    const summary = results.map((r) => ({
+      mode: r.mode,
+      flowsPerSecondMedian: round2(median(r.flowsPerSecond)),
+      throttledMedian: median(r.throttled),
+      allSucceeded: r.succeeded.every((n) => n === r.flows),
+    }));
+    const result = {
+      machine: { ...machine, loadAverage1mAtEnd: round2(os.loadavg()[0]) },
+      config: {
+        ...modeConfig,
+        statusReadsPerSecond: config.statusReadsPerSecond,
+        gitHead: git("rev-parse --short HEAD"),
+        gitDirty: git("status --porcelain -- src functions packages") !== "",
+        method:
+          "Per mode, `cosmos-feed start` on the compiled app with its embedded emulator and COSMOS_THROUGHPUT_MODE set; " +
+          "N PUTs at once, each on its own subscription, every operation read at a bounded rate until it ended; " +
+          "flows/s = N ÷ (last operation endTime − first PUT sent); 429s from the emulator's meter (`throttled`).",
+      },
+      summary,
+      modes: results,
+    };
+    for (const s of summary)
+      console.log(
+        `   ${s.mode}: ${s.flowsPerSecondMedian} flows/s, ${s.throttledMedian} 429s (median of rounds)`,
+      );
+    if (config.quick) console.log("--quick: results left alone.");
+    else {
+      writeFileSync(MODES_RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`);
+      console.log(`wrote ${relative(process.cwd(), MODES_RESULTS_FILE)}`);
+    }
+  } finally {
+    killChildren();
+    agent.destroy();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** `--cost`: requests and RU per flow by container and reason, against the goal (bench/app/cost.ts) alone. */
+async function costMain(): Promise<void> {
+  console.log(`app bench --cost: sizes ${costConfig.sizes.join(", ")}; load ${round2(os.loadavg()[0])}`);
+  const scratch = mkdtempSync(join(tmpdir(), "bench-app-cost-"));
+  try {
+    const result = await costPhase(scratch);
+    console.log(
+      `   goal ${result.goal.what}: ${result.goal.ruPerFlow} RU → ${result.goal.met ? "met" : "not met"}; ` +
+        `without the dev host's task hub ${result.goal.ruPerFlowWithoutTaskHub} RU → ` +
+        `${result.goal.metWithoutTaskHub ? "met" : "not met"}`,
+    );
+    if (config.quick) console.log("--quick: results left alone.");
+    else {
+      writeFileSync(COST_RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`);
+      console.log(`wrote ${relative(process.cwd(), COST_RESULTS_FILE)}`);
+    }
+  } finally {
+    killChildren();
+    agent.destroy();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
 
 async function main(): Promise<void> {
   const began = performance.now();
@@ -157,7 +238,10 @@ if (!existsSync(join(ROOT, "dist", "functions", "resources.js"))) {
   console.log("dist/ is missing: run `npm run build` first (npm run bench:app does).");
   process.exit(1);
 }
-main().catch((e: unknown) => {
+const MODES_RESULTS_FILE = join(dirname(RESULTS_FILE), "app-modes.json");
+const COST_RESULTS_FILE = join(dirname(RESULTS_FILE), "app-cost.json");
+const run = process.argv.includes("--cost") ? costMain : process.argv.includes("--modes") ? modesMain : main;
+run().catch((e: unknown) => {
   console.error(e);
   killChildren();
   process.exit(1);

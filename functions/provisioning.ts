@@ -32,6 +32,8 @@ const A = PROVISIONING.activities;
 interface Validated {
   input: StepInput;
   retry: df.RetryOptions;
+  /** validate's read of the resource's simulate tag, for the provision step. */
+  simulate?: string;
   /** Set when validate says to stop: the orchestration's output. */
   skipped?: ProvisioningOutput;
 }
@@ -50,9 +52,11 @@ function* validateFirst(context: OrchestrationContext, name: string): Generator<
   const validated = (yield context.df.callActivityWithRetry(A.validate, retry, input)) as {
     proceed: boolean;
     reason?: string;
+    simulate?: string;
     operation?: OperationEnd;
   };
-  if (validated.proceed) return { input, retry };
+  if (validated.proceed)
+    return { input, retry, ...(validated.simulate === undefined ? {} : { simulate: validated.simulate }) };
   const skipped: ProvisioningOutput =
     validated.operation?.status === "Canceled"
       ? outputFor(validated.operation)
@@ -60,15 +64,46 @@ function* validateFirst(context: OrchestrationContext, name: string): Generator<
   return { input, retry, skipped };
 }
 
+/**
+ * The provision step with the same retry policy as callActivityWithRetry (ACTIVITY_MAX_ATTEMPTS, durable timers from
+ * ACTIVITY_FIRST_RETRY_INTERVAL_MS, doubling), counted here rather than on the operation: the step then makes no
+ * database request, and replay keeps the count. `attempts.count` is the attempts made so far.
+ */
+function* provisionWithRetries(
+  context: OrchestrationContext,
+  input: StepInput,
+  simulate: string | undefined,
+  attempts: { count: number },
+): Generator<df.Task, void, unknown> {
+  for (;;) {
+    attempts.count++;
+    try {
+      yield context.df.callActivity(A.provision, { ...input, attempt: attempts.count, simulate });
+      return;
+    } catch (e) {
+      if (attempts.count >= settings.activityMaxAttempts) throw e;
+      const delayMs = settings.activityFirstRetryIntervalMs * 2 ** (attempts.count - 1);
+      yield context.df.createTimer(new Date(context.df.currentUtcDateTime.getTime() + delayMs));
+    }
+  }
+}
+
 /** validate → provision → finalize; on a failure after the retries, the resource and operation become Failed. */
 export const provisioningOrchestrator: OrchestrationHandler = function* (context: OrchestrationContext) {
-  const { input, retry, skipped } = yield* validateFirst(context, PROVISIONING.orchestrations.provision);
+  const { input, retry, skipped, simulate } = yield* validateFirst(
+    context,
+    PROVISIONING.orchestrations.provision,
+  );
   if (skipped) return skipped;
+  const attempts = { count: 0 };
   try {
     context.df.setCustomStatus({ step: "provision" });
-    yield context.df.callActivityWithRetry(A.provision, retry, input);
+    yield* provisionWithRetries(context, input, simulate, attempts);
     context.df.setCustomStatus({ step: "finalize" });
-    const finalized = (yield context.df.callActivityWithRetry(A.finalize, retry, input)) as {
+    const finalized = (yield context.df.callActivityWithRetry(A.finalize, retry, {
+      ...input,
+      provisionAttempts: attempts.count,
+    })) as {
       operation?: OperationEnd;
     } | null;
     context.df.setCustomStatus({ step: "done" });
@@ -79,6 +114,7 @@ export const provisioningOrchestrator: OrchestrationHandler = function* (context
     const failed = (yield context.df.callActivityWithRetry(A.fail, retry, {
       ...input,
       error: { code: "ProvisioningFailed", message },
+      ...(attempts.count > 0 ? { provisionAttempts: attempts.count } : {}),
     })) as { operation?: OperationEnd } | null;
     // Replaced while it was failing: the operation is Canceled, not Failed, and so is this orchestration's outcome.
     if (failed?.operation?.status === "Canceled") return outputFor(failed.operation);
@@ -115,8 +151,18 @@ export async function validateResource(input: unknown) {
   return validateStep(await openAppContext(), parseProvisioningInput(input), orchestrationOf(input));
 }
 
-export async function provisionResource(input: unknown) {
-  return provisionStep(await openAppContext(), parseProvisioningInput(input), orchestrationOf(input));
+/** The orchestration's count of provision attempts, passed to the steps that end the operation. */
+const provisionAttemptsOf = (input: unknown): number | undefined => {
+  const n = (input as { provisionAttempts?: unknown } | null)?.provisionAttempts;
+  return typeof n === "number" && Number.isInteger(n) && n > 0 ? n : undefined;
+};
+
+export function provisionResource(input: unknown) {
+  const { attempt, simulate } = input as { attempt?: unknown; simulate?: unknown };
+  return provisionStep(parseProvisioningInput(input), {
+    attempt: typeof attempt === "number" ? attempt : 1,
+    ...(typeof simulate === "string" ? { simulate } : {}),
+  });
 }
 
 export async function finalizeResource(input: unknown) {
@@ -124,6 +170,7 @@ export async function finalizeResource(input: unknown) {
     await openAppContext(),
     parseProvisioningInput(input),
     orchestrationOf(input),
+    provisionAttemptsOf(input),
   );
   return { finalized: true, ...(operation ? { operation } : {}) };
 }
@@ -134,6 +181,7 @@ export async function failResource(input: unknown) {
     await openAppContext(),
     parseProvisioningInput(rest),
     error ?? { code: "ProvisioningFailed", message: "unknown" },
+    provisionAttemptsOf(input),
   );
   return { failed: true, ...(operation ? { operation } : {}) };
 }

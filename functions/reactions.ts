@@ -66,6 +66,8 @@ app.cosmosDB(RESOURCE_TRIGGERS.reactions.functionName, {
 
 app.cosmosDB(RESOURCE_TRIGGERS.summaries.functionName, {
   ...feedOptions,
+  // Summaries may lag (SUMMARY_POLL_DELAY_MS): fewer polls, and one recount for many changes.
+  feedPollDelay: settings.summaryPollDelayMs,
   leaseContainerPrefix: RESOURCE_TRIGGERS.summaries.leaseContainerPrefix,
   handler: summarizeResources,
 });

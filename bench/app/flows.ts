@@ -82,6 +82,8 @@ export interface StormResult {
   };
   /** Cosmos DB requests and RU the storm cost, per accepted PUT, by container (emulator meter). */
   cosmosPerFlow: Record<string, { requests: number; ru: number }>;
+  /** Requests the emulator refused with 429 during the storm (the SDK retried them), in all, by container. */
+  throttledByContainer: Record<string, number>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -230,6 +232,13 @@ export async function storm(
       ru: round1(ru / Math.max(1, ops.length)),
     };
   }
+  const throttledByContainer: Record<string, number> = {};
+  for (const [container, kinds] of Object.entries(stats.meter)) {
+    let n = 0;
+    for (const [kind, e] of Object.entries(kinds))
+      n += e.throttled - (meterBefore[container]?.[kind]?.throttled ?? 0);
+    if (n > 0) throttledByContainer[container.replace(/^cosmos-feed-app\//, "")] = n;
+  }
   const putWindowS = Math.max(1, lastAnswer - firstSent) / 1000;
   const base = {
     size,
@@ -244,6 +253,7 @@ export async function storm(
     statusReadsPerSecond: round1(reads / Math.max(0.001, (learnedAt - firstSent) / 1000)),
     cpu,
     cosmosPerFlow,
+    throttledByContainer,
   };
   if (policy.kind === "none")
     return {

@@ -147,9 +147,18 @@ export function appFolder(scratch: string, name: string): string {
   return dir;
 }
 
+/**
+ * What a storm reads of a stack's emulator: its stats (RU meter, CPU) and its process (absent pid: the emulator runs
+ * inside the dev host's process, `cosmos-feed start`'s embedded one, whose CPU is the host's).
+ */
+export interface StackEmulator {
+  stats(): Promise<EmulatorStats>;
+  child: { pid?: number };
+}
+
 export interface HostStack {
   name: string;
-  emulator: Emulator;
+  emulator: StackEmulator;
   host: AppChild;
   /** http://127.0.0.1:<port> */
   url: string;
@@ -205,7 +214,7 @@ export async function startStack(
 }
 
 /** The reactions trigger holds at least one lease (GET /api/admin/leases: the app's own operational read). */
-async function reactionsListening(host: AppChild): Promise<boolean> {
+export async function reactionsListening(host: AppChild): Promise<boolean> {
   const res = await call("GET", `${host.baseUrl}/api/admin/leases`);
   if (res.status !== 200) return false;
   const body = JSON.parse(res.text) as { value: { function: string; leases: { owner?: string | null }[] }[] };

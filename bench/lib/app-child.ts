@@ -33,13 +33,14 @@ export async function buildAppFolder(appDir: string): Promise<void> {
 }
 
 /**
- * The app settings the e2e tests run the dev host with: feed poll 100 ms, lease renew/acquire 1 s, expiry 5 s (the
+ * The app settings the e2e tests run the dev host with: feed poll 100 ms (the summaries' too), lease renew/acquire 1 s, expiry 5 s (the
  * settings' minimum), lock TTL 3 s (the minimum), request bodies ≤ 1024 bytes, short retry and durable intervals;
  * containers made by the app on first use (COSMOS_ENSURE_CONTAINERS), as a user of a separate emulator does.
  */
 export const FAST_APP_SETTINGS: Readonly<Record<string, string>> = {
   COSMOS_ENSURE_CONTAINERS: "true",
   FEED_POLL_DELAY_MS: "100",
+  SUMMARY_POLL_DELAY_MS: "100",
   LEASE_ACQUIRE_INTERVAL_MS: "1000",
   LEASE_RENEW_INTERVAL_MS: "1000",
   LEASE_EXPIRATION_INTERVAL_MS: "5000",
@@ -66,13 +67,15 @@ export interface AppChild {
 }
 
 /**
- * `node packages/devhost/bin/cosmos-feed.js start <appDir> --port 0 --no-build --cosmos <connection string>` with `env` added to
+ * `node packages/devhost/bin/cosmos-feed.js start <appDir> --port 0 --no-build [--cosmos <connection string>] [args]` with `env` added to
  * this process's environment; resolves once the host printed "Host started" (HTTP listens, triggers started or
  * retrying). Every child is pushed to `children` so afterAll can kill it.
  */
 export async function startAppChild(options: {
   appDir: string;
-  connectionString: string;
+  /** The account; undefined: the dev host's embedded emulator (`args` then say its port, TLS and data folder). */
+  connectionString: string | undefined;
+  args?: readonly string[];
   env: Readonly<Record<string, string>>;
   children: ChildProcess[];
   startTimeoutMs?: number;
@@ -86,8 +89,8 @@ export async function startAppChild(options: {
       "--port",
       "0",
       "--no-build",
-      "--cosmos",
-      options.connectionString,
+      ...(options.connectionString === undefined ? [] : ["--cosmos", options.connectionString]),
+      ...(options.args ?? []),
     ],
     { cwd: options.appDir, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] },
   );

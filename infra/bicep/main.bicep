@@ -115,6 +115,8 @@ param authTenantId string = ''
 // ---- the app's knobs (src/shared/settings.ts: setting, unit, default) -------------------------------------
 @description('FEED_POLL_DELAY_MS (ms): wait after an empty change feed read.')
 param feedPollDelayMs int = 1000
+@description('SUMMARY_POLL_DELAY_MS (ms): the summaries trigger\'s wait after an empty read (how late a summary may be).')
+param summaryPollDelayMs int = 5000
 @description('LEASE_ACQUIRE_INTERVAL_MS (ms): lease balancing period.')
 param leaseAcquireIntervalMs int = 13000
 @description('LEASE_EXPIRATION_INTERVAL_MS (ms): a lease not renewed this long is taken over (failover time).')
@@ -321,6 +323,7 @@ module api 'modules/functionapp.bicep' = {
       // In Azure the containers exist (above) and the identity could not create them anyway.
       COSMOS_ENSURE_CONTAINERS: 'false'
       FEED_POLL_DELAY_MS: string(feedPollDelayMs)
+      SUMMARY_POLL_DELAY_MS: string(summaryPollDelayMs)
       LEASE_ACQUIRE_INTERVAL_MS: string(leaseAcquireIntervalMs)
       LEASE_EXPIRATION_INTERVAL_MS: string(leaseExpirationIntervalMs)
       LEASE_RENEW_INTERVAL_MS: string(leaseRenewIntervalMs)

@@ -45,6 +45,16 @@ export const SETTINGS = {
     description:
       "Wait after a change feed read found nothing (the trigger's feedPollDelay; the extension's default is 5000 — lower here so reactions are prompt; raise it on serverless, where every poll is billed).",
   },
+  summaryPollDelayMs: {
+    kind: "integer",
+    setting: "SUMMARY_POLL_DELAY_MS",
+    unit: "ms",
+    default: 5_000,
+    min: 100,
+    max: 600_000,
+    description:
+      "The summaries trigger's feedPollDelay: a summary may be up to this late on a quiet feed, and one recount then covers every change of a subscription in that time, where a prompt poll recounted after each.",
+  },
   leaseAcquireIntervalMs: {
     kind: "integer",
     setting: "LEASE_ACQUIRE_INTERVAL_MS",

@@ -33,6 +33,7 @@ it("registers every function with its route or trigger options, knobs from the e
       env: {
         ...process.env,
         FEED_POLL_DELAY_MS: "250",
+        SUMMARY_POLL_DELAY_MS: "4000",
         TRIGGER_MAX_RETRY_COUNT: "3",
         OPERATION_RECONCILE_SCHEDULE: "30 */2 * * * *",
       },
@@ -74,10 +75,11 @@ it("registers every function with its route or trigger options, knobs from the e
     route: "subscriptions/{subscriptionId}/resources/{resourceName}",
     authLevel: "anonymous",
   });
-  for (const [name, prefix] of [
-    ["reactToResources", "reactions-"],
-    ["summarizeResources", "summaries-"],
-  ]) {
+  // The summaries trigger polls at SUMMARY_POLL_DELAY_MS (summaries may lag), the reactions one at FEED_POLL_DELAY_MS.
+  for (const [name, prefix, feedPollDelay] of [
+    ["reactToResources", "reactions-", 250],
+    ["summarizeResources", "summaries-", 4000],
+  ] as const) {
     expect(trigger(name)).toMatchObject({
       type: "cosmosDBTrigger",
       connection: "COSMOS_CONNECTION",
@@ -86,7 +88,7 @@ it("registers every function with its route or trigger options, knobs from the e
       leaseContainerName: "leases",
       leaseContainerPrefix: prefix,
       createLeaseContainerIfNotExists: false,
-      feedPollDelay: 250,
+      feedPollDelay,
       leaseAcquireInterval: 13_000,
       leaseExpirationInterval: 60_000,
       leaseRenewInterval: 17_000,

@@ -95,7 +95,7 @@ describe("requests per provisioning step", () => {
     expect(seen).toEqual(["PATCH patch"]);
   });
 
-  it("validate → provision → finalize: 3 + 3 + 3 requests, the steps recorded and both documents Succeeded", async () => {
+  it("validate → provision → finalize: 3 + 0 + 3 requests, the steps recorded and both documents Succeeded", async () => {
     const doc = await accepted("req-2", "a");
     const input = { subscriptionId: "req-2", resourceId: "a", operationId: doc.operationId };
 
@@ -107,12 +107,17 @@ describe("requests per provisioning step", () => {
     });
     expect((await readResource("req-2", "a"))?.provisioningState).toBe("Provisioning");
 
+    // Provision makes no request: the orchestration counts its attempts and validate read the simulate tag.
     seen.length = 0;
-    expect(await provisionStep(ctx, input, orchestration)).toEqual({ attempt: 1 });
-    expect(seen).toEqual(["GET read", "PUT replace", "GET read"]);
+    expect(provisionStep(input, { attempt: 1 })).toEqual({ attempt: 1 });
+    expect(() => provisionStep(input, { attempt: 1, simulate: "flaky" })).toThrow(/first attempt/);
+    expect(provisionStep(input, { attempt: 2, simulate: "flaky" })).toEqual({ attempt: 2 });
+    expect(() => provisionStep(input, { attempt: 3, simulate: "fail" })).toThrow(/attempt 3/);
+    expect(seen).toEqual([]);
 
+    // Finalize records the orchestration's count of provision attempts in the batch that ends the operation.
     seen.length = 0;
-    await finalizeStep(ctx, input, orchestration);
+    await finalizeStep(ctx, input, orchestration, 1);
     expect(seen.sort()).toEqual(["GET read", "GET read", "POST batch"]);
     expect(await readOp("req-2", doc.operationId)).toMatchObject({
       status: "Succeeded",

@@ -3,6 +3,7 @@ import type { ContainerRequest, CosmosClient } from "@azure/cosmos";
 import { createContainerIfNotExists, createDatabaseIfNotExists } from "@cosmos-feed/core/cosmos/ensure";
 import type { ContainerDefinitionLookup } from "./cosmos/provision.js";
 import { DevHostError } from "./errors.js";
+import type { ThroughputChoice } from "./throughputMode.js";
 
 /**
  * The role of the dev host's own durable task hub container, created on the emulator WITHOUT its defined
@@ -23,6 +24,8 @@ export interface ContainerDefinitions {
   lookup: ContainerDefinitionLookup;
   /** Container names by role (`durable`, `leases` …), for the containers the dev host itself uses. */
   roles: Map<string, string>;
+  /** The throughput mode the requests follow (`cosmos-feed start`'s COSMOS_THROUGHPUT_MODE). */
+  throughputMode: ThroughputChoice["mode"];
 }
 
 /** Manual RU/s as containers.json allows them (src/shared/containers.ts checks the same): 400–1,000,000 by 100. */
@@ -33,11 +36,16 @@ function isThroughput(n: unknown): n is number {
 /**
  * Reads a container definition file in this project's format (src/shared/containers.json: `database.name` and
  * `containers[]` with `name`, `partitionKey`, `defaultTtl`, `throughput`, `indexingPolicy`), so that containers
- * created on the emulator get the app's partition key, TTL and throughput (manual RU/s, enforced with 429s as on
- * an Azure account provisioned with it, where Bicep gives the same figure), not `/id` and an unenforced default. The durable task hub's
- * container ({@link UNTHROTTLED_ROLE}) is created without its throughput. Undefined when the file does not exist.
+ * created on the emulator get the app's partition key, TTL and throughput, not `/id` and an unenforced default.
+ * The throughput follows `throughput.mode` as Bicep provisions it (default manual): manual, the file's RU/s (enforced
+ * with 429s as on an Azure account provisioned with it); autoscale, `autoscaleMax` for every container; serverless,
+ * none (the serverless emulator's own per-partition limit applies). The durable task hub's container
+ * ({@link UNTHROTTLED_ROLE}) is created without throughput. Undefined when the file does not exist.
  */
-export function readContainerDefinitions(file: string): ContainerDefinitions | undefined {
+export function readContainerDefinitions(
+  file: string,
+  throughput: ThroughputChoice = { mode: "manual", from: "", autoscaleMax: 0 },
+): ContainerDefinitions | undefined {
   if (!existsSync(file)) return undefined;
   let parsed: {
     database?: { name?: string };
@@ -72,12 +80,16 @@ export function readContainerDefinitions(file: string): ContainerDefinitions | u
         { code: "AppLoad" },
       );
     }
-    if (c.throughput !== undefined && c.role !== UNTHROTTLED_ROLE) request.throughput = c.throughput;
+    if (c.throughput !== undefined && c.role !== UNTHROTTLED_ROLE) {
+      // As infra/bicep/modules/cosmos.bicep provisions each mode: serverless none, autoscale its maximum.
+      if (throughput.mode === "manual") request.throughput = c.throughput;
+      else if (throughput.mode === "autoscale") request.maxThroughput = throughput.autoscaleMax;
+    }
     requests.set(c.name, request);
   }
   const lookup: ContainerDefinitionLookup = (databaseName, containerName) =>
     database === databaseName ? requests.get(containerName) : undefined;
-  return { file, database, requests, lookup, roles };
+  return { file, database, requests, lookup, roles, throughputMode: throughput.mode };
 }
 
 /** The lookup of a definition file (see {@link readContainerDefinitions}); undefined when the file does not exist. */
@@ -95,7 +107,7 @@ export async function createDefinedContainers(
   client: CosmosClient,
   log: (message: string) => void,
 ): Promise<string[]> {
-  const { file, database: databaseName, requests } = definitions;
+  const { file, database: databaseName, requests, throughputMode } = definitions;
   if (!databaseName) return [];
   const { database, statusCode } = await createDatabaseIfNotExists(client, { id: databaseName });
   const created: string[] = [];
@@ -104,7 +116,13 @@ export async function createDefinedContainers(
     const res = await createContainerIfNotExists(database, { id: name, ...request });
     if (res.statusCode === 201) {
       created.push(name);
-      const ru = request.throughput ? `${request.throughput} RU/s` : "throughput not enforced";
+      const ru = request.throughput
+        ? `${request.throughput} RU/s`
+        : request.maxThroughput
+          ? `autoscale up to ${request.maxThroughput} RU/s`
+          : throughputMode === "serverless"
+            ? "serverless"
+            : "throughput not enforced";
       log(`Created container '${databaseName}/${name}' (from ${file}; ${ru}).`);
     }
   }

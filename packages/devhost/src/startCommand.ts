@@ -19,6 +19,7 @@ import { LIFECYCLE } from "./lifecycle/settings.js";
 import { entryFiles, readBuildSources, watchRoots } from "./lifecycle/sources.js";
 import { type FileChange, type SourceWatcher, watchSources } from "./lifecycle/watch.js";
 import { consoleSink, type LogSink } from "./logger.js";
+import { describeThroughputMode, resolveThroughputMode } from "./throughputMode.js";
 import { parseInspectFlag } from "./worker/node-arguments.js";
 
 export { DURABLE_DEFAULTS } from "./appRun.js";
@@ -196,9 +197,13 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
       target.kind === "connectionString"
         ? undefined
         : prepareEmulatorTls(options.emulatorTls ?? "off", dataDir, env);
+    // The deployment's throughput mode (COSMOS_THROUGHPUT_MODE, as azd passes it to Bicep): the embedded emulator
+    // runs serverless or provisioned as that account would be, and its containers get what Bicep gives them.
+    const throughput = resolveThroughputMode(appDir, env);
     // On the emulator, databases and containers the app names are created when missing (with a log line).
     const definitions = readContainerDefinitions(
       resolve(options.containers ?? join(appDir, "src", "shared", "containers.json")),
+      throughput,
     );
     if (options.containers && !definitions) {
       throw new DevHostError(`--containers: ${resolve(options.containers)} does not exist.`, {
@@ -230,13 +235,19 @@ export async function startFromCommandLine(options: StartCommandOptions): Promis
           const portFrom = settingPort === undefined ? undefined : names.join(", ");
           // The dev host's allow-list is the emulator's too (its DNS-rebinding guard, packages/emulator/src/hostGuard.ts).
           const allowedHosts = options.allowedHosts ?? config.allowedHosts;
-          emulator = await startEmulator({ port, dataDir, tls: tls?.options, allowedHosts }).catch(
-            (e: unknown) => {
-              throw emulatorAdvice(e, port, dataDir, portFrom);
-            },
-          );
+          const capacityMode = throughput.mode === "serverless" ? "serverless" : "provisioned";
+          emulator = await startEmulator({
+            port,
+            dataDir,
+            tls: tls?.options,
+            allowedHosts,
+            capacityMode,
+          }).catch((e: unknown) => {
+            throw emulatorAdvice(e, port, dataDir, portFrom);
+          });
           untrust = tls?.trustInProcess(emulator);
           say(`Cosmos DB emulator listening on ${emulator.endpoint} (data in ${dataDir}); ${why}.`);
+          say(describeThroughputMode(throughput));
           if (tls) say(tls.hint);
           if (definitions) {
             const { endpoint, key } = emulator;

@@ -82,6 +82,11 @@ export function provisioningRequestFor(doc: ResourceDocument): {
 export interface ValidateResult {
   /** False when the resource is gone or a newer operation replaced this one: the orchestration ends. */
   proceed: boolean;
+  /**
+   * When it proceeds: the resource's {@link SIMULATE_TAG} as validate read it, for the provision step (which then
+   * needs no read of its own).
+   */
+  simulate?: string;
   reason?: string;
   /** When it does not proceed: the operation's end (undefined: it is gone). */
   operation?: OperationEnd;
@@ -131,6 +136,8 @@ export async function validateStep(
   // change (one request, where two replaces took two). A lost race does each write alone from a fresh read.
   const marked = atStep(op, orchestration, "validate");
   const provisioning = resource.provisioningState === "Accepted";
+  const simulate = resource.tags?.[SIMULATE_TAG];
+  const proceed: ValidateResult = { proceed: true, ...(simulate === undefined ? {} : { simulate }) };
   if (marked && provisioning) {
     try {
       await commitBatch(ctx.containers.resources, input.subscriptionId, [
@@ -143,17 +150,17 @@ export async function validateStep(
           etag: resource._etag,
         },
       ]);
-      return { proceed: true };
+      return proceed;
     } catch (e) {
       if (!(e instanceof PreconditionFailedError)) throw e;
     }
     await setStep(ctx, input, orchestration, "validate");
     await setResourceState(ctx, input, "Provisioning");
-    return { proceed: true };
+    return proceed;
   }
   await setStep(ctx, input, orchestration, "validate", op);
   if (provisioning) await setResourceState(ctx, input, "Provisioning", resource);
-  return { proceed: true };
+  return proceed;
 }
 
 /** The operation marked Running at `step` (undefined: leave it — finished, or already at that step). */
@@ -220,29 +227,21 @@ async function setResourceState(
   return current;
 }
 
+/** The provision step's input: the orchestration counts its attempts (1-based) and passes validate's simulate tag. */
+export interface ProvisionAttempt {
+  attempt: number;
+  simulate?: string;
+}
+
 /**
- * The provision step's work (here: counting the attempt, honouring the simulate tag). Counting first makes a
- * `flaky` resource fail exactly its first attempt, across restarts.
+ * The provision step's work (here: honouring the simulate tag). It makes no database request: the orchestration
+ * counts its attempts itself (durable replay keeps the count across restarts) and records them on the operation
+ * in the batch that ends it, and validate read the tag. So `flaky` fails exactly the first attempt.
  */
-export async function provisionStep(
-  ctx: AppContext,
-  input: ProvisioningInput,
-  orchestration: { name: string; instanceId: string },
-): Promise<{ attempt: number }> {
-  // The step and the attempt's count in one write.
-  let attempt = 0;
-  const found = await updateOperation(ctx, input.subscriptionId, input.operationId, (op) => {
-    attempt = (op.attempts?.provision ?? 0) + 1;
-    const marked = atStep(op, orchestration, "provision") ?? op;
-    return { ...marked, attempts: { ...op.attempts, provision: attempt }, lastUpdatedTime: now() };
-  });
-  if (!found) throw new Error(`Operation ${input.operationId} does not exist (expired?).`);
-  const resource = await readItem<ResourceDocument>(
-    ctx.containers.resources,
-    input.resourceId,
-    input.subscriptionId,
-  );
-  const simulate = resource?.tags?.[SIMULATE_TAG];
+export function provisionStep(
+  _input: ProvisioningInput,
+  { attempt, simulate }: ProvisionAttempt,
+): { attempt: number } {
   if (simulate === "fail") {
     throw new Error(`Provisioning failed (attempt ${attempt}): the resource is tagged ${SIMULATE_TAG}=fail.`);
   }
@@ -250,6 +249,18 @@ export async function provisionStep(
     throw new Error(`Provisioning failed on the first attempt (${SIMULATE_TAG}=flaky); the retry succeeds.`);
   }
   return { attempt };
+}
+
+/** The operation marked at `step` with the provision attempts the orchestration counted (none: as atStep marks it). */
+function withAttempts(
+  op: Stored<OperationDocument>,
+  orchestration: { name: string; instanceId: string },
+  step: string,
+  provisionAttempts: number | undefined,
+): OperationDocument | undefined {
+  const marked = atStep(op, orchestration, step);
+  if (provisionAttempts === undefined) return marked;
+  return { ...(marked ?? op), attempts: { ...op.attempts, provision: provisionAttempts } };
 }
 
 /**
@@ -260,11 +271,12 @@ export async function finalizeStep(
   ctx: AppContext,
   input: ProvisioningInput,
   orchestration: { name: string; instanceId: string },
+  provisionAttempts?: number,
 ): Promise<OperationEnd | undefined> {
-  // The step is recorded in the batch that ends the operation (its `orchestration` as setStep would mark it),
-  // not in a write of its own first.
+  // The step (and the provision attempts) are recorded in the batch that ends the operation (its `orchestration`
+  // as setStep would mark it), not in a write of its own first.
   const { operation } = await settle(ctx, input, "Succeeded", toState("Succeeded"), {
-    mark: (op) => atStep(op, orchestration, "finalize"),
+    mark: (op) => withAttempts(op, orchestration, "finalize", provisionAttempts),
   });
   return endOf(operation);
 }
@@ -274,8 +286,13 @@ export async function failStep(
   ctx: AppContext,
   input: ProvisioningInput,
   error: { code: string; message: string },
+  provisionAttempts?: number,
 ): Promise<OperationEnd | undefined> {
-  return endOf((await settle(ctx, input, "Failed", toState("Failed"), { error })).operation);
+  const mark = (op: Stored<OperationDocument>) =>
+    provisionAttempts === undefined
+      ? undefined
+      : { ...op, attempts: { ...op.attempts, provision: provisionAttempts } };
+  return endOf((await settle(ctx, input, "Failed", toState("Failed"), { error, mark })).operation);
 }
 
 /** Removes the resource and Succeeds the operation together, if this delete is still the resource's latest. */

@@ -21,6 +21,16 @@ type ChangedResource = ResourceDocument & { _etag?: string };
  */
 export const REACTION_CONCURRENCY = 16;
 
+/**
+ * Whether the reactions trigger acts on a resource in `state`: a non-terminal state other than Provisioning. Only
+ * the provisioning orchestration's validate step sets Provisioning, so its orchestration exists already and its
+ * change has nothing to start or record (the operation's first sighting was its Accepted or Updating change, or the
+ * reconciler's); skipping it saves the refused patch and the status query each such change cost.
+ */
+export function needsReaction(state: ProvisioningState): boolean {
+  return isNonTerminal(state) && state !== "Provisioning";
+}
+
 function isResourceDocument(d: unknown): d is ChangedResource {
   const r = d as Partial<ResourceDocument> | null;
   return (
@@ -35,7 +45,7 @@ function isResourceDocument(d: unknown): d is ChangedResource {
 export interface ReactionOutcome {
   /** Operations that now record this change. */
   recorded: number;
-  /** Changes in a terminal state (nothing to do) or not resources. */
+  /** Changes in a terminal state or Provisioning (nothing to do: see needsReaction) or not resources. */
   skipped: number;
   /** Operations already recording this exact change (a redelivery). */
   alreadyRecorded: number;
@@ -95,7 +105,7 @@ export async function recordReactions(ctx: AppContext, documents: unknown[]): Pr
   };
   // A page holds the latest version of distinct documents: no two of them touch one operation, so they can go at once.
   await forEachConcurrently(documents, REACTION_CONCURRENCY, async (d) => {
-    if (!isResourceDocument(d) || !isNonTerminal(d.provisioningState) || !d._etag) {
+    if (!isResourceDocument(d) || !needsReaction(d.provisioningState) || !d._etag) {
       out.skipped++;
       return;
     }
@@ -146,7 +156,7 @@ export async function startOrchestrations(
   const seen = new Set<string>();
   const starts: { orchestration: string; instanceId: string; input: unknown; first: boolean }[] = [];
   for (const d of documents) {
-    if (!isResourceDocument(d) || !isNonTerminal(d.provisioningState)) continue;
+    if (!isResourceDocument(d) || !needsReaction(d.provisioningState)) continue;
     const { orchestration, input } = provisioningRequestFor(d);
     const instanceId = orchestrationInstanceId(orchestration, d.operationId);
     if (seen.has(instanceId)) continue;

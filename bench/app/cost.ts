@@ -1,0 +1,190 @@
+/**
+ * `npm run bench:app -- --cost`: what one flow (PUT → operation Succeeded, and the summary it moves) costs in
+ * Cosmos DB requests and RU, by container and by reason (the emulator meter's operation kind per container), for 1
+ * and for 200 flows at once, against the goal of issue 35 (≤ 100 RU per flow). The dev host child runs the app with
+ * its default settings on an emulator child in memory (nothing throttled, so nothing is retried). The app's
+ * background work (feed polls, lease renewals, the task hub's polls) is measured over a window of the same length
+ * with no flows just before, and subtracted. Writes bench/results/app-cost.json.
+ */
+import os from "node:os";
+import { containerDefinition } from "../../src/shared/containers.js";
+import { machineFacts, round1, round2 } from "../lib/stats.js";
+import { waitUntilQuiet } from "./cpu.js";
+import { git } from "./report.js";
+import {
+  call,
+  config,
+  type EmulatorStats,
+  type HostStack,
+  RESOURCE_BODY,
+  ROOT,
+  startStack,
+} from "./setup.js";
+
+/** The goal: RU per flow, all containers, at 200 flows at once. */
+export const COST_GOAL_RU_PER_FLOW = 100;
+
+export const costConfig = {
+  sizes: config.quick ? [1, 20] : [1, 200],
+  /**
+   * Each measurement window (ms) from the first PUT: long enough for every flow to end and for the summaries
+   * trigger (SUMMARY_POLL_DELAY_MS, 5 s by default) to recount after the last change; the idle window before it has
+   * the same length.
+   */
+  windowMs: { 1: 12_000, 20: 14_000, 200: 25_000 } as Record<number, number>,
+};
+
+type Meter = EmulatorStats["meter"];
+
+/** Per container and kind: requests and RU of `after` − `before` − `idle` (idle already a delta), for `n` flows. */
+function perFlow(before: Meter, after: Meter, idle: Meter, n: number) {
+  const out: Record<string, Record<string, { requests: number; ru: number }>> = {};
+  for (const [container, kinds] of Object.entries(after)) {
+    const name = container.replace(/^cosmos-feed-app\//, "");
+    for (const [kind, e] of Object.entries(kinds)) {
+      const b = before[container]?.[kind];
+      const i = idle[container]?.[kind];
+      const requests = e.count - (b?.count ?? 0) - (i?.count ?? 0);
+      const ru = e.ru - (b?.ru ?? 0) - (i?.ru ?? 0);
+      if (Math.abs(requests) < 0.5 && Math.abs(ru) < 0.05) continue;
+      out[name] ??= {};
+      (out[name] as Record<string, { requests: number; ru: number }>)[kind] = {
+        requests: round2(requests / n),
+        ru: round2(ru / n),
+      };
+    }
+  }
+  return out;
+}
+
+function deltaOf(before: Meter, after: Meter): Meter {
+  const out: Meter = {};
+  for (const [container, kinds] of Object.entries(after)) {
+    out[container] = {};
+    for (const [kind, e] of Object.entries(kinds)) {
+      const b = before[container]?.[kind];
+      (out[container] as Meter[string])[kind] = {
+        count: e.count - (b?.count ?? 0),
+        ru: e.ru - (b?.ru ?? 0),
+        throttled: e.throttled - (b?.throttled ?? 0),
+      };
+    }
+  }
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One measurement: an idle window, then `n` PUTs at once and a window of the same length; the per-flow figures. */
+async function measure(stack: HostStack, n: number, tag: string) {
+  const windowMs = costConfig.windowMs[n] ?? 25_000;
+  await waitUntilQuiet([stack]);
+  const idleStart = (await stack.emulator.stats()).meter;
+  await sleep(windowMs);
+  const idle = deltaOf(idleStart, (await stack.emulator.stats()).meter);
+  const before = await stack.emulator.stats();
+  const t0 = Date.now();
+  const urls = await Promise.all(
+    Array.from({ length: n }, async (_v, i) => {
+      const res = await call("PUT", `${stack.url}/api/subscriptions/${tag}-${i}/resources/r`, RESOURCE_BODY);
+      const url = res.headers["azure-asyncoperation"];
+      if (res.status !== 201 || typeof url !== "string") throw new Error(`PUT: ${res.status} ${res.text}`);
+      return url;
+    }),
+  );
+  await sleep(Math.max(0, t0 + windowMs - Date.now()));
+  const after = await stack.emulator.stats();
+  // Read after the meter: the bench's own reads are not in the figures.
+  let succeeded = 0;
+  for (const url of urls) {
+    const res = await call("GET", url);
+    if ((JSON.parse(res.text) as { status?: string }).status === "Succeeded") succeeded++;
+  }
+  const byContainerAndKind = perFlow(before.meter, after.meter, idle, n);
+  const byContainer: Record<string, { requests: number; ru: number }> = {};
+  let requests = 0;
+  let ru = 0;
+  for (const [c, kinds] of Object.entries(byContainerAndKind)) {
+    const sum = Object.values(kinds).reduce(
+      (a, e) => ({ requests: a.requests + e.requests, ru: a.ru + e.ru }),
+      {
+        requests: 0,
+        ru: 0,
+      },
+    );
+    byContainer[c] = { requests: round1(sum.requests), ru: round1(sum.ru) };
+    requests += sum.requests;
+    ru += sum.ru;
+  }
+  // The HTTP requests the emulator received, by route shape (the flows' and the idle background's, not subtracted).
+  const shapes: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after.requests)) {
+    const d = v - (before.requests[k] ?? 0);
+    if (d > 0) shapes[k] = d;
+  }
+  return {
+    flows: n,
+    succeeded,
+    windowMs,
+    ruPerFlow: round1(ru),
+    requestsPerFlow: round1(requests),
+    byContainer,
+    byContainerAndKind,
+    requestsByRouteShapeInWindow: shapes,
+  };
+}
+
+/** The cost phase: one stack, each size measured after an idle window of its own. */
+export async function costPhase(scratch: string) {
+  const machine = {
+    ...machineFacts(ROOT),
+    loadAverage1mAtStart: round2(os.loadavg()[0] ?? 0),
+    sharedMachine: true,
+  };
+  const stack = await startStack("cost", scratch);
+  try {
+    const runs = [];
+    for (const n of costConfig.sizes) {
+      const r = await measure(stack, n, `cost${n}`);
+      console.log(
+        `   ${n} flow(s): ${r.ruPerFlow} RU and ${r.requestsPerFlow} requests per flow (${r.succeeded}/${n} Succeeded): ` +
+          Object.entries(r.byContainer)
+            .map(([c, e]) => `${c} ${e.ru} RU/${e.requests} req`)
+            .join(", "),
+      );
+      runs.push(r);
+    }
+    const at = runs[runs.length - 1];
+    // Without the dev host's task hub container (role durable, devHostOnly: not deployed; in Azure Durable Functions
+    // keeps its state in Azure Storage or the Durable Task Scheduler): what a deployment pays in Cosmos DB.
+    const taskHub = containerDefinition.containers.find((c) => c.role === "durable")?.name ?? "durable-tasks";
+    const withoutTaskHub = at
+      ? round1(Object.entries(at.byContainer).reduce((a, [c, e]) => (c === taskHub ? a : a + e.ru), 0))
+      : null;
+    return {
+      machine: { ...machine, loadAverage1mAtEnd: round2(os.loadavg()[0] ?? 0) },
+      config: {
+        ...costConfig,
+        gitHead: git("rev-parse --short HEAD"),
+        gitDirty: git("status --porcelain -- src functions packages") !== "",
+        method:
+          "The app on a dev host child (default settings) over an unthrottled in-memory emulator child; per size: " +
+          "the emulator meter over an idle window, then N PUTs at once (each on its own subscription) and a window of " +
+          "the same length from the first PUT; per flow = (window − idle window) ÷ N, by container and operation kind.",
+      },
+      goal: {
+        what: `≤ ${COST_GOAL_RU_PER_FLOW} RU per flow (all containers, ${at?.flows} flows at once)`,
+        ruPerFlow: at?.ruPerFlow ?? null,
+        met: at ? at.ruPerFlow <= COST_GOAL_RU_PER_FLOW && at.succeeded === at.flows : null,
+        ruPerFlowWithoutTaskHub: withoutTaskHub,
+        metWithoutTaskHub:
+          at && withoutTaskHub !== null
+            ? withoutTaskHub <= COST_GOAL_RU_PER_FLOW && at.succeeded === at.flows
+            : null,
+      },
+      runs,
+    };
+  } finally {
+    await stack.stop();
+  }
+}

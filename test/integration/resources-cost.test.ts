@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MeterSnapshot } from "../../packages/emulator/src/index.js";
+import { ensureContainers } from "../../src/shared/containers.js";
+import {
+  appContext,
+  finalizeStep,
+  provisionStep,
+  type ResourceDocument,
+  recordReactions,
+  updateSummaries,
+  validateStep,
+} from "../../src/shared/resources/index.js";
+import { putThroughFunction } from "../support/app-put.js";
+import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+
+// What one flow (PUT → Accepted → Provisioning → Succeeded, its reactions and its summary) costs the app's own
+// containers, tallied by the emulator's RU meter around each step the hosts would run (the test's own reads between
+// steps are outside the tallies): exact request counts and RU per container, so a cut that is undone — a read
+// after a write, a reaction to the orchestration's own change, an index on a path nothing queries — fails here.
+// The durable task hub is not counted: in Azure, Durable Functions keeps its state in its own storage provider.
+
+let t: TestEmulator;
+
+beforeAll(async () => {
+  t = await startTestEmulator();
+  process.env.COSMOS_CONNECTION = t.emulator.connectionString;
+  await ensureContainers(t.client);
+  // The app's context opens once (container metadata reads): not a flow's cost.
+  expect((await putThroughFunction("cost-warmup", "w")).status).toBe(201);
+});
+afterAll(async () => {
+  delete process.env.COSMOS_CONNECTION;
+  await t?.close();
+});
+
+type Tally = Record<string, { requests: number; ru: number }>;
+
+/** Adds what the meter counted while `step` ran, by container (without the database prefix). */
+async function tallied<T>(tally: Tally, step: () => Promise<T>): Promise<T> {
+  const before = t.emulator.meter.snapshot() as MeterSnapshot;
+  const out = await step();
+  const after = t.emulator.meter.snapshot() as MeterSnapshot;
+  for (const [container, kinds] of Object.entries(after)) {
+    const name = container.replace(/^cosmos-feed-app\//, "");
+    for (const [kind, e] of Object.entries(kinds)) {
+      const b = before[container]?.[kind as keyof (typeof before)[string]];
+      const requests = (e?.count ?? 0) - (b?.count ?? 0);
+      const ru = (e?.ru ?? 0) - (b?.ru ?? 0);
+      if (requests === 0) continue;
+      const row = tally[name] ?? { requests: 0, ru: 0 };
+      row.requests += requests;
+      row.ru = Math.round((row.ru + ru) * 100) / 100;
+      tally[name] = row;
+    }
+  }
+  return out;
+}
+
+const readResource = async (sub: string, id: string) => {
+  const { resource } = await appContext()
+    .containers.resources.item(id, sub)
+    .read<ResourceDocument & { _etag: string }>();
+  if (!resource) throw new Error(`no resource ${sub}/${id}`);
+  return resource;
+};
+
+describe("one flow's Cosmos DB requests and RU, by container", () => {
+  it("PUT → Succeeded with its reactions and summary: exact tallies", async () => {
+    const sub = "cost-1";
+    const tally: Tally = {};
+    const steps: Record<string, Tally> = {};
+    const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+      const own: Tally = {};
+      const out = await tallied(own, run);
+      steps[name] = own;
+      for (const [c, e] of Object.entries(own)) {
+        const row = tally[c] ?? { requests: 0, ru: 0 };
+        row.requests += e.requests;
+        row.ru = Math.round((row.ru + e.ru) * 100) / 100;
+        tally[c] = row;
+      }
+      return out;
+    };
+
+    // The API: the subscription lock, the read, one batch (operation + resource), the lock's release.
+    const put = await step("put", () => putThroughFunction(sub, "a"));
+    expect(put.status).toBe(201);
+    const accepted = await readResource(sub, "a");
+    const ctx = appContext();
+    const input = { subscriptionId: sub, resourceId: "a", operationId: accepted.operationId };
+    const orchestration = { name: "provisioning", instanceId: `provisioning-${accepted.operationId}` };
+
+    // The reactions trigger on the Accepted change: one conditional patch.
+    expect(await step("react", () => recordReactions(ctx, [accepted]))).toMatchObject({ recorded: 1 });
+    // The orchestration: validate (two reads, one batch), provision (nothing), finalize (two reads, one batch).
+    expect(await step("validate", () => validateStep(ctx, input, orchestration))).toEqual({ proceed: true });
+    const provisioning = await readResource(sub, "a");
+    expect(provisioning.provisioningState).toBe("Provisioning");
+    expect(provisionStep(input, { attempt: 1 })).toEqual({ attempt: 1 });
+    // The reactions trigger ignores the orchestration's own Provisioning change: no request at all.
+    expect(await step("react-provisioning", () => recordReactions(ctx, [provisioning]))).toMatchObject({
+      recorded: 0,
+      skipped: 1,
+    });
+    await step("finalize", () => finalizeStep(ctx, input, orchestration, 1));
+    const succeeded = await readResource(sub, "a");
+    expect(succeeded.provisioningState).toBe("Succeeded");
+    // The reactions trigger skips the terminal change; the summaries trigger, polling every SUMMARY_POLL_DELAY_MS,
+    // recounts the subscription once for the three changes (a query) and creates its summary (a read, a create).
+    expect(await step("react-succeeded", () => recordReactions(ctx, [succeeded]))).toMatchObject({
+      skipped: 1,
+    });
+    expect(await step("summary", () => updateSummaries(ctx, [accepted, provisioning, succeeded]))).toEqual([
+      sub,
+    ]);
+
+    expect(steps).toEqual({
+      // The lock's create and delete (5.2 each); the resource's read (404: 1) and the batch of two writes (11).
+      put: { locks: { requests: 2, ru: 10.4 }, resources: { requests: 2, ru: 12 } },
+      react: { resources: { requests: 1, ru: 6.5 } },
+      validate: { resources: { requests: 3, ru: 13 } },
+      "react-provisioning": {},
+      finalize: { resources: { requests: 3, ru: 13 } },
+      "react-succeeded": {},
+      // The recount (query plan and query) and the summary's read (404) and create.
+      summary: { resources: { requests: 2, ru: 3.4 }, summaries: { requests: 2, ru: 6.2 } },
+    });
+    expect(tally).toEqual({
+      resources: { requests: 11, ru: 47.9 },
+      locks: { requests: 2, ru: 10.4 },
+      summaries: { requests: 2, ru: 6.2 },
+    });
+  });
+});
