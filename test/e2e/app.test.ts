@@ -312,10 +312,20 @@ describe("the app on a dev host child process, over HTTP", () => {
     const created = await call("PUT", resourcePath(sub, "db1"), { body: { properties: { sku: "basic" } } });
     expect(created.status).toBe(201);
     const stale = created.headers.get("etag") as string;
-    const replaced = await call("PUT", resourcePath(sub, "db1"), {
+    // The create's orchestration writes the resource too (Accepted → Provisioning → Succeeded), each write a new
+    // ETag: a replace conditioned on the ETag just read can lose that race, so it reads again and retries (a lost
+    // one is a 412 that writes nothing, counted by the operations below).
+    let replaced = await call("PUT", resourcePath(sub, "db1"), {
       body: { properties: { sku: "standard", nodeCount: 2 } },
       headers: { "if-match": stale },
     });
+    for (let tries = 1; replaced.status === 412 && tries < 10; tries++) {
+      const read = await call("GET", resourcePath(sub, "db1"));
+      replaced = await call("PUT", resourcePath(sub, "db1"), {
+        body: { properties: { sku: "standard", nodeCount: 2 } },
+        headers: { "if-match": read.headers.get("etag") as string },
+      });
+    }
     expect(replaced.status).toBe(200);
     const current = replaced.headers.get("etag") as string;
     expect(current).not.toBe(stale);

@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -158,11 +158,17 @@ describe("npm run start:func", () => {
 
 describe("npm run infra:build", () => {
   it("without the .NET SDK or the Azure CLI on PATH: one clear line naming both, and exit 1", async () => {
-    const run = promisify(execFile)(process.execPath, [join(repoRoot, "scripts/infra-build.mjs")], {
-      cwd: repoRoot,
+    // The scripts run from a copy of their folder: the checkout's own .data/tools may hold a Bicep that
+    // `npm run test:infra` restored, which infra:build would then use without the .NET SDK.
+    const root = mkdtempSync(join(tmpdir(), "infra-build-"));
+    for (const file of ["infra-build.mjs", "bicep.mjs", "bicep-restore/bicep-restore.csproj"])
+      cpSync(join(repoRoot, "scripts", file), join(root, "scripts", file));
+    const run = promisify(execFile)(process.execPath, [join(root, "scripts/infra-build.mjs")], {
+      cwd: root,
       env: { ...process.env, PATH: "/nonexistent" },
     });
     const err = (await run.catch((e: unknown) => e)) as { code: number; stderr: string };
+    rmSync(root, { recursive: true, force: true });
     expect(err.code).toBe(1);
     const lines = err.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
