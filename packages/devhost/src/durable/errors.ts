@@ -2,7 +2,9 @@
 export class TaskHubError extends Error {
   constructor(
     message: string,
+    /** The HTTP status the durable API answers with (400, 404, 409 …). */
     readonly statusCode: number,
+    /** Why, in a word (e.g. "InvalidInstanceId"). */
     readonly code: string,
   ) {
     super(message);

@@ -17,6 +17,7 @@ type ListName = "instances" | "entities" | "entityRecords";
 
 /** A continuation token that is none of this backend's lists: the HTTP API answers 400 InvalidContinuationToken. */
 export class InvalidContinuationTokenError extends Error {
+  /** The HTTP status the durable API answers with: 400. */
   readonly statusCode = 400;
   constructor(token: string) {
     super(`Invalid continuation token '${token.slice(0, 100)}': not a token of this task hub's list.`);
