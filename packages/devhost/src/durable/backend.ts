@@ -1,3 +1,4 @@
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import type {
   ActivityDoc,
   AnyDoc,
@@ -246,15 +247,13 @@ export interface DispatchFeed {
  * A store refused an operation with a status that is no lost race; `storeStatus` is the store's answer (not an HTTP
  * status of the durable API: such a failure is the hub's own, a 500 there).
  */
-export class TaskHubStorageError extends Error {
-  /** The error's code: "TaskHubStorage". */
-  readonly code = "TaskHubStorage";
+export class TaskHubStorageError extends CosmosFeedError {
+  /** A store's refusal: `storeStatus` its status code; `code` "TaskHubStorage", no `statusCode`. */
   constructor(
     message: string,
     /** The store's status code (e.g. 400, 403, 500). */
     readonly storeStatus: number,
   ) {
-    super(message);
-    this.name = "TaskHubStorageError";
+    super(message, { code: "TaskHubStorage" });
   }
 }
