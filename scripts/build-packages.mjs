@@ -7,9 +7,10 @@
 // sources. Where there is nothing to compile (a deployment package, an install without devDependencies) it says so
 // and does nothing. docs/packages.md describes the build.
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { restoreManifest } from "./release-manifest.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
@@ -17,6 +18,13 @@ const project = join(root, "tsconfig.packages.json");
 if (!existsSync(project) || !existsSync(tsc)) {
   console.log("build:packages: no tsconfig.packages.json or no typescript here; nothing to compile.");
   process.exit(0);
+}
+// A pack that failed midway left a package's package.json stripped of its "source" conditions, its original beside
+// it (scripts/release-manifest.mjs): put back before anything reads it.
+const packagesDir = join(root, "packages");
+for (const name of existsSync(packagesDir) ? readdirSync(packagesDir) : []) {
+  if (restoreManifest(join(packagesDir, name)))
+    console.log(`build:packages: packages/${name}/package.json restored from the backup a failed pack left.`);
 }
 const began = new Date();
 const r = spawnSync(process.execPath, [tsc, "-b", project], { stdio: "inherit" });

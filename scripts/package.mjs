@@ -19,6 +19,7 @@ import {
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { crc32, deflateRawSync } from "node:zlib";
+import { releaseManifest } from "./release-manifest.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const arg = (name) => {
@@ -79,7 +80,8 @@ try {
     const to = join(stage, "node_modules", ...name.split("/"));
     const published = JSON.parse(readFileSync(join(from, "package.json"), "utf8"));
     mkdirSync(to, { recursive: true });
-    copyFileSync(join(from, "package.json"), join(to, "package.json"));
+    // As its tarball has it (release-manifest.mjs): no "source" conditions, whose src/ does not ship.
+    writeFileSync(join(to, "package.json"), `${JSON.stringify(releaseManifest(published), null, 2)}\n`);
     for (const f of published.files ?? []) {
       if (existsSync(join(from, f)))
         cpSync(join(from, f), join(to, f), {

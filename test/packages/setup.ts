@@ -2,7 +2,9 @@
 // 1. Builds the packages (scripts/build-packages.mjs) and `npm pack`s each into a folder under os.tmpdir() — never
 //    inside the repository, so nothing of ours (node_modules, workspaces) can be resolved from the installs.
 // 2. Checks each tarball: only dist/, package.json, README.md, CHANGELOG.md, LICENSE (and the files `bin` names);
-//    no tests, fixtures or build state; README and LICENSE present; every source map's sources either shipped or
+//    no tests, fixtures or build state; README and LICENSE present; the PACKED package.json (read from the tarball)
+//    with no "source" export condition and no path into src/ (the packages' prepack strips the conditions the
+//    repository resolves: scripts/release-manifest.mjs); every source map's sources either shipped or
 //    embedded (`sourcesContent`) — the packages ship no maps (`files`: "!dist/**/*.map"): without src/ they
 //    point at nothing, and dropping them halves the unpacked size (docs/packages.md, "Used from outside").
 // 3. Installs each scenario's project once — a copy of test/packages/fixtures/<project> plus the tarballs it needs —
@@ -62,13 +64,47 @@ interface PackResult {
   files: PackFile[];
 }
 
-/** What is wrong with a tarball's file list (empty when nothing is). */
+/** A package manifest as the tarball check reads it (the packed package.json). */
+export interface PackedManifest {
+  bin?: string | Record<string, string>;
+  exports?: unknown;
+  main?: unknown;
+  module?: unknown;
+  types?: unknown;
+  typings?: unknown;
+}
+
+/**
+ * What is wrong with a packed package.json: a "source" condition anywhere in `exports` (the repository's own, whose
+ * files do not ship), or an entry point (`exports`, `main`, `module`, `types`, `typings`, `bin`) into src/.
+ */
+export function manifestProblems(manifest: PackedManifest): string[] {
+  const problems: string[] = [];
+  const walk = (value: unknown, where: string) => {
+    if (typeof value === "string") {
+      if (/^src(\/|$)/.test(posix.normalize(value)))
+        problems.push(`package.json: ${where} points into src/ (${value}), which is not shipped`);
+    } else if (Array.isArray(value)) {
+      for (const [i, v] of value.entries()) walk(v, `${where}[${i}]`);
+    } else if (value !== null && typeof value === "object") {
+      for (const [key, v] of Object.entries(value)) {
+        if (key === "source") problems.push(`package.json: ${where} has a "source" condition`);
+        walk(v, `${where}[${JSON.stringify(key)}]`);
+      }
+    }
+  };
+  for (const field of ["exports", "main", "module", "types", "typings", "bin"] as const)
+    walk(manifest[field], field);
+  return problems;
+}
+
+/** What is wrong with a tarball: its packed package.json and its file list (empty when nothing is). */
 export function tarballProblems(
-  manifest: { bin?: string | Record<string, string> },
+  manifest: PackedManifest,
   files: string[],
   readFile: (path: string) => string,
 ): string[] {
-  const problems: string[] = [];
+  const problems: string[] = manifestProblems(manifest);
   const bins = new Set(
     Object.values(typeof manifest.bin === "string" ? { bin: manifest.bin } : (manifest.bin ?? {})).map((p) =>
       posix.normalize(p),
@@ -207,13 +243,10 @@ async function prepare(root: string): Promise<OutsideFixture> {
       }),
     ) as PackResult[];
     const file = join(tarballDir, packed.filename);
-    const manifest = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as {
-      name: string;
-      bin?: string | Record<string, string>;
-    };
-    // A file's contents as packed (the maps are read from the tarball, not from the working tree).
+    // A file's contents as packed (the manifest and the maps are read from the tarball, not from the working tree).
     const readFile = (path: string) =>
       execFileSync("tar", ["-xzOf", file, `package/${path}`], { encoding: "utf8" });
+    const manifest = JSON.parse(readFile("package.json")) as PackedManifest & { name: string };
     for (const p of tarballProblems(
       manifest,
       packed.files.map((f) => f.path),

@@ -1,9 +1,15 @@
 // The tarball check of test/packages/setup.ts (which refuses to install tarballs that fail it): what it refuses, on
 // made-up file lists, and what it measured on the real tarballs.
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { tarballProblems } from "./setup.js";
+import { releaseManifest } from "../../scripts/release-manifest.mjs";
+import { manifestProblems, tarballProblems } from "./setup.js";
 import { outside } from "./support/outside.js";
 
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const docs = ["package.json", "README.md", "CHANGELOG.md", "LICENSE"];
 const noFile = (): string => {
   throw new Error("no file");
@@ -61,6 +67,40 @@ describe("the tarball check", () => {
     expect(problems.filter((p) => p.includes("maps"))).toEqual([
       "dist/a.js.map: maps src/a.ts, which is not shipped, and has no sourcesContent for it",
     ]);
+  });
+
+  it('refuses a packed package.json with a "source" condition or an entry point into src/', () => {
+    const manifest = {
+      exports: {
+        ".": { source: "./src/index.ts", types: "./dist/index.d.ts", default: "./dist/index.js" },
+        "./x": { types: "./src/x.d.ts", default: ["./dist/x.js"] },
+      },
+      main: "./src/index.js",
+      bin: { cli: "./bin/cli.js" },
+    };
+    expect(tarballProblems(manifest, [...docs, "bin/cli.js"], noFile)).toEqual([
+      'package.json: exports["."] has a "source" condition',
+      'package.json: exports["."]["source"] points into src/ (./src/index.ts), which is not shipped',
+      'package.json: exports["./x"]["types"] points into src/ (./src/x.d.ts), which is not shipped',
+      "package.json: main points into src/ (./src/index.js), which is not shipped",
+    ]);
+  });
+
+  it('packed each package.json without "source" conditions, and left the working tree\'s as committed', () => {
+    for (const [name, t] of Object.entries(outside().tarballs)) {
+      const packed = JSON.parse(
+        execFileSync("tar", ["-xzOf", t.file, "package/package.json"], { encoding: "utf8" }),
+      );
+      expect(manifestProblems(packed)).toEqual([]);
+      // The repository's own package.json is back as committed: its conditions, its scripts, no backup beside it.
+      const dir = join(repoRoot, "packages", name);
+      const own = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+      expect(own.exports["."].source).toMatch(/^\.\/src\//);
+      expect(own.scripts.prepack).toBe("node ../../scripts/release-manifest.mjs strip");
+      expect(existsSync(join(dir, "package.json.prepack"))).toBe(false);
+      // What was packed is exactly the working tree's manifest as it ships.
+      expect(packed).toEqual(releaseManifest(own));
+    }
   });
 
   it("measured every tarball: packed, unpacked, entries", () => {

@@ -5,7 +5,8 @@
  * worker contract (the dev host's loader provides @azure/functions-core as the Node worker does), from that folder's
  * node_modules. The emulator, the dev host and the tooling are devDependencies: none of them may be in the package.
  * The workspace packages the app uses at run time (@cosmos-feed/core, locks, changefeed) are in it as real folders —
- * their package.json and compiled dist/, no sources, no symlink (docs/packages.md).
+ * their package.json (without the "source" export conditions) and compiled dist/, no sources, no symlink
+ * (docs/packages.md).
  */
 import { execFile } from "node:child_process";
 import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -14,6 +15,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../../bench/lib/app-child.js";
+import { releaseManifest } from "../../scripts/release-manifest.mjs";
+import { manifestProblems } from "../packages/setup.js";
 import { extractZip, symlinkEntries } from "./support/unzip.js";
 
 const run = promisify(execFile);
@@ -157,6 +160,17 @@ describe("npm run package: the deployment zip", () => {
       expect(entries).toContain(`node_modules/${name}/dist/index.js`);
       expect(entries).toContain(`node_modules/${name}/LICENSE`);
       expect(entries.filter((e) => e.startsWith(`node_modules/${name}/src/`))).toEqual([]);
+      // Its package.json as the tarball has it: no "source" condition pointing into the src/ it does not ship
+      // (the repository's own keeps them: scripts/release-manifest.mjs).
+      const shipped = JSON.parse(
+        readFileSync(join(dir, "app", "node_modules", ...name.split("/"), "package.json"), "utf8"),
+      );
+      expect(manifestProblems(shipped)).toEqual([]);
+      const own = JSON.parse(
+        readFileSync(join(repoRoot, "packages", name.replace("@cosmos-feed/", ""), "package.json"), "utf8"),
+      );
+      expect(manifestProblems(own)).not.toEqual([]);
+      expect(shipped).toEqual(releaseManifest(own));
       expect(lstatSync(join(dir, "app", "node_modules", ...name.split("/"))).isSymbolicLink()).toBe(false);
     }
     // Every entry of the archive is a regular file (extractZip reads the mode each was written with).

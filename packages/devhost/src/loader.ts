@@ -60,11 +60,20 @@ export interface LocalFunction extends LoadedFunction, RegisteredFunction {}
 export interface LocalApp extends AppIndex {
   /** The app folder's configuration. */
   config: AppConfig;
-  /** What the app registered with the programming model (functions, hooks). */
+  /**
+   * What the app registered with the programming model (functions, hooks).
+   * @internal The worker's own bookkeeping: stripped from the package's .d.ts (`stripInternal`).
+   */
   registry: AppRegistry;
-  /** The programming model the app loaded (`@azure/functions`), as the worker drives it. */
+  /**
+   * The programming model the app loaded (`@azure/functions`), as the worker drives it.
+   * @internal The worker contract's types are not part of the package's API.
+   */
   programmingModel: ProgrammingModel;
-  /** The app's functions, with their handlers. */
+  /**
+   * The app's functions, with their handlers (the package's .d.ts declare them as {@link AppIndex.functions}).
+   * @internal The handlers are the worker's.
+   */
   functions: LocalFunction[];
 }
 

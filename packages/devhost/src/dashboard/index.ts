@@ -20,7 +20,10 @@ export interface DevDashboard {
   prepare(app: LoadedApp): void;
   /** Tells the dashboard the host listens at `baseUrl` (starts its meter sampling). */
   listening(baseUrl: string): void;
-  /** The dashboard, once the app has loaded. */
+  /**
+   * The dashboard, once the app has loaded.
+   * @internal The dashboard's internals (tests read them): stripped from the package's .d.ts (`stripInternal`).
+   */
   get(): Dashboard | undefined;
   /** Stops it and closes its clients. */
   stop(): Promise<void>;

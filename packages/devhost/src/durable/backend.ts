@@ -1,3 +1,4 @@
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import type {
   ActivityDoc,
   AnyDoc,
@@ -116,10 +117,16 @@ export interface TaskHubBackend {
 
 /** A page of a query and where the next one starts. */
 export interface Page<T> {
+  /** The page's items. */
   items: T[];
+  /** Where the next page starts; absent on the last page. */
   continuationToken?: string;
 }
 
+/**
+ * The outcome of `createInstance`: created (with the new document's etag), or the instance document that exists
+ * already (undefined if it went since).
+ */
 export type CreateOutcome =
   | { created: true; etag: string }
   | { created: false; existing: InstanceDoc | undefined };
@@ -130,11 +137,20 @@ export type CreateOutcome =
  * whole), the documents it adds and the ids it consumed. `token` names the steps' documents (unique per attempt).
  */
 export interface WorkItemCommit {
+  /** The task hub's name. */
   hub: string;
+  /** The instance the work item is for. */
   instanceId: string;
+  /**
+   * The instance document to write: replaced If-Match `ifMatch`, created when `ifMatch` is undefined; `before` is
+   * the document as stored now.
+   */
   instance?: { body: InstanceDoc; ifMatch?: string; before?: InstanceDoc };
+  /** Documents the work item adds (history chunks, messages, activities, timers, outbox). */
   upserts: WorkDoc[];
+  /** Ids of the documents it consumed (to delete). */
   deletes: string[];
+  /** Names the documents of the commit's steps (unique per attempt). */
   token: string;
 }
 
@@ -148,20 +164,27 @@ export type CommitOutcome =
 
 /** A result handed over as a message; `sourceId` the activity or timer document it ends, when it has one. */
 export interface HandedOverResult {
+  /** The result as a message for the instance. */
   message: MessageDoc;
+  /** The activity or timer document the result ends, when it has one. */
   sourceId?: string;
 }
 
 /** An entity's instance id and the bookkeeping the clean-up reads. */
 export interface EntityRecord {
+  /** The entity's instance id (`@name@key`). */
   instanceId: string;
+  /** The entity engine's bookkeeping: whether the entity exists, and who holds its lock. */
   engine?: { entity?: { exists?: boolean; lockedBy?: unknown } };
 }
 
 /** Pending work a host looks for periodically (a crashed host's, or what a checkpointed feed page held). */
 export interface PendingWork {
+  /** Timers due by the scan's horizon. */
   timers: TimerDoc[];
+  /** Stored activities no host has claimed (or whose claim expired). */
   activities: ActivityDoc[];
+  /** Outbox documents not delivered yet. */
   outbox: OutboxDoc[];
   /** Instances with a commit in steps or a start waiting (a start not applied for a minute). */
   staged: InstanceDoc[];
@@ -171,11 +194,17 @@ export interface PendingWork {
 
 /** A dispatch page's context: `signal` fires when the lease it came under is lost. */
 export interface DispatchContext {
+  /** Fires when the lease the page came under is lost: the page's work stops before committing. */
   signal: AbortSignal;
 }
 
+/** Handles one page of the dispatch feed's documents; the page is checkpointed once it resolves. */
 export type DispatchHandler = (docs: AnyDoc[], context: DispatchContext) => Promise<void>;
 
+/**
+ * Options of `TaskHubBackend.openDispatch`: the lease owner name, the timings (ms) and the lease and error
+ * callbacks.
+ */
 export interface DispatchOptions {
   /** This host's name as a lease owner. */
   instanceName?: string;
@@ -183,7 +212,9 @@ export interface DispatchOptions {
   pollDelayMs: number;
   /** Lease timings of a feed with leases (ms); the backend's defaults otherwise. */
   leaseAcquireIntervalMs?: number;
+  /** How long a lease not renewed stays its owner's (ms). */
   leaseExpirationIntervalMs?: number;
+  /** How often a held lease is renewed (ms). */
   leaseRenewIntervalMs?: number;
   /** A lease was lost or released: instances it covered stop committing here (ownership.ts). */
   leaseLost: (token: string, reason: string) => void;
@@ -195,6 +226,7 @@ export interface DispatchOptions {
 
 /** A running dispatch feed. */
 export interface DispatchFeed {
+  /** Starts reading: acquires leases and delivers pages to the handler. */
   start(): Promise<void>;
   /**
    * Hands the leases off after the pages in flight end (within `abortSignal`): their signals fire first, and
@@ -215,13 +247,13 @@ export interface DispatchFeed {
  * A store refused an operation with a status that is no lost race; `storeStatus` is the store's answer (not an HTTP
  * status of the durable API: such a failure is the hub's own, a 500 there).
  */
-export class TaskHubStorageError extends Error {
-  readonly code = "TaskHubStorage";
+export class TaskHubStorageError extends CosmosFeedError {
+  /** A store's refusal: `storeStatus` its status code; `code` "TaskHubStorage", no `statusCode`. */
   constructor(
     message: string,
+    /** The store's status code (e.g. 400, 403, 500). */
     readonly storeStatus: number,
   ) {
-    super(message);
-    this.name = "TaskHubStorageError";
+    super(message, { code: "TaskHubStorage" });
   }
 }

@@ -7,12 +7,15 @@ import type { RuntimeStatus, TaskHubClient } from "./types.js";
  */
 
 export interface DurableApiRequest {
+  /** The HTTP method (GET, POST, DELETE …). */
   method: string;
   /** The request path as received (percent-encoded), without the query. */
   path: string;
+  /** The query string's parameters. */
   query: URLSearchParams;
   /** Lower-case header names. */
   headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The request body as received. */
   body: Uint8Array;
   /** Aborts a create-and-wait when the client goes away. */
   signal?: AbortSignal;

@@ -37,6 +37,7 @@ export type { DurableApiResponse } from "./http-errors.js";
 /** undefined = not a durable path (the caller routes it elsewhere). */
 export type DurableApiHandler = (req: DurableApiRequest) => Promise<DurableApiResponse> | undefined;
 
+/** Options of `createDurableApiHandler`: the task hub, the base URL of links, and the limits and callbacks. */
 export interface DurableApiOptions {
   /**
    * The host's task hub, or a getter for it (the dev host starts it after the app loads; a getter may throw an

@@ -8,11 +8,20 @@ import type { ActivityWorkItem, HistoryEvent, InstanceMessage, OrchestrationStat
  */
 
 export interface Doc {
+  /**
+   * The document id, derived from what it holds (`instance`, `history-…`, `msg-…`, `activity-…`, `timer-…`,
+   * `outbox-…`, `stage-…`).
+   */
   id: string;
+  /** The partition key: `<hub>|<instanceId>`. */
   pk: string;
+  /** What kind of document it is. */
   kind: "instance" | "history" | "message" | "activity" | "timer" | "outbox" | "stage";
+  /** The task hub's name. */
   hub: string;
+  /** The store's etag (set on what the store returns). */
   _etag?: string;
+  /** The store's last-modified time (seconds since the epoch; set on what the store returns). */
   _ts?: number;
 }
 
@@ -23,15 +32,26 @@ export interface Doc {
  * `finalPart`: their marked document is the final one.
  */
 export interface StageMarker {
+  /** Names the parts: `stage-<token>-<n>`. */
   token: string;
+  /** How many parts the commit has. */
   parts: number;
+  /**
+   * The part holding the instance document the commit ends with (absent in older marks: the marked document is the
+   * final one).
+   */
   finalPart?: number;
 }
 
+/**
+ * The instance document (`id` "instance"): the instance's state without its history, and the engine's bookkeeping.
+ */
 export interface InstanceDoc extends Doc, Omit<OrchestrationState, "history"> {
+  /** Always "instance". */
   kind: "instance";
   /** History chunks of the current execution: `history-<executionId>-<0 … historyChunks-1>`. */
   historyChunks: number;
+  /** A staged commit in progress, when one is. */
   stage?: StageMarker;
   /**
    * The start of a new execution waiting for its work item: written with the instance by a client's start or
@@ -46,57 +66,90 @@ export interface InstanceDoc extends Doc, Omit<OrchestrationState, "history"> {
    */
   claim?: ActivityClaim;
 }
+/** An instance's claim on its pending activities: the host running them and until when. */
 export interface ActivityClaim {
+  /** The host (dispatch owner name) running the activities. */
   owner: string;
+  /** Until when the claim holds (ms since the epoch, the hub's clock). */
   until: number;
 }
+/** One chunk of an execution's history. */
 export interface HistoryDoc extends Doc {
+  /** Always "history". */
   kind: "history";
+  /** The execution the events belong to. */
   executionId: string;
+  /** The chunk's number (0-based, in order). */
   chunk: number;
+  /** The chunk's events, in order. */
   events: HistoryEvent[];
 }
+/** A message for an instance, pending until a work item consumes it. */
 export interface MessageDoc extends Doc {
+  /** Always "message". */
   kind: "message";
+  /** The instance the message is for. */
   instanceId: string;
   /** Arrival order (a host-local timestamp + counter); ties by id. */
   seq: number;
+  /** The message. */
   message: InstanceMessage;
   /** Not a document: the instance's `start`, shown as a message (nothing to delete when it is consumed). */
   virtual?: true;
 }
+/** A stored activity work item (task hubs written before the instance claim). */
 export interface ActivityDoc extends Doc {
+  /** Always "activity". */
   kind: "activity";
+  /** The activity to run. */
   item: ActivityWorkItem;
   /** The dev host running it, until `lockedUntil` (ms since the epoch, the hub's clock). */
   lockedBy?: string;
+  /** Until when `lockedBy` runs it (ms since the epoch, the hub's clock). */
   lockedUntil?: number;
   /** Not stored: an activity under its instance's claim, held in memory by the host running it. */
   virtual?: true;
 }
+/** A durable timer, due at `fireAt`. */
 export interface TimerDoc extends Doc {
+  /** Always "timer". */
   kind: "timer";
+  /** The instance that created it. */
   instanceId: string;
+  /** The execution that created it. */
   executionId: string;
+  /** The timer's id (the CreateTimer action's sequence id). */
   timerId: number;
+  /** When it fires (ISO 8601). */
   fireAt: string;
+  /** When it fires (ms since the epoch). */
   fireAtMs: number;
 }
+/** A message for another instance, stored in the sender's partition until it is delivered. */
 export interface OutboxDoc extends Doc {
+  /** Always "outbox". */
   kind: "outbox";
+  /** The message to deliver. */
   message: InstanceMessage;
 }
 /** One part of a staged commit: documents to write and ids to delete, applied idempotently. */
 export interface StageDoc extends Doc {
+  /** Always "stage". */
   kind: "stage";
+  /** The staged commit it belongs to. */
   token: string;
+  /** The part's number. */
   part: number;
+  /** Documents the part writes. */
   upserts: WorkDoc[];
+  /** Ids the part deletes. */
   deletes: string[];
   /** The last part: the instance document once every other part is applied (written with its deletion). */
   final?: InstanceDoc;
 }
+/** A document a work item writes besides the instance document. */
 export type WorkDoc = HistoryDoc | MessageDoc | ActivityDoc | TimerDoc | OutboxDoc;
+/** Any document of a task hub. */
 export type AnyDoc = InstanceDoc | WorkDoc | StageDoc;
 
 export const INSTANCE_ID = "instance";
@@ -157,14 +210,19 @@ export function instanceDocOf(
 
 /** What one query of an instance's partition found, sorted out. */
 export interface PartitionSnapshot {
+  /** The instance document, when there is one. */
   instance?: InstanceDoc;
   /** The current execution's history, in order (chunks below `historyChunks` only). */
   history: HistoryEvent[];
   /** Pending messages in arrival order. */
   messages: MessageDoc[];
+  /** Stored activities of the instance. */
   activities: ActivityDoc[];
+  /** Pending timers of the instance. */
   timers: TimerDoc[];
+  /** Outbox documents not delivered yet. */
   outbox: OutboxDoc[];
+  /** Parts of a staged commit. */
   stages: StageDoc[];
   /** History chunks of other executions (continue-as-new, restart): garbage to delete. */
   staleHistory: string[];

@@ -26,10 +26,15 @@ export interface EntityOperation {
   isSignal: boolean;
 }
 
+/** What the host passes as an entityTrigger's data (the extension's out-of-proc entity batch request). */
 export interface EntityTriggerInput {
+  /** The entity's name and key. */
   self: { name: string; key: string };
+  /** Whether the entity has a state. */
   exists: boolean;
+  /** JSON text of the state; undefined when none. */
   state: string | undefined;
+  /** The operations to run, in order: name, input (JSON text), and whether each is a signal. */
   batch: { name: string; input: string | undefined; isSignal: boolean }[];
 }
 

@@ -1,5 +1,6 @@
 import {
   type EntityStored,
+  type EntityTriggerInput,
   entityTriggerInput,
   parseEntitySchedulerId,
   readEntityReply,
@@ -45,11 +46,11 @@ import {
  * and the others wait, pending, in arrival order, until the holder's release.
  */
 
+/** What an entity function's one run came to: the reply it returned, or what it threw. */
+export type EntityOutcome = { returned: unknown } | { thrown: unknown };
+
 /** Runs the entity function once with the trigger's data: what it returned, or what it threw. Never throws. */
-export type EntityInvoker = (
-  entityName: string,
-  input: ReturnType<typeof entityTriggerInput>,
-) => Promise<{ returned: unknown } | { thrown: unknown }>;
+export type EntityInvoker = (entityName: string, input: EntityTriggerInput) => Promise<EntityOutcome>;
 
 export interface RequestWire {
   id: string;

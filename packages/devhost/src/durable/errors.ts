@@ -1,12 +1,15 @@
-/** A task hub operation refused (bad instance id, an instance that exists, …); `statusCode` is the HTTP answer. */
-export class TaskHubError extends Error {
-  constructor(
-    message: string,
-    readonly statusCode: number,
-    readonly code: string,
-  ) {
-    super(message);
-    this.name = "TaskHubError";
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
+
+/**
+ * A task hub operation refused (bad instance id, an instance that exists, …): a `CosmosFeedError` whose `code` says
+ * why in a word (e.g. "InvalidInstanceId") and whose `statusCode` is the HTTP answer.
+ */
+export class TaskHubError extends CosmosFeedError {
+  /** The HTTP status the durable API answers with (400, 404, 409 …). */
+  declare readonly statusCode: number;
+  /** A refusal: `statusCode` the HTTP answer, `code` the reason. */
+  constructor(message: string, statusCode: number, code: string) {
+    super(message, { code, statusCode });
   }
 }
 

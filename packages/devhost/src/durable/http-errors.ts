@@ -11,8 +11,11 @@ import { TaskHubError } from "./errors.js";
  */
 
 export interface DurableApiResponse {
+  /** The HTTP status code. */
   status: number;
+  /** The response headers. */
   headers: Record<string, string>;
+  /** The response body (JSON text). */
   body: string;
 }
 

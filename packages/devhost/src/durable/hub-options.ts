@@ -63,11 +63,15 @@ export interface TaskHubOptions {
   clock?: Clock;
   /** Runs an entity function (df.app.entity); without it an entity operation fails with the reason. */
   invokeEntity?: EntityInvoker;
-  /** Replaces the engine (tests). */
+  /**
+   * Replaces the engine (tests).
+   * @internal Not part of the package's API: stripped from its .d.ts (`stripInternal`).
+   */
   applyMessages?: ApplyMessages;
 }
 
 const d = DURABLE_HUB_SETTINGS;
+/** The defaults of a `TaskHubOptions`' limits and timings (DURABLE_HUB_SETTINGS' defaults). */
 export const TaskHubDefaults = {
   feedPollDelayMs: d.feedPollDelayMs.default,
   timerScanIntervalMs: d.timerScanIntervalMs.default,

@@ -35,15 +35,22 @@ export { historyView, runtimeStatusOf } from "./status-view.js";
  * `TaskHubClient` by handing each client call to its client operations.
  */
 export class TaskHub implements TaskHubClient {
+  /** The task hub's name (host.json `extensions.durableTask.hubName`). */
   readonly hubName: string;
-  /** The client operations (start, status, events, purge, waits): what this hub's TaskHubClient calls do. */
+  /**
+   * The client operations (start, status, events, purge, waits): what this hub's TaskHubClient calls do.
+   * @internal The hub's parts: stripped from the package's .d.ts (`stripInternal`); use the hub's own methods.
+   */
   readonly client: TaskHubClientOperations;
   private readonly o: TaskHubOptions;
   /** Where the hub's documents are (tests and tools read instances through it as the hub does). */
   readonly backend: TaskHubBackend;
   private readonly clock: Clock;
   private readonly owner: string;
-  /** Runs orchestration and entity work items. */
+  /**
+   * Runs orchestration and entity work items.
+   * @internal The hub's parts: stripped from the package's .d.ts.
+   */
   readonly dispatcher: OrchestrationDispatcher;
   private readonly activities: ActivityWorker;
   private readonly timers: TimerService;
@@ -54,6 +61,7 @@ export class TaskHub implements TaskHubClient {
   /** Until start(), a hub is a client only: it writes, another host runs the work. */
   private stopped = true;
 
+  /** A hub over `options.backend`: a client only until {@link TaskHub.start} starts its dispatch. */
   constructor(options: TaskHubOptions) {
     const setting = <K extends keyof typeof TaskHubDefaults>(k: K): number =>
       (options as unknown as Record<string, number | undefined>)[k] ?? TaskHubDefaults[k];
@@ -394,48 +402,62 @@ export class TaskHub implements TaskHubClient {
 
   // ---- TaskHubClient: the client operations ------------------------------------------------------------------
 
+  /** {@inheritDoc TaskHubClient.startNew} */
   startNew(name: string, options: { instanceId?: string; input?: string | null; version?: string }) {
     return this.client.startNew(name, options);
   }
+  /** {@inheritDoc TaskHubClient.getStatus} */
   getStatus(
     instanceId: string,
     options?: { showHistory?: boolean; showHistoryOutput?: boolean; showInput?: boolean },
   ) {
     return this.client.getStatus(instanceId, options);
   }
+  /** {@inheritDoc TaskHubClient.list} */
   list(filter: InstanceFilter) {
     return this.client.list(filter);
   }
+  /** {@inheritDoc TaskHubClient.raiseEvent} */
   raiseEvent(instanceId: string, eventName: string, input: string | null) {
     return this.client.raiseEvent(instanceId, eventName, input);
   }
+  /** {@inheritDoc TaskHubClient.terminate} */
   terminate(instanceId: string, reason: string | null) {
     return this.client.terminate(instanceId, reason);
   }
+  /** {@inheritDoc TaskHubClient.suspend} */
   suspend(instanceId: string, reason: string | null) {
     return this.client.suspend(instanceId, reason);
   }
+  /** {@inheritDoc TaskHubClient.resume} */
   resume(instanceId: string, reason: string | null) {
     return this.client.resume(instanceId, reason);
   }
+  /** {@inheritDoc TaskHubClient.purge} */
   purge(instanceId: string) {
     return this.client.purge(instanceId);
   }
+  /** {@inheritDoc TaskHubClient.purgeMany} */
   purgeMany(filter: InstanceFilter) {
     return this.client.purgeMany(filter);
   }
+  /** {@inheritDoc TaskHubClient.signalEntity} */
   signalEntity(name: string, key: string, operation: string, input: string | null) {
     return this.client.signalEntity(name, key, operation, input);
   }
-  readEntity(name: string, key: string) {
+  /** {@inheritDoc TaskHubClient.readEntity} */
+  readEntity(name: string, key: string): Promise<{ exists: boolean; state: string | undefined } | undefined> {
     return this.client.readEntity(name, key);
   }
+  /** {@inheritDoc TaskHubClient.listEntities} */
   listEntities(filter: EntityFilter) {
     return this.client.listEntities(filter);
   }
+  /** {@inheritDoc TaskHubClient.cleanEntityStorage} */
   cleanEntityStorage(options: { removeEmptyEntities: boolean; releaseOrphanedLocks: boolean }) {
     return this.client.cleanEntityStorage(options);
   }
+  /** {@inheritDoc TaskHubClient.waitForChange} */
   waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal, since?: string) {
     return this.client.waitForChange(instanceId, timeoutMs, signal, since);
   }

@@ -13,8 +13,11 @@ export function runtimeStatusOf(status: RuntimeStatus): RuntimeStatus {
 
 /** What the entity listing reads of one entity (its instance document's id, last update and, fetched, its state). */
 export interface EntityRow {
+  /** The entity's instance id (`@name@key`). */
   instanceId: string;
+  /** When it last changed (ISO 8601): the entity's last operation time. */
   lastUpdatedTime: string;
+  /** The entity engine's bookkeeping: whether it exists, and its state (JSON text). */
   engine?: { entity?: { exists?: boolean; state?: string | null } };
 }
 

@@ -1,7 +1,12 @@
 import { createRequire } from "node:module";
 import type * as Functions from "@azure/functions";
 import { type EntityTriggerInput, parseEntitySchedulerId, readEntityReply } from "./entity-batch.js";
-import { applyEntityMessages, type EntityInvoker, entityStoredOf } from "./entity-engine.js";
+import {
+  applyEntityMessages,
+  type EntityInvoker,
+  type EntityOutcome,
+  entityStoredOf,
+} from "./entity-engine.js";
 import type { ApplyMessages, OrchestrationState } from "./types.js";
 
 /**
@@ -11,6 +16,9 @@ import type { ApplyMessages, OrchestrationState } from "./types.js";
  * arrive, and an operation that throws fails that call (the orchestration can catch it) with the state as it was,
  * as on the task hub.
  */
+
+export type { EntityTriggerInput } from "./entity-batch.js";
+export type { EntityOutcome } from "./entity-engine.js";
 
 /** An entity function: what you pass to `df.app.entity` (`(context) => { … context.df.setState(…) … }`). */
 // biome-ignore lint/suspicious/noExplicitAny: the SDK's EntityHandler takes its own context type.
@@ -39,7 +47,6 @@ const { InvocationContext } = require("@azure/functions") as typeof Functions;
 const { createEntityFunction } = require("durable-functions/lib/src/util/testingUtils.js") as {
   createEntityFunction: (f: EntityImplementation) => EntityHandler;
 };
-type EntityOutcome = { returned: unknown } | { thrown: unknown };
 
 /** durable-functions' own Entity handler around an entity function: what `df.app.entity` registers. */
 export type EntityHandler = (trigger: unknown, ctx: Functions.InvocationContext) => Promise<unknown>;
@@ -66,7 +73,10 @@ export async function runEntityHandler(
   }
 }
 
-/** The entity functions as the engine invokes them; `ran` collects each operation and its outcome. */
+/**
+ * The entity functions as the engine invokes them; `ran` collects each operation and its outcome.
+ * @internal testing.ts's plumbing, not part of the package's API: stripped from its .d.ts (`stripInternal`).
+ */
 export function entityInvokerFor(
   entities: Record<string, EntityImplementation>,
   ran: EntityOperationRun[],
@@ -101,12 +111,18 @@ export function entityInvokerFor(
   };
 }
 
-/** The entity engine's work-item applier over the test's entity functions. */
+/**
+ * The entity engine's work-item applier over the test's entity functions.
+ * @internal testing.ts's plumbing, not part of the package's API.
+ */
 export function entityApplier(invoke: EntityInvoker): ApplyMessages {
   return applyEntityMessages(invoke);
 }
 
-/** The entities' final states by `@name@key`: whether each exists and its state (parsed). */
+/**
+ * The entities' final states by `@name@key`: whether each exists and its state (parsed).
+ * @internal testing.ts's plumbing, not part of the package's API.
+ */
 export function entityStates(
   instances: Map<string, OrchestrationState>,
 ): Record<string, { exists: boolean; state: unknown }> {

@@ -14,7 +14,18 @@ import {
 } from "./testing-entities.js";
 
 export type { EntityImplementation, EntityOperationRun } from "./testing-entities.js";
-export type { RuntimeStatus } from "./types.js";
+export {
+  ActionType,
+  type ActionTypeNumber,
+  type FailureDetails,
+  type HistoryEvent,
+  HistoryEventType,
+  type HistoryEventTypeNumber,
+  type OrchestratorAction,
+  type OrchestratorReply,
+  type RetryOptionsWire,
+  type RuntimeStatus,
+} from "./types.js";
 
 import { errorMessage } from "../errorMessage.js";
 import {

@@ -28,13 +28,18 @@ export const HistoryEventType = {
   ExecutionSuspended: 19,
   ExecutionResumed: 20,
 } as const;
+/** A HistoryEventType number. */
 export type HistoryEventTypeNumber = (typeof HistoryEventType)[keyof typeof HistoryEventType];
 
 /** A history event as the extension serializes it (PascalCase; Timestamp ISO 8601; payloads as JSON text). */
 export interface HistoryEvent {
+  /** The event's type. */
   EventType: HistoryEventTypeNumber;
+  /** The event's id (the sequence id of the action it records, -1 when none). */
   EventId: number;
+  /** Whether an earlier episode saw it already. */
   IsPlayed: boolean;
+  /** When it happened (ISO 8601). */
   Timestamp: string;
   /** Event-specific fields: Name, Input, Result, TaskScheduledId, TimerId, FireAt, Reason, Details, FailureDetails … */
   [field: string]: unknown;
@@ -57,61 +62,100 @@ export const ActionType = {
   LockEntities: 13,
   ReleaseEntities: 14,
 } as const;
+/** An ActionType number. */
 export type ActionTypeNumber = (typeof ActionType)[keyof typeof ActionType];
 
 /** An action as the orchestrator returns it (JSON of the SDK's action classes; camelCase). */
 export interface OrchestratorAction {
+  /** The action's type. */
   actionType: ActionTypeNumber;
+  /** The activity, sub-orchestrator or entity operation the action calls. */
   functionName?: string;
+  /** The input it passes. */
   input?: unknown;
+  /** The instance id of a sub-orchestration (or entity) it calls. */
   instanceId?: string;
+  /** Retries of a call with retry. */
   retryOptions?: RetryOptionsWire;
+  /** When a timer fires (ISO 8601). */
   fireAt?: string;
+  /** Whether a timer was cancelled. */
   isCanceled?: boolean;
+  /** The event an external event wait is for. */
   externalEventName?: string;
+  /** The actions of a WhenAny or WhenAll. */
   compoundActions?: OrchestratorAction[];
+  /** Other fields of the SDK's action classes. */
   [field: string]: unknown;
 }
 
 /** The SDK's RetryOptions as serialized in an action. */
 export interface RetryOptionsWire {
+  /** The delay before the first retry (ms). */
   firstRetryIntervalInMilliseconds: number;
+  /** Attempts in all, the first one included. */
   maxNumberOfAttempts: number;
+  /** What each delay is multiplied by (default 1). */
   backoffCoefficient?: number;
+  /** The longest delay between attempts (ms). */
   maxRetryIntervalInMilliseconds?: number;
+  /** How long retrying may go on in all (ms). */
   retryTimeoutInMilliseconds?: number;
 }
 
 /** What the host passes as the orchestrationTrigger's data (the extension's out-of-proc request). */
 export interface OrchestrationTriggerInput {
+  /** The instance's history so far. */
   history: HistoryEvent[];
+  /** The orchestration's input. */
   input: unknown;
+  /** The instance's id. */
   instanceId: string;
+  /** Whether the history already holds what the episode will decide first. */
   isReplaying: boolean;
+  /** The parent orchestration's instance id, null when none. */
   parentInstanceId: string | null;
+  /** The highest out-of-proc schema version the host speaks. */
   upperSchemaVersion: number;
+  /** The same, as the newer SDKs read it. */
   upperSchemaVersionNew: number;
+  /** How long timers are split into (a TimeSpan string). */
   longRunningTimerIntervalDuration: string;
+  /** The longest timer not split (a TimeSpan string). */
   maximumShortTimerDuration: string;
+  /** callHttp's default polling interval of a 202 (ms; the SDK's spelling). */
   defaultHttpAsyncRequestSleepTimeMillseconds: number;
 }
 
 /** The orchestrator's reply (OrchestratorState), whether returned or carried in a thrown `$OutOfProcData$`. */
 export interface OrchestratorReply {
+  /** Whether the orchestrator ended (completed, failed or continued as new). */
   isDone: boolean;
+  /** The actions it decided, per episode step (or flat, in older schemas). */
   actions: OrchestratorAction[][] | OrchestratorAction[];
+  /** Its output, when done. */
   output?: unknown;
+  /** The error it failed with, when it failed. */
   error?: string;
+  /** Its custom status. */
   customStatus?: unknown;
+  /** The out-of-proc schema version of the reply. */
   schemaVersion?: number;
+  /** The failure's details, when it failed. */
   failureDetails?: FailureDetails;
 }
 
+/** A failure as the Durable Task framework describes it (FailureDetails). */
 export interface FailureDetails {
+  /** The error's type name. */
   ErrorType: string;
+  /** The error's message. */
   ErrorMessage: string;
+  /** Its stack trace. */
   StackTrace?: string;
+  /** Whether retrying cannot help. */
   IsNonRetriable?: boolean;
+  /** The error that caused it. */
   InnerFailure?: FailureDetails;
 }
 
@@ -131,11 +175,15 @@ export type RuntimeStatus =
   | "Terminated"
   | "Suspended";
 
+/** An orchestration's parent, when a parent started it as a sub-orchestration. */
 export interface ParentInstance {
+  /** The parent's instance id. */
   instanceId: string;
+  /** The parent's execution id. */
   executionId: string;
   /** The parent's sequence id of the CallSubOrchestrator action. */
   taskScheduledId: number;
+  /** The parent orchestrator's name. */
   name: string;
 }
 
@@ -144,21 +192,29 @@ export interface ParentInstance {
  * it. `engine` is the engine's bookkeeping: the store saves it verbatim and never reads it.
  */
 export interface OrchestrationState {
+  /** The instance's id. */
   instanceId: string;
+  /** The current execution's id (a new one on each continue-as-new or restart). */
   executionId: string;
+  /** The orchestrator's name. */
   name: string;
   /** JSON text of the input, null when none. */
   input: string | null;
+  /** Its runtime status. */
   status: RuntimeStatus;
   /** JSON text of the output (or of the failure message when Failed), null when none. */
   output: string | null;
   /** JSON text of the custom status, null when none. */
   customStatus: string | null;
+  /** When it was created (ISO 8601). */
   createdTime: string;
+  /** When it last changed (ISO 8601). */
   lastUpdatedTime: string;
+  /** Its parent, when it is a sub-orchestration. */
   parent?: ParentInstance;
   /** Every event of the current execution, committed ones first. */
   history: HistoryEvent[];
+  /** The engine's bookkeeping, saved verbatim. */
   engine: Record<string, unknown>;
 }
 
@@ -166,9 +222,11 @@ export interface OrchestrationState {
 export interface InstanceMessage {
   /** Idempotency key (docs/durable-design.md): a second message with the same key is dropped. */
   key: string;
+  /** The instance the message is for. */
   instanceId: string;
   /** The execution the event is for; a message for an older execution is dropped. Absent = any. */
   executionId?: string;
+  /** The history event it delivers. */
   event: HistoryEvent;
   /**
    * For ExecutionStarted: the orchestrator's name, input, parent, and the instance's version (ExecutionStarted's
@@ -187,9 +245,13 @@ export interface InstanceMessage {
 
 /** An activity the engine scheduled. */
 export interface ActivityWorkItem {
+  /** The instance that scheduled it. */
   instanceId: string;
+  /** The execution that scheduled it. */
   executionId: string;
+  /** The TaskScheduled event's id. */
   taskScheduledId: number;
+  /** The activity's name. */
   name: string;
   /** JSON text of the input as the action carried it, null when none. */
   input: string | null;
@@ -268,13 +330,21 @@ export interface TaskHubClient {
   waitForChange(instanceId: string, timeoutMs: number, signal?: AbortSignal, since?: string): Promise<void>;
 }
 
+/** The extension's instance query, as its HTTP API reads it (`GET instances`). */
 export interface InstanceFilter {
+  /** Only instances created at or after this time (ISO 8601). */
   createdTimeFrom?: string;
+  /** Only instances created at or before this time (ISO 8601). */
   createdTimeTo?: string;
+  /** Only instances in one of these statuses. */
   runtimeStatus?: RuntimeStatus[];
+  /** Only instances whose id starts with this. */
   instanceIdPrefix?: string;
+  /** Page size. */
   top?: number;
+  /** Where the page starts (from the previous page). */
   continuationToken?: string;
+  /** Include each instance's input. */
   showInput?: boolean;
 }
 
@@ -282,10 +352,13 @@ export interface InstanceFilter {
 export interface EntityFilter {
   /** Only entities of this name (any case). */
   name?: string;
+  /** Only entities whose last operation was at or after this time (ISO 8601). */
   lastOperationTimeFrom?: string;
+  /** Only entities whose last operation was at or before this time (ISO 8601). */
   lastOperationTimeTo?: string;
   /** Page size; default 100. */
   top?: number;
+  /** Where the page starts (from the previous page). */
   continuationToken?: string;
   /** Include each entity's state; default false. */
   fetchState?: boolean;
@@ -293,7 +366,9 @@ export interface EntityFilter {
 
 /** One entity as the extension lists it (DurableEntityStatus). */
 export interface EntityStatus {
+  /** The entity's name and key. */
   entityId: { name: string; key: string };
+  /** When it last ran an operation (ISO 8601). */
   lastOperationTime: string;
   /** The state (parsed JSON), null when not fetched. */
   state: unknown;
@@ -301,7 +376,9 @@ export interface EntityStatus {
 
 /** The extension's CleanEntityStorageResult (camelCase, as its JSON serializer writes it). */
 export interface CleanEntityStorageResult {
+  /** Locks released whose holder no longer runs. */
   numberOfOrphanedLocksRemoved: number;
+  /** Entities removed that had no state, no lock and no pending operation. */
   numberOfEmptyEntitiesRemoved: number;
 }
 

@@ -53,15 +53,29 @@ export interface UnaccountedRow {
 
 /** The result of `measureScenario` (what `cosmos-feed tune --measure --json` prints). */
 export interface MeasureResult {
+  /** The scenario measured, every field filled in (the request's, with the model's defaults). */
   scenario: Required<TuningInput>;
+  /** How many times faster than real time the scenario ran. */
   scale: number;
+  /** The scenario's intervals as the processors ran them (÷ `scale`, ms). */
   scaledIntervals: ScaledIntervals;
+  /** The measuring window: wall-clock ms, and the scenario ms it stands for (× `scale`). */
   window: { wallMs: number; scenarioMs: number };
+  /** Wall-clock ms each phase took. */
   phasesMs: Record<Phase, number>;
+  /**
+   * The cost model's answer for the scenario: this processor, this processor without its lease watch, and the
+   * .NET processor.
+   */
   model: { ours: AlgorithmCost; oursWithoutWatch: AlgorithmCost; dotnet: AlgorithmCost };
+  /** Each row of the model next to its measurement, in the window. */
   rows: ComparedRow[];
   /** Lease-container requests in the window the model has no row for (and the monitored container's besides feed reads and the writer). */
   unaccounted: UnaccountedRow[];
+  /**
+   * The one-time lease-container requests from the start until the leases balanced: the model's count, the
+   * measured count, their deviation (%), the measured ones by kind, and how long balancing took (wall-clock ms).
+   */
   bootstrap: {
     model: number;
     measured: number;
@@ -73,9 +87,18 @@ export interface MeasureResult {
     byKind: Partial<Record<string, number>>;
     balanceMs: number;
   };
+  /**
+   * The document writer: the writes per scenario second asked for, the writes made in the window, the same per
+   * scenario second, and the writes that failed.
+   */
   writer: { intendedPerSecond: number; writtenInWindow: number; perScenarioSecond: number; failed: number };
+  /** Each host (processor): its name, the leases it owned at the end, its lease-container requests by kind. */
   hosts: { name: string; owned: number; leaseRequests: Record<string, number> }[];
   /** The processors' own lease-container counters vs the emulator's meter, in the window (a consistency check). */
   leaseRequestsInWindow: { meter: number; processorCounters: number };
+  /**
+   * The verdict: the goal (model within `pct` % of the measurement, MeasureDefaults.goalPct), how many rows were
+   * judged (the meaningful ones), how many were within it, and whether all were.
+   */
   goal: { pct: number; judged: number; within: number; allWithin: boolean };
 }

@@ -34,6 +34,14 @@ import { entityPage, entityRecordPage, instancePage } from "./queries.js";
 export { MEMORY_LEASE } from "./dispatch.js";
 export { InvalidContinuationTokenError } from "./queries.js";
 
+/** Options of a `MemoryBackend`. */
+export interface MemoryBackendOptions {
+  /** The task hub's name (host.json `extensions.durableTask.hubName`). */
+  hubName: string;
+  /** The clock of the documents' `_ts` and of the dispatch feed (tests pass a FakeClock); the system's by default. */
+  clock?: Clock;
+}
+
 /**
  * The task hub's backend in process memory (backend.ts, `TaskHubBackend`): the documents of docs/durable-design.md
  * "Storage" (documents.ts: the same kinds, ids, partitions and snapshots) in maps, with the Cosmos DB backend's
@@ -60,14 +68,17 @@ export { InvalidContinuationTokenError } from "./queries.js";
  *   batch refuses it: the engine's bug shows here as it would there.
  */
 export class MemoryBackend implements TaskHubBackend {
+  /** {@inheritDoc TaskHubBackend.hubName} */
   readonly hubName: string;
+  /** "memory". */
   readonly describe = "memory";
   private readonly clock: Clock;
   private readonly log = new FeedLog();
   private readonly lease = new DispatchLease();
   private readonly store: MemoryPartitions;
 
-  constructor(options: { hubName: string; clock?: Clock }) {
+  /** An empty backend: no documents, no feed started. */
+  constructor(options: MemoryBackendOptions) {
     this.hubName = options.hubName;
     this.clock = options.clock ?? systemClock;
     this.store = new MemoryPartitions(this.clock, this.log);
@@ -91,12 +102,14 @@ export class MemoryBackend implements TaskHubBackend {
 
   // ---- instances ---------------------------------------------------------------------------------------------
 
+  /** {@inheritDoc TaskHubBackend.createInstance} */
   async createInstance(doc: InstanceDoc): Promise<CreateOutcome> {
     const existing = this.instanceAt(doc.pk);
     if (existing) return { created: false, existing: structuredClone(existing) };
     return { created: true, etag: this.store.put(doc)._etag };
   }
 
+  /** {@inheritDoc TaskHubBackend.replaceInstance} */
   async replaceInstance(
     doc: InstanceDoc,
     ifMatch: string,
@@ -105,19 +118,23 @@ export class MemoryBackend implements TaskHubBackend {
     return { replaced: true, etag: this.store.put(doc)._etag };
   }
 
+  /** {@inheritDoc TaskHubBackend.readInstance} */
   async readInstance(instanceId: string): Promise<InstanceDoc | undefined> {
     const d = this.instanceAt(this.pk(instanceId));
     return d && structuredClone(d);
   }
 
+  /** {@inheritDoc TaskHubBackend.readInstanceState} */
   async readInstanceState(instanceId: string): Promise<PartitionSnapshot> {
     return snapshotOf(structuredClone(this.store.docs(this.pk(instanceId))));
   }
 
+  /** {@inheritDoc TaskHubBackend.queryInstances} */
   async queryInstances(filter: InstanceFilter): Promise<Page<InstanceDoc>> {
     return instancePage(this.instances(), filter);
   }
 
+  /** {@inheritDoc TaskHubBackend.deleteInstance} */
   async deleteInstance(snapshot: PartitionSnapshot): Promise<"purged" | "gone" | "changed"> {
     const seen = snapshot.instance;
     if (!seen) return "gone";
@@ -130,12 +147,14 @@ export class MemoryBackend implements TaskHubBackend {
 
   // ---- messages ----------------------------------------------------------------------------------------------
 
+  /** {@inheritDoc TaskHubBackend.addMessage} */
   async addMessage(doc: MessageDoc): Promise<"added" | "exists"> {
     if (this.store.get(doc.pk, doc.id)) return "exists";
     this.store.put(doc);
     return "added";
   }
 
+  /** {@inheritDoc TaskHubBackend.deliverOutbox} */
   async deliverOutbox(outbox: OutboxDoc, message: MessageDoc): Promise<void> {
     if (!this.store.get(message.pk, message.id)) this.store.put(message);
     this.store.remove(outbox.pk, outbox.id);
@@ -143,12 +162,14 @@ export class MemoryBackend implements TaskHubBackend {
 
   // ---- orchestration work items ------------------------------------------------------------------------------
 
+  /** {@inheritDoc TaskHubBackend.getOrchestrationWorkItem} */
   async getOrchestrationWorkItem(
     instanceId: string,
   ): Promise<{ snapshot: PartitionSnapshot; swept: number }> {
     return { snapshot: await this.readInstanceState(instanceId), swept: 0 };
   }
 
+  /** {@inheritDoc TaskHubBackend.completeOrchestrationWorkItem} */
   async completeOrchestrationWorkItem(commit: WorkItemCommit): Promise<CommitOutcome> {
     const pk = this.pk(commit.instanceId);
     const docs: AnyDoc[] = [...(commit.instance ? [commit.instance.body] : []), ...commit.upserts];
@@ -174,6 +195,7 @@ export class MemoryBackend implements TaskHubBackend {
     return { committed: true, etag };
   }
 
+  /** {@inheritDoc TaskHubBackend.abandonOrchestrationWorkItem} */
   async abandonOrchestrationWorkItem(
     instanceId: string,
     results: HandedOverResult[],
@@ -195,6 +217,7 @@ export class MemoryBackend implements TaskHubBackend {
     return stored;
   }
 
+  /** {@inheritDoc TaskHubBackend.deleteDocuments} */
   async deleteDocuments(instanceId: string, ids: string[]): Promise<void> {
     const pk = this.pk(instanceId);
     for (const id of ids) this.store.remove(pk, id);
@@ -202,6 +225,7 @@ export class MemoryBackend implements TaskHubBackend {
 
   // ---- activity work items -----------------------------------------------------------------------------------
 
+  /** {@inheritDoc TaskHubBackend.claimActivityWorkItem} */
   async claimActivityWorkItem(
     doc: ActivityDoc,
     owner: string,
@@ -215,10 +239,12 @@ export class MemoryBackend implements TaskHubBackend {
 
   // ---- entities ----------------------------------------------------------------------------------------------
 
+  /** {@inheritDoc TaskHubBackend.queryEntities} */
   async queryEntities(filter: EntityFilter): Promise<Page<EntityRow>> {
     return entityPage(this.instances(), filter);
   }
 
+  /** {@inheritDoc TaskHubBackend.queryEntityRecords} */
   async queryEntityRecords(
     continuationToken: string | undefined,
     pageSize: number,
@@ -228,6 +254,7 @@ export class MemoryBackend implements TaskHubBackend {
 
   // ---- recovery and dispatch ---------------------------------------------------------------------------------
 
+  /** {@inheritDoc TaskHubBackend.scanPending} */
   async scanPending(now: number, horizon: number): Promise<PendingWork> {
     // A start written a minute ago and not applied yet (its feed page was checkpointed before a crash).
     const settled = Math.floor(this.clock.now() / 1000) - 60;
@@ -247,6 +274,7 @@ export class MemoryBackend implements TaskHubBackend {
     return out;
   }
 
+  /** {@inheritDoc TaskHubBackend.openDispatch} */
   openDispatch(handler: DispatchHandler, options: DispatchOptions): DispatchFeed {
     return new MemoryFeed(this.log, this.lease, handler, options);
   }

@@ -1,3 +1,4 @@
+import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import type { EntityRecord, Page } from "../backend.js";
 import type { InstanceDoc } from "../documents.js";
 import type { EntityRow } from "../status-view.js";
@@ -16,11 +17,14 @@ const DEFAULT_PAGE_SIZE = 100;
 type ListName = "instances" | "entities" | "entityRecords";
 
 /** A continuation token that is none of this backend's lists: the HTTP API answers 400 InvalidContinuationToken. */
-export class InvalidContinuationTokenError extends Error {
-  readonly statusCode = 400;
+export class InvalidContinuationTokenError extends CosmosFeedError {
+  /** The HTTP status the durable API answers with: 400. */
+  declare readonly statusCode: 400;
+  /** The token refused (its first 100 characters are in the message). */
   constructor(token: string) {
-    super(`Invalid continuation token '${token.slice(0, 100)}': not a token of this task hub's list.`);
-    this.name = "InvalidContinuationTokenError";
+    super(`Invalid continuation token '${token.slice(0, 100)}': not a token of this task hub's list.`, {
+      statusCode: 400,
+    });
   }
 }
 
