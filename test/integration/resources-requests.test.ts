@@ -8,9 +8,10 @@ import {
   deprovisionStep,
   finalizeStep,
   type OperationDocument,
+  provisioningRequestFor,
   provisionStep,
   type ResourceDocument,
-  recordReactions,
+  startOrchestrations,
   validateStep,
 } from "../../src/shared/resources/index.js";
 import { loadSettings } from "../../src/shared/settings.js";
@@ -75,24 +76,39 @@ const readResource = async (sub: string, id: string) =>
 const orchestration = { name: "provisioning", instanceId: "provisioning-x" };
 
 describe("requests per provisioning step", () => {
-  it("the reactions trigger records a change in one conditional patch; a redelivery's patch is refused (412)", async () => {
+  it("the reactions trigger makes no request; validate records its sighting in the batch that marks the operation Running", async () => {
     const doc = await accepted("req-1", "a");
-    expect(await recordReactions(ctx, [doc])).toMatchObject({ recorded: 1, alreadyRecorded: 0 });
-    expect(seen).toEqual(["PATCH patch"]);
+    // The trigger only talks to the durable client (here a stand-in that has no instance and records the starts:
+    // the real one is in resources-triggers.test.ts); the sighting is the orchestration's input.
+    const starts: { instanceId: string; input: unknown }[] = [];
+    const starter = {
+      getStatus: async () => Promise.reject(new Error("replied with HTTP 404")),
+      startNew: async (_name: string, o: { instanceId: string; input: unknown }) => {
+        starts.push(o);
+        return o.instanceId;
+      },
+    };
+    const seenAt = "2026-12-03T10:00:00.000Z";
+    expect(await startOrchestrations(starter, [doc], { seenAt })).toMatchObject({
+      started: [`provisioning-${doc.operationId}`],
+    });
+    expect(seen).toEqual([]);
+    const { input } = provisioningRequestFor(doc, { at: seenAt });
+    expect(starts).toEqual([{ instanceId: `provisioning-${doc.operationId}`, input }]);
+    expect(input.observed).toEqual({ at: seenAt, provisioningState: "Accepted", resourceEtag: doc._etag });
+
+    // Validate: its two reads and one batch, as without a sighting; the operation records it.
+    expect(await validateStep(ctx, input, orchestration)).toEqual({ proceed: true });
+    expect(seen.sort()).toEqual(["GET read", "GET read", "POST batch"]);
     const first = await readOp("req-1", doc.operationId);
-    expect(first?.observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: doc._etag });
-    expect(first?.lastUpdatedTime).toBe(first?.observed?.at);
+    expect(first).toMatchObject({ status: "Running", observed: input.observed });
 
+    // Validate again (a retried activity, or a second sighting's input): the first record stays, nothing written.
     seen.length = 0;
-    expect(await recordReactions(ctx, [doc])).toMatchObject({ recorded: 0, alreadyRecorded: 1 });
-    expect(seen).toEqual(["PATCH patch"]);
-    expect((await readOp("req-1", doc.operationId))?.observed).toEqual(first?.observed);
-
-    // An operation gone (expired by TTL) is counted, not an error.
-    seen.length = 0;
-    const orphan = { ...doc, id: "b", operationId: "00000000-0000-4000-8000-000000000000" };
-    expect(await recordReactions(ctx, [orphan])).toMatchObject({ missingOperation: 1 });
-    expect(seen).toEqual(["PATCH patch"]);
+    const later = provisioningRequestFor(doc, { at: "2026-12-03T11:00:00.000Z" }).input;
+    expect(await validateStep(ctx, later, orchestration)).toEqual({ proceed: true });
+    expect(seen.sort()).toEqual(["GET read", "GET read"]);
+    expect((await readOp("req-1", doc.operationId))?.observed).toEqual(input.observed);
   });
 
   it("validate → provision → finalize: 3 + 0 + 3 requests, the steps recorded and both documents Succeeded", async () => {
