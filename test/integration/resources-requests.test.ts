@@ -11,7 +11,9 @@ import {
   provisioningRequestFor,
   provisionStep,
   type ResourceDocument,
+  type SummaryDocument,
   startOrchestrations,
+  updateSummaries,
   validateStep,
 } from "../../src/shared/resources/index.js";
 import { loadSettings } from "../../src/shared/settings.js";
@@ -74,6 +76,8 @@ const readOp = async (sub: string, operationId: string) =>
 const readResource = async (sub: string, id: string) =>
   (await appContext().containers.resources.item(id, sub).read<ResourceDocument>()).resource;
 const orchestration = { name: "provisioning", instanceId: "provisioning-x" };
+/** The summary's recount as the pipeline sees it: the query plan (operation type read), then the query. */
+const RECOUNT = ["POST read", "POST query"];
 
 describe("requests per provisioning step", () => {
   it("the reactions trigger makes no request; validate records its sighting in the batch that marks the operation Running", async () => {
@@ -190,5 +194,58 @@ describe("requests per provisioning step", () => {
       status: "Succeeded",
       orchestration: { ...orchestration, step: "done" },
     });
+  });
+});
+
+describe("requests per summary", () => {
+  const summary = async (sub: string) =>
+    (await appContext().containers.summaries.item(sub, sub).read<SummaryDocument>()).resource;
+  const setState = async (sub: string, id: string, provisioningState: string) => {
+    const r = await readResource(sub, id);
+    await appContext()
+      .containers.resources.item(id, sub)
+      .replace({ ...r, provisioningState });
+  };
+
+  it("the first recount reads (404) and creates; later ones replace If-Match the ETag this process wrote, without a read", async () => {
+    const sub = "req-sum-1";
+    const doc = await accepted(sub, "a");
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    expect(seen).toEqual(["GET read", ...RECOUNT, "POST create"]);
+    expect((await summary(sub))?.counts).toEqual({ Accepted: 1 });
+
+    // The next change: the recount, then the replace conditioned on the remembered ETag — no read first.
+    seen.length = 0;
+    await setState(sub, "a", "Succeeded");
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    expect(seen).toEqual([...RECOUNT, "PUT replace"]);
+    expect((await summary(sub))?.counts).toEqual({ Succeeded: 1 });
+
+    // Counts equal to the remembered ones are checked against a fresh read (another writer may have stored
+    // others since): the same batch again recounts, reads and writes nothing.
+    seen.length = 0;
+    expect(await updateSummaries(ctx, [doc])).toEqual([]);
+    expect(seen).toEqual([...RECOUNT, "GET read"]);
+  });
+
+  it("another writer since (412 on the remembered ETag): read, recount, replace — its counts never overwritten by an older count", async () => {
+    const sub = "req-sum-2";
+    const doc = await accepted(sub, "a");
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    // Another writer (a deprovision step, another host in a lease hand-off) stores its own version.
+    const stored = await summary(sub);
+    await appContext()
+      .containers.summaries.item(sub, sub)
+      .replace({ ...stored, counts: { Failed: 7 }, total: 7 });
+    await setState(sub, "a", "Succeeded");
+    seen.length = 0;
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    expect(seen).toEqual([...RECOUNT, "PUT replace", "GET read", ...RECOUNT, "PUT replace"]);
+    expect(await summary(sub)).toMatchObject({ counts: { Succeeded: 1 }, total: 1 });
+    // And it remembers the version it wrote: the next recount replaces without a read again.
+    seen.length = 0;
+    await setState(sub, "a", "Failed");
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    expect(seen).toEqual([...RECOUNT, "PUT replace"]);
   });
 });

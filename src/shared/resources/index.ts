@@ -27,15 +27,19 @@ export {
   validateStep,
 } from "./provisioning.js";
 export {
-  countByState,
   type OrchestrationStarter,
   RESOURCE_TRIGGERS,
-  readSummary,
   type StartOutcome,
-  type SummaryDocument,
   startOrchestrations,
-  updateSummaries,
 } from "./reactions.js";
 export { type ReconcileOutcome, reconcileOperations } from "./reconcile.js";
 export { type ApiRequest, type ApiResponse, answer, type RequestLog } from "./request.js";
 export { decodeSkipToken, encodeSkipToken, MAX_SKIP_TOKEN_CHARS } from "./skipToken.js";
+export {
+  countByState,
+  readSummary,
+  refreshSummary,
+  type SummaryDocument,
+  SummaryVersions,
+  updateSummaries,
+} from "./summaries.js";

@@ -15,8 +15,8 @@ import {
 } from "./model.js";
 import { endOperation, readOperation, supersededBy, updateOperation } from "./operations.js";
 import { endOf, type OperationEnd } from "./outcome.js";
-import { refreshSummary } from "./reactions.js";
 import { settle, toState } from "./settle.js";
+import { refreshSummary } from "./summaries.js";
 
 /** The durable functions of the resource provider: two orchestrations and their activities. */
 export const PROVISIONING = {

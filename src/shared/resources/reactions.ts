@@ -1,8 +1,4 @@
-import { AlreadyExistsError, PreconditionFailedError } from "@cosmos-feed/core/cosmos/errors";
-import { createItem, readItem, replaceIfMatch, type Stored } from "@cosmos-feed/core/cosmos/occ";
-import { defaultOccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
 import { forEachConcurrently } from "../concurrency.js";
-import type { AppContext } from "./context.js";
 import { isNonTerminal, type ProvisioningState, type ResourceDocument } from "./model.js";
 import { orchestrationInstanceId, provisioningRequestFor } from "./provisioning.js";
 
@@ -12,7 +8,7 @@ export const RESOURCE_TRIGGERS = {
   summaries: { functionName: "summarizeResources", leaseContainerPrefix: "summaries-" },
 } as const;
 
-type ChangedResource = ResourceDocument & { _etag?: string };
+export type ChangedResource = ResourceDocument & { _etag?: string };
 
 /**
  * How many documents (or subscriptions) of one delivered batch the triggers work on at once. One at a time, a
@@ -30,7 +26,8 @@ export function needsReaction(state: ProvisioningState): boolean {
   return isNonTerminal(state) && state !== "Provisioning";
 }
 
-function isResourceDocument(d: unknown): d is ChangedResource {
+/** A resource document as the change feed delivers it (anything else in a batch is skipped). */
+export function isResourceDocument(d: unknown): d is ChangedResource {
   const r = d as Partial<ResourceDocument> | null;
   return (
     typeof r === "object" &&
@@ -121,88 +118,4 @@ export async function runtimeStatusOf(
     if (isNotFound(e)) return undefined;
     throw e;
   }
-}
-
-/** Per-subscription counts by provisioning state. Partition key /id (= the subscription id). */
-export interface SummaryDocument {
-  id: string;
-  subscriptionId: string;
-  counts: Partial<Record<ProvisioningState, number>>;
-  total: number;
-  updatedAt: string;
-}
-
-/** Counts of the subscription's resources by state, from the container itself (one partition). */
-export async function countByState(
-  ctx: AppContext,
-  subscriptionId: string,
-): Promise<Partial<Record<ProvisioningState, number>>> {
-  const { resources } = await ctx.containers.resources.items
-    .query<{ state: ProvisioningState; n: number }>(
-      {
-        query:
-          "SELECT c.provisioningState AS state, COUNT(1) AS n FROM c WHERE c.docType = 'resource' GROUP BY c.provisioningState",
-      },
-      { partitionKey: subscriptionId },
-    )
-    .fetchAll();
-  const counts: Partial<Record<ProvisioningState, number>> = {};
-  for (const r of resources) counts[r.state] = r.n;
-  return counts;
-}
-
-function sameCounts(a: SummaryDocument["counts"], b: SummaryDocument["counts"]): boolean {
-  const keys = new Set([...Object.keys(a), ...Object.keys(b)]) as Set<ProvisioningState>;
-  for (const k of keys) if ((a[k] ?? 0) !== (b[k] ?? 0)) return false;
-  return true;
-}
-
-/**
- * The summary trigger's work: for each subscription a batch touches, recount its resources by state and store the
- * counts (create, or replace If-Match; a lost race recounts). Recounting rather than incrementing is what makes it
- * idempotent under at-least-once delivery: the same batch twice gives the same counts, and a missed or repeated
- * change cannot skew them. Returns the subscriptions whose summary changed.
- */
-export async function updateSummaries(ctx: AppContext, documents: unknown[]): Promise<string[]> {
-  const subscriptions = new Set<string>();
-  for (const d of documents) if (isResourceDocument(d)) subscriptions.add(d.subscriptionId);
-  const changed: string[] = [];
-  await forEachConcurrently([...subscriptions], REACTION_CONCURRENCY, async (sub) => {
-    if (await refreshSummary(ctx, sub)) changed.push(sub);
-  });
-  return changed.sort();
-}
-
-/**
- * Recounts one subscription's summary (true when it changed). Also called by the deprovisioning step after it
- * deletes a resource: a delete leaves no trace in the latest-version change feed, so the summary trigger alone
- * would keep counting a deleted resource until the subscription's next change.
- */
-export async function refreshSummary(ctx: AppContext, sub: string): Promise<boolean> {
-  return defaultOccRetryPolicy.run(
-    async () => {
-      const current = await readItem<SummaryDocument>(ctx.containers.summaries, sub, sub);
-      const counts = await countByState(ctx, sub);
-      if (current && sameCounts(current.counts, counts)) return false;
-      const next: SummaryDocument = {
-        id: sub,
-        subscriptionId: sub,
-        counts,
-        total: Object.values(counts).reduce((a, b) => a + (b ?? 0), 0),
-        updatedAt: new Date().toISOString(),
-      };
-      if (current) await replaceIfMatch(ctx.containers.summaries, sub, sub, next, current._etag);
-      else await createItem(ctx.containers.summaries, next);
-      return true;
-    },
-    { isRetryable: (e) => e instanceof AlreadyExistsError || e instanceof PreconditionFailedError },
-  );
-}
-
-/** The stored summary of a subscription (undefined before its first change was summarized). */
-export async function readSummary(
-  ctx: AppContext,
-  subscriptionId: string,
-): Promise<Stored<SummaryDocument> | undefined> {
-  return readItem<SummaryDocument>(ctx.containers.summaries, subscriptionId, subscriptionId);
 }
