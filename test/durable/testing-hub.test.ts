@@ -53,7 +53,11 @@ describe("startTestHub", () => {
           const all = (yield ctx.df.Task.all(
             [1, 2, 3].map((n) => ctx.df.callActivity("double", n)),
           )) as number[];
-          const child = yield ctx.df.callSubOrchestrator("child", a, `${ctx.df.instanceId}-child`);
+          const child = (yield ctx.df.callSubOrchestrator(
+            "child",
+            a,
+            `${ctx.df.instanceId}-child`,
+          )) as string;
           return { a, all, child };
         },
         child: function* (ctx: OrchestrationContext) {
@@ -106,7 +110,7 @@ describe("startTestHub", () => {
       orchestrators: {
         approval: function* (ctx: OrchestrationContext) {
           ctx.df.setCustomStatus("waiting");
-          const who = yield ctx.df.waitForExternalEvent("approve");
+          const who = (yield ctx.df.waitForExternalEvent("approve")) as string;
           return { approvedBy: who };
         },
       },
@@ -127,7 +131,7 @@ describe("startTestHub", () => {
         useCounter: function* (ctx: OrchestrationContext) {
           const id = new df.EntityId("counter", "k");
           yield ctx.df.callEntity(id, "add", 2);
-          return yield ctx.df.callEntity(id, "get");
+          return (yield ctx.df.callEntity(id, "get")) as number;
         },
       },
       entities: { Counter: counter },
@@ -138,8 +142,8 @@ describe("startTestHub", () => {
     expect((await t.waitForCompletion(id)).output).toBe(7);
     expect(await t.readEntity("counter", "k")).toEqual({ exists: true, state: 7 });
     expect(t.entityOperations.map((o) => [o.entity, o.operation, o.isSignal, o.outcome])).toEqual([
-      ["@counter@k", "add", true, { result: null }],
-      ["@counter@k", "add", false, { result: null }],
+      ["@counter@k", "add", true, { result: undefined }],
+      ["@counter@k", "add", false, { result: undefined }],
       ["@counter@k", "get", false, { result: 7 }],
     ]);
     expect(await t.readEntity("counter", "never")).toBeUndefined();
@@ -151,7 +155,7 @@ describe("startTestHub", () => {
       orchestrators: {
         retrying: function* (ctx: OrchestrationContext) {
           const retry = new df.RetryOptions(1_000, 3);
-          return yield ctx.df.callActivityWithRetry("flaky", retry, ctx.df.getInput());
+          return (yield ctx.df.callActivityWithRetry("flaky", retry, ctx.df.getInput())) as string;
         },
       },
       activities: {
@@ -176,12 +180,32 @@ describe("startTestHub", () => {
     ]);
 
     const bad = await t.start("retrying", 9, { instanceId: "always" });
-    await t.fireNextTimer(bad);
-    await t.fireNextTimer(bad);
-    const failed = await t.waitForCompletion(bad);
+    const failed = await t.runToCompletion(bad);
     expect(failed.runtimeStatus).toBe("Failed");
     expect(JSON.stringify(failed.output)).toContain("attempt 3 failed");
     expect(failures.get("always")).toBe(3);
+  });
+
+  it("runToCompletion fires the timers an orchestration waits on, and gives up after maxTimers", async () => {
+    const t = await open({
+      orchestrators: {
+        sleeps: function* (ctx: OrchestrationContext) {
+          const naps = ctx.df.getInput() as number[];
+          for (const ms of naps) yield ctx.df.createTimer(new Date(ctx.df.currentUtcDateTime.getTime() + ms));
+          return naps.length;
+        },
+      },
+    });
+    const id = await t.start("sleeps", [60_000, 1_000, 86_400_000]);
+    expect((await t.runToCompletion(id)).output).toBe(3);
+    expect(t.clock.now()).toBe(START + 60_000 + 1_000 + 86_400_000);
+    const endless = await t.start(
+      "sleeps",
+      Array.from({ length: 50 }, () => 1_000),
+    );
+    const e = await rejection(t.runToCompletion(endless, { maxTimers: 5 }));
+    expect(e.code).toBe("TooManyTimers");
+    expect(t.clock.now()).toBe(START + 86_461_000 + 5_000);
   });
 
   it("terminates a running instance", async () => {

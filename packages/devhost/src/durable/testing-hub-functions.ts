@@ -38,7 +38,8 @@ export type TestHubErrorCode =
   | "InvalidFunction"
   | "InstanceNotFound"
   | "InstanceNotRunning"
-  | "WaitTimedOut";
+  | "WaitTimedOut"
+  | "TooManyTimers";
 
 /** A test hub's refusal (an unknown function name, an instance that is not there) or a wait that gave up. */
 export class TestHubError extends CosmosFeedError {
@@ -76,7 +77,7 @@ function checked<T>(kind: string, entries: Record<string, T> | undefined, fn: (v
   }
 }
 
-const handlerOf = (a: ActivityRegistration): ActivityHandler =>
+const handlerOf = (a: ActivityRegistration): ActivityHandler | undefined =>
   typeof a === "function" ? a : (a as { handler: ActivityHandler } | undefined)?.handler;
 
 /** The hub's invokers over the test's functions; `activityCalls` and `entityOperations` collect what ran. */

@@ -149,13 +149,14 @@ export class TestHub {
     done: (status: InstanceStatus) => boolean,
     options: { timeoutMs?: number } = {},
   ): Promise<InstanceStatus> {
-    return this.until(
+    const status = await this.until(
       instanceId,
       () => this.hub.getStatus(instanceId),
-      done,
+      (s) => s !== undefined && done(s),
       options.timeoutMs,
       "the status",
     );
+    return status as InstanceStatus;
   }
 
   /** Waits until the instance has ended: Completed, Failed or Terminated. */
@@ -175,7 +176,7 @@ export class TestHub {
 
   /** Terminates a running instance (TestHubError InstanceNotFound / InstanceNotRunning). */
   async terminate(instanceId: string, reason?: string): Promise<void> {
-    const r = await this.hub.terminate(instanceId, reason === undefined ? null : JSON.stringify(reason));
+    const r = await this.hub.terminate(instanceId, reason ?? null);
     this.refused(instanceId, r);
   }
 
@@ -241,6 +242,42 @@ export class TestHub {
     const at = await this.waitForTimer(instanceId, options);
     await this.advance(Math.max(0, at.getTime() - this.clock.now()));
     return at;
+  }
+
+  /**
+   * Waits until the instance ends, firing each durable timer it waits on as soon as it is pending (the clock moves to
+   * it): for orchestrations whose timers are delays (retries, sleeps, polls). A timer that races other work
+   * (`Task.any` of a timer and an activity or event) fires before that work ends: move the clock yourself there.
+   * After `maxTimers` timers (default 10,000), TestHubError TooManyTimers.
+   */
+  async runToCompletion(
+    instanceId: string,
+    options: { timeoutMs?: number; maxTimers?: number } = {},
+  ): Promise<InstanceStatus> {
+    const maxTimers = options.maxTimers ?? 10_000;
+    const ended = (s: InstanceStatus | undefined) => s !== undefined && FINISHED.has(s.runtimeStatus);
+    for (let fired = 0; ; fired++) {
+      const next = await this.until(
+        instanceId,
+        async () => {
+          const status = await this.hub.getStatus(instanceId);
+          if (ended(status)) return { status, timer: undefined };
+          const now = this.clock.now();
+          return { status, timer: (await this.pendingTimers(instanceId)).find((t) => t.getTime() > now) };
+        },
+        (v) => ended(v.status) || v.timer !== undefined,
+        options.timeoutMs,
+        "its end or its next timer",
+      );
+      if (next.timer === undefined) return next.status as InstanceStatus;
+      if (fired >= maxTimers)
+        throw new TestHubError(
+          `'${instanceId}' had not ended after ${maxTimers} timers (the next at ${next.timer.toISOString()}).`,
+          "TooManyTimers",
+          400,
+        );
+      await this.advance(Math.max(0, next.timer.getTime() - this.clock.now()));
+    }
   }
 
   /** Moves durable time forward by `ms`: the timers due on the way fire (their episodes run on). */
