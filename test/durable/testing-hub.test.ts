@@ -208,7 +208,7 @@ describe("startTestHub", () => {
     expect(t.clock.now()).toBe(START + 86_461_000 + 5_000);
   });
 
-  it("terminates a running instance", async () => {
+  it("suspends, resumes and terminates a running instance", async () => {
     const t = await open({
       orchestrators: {
         forever: function* (ctx: OrchestrationContext) {
@@ -217,6 +217,10 @@ describe("startTestHub", () => {
       },
     });
     const id = await t.start("forever");
+    await t.waitFor(id, (s) => s.runtimeStatus === "Running");
+    await t.suspend(id, "a moment");
+    expect((await t.waitFor(id, (s) => s.runtimeStatus !== "Running")).runtimeStatus).toBe("Suspended");
+    await t.resume(id, "go on");
     await t.waitFor(id, (s) => s.runtimeStatus === "Running");
     await t.terminate(id, "enough");
     const done = await t.waitForCompletion(id);

@@ -12,7 +12,8 @@ import {
 } from "./testing-hub-functions.js";
 import type { InstanceStatus } from "./types.js";
 
-export type { Orchestrator } from "./testing.js";
+export type { LogLevel } from "./hub.js";
+export type { Orchestrator, OrchestratorFunction, RegisteredOrchestrationHandler } from "./testing.js";
 export type { EntityImplementation, EntityOperationRun } from "./testing-entities.js";
 export {
   type ActivityHandler,
@@ -84,12 +85,17 @@ const FINISHED = new Set(["Completed", "Failed", "Terminated"]);
 export class TestHub {
   /** Durable time: timers, retry delays, `currentUtcDateTime`. Stands still until the test moves it. */
   readonly clock: FakeClock;
-  /** The real task hub (suspend, resume, purge, list … through its `TaskHubClient` methods). */
+  /**
+   * The real task hub (purge, list … through its `TaskHubClient` methods).
+   * @internal Its type is `./durable`'s `TaskHub`: stripped from this entry point's .d.ts (`stripInternal`), so that
+   * the test helper's API is its own client's.
+   */
   readonly hub: TaskHub;
-  /** Every activity invocation, in the order they ended. */
-  readonly activityCalls: ActivityInvocation[] = [];
-  /** Every entity operation run, in order. */
-  readonly entityOperations: EntityOperationRun[] = [];
+  /** What the functions ran, as the invokers record it. */
+  private readonly record = {
+    activityCalls: [] as ActivityInvocation[],
+    entityOperations: [] as EntityOperationRun[],
+  };
   private readonly functions: TestHubFunctions;
   private readonly waitTimeoutMs: number;
   private readonly pollMs: number;
@@ -103,7 +109,7 @@ export class TestHub {
     const hubName = options.hubName ?? "TestHub";
     const invokers = testHubInvokers(
       options,
-      this,
+      this.record,
       () => new Date(this.clock.now()).toISOString(),
       DURABLE_HUB_SETTINGS.maxPayloadBytes.default,
     );
@@ -118,6 +124,16 @@ export class TestHub {
       activityLockMs: ACTIVITY_LOCK_MS,
       ...(options.log ? { log: options.log } : {}),
     });
+  }
+
+  /** Every activity invocation, in the order they ended. */
+  get activityCalls(): readonly ActivityInvocation[] {
+    return this.record.activityCalls;
+  }
+
+  /** Every entity operation run, in order. */
+  get entityOperations(): readonly EntityOperationRun[] {
+    return this.record.entityOperations;
   }
 
   /**
@@ -178,6 +194,16 @@ export class TestHub {
   async terminate(instanceId: string, reason?: string): Promise<void> {
     const r = await this.hub.terminate(instanceId, reason ?? null);
     this.refused(instanceId, r);
+  }
+
+  /** Suspends a running instance: it runs nothing until resumed (TestHubError InstanceNotFound / InstanceNotRunning). */
+  async suspend(instanceId: string, reason?: string): Promise<void> {
+    this.refused(instanceId, await this.hub.suspend(instanceId, reason ?? null));
+  }
+
+  /** Resumes a suspended instance (TestHubError InstanceNotFound / InstanceNotRunning). */
+  async resume(instanceId: string, reason?: string): Promise<void> {
+    this.refused(instanceId, await this.hub.resume(instanceId, reason ?? null));
   }
 
   /** Queues an operation for the entity `@name@key` (an entity the test did not register: UnknownFunction). */
