@@ -1,6 +1,6 @@
 import { FakeClock } from "@cosmos-feed/core/testing";
 import { entitySchedulerId } from "./entity-batch.js";
-import { type LogLevel, TaskHub } from "./hub.js";
+import { TaskHub } from "./hub.js";
 import { MemoryBackend } from "./memory-backend/index.js";
 import { DURABLE_HUB_SETTINGS } from "./settings.js";
 import type { EntityOperationRun } from "./testing-entities.js";
@@ -10,6 +10,7 @@ import {
   type TestHubFunctions,
   testHubInvokers,
 } from "./testing-hub-functions.js";
+import { ACTIVITY_LOCK_MS, TEST_HUB_TIMINGS, type TestHubOptions } from "./testing-hub-options.js";
 import type { InstanceStatus } from "./types.js";
 
 export type { LogLevel } from "./hub.js";
@@ -23,6 +24,7 @@ export {
   type TestHubErrorCode,
   type TestHubFunctions,
 } from "./testing-hub-functions.js";
+export { TEST_HUB_TIMINGS, type TestHubOptions } from "./testing-hub-options.js";
 export type { InstanceStatus, RuntimeStatus } from "./types.js";
 
 /**
@@ -31,50 +33,6 @@ export type { InstanceStatus, RuntimeStatus } from "./types.js";
  * host — with durable time on a `FakeClock` the test moves. Waits follow the hub's own change notifications
  * (`waitForChange`), not sleeps. Docs: docs/durable-testing.md.
  */
-
-/**
- * The test hub's timings (real time, ms): the only ones it sets itself; the hub's others keep their defaults
- * (DURABLE_HUB_SETTINGS). Each is a {@link TestHubOptions} field of the same name.
- */
-export const TEST_HUB_TIMINGS = {
-  waitTimeoutMs: {
-    unit: "ms",
-    default: 30_000,
-    description:
-      "How long a wait (waitForCompletion, waitFor, waitForTimer …) waits before TestHubError WaitTimedOut.",
-  },
-  pollMs: {
-    unit: "ms",
-    default: 50,
-    description:
-      "How often a wait re-reads when no change woke it (the hub wakes it at each commit), and the dispatch feed's poll delay.",
-  },
-  scanIntervalMs: {
-    unit: "ms",
-    default: 100,
-    description:
-      "The hub's pending-work scan: a durable timer more than two scans ahead on the fake clock is picked up by it once the clock passes it.",
-  },
-} as const;
-
-/** A day (ms): the activity claims' lock, so that moving the fake clock never expires one while it runs. */
-const ACTIVITY_LOCK_MS = 86_400_000;
-
-/** Options of {@link startTestHub}: the functions, where durable time starts, the timings. */
-export interface TestHubOptions extends TestHubFunctions {
-  /** Durable time's start on the fake clock (default 2026-01-01T00:00:00Z). */
-  startTime?: Date;
-  /** The task hub's name (default "TestHub"). */
-  hubName?: string;
-  /** {@link TEST_HUB_TIMINGS}.waitTimeoutMs (ms). */
-  waitTimeoutMs?: number;
-  /** {@link TEST_HUB_TIMINGS}.pollMs (ms). */
-  pollMs?: number;
-  /** {@link TEST_HUB_TIMINGS}.scanIntervalMs (ms). */
-  scanIntervalMs?: number;
-  /** Where the hub's log lines go (none by default). */
-  log?: (level: LogLevel, message: string) => void;
-}
 
 const FINISHED = new Set(["Completed", "Failed", "Terminated"]);
 
