@@ -9,6 +9,7 @@
 import type { EntityContext, OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterEach, describe, expect, it } from "vitest";
+import { TaskHubError } from "../../packages/devhost/src/durable/errors.js";
 import {
   startTestHub,
   type TestHub,
@@ -216,8 +217,12 @@ describe("startTestHub", () => {
         },
       },
     });
-    const id = await t.start("forever");
+    const id = await t.start("forever", undefined, { instanceId: "once" });
     await t.waitFor(id, (s) => s.runtimeStatus === "Running");
+    // A running instance's id is taken: the hub's own refusal.
+    const taken = await t.start("forever", undefined, { instanceId: "once" }).catch((e: unknown) => e);
+    expect(taken).toBeInstanceOf(TaskHubError);
+    expect((taken as TaskHubError).statusCode).toBe(409);
     await t.suspend(id, "a moment");
     expect((await t.waitFor(id, (s) => s.runtimeStatus !== "Running")).runtimeStatus).toBe("Suspended");
     await t.resume(id, "go on");
@@ -254,6 +259,9 @@ describe("startTestHub", () => {
       startTestHub({ orchestrators: {}, activities: { typo: undefined as never } }),
     );
     expect(invalid.code).toBe("InvalidFunction");
+    expect((await rejection(t.advance(-1))).code).toBe("InvalidDuration");
+    expect((await rejection(t.advance(Number.NaN))).code).toBe("InvalidDuration");
+    expect(t.clock.now()).toBe(START);
   });
 
   it("a wait that never gets there gives up with WaitTimedOut and the last value seen", async () => {

@@ -39,7 +39,8 @@ export type TestHubErrorCode =
   | "InstanceNotFound"
   | "InstanceNotRunning"
   | "WaitTimedOut"
-  | "TooManyTimers";
+  | "TooManyTimers"
+  | "InvalidDuration";
 
 /** A test hub's refusal (an unknown function name, an instance that is not there) or a wait that gave up. */
 export class TestHubError extends CosmosFeedError {
@@ -54,7 +55,7 @@ export class TestHubError extends CosmosFeedError {
 /** The functions a test hub runs, by name (as the app registers them with `df.app`). */
 export interface TestHubFunctions {
   /** Orchestrators: the generator function `df.app.orchestration` takes, or the handler it registered. */
-  orchestrators: Record<string, Orchestrator>;
+  orchestrators?: Record<string, Orchestrator>;
   /** Activities: the handler `df.app.activity` takes, or its options (`{ handler }`). */
   activities?: Record<string, ActivityRegistration>;
   /** Entities: the function `df.app.entity` takes (names are case-insensitive, as the extension's). */
@@ -91,7 +92,7 @@ export function testHubInvokers(
   checked("activity", functions.activities, handlerOf);
   checked("entity", functions.entities, (e) => e);
   const orchestrators = new Map<string, RegisteredOrchestrationHandler>(
-    Object.entries(functions.orchestrators).map(([n, o]) => [n, toHandler(o)]),
+    Object.entries(functions.orchestrators ?? {}).map(([n, o]) => [n, toHandler(o)]),
   );
   const activities = new Map(Object.entries(functions.activities ?? {}).map(([n, a]) => [n, handlerOf(a)]));
   const invokeActivity: ActivityInvoker = async (item) => {

@@ -99,9 +99,10 @@ export class TestHub {
    * refused (TestHubError UnknownFunction), as is an instance id already in use (the hub's TaskHubError).
    */
   async start(name: string, input?: unknown, options: { instanceId?: string } = {}): Promise<string> {
-    if (!Object.hasOwn(this.functions.orchestrators, name))
+    const orchestrators = this.functions.orchestrators ?? {};
+    if (!Object.hasOwn(orchestrators, name))
       throw new TestHubError(
-        `No orchestrator named '${name}' was given to the test hub (it has: ${Object.keys(this.functions.orchestrators).join(", ") || "none"}).`,
+        `No orchestrator named '${name}' was given to the test hub (it has: ${Object.keys(orchestrators).join(", ") || "none"}).`,
         "UnknownFunction",
         404,
       );
@@ -264,9 +265,18 @@ export class TestHub {
     }
   }
 
-  /** Moves durable time forward by `ms`: the timers due on the way fire (their episodes run on). */
-  advance(ms: number): Promise<void> {
-    return this.clock.advance(ms);
+  /**
+   * Moves durable time forward by `ms`: the timers due on the way fire (their episodes run on). Durable time never
+   * goes back: a negative or non-finite `ms` is refused (TestHubError InvalidDuration).
+   */
+  async advance(ms: number): Promise<void> {
+    if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0)
+      throw new TestHubError(
+        `Durable time moves forward by a finite number of ms, not ${String(ms)}.`,
+        "InvalidDuration",
+        400,
+      );
+    await this.clock.advance(ms);
   }
 
   /** Stops the hub: what runs ends, nothing is left behind (call it after each test). */
