@@ -9,6 +9,7 @@
 import type { EntityContext, OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterEach, describe, expect, it } from "vitest";
+import { isCosmosFeedError } from "../../packages/core/src/errors.js";
 import { TaskHubError } from "../../packages/devhost/src/durable/errors.js";
 import {
   startTestHub,
@@ -249,6 +250,7 @@ describe("startTestHub", () => {
     });
     const unknown = await rejection(t.start("nope"));
     expect([unknown.code, unknown.statusCode]).toEqual(["UnknownFunction", 404]);
+    expect(isCosmosFeedError(unknown)).toBe(true);
     expect(unknown.message).toContain("callsMissing");
     expect((await rejection(t.signalEntity("nope", "k", "add", 1))).code).toBe("UnknownFunction");
     expect((await rejection(t.readEntity("nope", "k"))).code).toBe("UnknownFunction");
