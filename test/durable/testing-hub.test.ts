@@ -3,8 +3,8 @@
  * entities on the REAL task hub over the in-memory backend, durable time on its fake clock. Activities, a
  * sub-orchestration, durable timers fired by moving the clock (one within the timers' in-memory horizon, one found by
  * the pending-work scan), an external event, an entity signalled by the client and called from an orchestration, a
- * failing activity retried on durable timers, terminate, and the typed errors: unknown function names, an instance
- * not there or not running, a wait that gives up.
+ * failing activity retried on durable timers, critical sections, suspend/resume/terminate, and the typed errors:
+ * unknown function names, an instance not there or not running, a wait that gives up, time moved backwards.
  */
 import type { EntityContext, OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
@@ -18,6 +18,7 @@ import {
   type TestHubOptions,
 } from "../../packages/devhost/src/durable/testing-hub.js";
 import { counterOperation } from "./counter-entity.js";
+import { incrementAll } from "./lock-fixtures.js";
 
 const START = Date.UTC(2026, 0, 1);
 
@@ -149,6 +150,27 @@ describe("startTestHub", () => {
       ["@counter@k", "get", false, { result: 7 }],
     ]);
     expect(await t.readEntity("counter", "never")).toBeUndefined();
+  });
+
+  it("runs critical sections: increments under context.df.lock from five instances at once lose none", async () => {
+    const t = await open({
+      orchestrators: { incrementAll },
+      entities: {
+        register: (context: EntityContext<number>) => {
+          const current = context.df.getState(() => 0) as number;
+          if (context.df.operationName === "set") context.df.setState(context.df.getInput() as number);
+          else if (context.df.operationName === "get") context.df.return(current);
+        },
+      },
+    });
+    const ids = await Promise.all([1, 2, 3, 4, 5].map(() => t.start("incrementAll", ["a", "b"])));
+    for (const id of ids) {
+      const done = await t.waitForCompletion(id);
+      expect(done.runtimeStatus).toBe("Completed");
+      expect(done.output).toMatchObject({ before: false, inside: ["a", "b"], after: false });
+    }
+    expect(await t.readEntity("register", "a")).toEqual({ exists: true, state: 5 });
+    expect(await t.readEntity("register", "b")).toEqual({ exists: true, state: 5 });
   });
 
   it("retries a failing activity on durable timers, and fails the orchestration once the retries run out", async () => {
