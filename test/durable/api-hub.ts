@@ -10,12 +10,12 @@ import { createRequire } from "node:module";
 import { InvocationContext } from "@azure/functions";
 import { FakeClock } from "@cosmos-feed/core/testing";
 import type { OrchestrationContext } from "durable-functions";
-import { WAIT_MS } from "../../bench/lib/until.js";
 import type { TaskHubBackend } from "../../packages/devhost/src/durable/backend.js";
 import { TaskHub, type TaskHubOptions } from "../../packages/devhost/src/durable/hub.js";
 import { MemoryBackend } from "../../packages/devhost/src/durable/memory-backend/index.js";
 import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import type { InstanceFilter, InstanceStatus } from "../../packages/devhost/src/durable/types.js";
+import { waitForStatus } from "../support/hub-waits.js";
 import { counterOperation } from "./counter-entity.js";
 
 type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
@@ -126,16 +126,7 @@ export async function startApiHub(
       gates.set(instanceId, { open: gate, release: open });
     },
     release,
-    until: async (instanceId, done) => {
-      const deadline = Date.now() + WAIT_MS;
-      let last: InstanceStatus | undefined;
-      while (Date.now() < deadline) {
-        last = await hub.getStatus(instanceId);
-        if (last && done(last)) return last;
-        await hub.waitForChange(instanceId, 200);
-      }
-      throw new Error(`instance ${instanceId} did not get there: ${JSON.stringify(last)}`);
-    },
+    until: (instanceId, done) => waitForStatus(hub, instanceId, done),
     ids: async (filter = {}) => {
       const out: string[] = [];
       let continuationToken: string | undefined;

@@ -10,7 +10,7 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { until } from "../../bench/lib/until.js";
 import type { LogRecord } from "../../packages/devhost/src/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 
@@ -64,15 +64,13 @@ afterAll(async () => {
   await new Promise((r) => server?.close(r));
 });
 
-async function poll(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
+/** The status URL's answer once it is not 202 (the instance ended), through the shared wait (bench/lib/until.ts). */
+const poll = (url: string): Promise<{ status: number; body: Record<string, unknown> }> =>
+  until(`${url} to answer other than 202`, async () => {
     const res = await fetch(url);
     const body = (await res.json()) as Record<string, unknown>;
-    if (res.status !== 202 || Date.now() > deadline) return { status: res.status, body };
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+    return res.status === 202 ? undefined : { status: res.status, body };
+  });
 
 async function start(name: string, input?: unknown): Promise<Record<string, string>> {
   const res = await fetch(`${base}/api/orchestrators/${name}`, {
@@ -160,13 +158,10 @@ describe("dev host: restart and what is not supported", () => {
       output: "added",
     });
     // The signal and the call are two senders: both are applied (the signal's work item may run after the call's).
-    const deadline = Date.now() + WAIT_MS;
-    let read: unknown;
-    while (Date.now() < deadline) {
-      read = await (await fetch(`${base}/api/counter/k1`)).json();
-      if ((read as { entityState?: number }).entityState === 2) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const read = await until("the counter to read 2", async () => {
+      const r = (await (await fetch(`${base}/api/counter/k1`)).json()) as { entityState?: number };
+      return r.entityState === 2 ? r : undefined;
+    });
     expect(read).toEqual({ entityExists: true, entityState: 2 });
     const route = await fetch(`${api}/entities/counter/k1`);
     expect(route.status).toBe(200);
@@ -183,15 +178,12 @@ describe("dev host: restart and what is not supported", () => {
 
   it("entities: the extension's listing and an entity's instance status", async () => {
     expect((await fetch(`${base}/api/counter/listed`, { method: "POST" })).status).toBe(202);
-    const deadline = Date.now() + WAIT_MS;
-    let listed: { entityId: { name: string; key: string }; state: unknown }[] = [];
-    while (Date.now() < deadline) {
+    const listed = await until("the entity 'listed' in the listing", async () => {
       const res = await fetch(`${api}/entities/counter?fetchState=true`);
       expect(res.status).toBe(200);
-      listed = (await res.json()) as typeof listed;
-      if (listed.some((e) => e.entityId.key === "listed")) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      const page = (await res.json()) as { entityId: { name: string; key: string }; state: unknown }[];
+      return page.some((e) => e.entityId.key === "listed") ? page : undefined;
+    });
     expect(listed.find((e) => e.entityId.key === "listed")).toMatchObject({
       entityId: { name: "counter", key: "listed" },
       state: 1,

@@ -7,7 +7,7 @@
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { until } from "../../bench/lib/until.js";
 import type { LogRecord, StartedApp } from "../../packages/devhost/src/index.js";
 import { type InProcessDevHost, startInProcessDevHost } from "../support/dev-host.js";
 
@@ -29,15 +29,13 @@ afterAll(async () => {
   await host?.stop();
 });
 
-async function poll(url: string, ms = WAIT_MS): Promise<{ status: number; body: Record<string, unknown> }> {
-  const deadline = Date.now() + ms;
-  for (;;) {
+/** The status URL's answer once it is not 202 (the instance ended), through the shared wait (bench/lib/until.ts). */
+const poll = (url: string): Promise<{ status: number; body: Record<string, unknown> }> =>
+  until(`${url} to answer other than 202`, async () => {
     const res = await fetch(url);
     const body = (await res.json()) as Record<string, unknown>;
-    if (res.status !== 202 || Date.now() > deadline) return { status: res.status, body };
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+    return res.status === 202 ? undefined : { status: res.status, body };
+  });
 
 describe("dev host: Durable Functions", () => {
   it("an HTTP starter's createCheckStatusResponse leads to the orchestration's output", async () => {

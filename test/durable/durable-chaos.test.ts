@@ -9,7 +9,7 @@ import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppChild, startAppChild } from "../../bench/lib/app-child.js";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { until } from "../../bench/lib/until.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 
 const appDir = fileURLToPath(new URL("../fixtures/app-durable", import.meta.url));
@@ -52,15 +52,8 @@ async function status(host: AppChild, id: string): Promise<{ runtimeStatus?: str
   return res.status === 404 ? {} : ((await res.json()) as { runtimeStatus: string; output: unknown });
 }
 
-async function until<T>(what: string, read: () => Promise<T | undefined>, ms = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** A host's API may refuse a request while it starts or dies: such a read is polled again. */
+const READ_THROUGH_ERRORS = { retryErrors: true };
 
 describe("durable task hub across processes", () => {
   it("a timer created by a host killed with -9 fires on the restarted host", async () => {
@@ -75,19 +68,29 @@ describe("durable task hub across processes", () => {
     );
     expect(res.status, first.output()).toBe(202);
     // The timer exists (the instance is running, its TimerCreated stored) …
-    await until("the timer to be created", async () => {
-      const s = await fetch(`${first.baseUrl}/runtime/webhooks/durabletask/instances/nap-1?showHistory=true`);
-      const body = (await s.json()) as { historyEvents?: { EventType: string }[] };
-      return body.historyEvents?.some((e) => e.EventType === "TimerCreated") ? true : undefined;
-    });
+    await until(
+      "the timer to be created",
+      async () => {
+        const s = await fetch(
+          `${first.baseUrl}/runtime/webhooks/durabletask/instances/nap-1?showHistory=true`,
+        );
+        const body = (await s.json()) as { historyEvents?: { EventType: string }[] };
+        return body.historyEvents?.some((e) => e.EventType === "TimerCreated") ? true : undefined;
+      },
+      READ_THROUGH_ERRORS,
+    );
     // … when the host dies, before it fires.
     first.child.kill("SIGKILL");
     await first.exited;
     const second = await start("ChaosHub");
-    const done = await until("the instance to complete after the restart", async () => {
-      const s = await status(second, "nap-1");
-      return s.runtimeStatus === "Completed" ? s : undefined;
-    });
+    const done = await until(
+      "the instance to complete after the restart",
+      async () => {
+        const s = await status(second, "nap-1");
+        return s.runtimeStatus === "Completed" ? s : undefined;
+      },
+      READ_THROUGH_ERRORS,
+    );
     expect(done.output).toBe("Hello, after the nap!");
     expect(second.output()).toContain("Executed 'Functions.cityGreeting' (Succeeded");
     second.child.kill("SIGTERM");
@@ -116,24 +119,34 @@ describe("durable task hub across processes", () => {
       });
     }
     // Both hosts are working (each leases one of the task hub's two ranges) …
-    await until("both hosts to run orchestrations", async () =>
-      ran(a) > 0 && ran(b) > 0 ? true : undefined,
+    await until(
+      "both hosts to run orchestrations",
+      async () => (ran(a) > 0 && ran(b) > 0 ? true : undefined),
+      READ_THROUGH_ERRORS,
     );
     // … when one dies with timers and work of its own in flight: the other takes its lease over and finishes.
     a.child.kill("SIGKILL");
     await a.exited;
     for (const id of fanOut) {
-      const s = await until(`instance ${id}`, async () => {
-        const st = await status(b, id);
-        return st.runtimeStatus === "Completed" ? st : undefined;
-      });
+      const s = await until(
+        `instance ${id}`,
+        async () => {
+          const st = await status(b, id);
+          return st.runtimeStatus === "Completed" ? st : undefined;
+        },
+        READ_THROUGH_ERRORS,
+      );
       expect(s.output).toMatchObject({ greetings: [`Hello, ${id}-x!`, `Hello, ${id}-y!`] });
     }
     for (const id of naps) {
-      const s = await until(`instance ${id}`, async () => {
-        const st = await status(b, id);
-        return st.runtimeStatus === "Completed" ? st : undefined;
-      });
+      const s = await until(
+        `instance ${id}`,
+        async () => {
+          const st = await status(b, id);
+          return st.runtimeStatus === "Completed" ? st : undefined;
+        },
+        READ_THROUGH_ERRORS,
+      );
       expect(s.output).toBe("Hello, after the nap!");
     }
   });

@@ -5,7 +5,15 @@ import type { EntityInvoker } from "../../packages/devhost/src/durable/entity-en
 import { entityHandler, runEntityHandler } from "../../packages/devhost/src/durable/testing-entities.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { counterOperation, useCounterOn } from "./counter-entity.js";
-import { createHub, type Gen, hubContainers, isFinished, stopAll, waitForStatus } from "./hub-harness.js";
+import {
+  createHub,
+  type Gen,
+  hubContainers,
+  isFinished,
+  stopAll,
+  waitForEntityState,
+  waitForStatus,
+} from "./hub-harness.js";
 
 const counter = entityHandler((context) => {
   counterOperation(context);
@@ -74,14 +82,8 @@ describe("entities: one sender's signals", () => {
     const { hub } = await startedHub();
     ran.length = 0;
     for (let i = 1; i <= 20; i++) await hub.signalEntity("counter", "order", "add", JSON.stringify(i));
-    const deadline = Date.now() + 60_000;
-    let state: string | undefined;
-    while (Date.now() < deadline) {
-      state = (await hub.readEntity("counter", "order"))?.state;
-      if (state === "210") break;
-      await hub.waitForChange("@counter@order", 200);
-    }
-    expect(state).toBe("210");
+    const stored = await waitForEntityState(hub, "counter", "order", (r) => r?.state === "210");
+    expect(stored?.state).toBe("210");
     expect(ran).toEqual(Array.from({ length: 20 }, (_, i) => `order:add:${i + 1}`));
     const listed = await hub.list({});
     expect(listed.instances.map((s) => s.instanceId)).not.toContain("@counter@order");

@@ -10,7 +10,6 @@ import type { Container, Database } from "@azure/cosmos";
 import type { EntityContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
 import { createDurableApiHandler } from "../../packages/devhost/src/durable/client-api.js";
 import {
   durableClientInputData,
@@ -27,6 +26,7 @@ import {
   hubContainers,
   isFinished,
   stopAll,
+  waitForEntityState,
   waitForStatus,
 } from "./hub-harness.js";
 
@@ -94,13 +94,13 @@ const api = (path: string) => `${server.baseUrl}/runtime/webhooks/durabletask/${
 
 /** Waits until the entity's stored state is `state` (undefined: it has none). */
 async function settled(name: string, key: string, state: string | undefined): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const r = await hub.readEntity(name, key);
-    if (r && (state === undefined ? !r.exists : r.state === state)) return;
-    if (Date.now() > deadline) throw new Error(`@${name}@${key} is ${JSON.stringify(r)}; ${log.join("\n")}`);
-    await hub.waitForChange(`@${name}@${key}`, 200);
-  }
+  await waitForEntityState(
+    hub,
+    name,
+    key,
+    (r) => r !== undefined && (state === undefined ? !r.exists : r.state === state),
+    log,
+  );
 }
 
 interface Listed {

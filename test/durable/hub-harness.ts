@@ -24,6 +24,8 @@ import type {
 import { uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
 
+export { type StoredEntity, waitForEntityState, waitForStatus } from "../support/hub-waits.js";
+
 export type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 
 // By require: @azure/functions is CommonJS whose exports plain Node ESM cannot name (the kill test's child runs
@@ -168,33 +170,6 @@ export async function leaseOwners(leases: Container, hubName: string): Promise<s
 
 export const isFinished = (s: InstanceStatus) =>
   ["Completed", "Failed", "Terminated"].includes(s.runtimeStatus);
-
-/** Reads the instance until `done` holds; fails after WAIT_MS with the last status seen (and `log`, if given). */
-export async function waitForStatus(
-  hub: CosmosTaskHub,
-  instanceId: string,
-  done: (s: InstanceStatus) => boolean,
-  log?: string[],
-): Promise<InstanceStatus> {
-  const deadline = Date.now() + WAIT_MS;
-  let last: InstanceStatus | undefined;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      last = await hub.getStatus(instanceId);
-      if (last && done(last)) return last;
-      await hub.waitForChange(instanceId, 200);
-    } catch (e) {
-      // A read that failed (a busy emulator) is tried again; its error is reported if nothing else comes.
-      lastError = e;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  const tail = log ? `\nhub log (last 20):\n${log.slice(-20).join("\n")}` : "";
-  throw new Error(
-    `instance ${instanceId} did not get there in ${WAIT_MS} ms: last status ${JSON.stringify(last)?.slice(0, 500)}${lastError ? `, last error ${String(lastError)}` : ""}${tail}`,
-  );
-}
 
 /** A history event as the HTTP API shows it (showHistory, showHistoryOutput). */
 export interface ShownEvent {

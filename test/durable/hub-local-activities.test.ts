@@ -9,7 +9,7 @@ import type { Container, Database } from "@azure/cosmos";
 import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
+import { until } from "../../bench/lib/until.js";
 import {
   CosmosTaskHub,
   type CosmosTaskHubOptions,
@@ -80,16 +80,6 @@ function hubOn(
 /** An activity's work item, as its document id names it. */
 const keyOf = (item: { executionId: string; taskScheduledId: number }) =>
   `activity-${item.executionId}-${item.taskScheduledId}`;
-
-async function until<T>(what: string, read: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  while (Date.now() < deadline) {
-    const v = await read();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${what}: not within ${WAIT_MS} ms`);
-}
 
 const completed = (hub: CosmosTaskHub, id: string) =>
   until(`instance ${id} completed`, async () => {

@@ -10,7 +10,6 @@ import { InvocationContext } from "@azure/functions";
 import type { OrchestrationContext } from "durable-functions";
 import * as df from "durable-functions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
 import type { TaskHubBackend } from "../../packages/devhost/src/durable/backend.js";
 import { CosmosBackend } from "../../packages/devhost/src/durable/cosmos-backend/backend.js";
 import { TaskHub, TaskHubError } from "../../packages/devhost/src/durable/hub.js";
@@ -18,6 +17,7 @@ import { MemoryBackend } from "../../packages/devhost/src/durable/memory-backend
 import type { InstanceStatus } from "../../packages/devhost/src/durable/types.js";
 import { startTestEmulator, type TestEmulator, uniqueName } from "../support/emulator.js";
 import { FAST_INTERVALS, processorContainers } from "../support/processor-containers.js";
+import { isFinished, waitForStatus } from "./hub-harness.js";
 
 type Gen = (ctx: OrchestrationContext) => Generator<unknown, unknown, never>;
 
@@ -140,37 +140,23 @@ describe.each([
     await closeBackend?.();
   });
 
-  async function until(
-    id: string,
-    done: (s: InstanceStatus) => boolean,
-    ms = WAIT_MS,
-  ): Promise<InstanceStatus> {
-    const deadline = Date.now() + ms;
-    let last: InstanceStatus | undefined;
-    while (Date.now() < deadline) {
-      last = await hub.getStatus(id);
-      if (last && done(last)) return last;
-      await hub.waitForChange(id, 200);
-    }
-    throw new Error(`instance ${id} did not get there: ${JSON.stringify(last)}`);
-  }
-  const finished = (s: InstanceStatus) => ["Completed", "Failed", "Terminated"].includes(s.runtimeStatus);
+  const until = (id: string, done: (s: InstanceStatus) => boolean) => waitForStatus(hub, id, done);
 
   it("runs a sequence of activities to Completed", async () => {
     const { instanceId } = await hub.startNew("sequence", { instanceId: "seq-1", input: "3" });
-    const s = await until(instanceId, finished);
+    const s = await until(instanceId, isFinished);
     expect(s).toMatchObject({ runtimeStatus: "Completed", output: 12, input: 3, name: "sequence" });
   });
 
   it("fans out over 20 activities", async () => {
     const { instanceId } = await hub.startNew("fanOut", { input: "20" });
-    const s = await until(instanceId, finished);
+    const s = await until(instanceId, isFinished);
     expect(s.output).toBe((2 * (19 * 20)) / 2);
   });
 
   it("retries a failing activity on durable timers", async () => {
     const { instanceId } = await hub.startNew("retrying", { instanceId: "retry-1" });
-    const s = await until(instanceId, finished);
+    const s = await until(instanceId, isFinished);
     expect(s).toMatchObject({ runtimeStatus: "Completed", output: "ok after 3" });
     const withHistory = await hub.getStatus(instanceId, { showHistory: true, showHistoryOutput: true });
     const types = (withHistory?.historyEvents ?? []).map((e) => (e as { EventType: string }).EventType);
@@ -180,7 +166,7 @@ describe.each([
 
   it("fires a durable timer", async () => {
     const { instanceId } = await hub.startNew("napping", {});
-    expect((await until(instanceId, finished)).output).toBe("rested");
+    expect((await until(instanceId, isFinished)).output).toBe("rested");
   });
 
   it("waits for an external event; refuses a second start of a running instance", async () => {
@@ -188,7 +174,7 @@ describe.each([
     await until(instanceId, (s) => s.customStatus === "waiting");
     await expect(hub.startNew("approval", { instanceId })).rejects.toBeInstanceOf(TaskHubError);
     expect(await hub.raiseEvent(instanceId, "answer", JSON.stringify({ ok: true }))).toBe("ok");
-    const s = await until(instanceId, finished);
+    const s = await until(instanceId, isFinished);
     expect(s.output).toEqual({ answer: { ok: true } });
     expect(await hub.raiseEvent(instanceId, "answer", null)).toBe("notRunning");
     expect(await hub.raiseEvent("nobody-here", "answer", null)).toBe("notFound");
@@ -205,18 +191,18 @@ describe.each([
     expect((await hub.getStatus(instanceId))?.runtimeStatus).toBe("Suspended");
     expect(await hub.resume(instanceId, "go")).toBe("ok");
     // … and applies after the resume.
-    expect((await until(instanceId, finished)).output).toEqual({ answer: "while suspended" });
+    expect((await until(instanceId, isFinished)).output).toEqual({ answer: "while suspended" });
 
     const other = await hub.startNew("approval", { instanceId: "terminate-1" });
     await until(other.instanceId, (s) => s.customStatus === "waiting");
     expect(await hub.terminate(other.instanceId, "no longer needed")).toBe("ok");
-    const s = await until(other.instanceId, finished);
+    const s = await until(other.instanceId, isFinished);
     expect(s).toMatchObject({ runtimeStatus: "Terminated", output: "no longer needed" });
   });
 
   it("fails an instance of an unknown orchestrator with the reason; lists and purges", async () => {
     const { instanceId } = await hub.startNew("doesNotExist", { instanceId: "unknown-1" });
-    const s = await until(instanceId, finished);
+    const s = await until(instanceId, isFinished);
     expect(s.runtimeStatus).toBe("Failed");
     expect(String(s.output)).toContain("doesNotExist");
     const failed = await hub.list({ runtimeStatus: ["Failed"] });
@@ -241,7 +227,7 @@ describe.each([
     expect(hub.waiterCount).toBe(0);
     // A change the caller has not read yet: the wait does not wait for it (else this would take 60 s).
     await hub.raiseEvent(instanceId, "answer", JSON.stringify("yes"));
-    const done = await until(instanceId, finished);
+    const done = await until(instanceId, isFinished);
     await hub.waitForChange(instanceId, 60_000, undefined, running.lastUpdatedTime);
     expect(done.lastUpdatedTime > running.lastUpdatedTime).toBe(true);
     expect(hub.waiterCount).toBe(0);

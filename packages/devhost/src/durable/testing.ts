@@ -151,8 +151,11 @@ function isGeneratorFunction(fn: Orchestrator): fn is OrchestratorFunction {
   return fn.constructor?.name === "GeneratorFunction";
 }
 
-/** A generator function becomes the handler df.app.orchestration registers (the SDK's own Orchestrator). */
-function toHandler(fn: Orchestrator): RegisteredOrchestrationHandler {
+/**
+ * A generator function becomes the handler df.app.orchestration registers (the SDK's own Orchestrator).
+ * @internal Shared with testing-hub.ts, not part of the package's API: stripped from its .d.ts (`stripInternal`).
+ */
+export function toHandler(fn: Orchestrator): RegisteredOrchestrationHandler {
   if (!isGeneratorFunction(fn)) return fn;
   const { createOrchestrator } = require("durable-functions/lib/src/util/testingUtils.js") as {
     createOrchestrator: (f: OrchestratorFunction) => RegisteredOrchestrationHandler;
@@ -160,7 +163,11 @@ function toHandler(fn: Orchestrator): RegisteredOrchestrationHandler {
   return createOrchestrator(fn);
 }
 
-function invokerFor(
+/**
+ * The orchestrator invoker over registered handlers by name; the invocation's log lines go to `log`.
+ * @internal Shared with testing-hub.ts, not part of the package's API: stripped from its .d.ts (`stripInternal`).
+ */
+export function invokerFor(
   orchestrators: Map<string, RegisteredOrchestrationHandler>,
   log: (msg: string) => void,
 ): OrchestratorInvoker {
