@@ -9,6 +9,8 @@
  *                                     bench/results/app-modes.json — bench/app/modes.ts)
  *   npm run bench:app -- --cost       (only: requests and RU per flow by container and reason, 1 and 200 flows, against
  *                                     the goal of ≤ 100 RU per flow; bench/results/app-cost.json — bench/app/cost.ts)
+ *   npm run bench:app -- --cost --baseline main   (the same, beside the app at that commit in the same run:
+ *                                     bench/app/cost-baseline.ts)
  *
  *   1. http    — GET one resource: the dev host vs the SAME exported handler on bare node:http (in this process).
  *   4. flows   — N PUTs at once (N = 1, 100, 200) to a dev host child; every operation URL read at a bounded rate
@@ -33,6 +35,7 @@ import os, { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { concurrencyPhase } from "./app/concurrency.js";
 import { costConfig, costPhase } from "./app/cost.js";
+import { baselineFromArgs, buildBaseline } from "./app/cost-baseline.js";
 import { flowPhase } from "./app/flow-runs.js";
 import { httpPhase } from "./app/http.js";
 import { modeConfig, modesFromArgs, modesPhase } from "./app/modes.js";
@@ -98,7 +101,9 @@ async function costMain(): Promise<void> {
   console.log(`app bench --cost: sizes ${costConfig.sizes.join(", ")}; load ${round2(os.loadavg()[0])}`);
   const scratch = mkdtempSync(join(tmpdir(), "bench-app-cost-"));
   try {
-    const result = await costPhase(scratch);
+    const commit = baselineFromArgs(process.argv);
+    const baseline = commit === undefined ? undefined : buildBaseline(scratch, commit);
+    const result = await costPhase(scratch, baseline);
     console.log(
       `   goal ${result.goal.what}: ${result.goal.ruPerFlow} RU → ${result.goal.met ? "met" : "not met"}; ` +
         `without the dev host's task hub ${result.goal.ruPerFlowWithoutTaskHub} RU → ` +

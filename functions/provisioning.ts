@@ -43,13 +43,15 @@ interface Validated {
  * never a stuck instance), the retry policy, and the validate step. `skipped` when validate says to stop.
  */
 function* validateFirst(context: OrchestrationContext, name: string): Generator<df.Task, Validated, unknown> {
-  const input: StepInput = {
-    ...parseProvisioningInput(context.df.getInput()),
-    orchestration: { name, instanceId: context.df.instanceId },
-  };
+  // The starter's sighting goes to validate only (it records it): the later steps' inputs stay as small as before.
+  const { observed, ...parsed } = parseProvisioningInput(context.df.getInput());
+  const input: StepInput = { ...parsed, orchestration: { name, instanceId: context.df.instanceId } };
   const retry = retryOptions();
   context.df.setCustomStatus({ step: "validate" });
-  const validated = (yield context.df.callActivityWithRetry(A.validate, retry, input)) as {
+  const validated = (yield context.df.callActivityWithRetry(A.validate, retry, {
+    ...input,
+    ...(observed ? { observed } : {}),
+  })) as {
     proceed: boolean;
     reason?: string;
     simulate?: string;

@@ -4,7 +4,6 @@ import { containerDefinition, containerOf } from "../src/shared/containers.js";
 import {
   openAppContext,
   RESOURCE_TRIGGERS,
-  recordReactions,
   startOrchestrations,
   updateSummaries,
 } from "../src/shared/resources/index.js";
@@ -37,17 +36,14 @@ const feedOptions = {
 } as const;
 
 /**
- * For each resource in a non-terminal state: records on its operation that the change was seen, and starts its
- * (de)provisioning orchestration with the operation's deterministic instance id (an existing one is left alone, so
- * a redelivered change never starts it twice).
+ * For each resource in a state it reacts to: starts its (de)provisioning orchestration with the operation's
+ * deterministic instance id unless that instance exists (so a redelivered change never starts it twice), its input
+ * carrying the sighting that validate records on the operation. No Cosmos DB request.
  */
 export async function reactToResources(documents: unknown[], context: InvocationContext): Promise<void> {
-  const outcome = await recordReactions(await openAppContext(), documents);
-  const started = await startOrchestrations(df.getClient(context), documents, {
-    firstSightings: outcome.firstSightings,
-  });
+  const outcome = await startOrchestrations(df.getClient(context), documents);
   context.log(
-    `Saw ${documents.length} change(s): ${outcome.recorded} recorded, ${outcome.alreadyRecorded} already recorded, ${outcome.skipped} skipped, ${outcome.missingOperation} without operation; orchestrations started: ${started.started.length}, already existing: ${started.existing.length}.`,
+    `Saw ${documents.length} change(s): ${outcome.skipped} skipped; orchestrations started: ${outcome.started.length}, already existing: ${outcome.existing.length}.`,
   );
 }
 

@@ -9,6 +9,7 @@
 import os from "node:os";
 import { containerDefinition } from "../../src/shared/containers.js";
 import { machineFacts, round1, round2 } from "../lib/stats.js";
+import type { BaselineApp } from "./cost-baseline.js";
 import { waitUntilQuiet } from "./cpu.js";
 import { git } from "./report.js";
 import {
@@ -134,33 +135,89 @@ async function measure(stack: HostStack, n: number, tag: string) {
   };
 }
 
-/** The cost phase: one stack, each size measured after an idle window of its own. */
-export async function costPhase(scratch: string) {
+type Run = Awaited<ReturnType<typeof measure>>;
+
+/** Without the dev host's task hub container (see costPhase): the RU per flow a deployment pays in Cosmos DB. */
+function withoutTaskHub(r: Run | undefined): number | null {
+  const taskHub = containerDefinition.containers.find((c) => c.role === "durable")?.name ?? "durable-tasks";
+  return r
+    ? round1(Object.entries(r.byContainer).reduce((a, [c, e]) => (c === taskHub ? a : a + e.ru), 0))
+    : null;
+}
+
+function logRun(label: string, r: Run): void {
+  console.log(
+    `   ${label}${r.flows} flow(s): ${r.ruPerFlow} RU and ${r.requestsPerFlow} requests per flow (${r.succeeded}/${r.flows} Succeeded): ` +
+      Object.entries(r.byContainer)
+        .map(([c, e]) => `${c} ${e.ru} RU/${e.requests} req`)
+        .join(", "),
+  );
+}
+
+/** This checkout's figures against the baseline's of the same size and run: per container, and the ratios. */
+function versus(current: Run, baseline: Run) {
+  const containers = [
+    ...new Set([...Object.keys(baseline.byContainer), ...Object.keys(current.byContainer)]),
+  ];
+  const byContainer: Record<string, { baseline: number; current: number; cut: number }> = {};
+  for (const c of containers) {
+    const b = baseline.byContainer[c]?.ru ?? 0;
+    const a = current.byContainer[c]?.ru ?? 0;
+    byContainer[c] = { baseline: b, current: a, cut: round1(b - a) };
+  }
+  const bw = withoutTaskHub(baseline) ?? 0;
+  const cw = withoutTaskHub(current) ?? 0;
+  return {
+    flows: current.flows,
+    ruPerFlow: {
+      baseline: baseline.ruPerFlow,
+      current: current.ruPerFlow,
+      ratio: round2(current.ruPerFlow / baseline.ruPerFlow),
+    },
+    withoutTaskHub: { baseline: bw, current: cw, ratio: round2(cw / bw) },
+    byContainer,
+  };
+}
+
+/**
+ * The cost phase: one stack (two with a baseline: both up for the whole run, each size measured on one then the
+ * other, the order alternating by size), each size measured after an idle window of its own.
+ */
+export async function costPhase(scratch: string, baseline?: BaselineApp) {
   const machine = {
     ...machineFacts(ROOT),
     loadAverage1mAtStart: round2(os.loadavg()[0] ?? 0),
     sharedMachine: true,
   };
   const stack = await startStack("cost", scratch);
+  const base = baseline
+    ? await startStack("cost-baseline", scratch, {}, { root: baseline.root, containers: baseline.containers })
+    : undefined;
   try {
-    const runs = [];
-    for (const n of costConfig.sizes) {
-      const r = await measure(stack, n, `cost${n}`);
-      console.log(
-        `   ${n} flow(s): ${r.ruPerFlow} RU and ${r.requestsPerFlow} requests per flow (${r.succeeded}/${n} Succeeded): ` +
-          Object.entries(r.byContainer)
-            .map(([c, e]) => `${c} ${e.ru} RU/${e.requests} req`)
-            .join(", "),
-      );
-      runs.push(r);
+    const runs: Run[] = [];
+    const baselineRuns: Run[] = [];
+    for (const [i, n] of costConfig.sizes.entries()) {
+      const one = async (which: "current" | "baseline") => {
+        if (which === "current" || !base) {
+          const r = await measure(stack, n, `cost${n}`);
+          logRun(base ? "this checkout, " : "", r);
+          runs.push(r);
+        } else {
+          const r = await measure(base, n, `cost${n}`);
+          logRun(`baseline ${baseline?.commit}, `, r);
+          baselineRuns.push(r);
+        }
+      };
+      const order: ("current" | "baseline")[] =
+        i % 2 === 0 ? ["baseline", "current"] : ["current", "baseline"];
+      for (const which of base ? order : (["current"] as const)) await one(which);
     }
     const at = runs[runs.length - 1];
     // Without the dev host's task hub container (role durable, devHostOnly: not deployed; in Azure Durable Functions
     // keeps its state in Azure Storage or the Durable Task Scheduler): what a deployment pays in Cosmos DB.
-    const taskHub = containerDefinition.containers.find((c) => c.role === "durable")?.name ?? "durable-tasks";
-    const withoutTaskHub = at
-      ? round1(Object.entries(at.byContainer).reduce((a, [c, e]) => (c === taskHub ? a : a + e.ru), 0))
-      : null;
+    const atWithout = withoutTaskHub(at);
+    const comparison = baseline ? runs.map((r, k) => versus(r, baselineRuns[k] as Run)) : undefined;
+    const last = comparison?.[comparison.length - 1];
     return {
       machine: { ...machine, loadAverage1mAtEnd: round2(os.loadavg()[0] ?? 0) },
       config: {
@@ -170,21 +227,39 @@ export async function costPhase(scratch: string) {
         method:
           "The app on a dev host child (default settings) over an unthrottled in-memory emulator child; per size: " +
           "the emulator meter over an idle window, then N PUTs at once (each on its own subscription) and a window of " +
-          "the same length from the first PUT; per flow = (window − idle window) ÷ N, by container and operation kind.",
+          "the same length from the first PUT; per flow = (window − idle window) ÷ N, by container and operation kind." +
+          (baseline
+            ? ` Baseline: the app at ${baseline.commit} (its functions/, src/ and containers.json; this checkout's ` +
+              "node_modules, dev host and packages) on a stack of its own, up for the same run; each size measured " +
+              "on both, the order alternating by size."
+            : ""),
       },
       goal: {
         what: `≤ ${COST_GOAL_RU_PER_FLOW} RU per flow (all containers, ${at?.flows} flows at once)`,
         ruPerFlow: at?.ruPerFlow ?? null,
         met: at ? at.ruPerFlow <= COST_GOAL_RU_PER_FLOW && at.succeeded === at.flows : null,
-        ruPerFlowWithoutTaskHub: withoutTaskHub,
+        ruPerFlowWithoutTaskHub: atWithout,
         metWithoutTaskHub:
-          at && withoutTaskHub !== null
-            ? withoutTaskHub <= COST_GOAL_RU_PER_FLOW && at.succeeded === at.flows
-            : null,
+          at && atWithout !== null ? atWithout <= COST_GOAL_RU_PER_FLOW && at.succeeded === at.flows : null,
       },
+      ...(baseline && comparison && last
+        ? {
+            baseline: { commit: baseline.commit, runs: baselineRuns },
+            versusBaseline: comparison,
+            conclusions: [
+              `At ${last.flows} flows at once, ${last.ruPerFlow.current} RU per flow against the baseline's ` +
+                `${last.ruPerFlow.baseline} in the same run (×${last.ruPerFlow.ratio}); without the task hub ` +
+                `${last.withoutTaskHub.current} against ${last.withoutTaskHub.baseline} (×${last.withoutTaskHub.ratio}).`,
+              `Per container (baseline → this checkout): ${Object.entries(last.byContainer)
+                .map(([c, e]) => `${c} ${e.baseline} → ${e.current}`)
+                .join(", ")}.`,
+            ],
+          }
+        : {}),
       runs,
     };
   } finally {
     await stack.stop();
+    await base?.stop();
   }
 }

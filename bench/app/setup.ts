@@ -9,7 +9,7 @@ import { Agent as HttpAgent } from "node:http";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CosmosClient } from "@azure/cosmos";
-import { ensureContainers } from "../../src/shared/containers.js";
+import { type DatabaseDefinition, ensureContainers } from "../../src/shared/containers.js";
 import type { ToParent } from "../changefeed.child.js";
 import { type AppChild, startAppChild } from "../lib/app-child.js";
 import { EmulatorProcess } from "../lib/emulator-process.js";
@@ -119,11 +119,13 @@ export type Emulator = EmulatorProcess<EmulatorStats>;
  * An emulator in its own process (in memory, no throughput enforced: the dev host's containers have none), with the
  * app's database and containers created as Bicep would (so the triggers' listeners start at once).
  */
-export async function startEmulatorChild(): Promise<{ emulator: Emulator; connectionString: string }> {
+export async function startEmulatorChild(
+  def?: DatabaseDefinition,
+): Promise<{ emulator: Emulator; connectionString: string }> {
   const emulator = await EmulatorProcess.start<EmulatorStats>(EMULATOR_CHILD, ["emulator"], ROOT);
   const client = new CosmosClient({ endpoint: emulator.endpoint, key: emulator.key });
   try {
-    await ensureContainers(client, { provisionThroughput: false });
+    await ensureContainers(client, { provisionThroughput: false }, def);
   } finally {
     client.dispose();
   }
@@ -134,16 +136,17 @@ export async function startEmulatorChild(): Promise<{ emulator: Emulator; connec
  * A folder holding the app as `cosmos-feed start .` sees the repository (package.json, host.json, dist/ — linked to
  * the repository's build —, node_modules and src/shared/containers.json, where the dev host finds the containers,
  * the task hub's included), so each dev host child keeps its own .data (timer statuses) and no
- * local.settings.json of the working tree applies.
+ * local.settings.json of the working tree applies. `appRoot`: another build of the app (a baseline's: its dist/,
+ * package.json, host.json and containers.json; node_modules, so the dev host and packages, stay this checkout's).
  */
-export function appFolder(scratch: string, name: string): string {
+export function appFolder(scratch: string, name: string, appRoot: string = ROOT): string {
   const dir = join(scratch, name);
   mkdirSync(join(dir, "src", "shared"), { recursive: true });
-  for (const f of ["package.json", "host.json"]) writeFileSync(join(dir, f), readFileSync(join(ROOT, f)));
-  symlinkSync(join(ROOT, "dist"), join(dir, "dist"), "dir");
+  for (const f of ["package.json", "host.json"]) writeFileSync(join(dir, f), readFileSync(join(appRoot, f)));
+  symlinkSync(join(appRoot, "dist"), join(dir, "dist"), "dir");
   symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"), "dir");
   const containers = join("src", "shared", "containers.json");
-  symlinkSync(join(ROOT, containers), join(dir, containers), "file");
+  symlinkSync(join(appRoot, containers), join(dir, containers), "file");
   return dir;
 }
 
@@ -174,17 +177,19 @@ export function trackChild(child: ChildProcess): void {
 
 /**
  * An emulator child and a dev host child on it, each with its own event loop and core share; `settings` are added
- * to HOST_SETTINGS. Waits until the reactions trigger's listener runs (unless that function is disabled).
+ * to HOST_SETTINGS; `app`, another build of the app and its containers (appFolder). Waits until the reactions
+ * trigger's listener runs (unless that function is disabled).
  */
 export async function startStack(
   name: string,
   scratch: string,
   settings: Readonly<Record<string, string>> = {},
+  app: { root: string; containers: DatabaseDefinition } | undefined = undefined,
 ): Promise<HostStack> {
-  const { emulator, connectionString } = await startEmulatorChild();
+  const { emulator, connectionString } = await startEmulatorChild(app?.containers);
   const env = { ...HOST_SETTINGS, ...settings };
   const host = await startAppChild({
-    appDir: appFolder(scratch, name),
+    appDir: appFolder(scratch, name, app?.root),
     connectionString,
     env,
     children,

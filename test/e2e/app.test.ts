@@ -162,7 +162,7 @@ describe("the app on a dev host child process, over HTTP", () => {
     expect(host.child.exitCode).toBeNull();
   });
 
-  it("PUT → 201 + ETag + operation headers; the reactions trigger records `observed`; the summary counts", async () => {
+  it("PUT → 201 + ETag + operation headers; the trigger's sighting is recorded as `observed`; the summary counts", async () => {
     const sub = "e2e-basic";
     const put = await call("PUT", resourcePath(sub, "Web1"), {
       body: { properties: { sku: "basic" }, tags: { team: "a" } },
@@ -189,7 +189,8 @@ describe("the app on a dev host child process, over HTTP", () => {
       operation: "Create",
       resourceId: `/subscriptions/${sub}/resources/Web1`,
     });
-    const observed = await until("the reactions trigger to record the operation", async () => {
+    // The reactions trigger's sighting, recorded by the orchestration's validate step.
+    const observed = await until("the operation to record the trigger's sighting", async () => {
       const o = await call("GET", operationPath(put));
       return o.json.observed;
     });

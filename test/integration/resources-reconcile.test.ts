@@ -6,7 +6,6 @@ import {
   type OperationDocument,
   type ResourceDocument,
   reconcileOperations,
-  recordReactions,
   startOrchestrations,
 } from "../../src/shared/resources/index.js";
 import { newOperation } from "../../src/shared/resources/operations.js";
@@ -73,18 +72,17 @@ describe("reconcileOperations", () => {
     expect(again.started).toEqual([]);
     expect((await durable.hub.list({ instanceIdPrefix: `provisioning-${opId}` })).instances).toHaveLength(1);
 
-    // The reconciler recorded its own sighting before it started the orchestration, so the trigger's late delivery
-    // of the change (a backlog after downtime) is no first sighting: it asks, finds the completed instance and
-    // leaves it (a start would run it again over its history).
+    // The reconciler's sighting rode in the orchestration's input and validate recorded it. The trigger's late
+    // delivery of the change (a backlog after downtime) asks first, finds the completed instance and leaves it (a
+    // start would run it again over its history).
     expect(op.observed).toMatchObject({ by: "reconcile", provisioningState: "Accepted" });
     const completed = await durable.hub.getStatus(`provisioning-${opId}`);
     expect(completed?.runtimeStatus).toBe("Completed");
     const { resource: doc } = await resources().item("a", sub).read<ResourceDocument & { _etag: string }>();
     const late = { ...doc, provisioningState: "Accepted" as const };
-    const recorded = await recordReactions(appContext(), [late]);
-    expect(recorded).toMatchObject({ recorded: 0, alreadyRecorded: 1 });
-    const started = await startOrchestrations(client(), [late], { firstSightings: recorded.firstSightings });
-    expect(started).toEqual({ started: [], existing: [`provisioning-${opId}`] });
+    const started = await startOrchestrations(client(), [late]);
+    expect(started).toEqual({ started: [], existing: [`provisioning-${opId}`], skipped: 0 });
+    expect((await readOp(sub, opId)).observed).toEqual(op.observed);
     expect((await durable.hub.getStatus(`provisioning-${opId}`))?.createdTime).toEqual(
       completed?.createdTime,
     );

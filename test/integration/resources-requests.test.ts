@@ -8,9 +8,12 @@ import {
   deprovisionStep,
   finalizeStep,
   type OperationDocument,
+  provisioningRequestFor,
   provisionStep,
   type ResourceDocument,
-  recordReactions,
+  type SummaryDocument,
+  startOrchestrations,
+  updateSummaries,
   validateStep,
 } from "../../src/shared/resources/index.js";
 import { loadSettings } from "../../src/shared/settings.js";
@@ -73,26 +76,43 @@ const readOp = async (sub: string, operationId: string) =>
 const readResource = async (sub: string, id: string) =>
   (await appContext().containers.resources.item(id, sub).read<ResourceDocument>()).resource;
 const orchestration = { name: "provisioning", instanceId: "provisioning-x" };
+/** The summary's recount as the pipeline sees it: the query plan (operation type read), then the query. */
+const RECOUNT = ["POST read", "POST query"];
 
 describe("requests per provisioning step", () => {
-  it("the reactions trigger records a change in one conditional patch; a redelivery's patch is refused (412)", async () => {
+  it("the reactions trigger makes no request; validate records its sighting in the batch that marks the operation Running", async () => {
     const doc = await accepted("req-1", "a");
-    expect(await recordReactions(ctx, [doc])).toMatchObject({ recorded: 1, alreadyRecorded: 0 });
-    expect(seen).toEqual(["PATCH patch"]);
+    // The trigger only talks to the durable client (here a stand-in that has no instance and records the starts:
+    // the real one is in resources-triggers.test.ts); the sighting is the orchestration's input.
+    const starts: { instanceId: string; input: unknown }[] = [];
+    const starter = {
+      getStatus: async () => Promise.reject(new Error("replied with HTTP 404")),
+      startNew: async (_name: string, o: { instanceId: string; input: unknown }) => {
+        starts.push(o);
+        return o.instanceId;
+      },
+    };
+    const seenAt = "2026-12-03T10:00:00.000Z";
+    expect(await startOrchestrations(starter, [doc], { seenAt })).toMatchObject({
+      started: [`provisioning-${doc.operationId}`],
+    });
+    expect(seen).toEqual([]);
+    const { input } = provisioningRequestFor(doc, { at: seenAt });
+    expect(starts).toEqual([{ instanceId: `provisioning-${doc.operationId}`, input }]);
+    expect(input.observed).toEqual({ at: seenAt, provisioningState: "Accepted", resourceEtag: doc._etag });
+
+    // Validate: its two reads and one batch, as without a sighting; the operation records it.
+    expect(await validateStep(ctx, input, orchestration)).toEqual({ proceed: true });
+    expect(seen.sort()).toEqual(["GET read", "GET read", "POST batch"]);
     const first = await readOp("req-1", doc.operationId);
-    expect(first?.observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: doc._etag });
-    expect(first?.lastUpdatedTime).toBe(first?.observed?.at);
+    expect(first).toMatchObject({ status: "Running", observed: input.observed });
 
+    // Validate again (a retried activity, or a second sighting's input): the first record stays, nothing written.
     seen.length = 0;
-    expect(await recordReactions(ctx, [doc])).toMatchObject({ recorded: 0, alreadyRecorded: 1 });
-    expect(seen).toEqual(["PATCH patch"]);
-    expect((await readOp("req-1", doc.operationId))?.observed).toEqual(first?.observed);
-
-    // An operation gone (expired by TTL) is counted, not an error.
-    seen.length = 0;
-    const orphan = { ...doc, id: "b", operationId: "00000000-0000-4000-8000-000000000000" };
-    expect(await recordReactions(ctx, [orphan])).toMatchObject({ missingOperation: 1 });
-    expect(seen).toEqual(["PATCH patch"]);
+    const later = provisioningRequestFor(doc, { at: "2026-12-03T11:00:00.000Z" }).input;
+    expect(await validateStep(ctx, later, orchestration)).toEqual({ proceed: true });
+    expect(seen.sort()).toEqual(["GET read", "GET read"]);
+    expect((await readOp("req-1", doc.operationId))?.observed).toEqual(input.observed);
   });
 
   it("validate → provision → finalize: 3 + 0 + 3 requests, the steps recorded and both documents Succeeded", async () => {
@@ -174,5 +194,58 @@ describe("requests per provisioning step", () => {
       status: "Succeeded",
       orchestration: { ...orchestration, step: "done" },
     });
+  });
+});
+
+describe("requests per summary", () => {
+  const summary = async (sub: string) =>
+    (await appContext().containers.summaries.item(sub, sub).read<SummaryDocument>()).resource;
+  const setState = async (sub: string, id: string, provisioningState: string) => {
+    const r = await readResource(sub, id);
+    await appContext()
+      .containers.resources.item(id, sub)
+      .replace({ ...r, provisioningState });
+  };
+
+  it("the first recount reads (404) and creates; later ones replace If-Match the ETag this process wrote, without a read", async () => {
+    const sub = "req-sum-1";
+    const doc = await accepted(sub, "a");
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    expect(seen).toEqual(["GET read", ...RECOUNT, "POST create"]);
+    expect((await summary(sub))?.counts).toEqual({ Accepted: 1 });
+
+    // The next change: the recount, then the replace conditioned on the remembered ETag — no read first.
+    seen.length = 0;
+    await setState(sub, "a", "Succeeded");
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    expect(seen).toEqual([...RECOUNT, "PUT replace"]);
+    expect((await summary(sub))?.counts).toEqual({ Succeeded: 1 });
+
+    // Counts equal to the remembered ones are checked against a fresh read (another writer may have stored
+    // others since): the same batch again recounts, reads and writes nothing.
+    seen.length = 0;
+    expect(await updateSummaries(ctx, [doc])).toEqual([]);
+    expect(seen).toEqual([...RECOUNT, "GET read"]);
+  });
+
+  it("another writer since (412 on the remembered ETag): read, recount, replace — its counts never overwritten by an older count", async () => {
+    const sub = "req-sum-2";
+    const doc = await accepted(sub, "a");
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    // Another writer (a deprovision step, another host in a lease hand-off) stores its own version.
+    const stored = await summary(sub);
+    await appContext()
+      .containers.summaries.item(sub, sub)
+      .replace({ ...stored, counts: { Failed: 7 }, total: 7 });
+    await setState(sub, "a", "Succeeded");
+    seen.length = 0;
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    expect(seen).toEqual([...RECOUNT, "PUT replace", "GET read", ...RECOUNT, "PUT replace"]);
+    expect(await summary(sub)).toMatchObject({ counts: { Succeeded: 1 }, total: 1 });
+    // And it remembers the version it wrote: the next recount replaces without a read again.
+    seen.length = 0;
+    await setState(sub, "a", "Failed");
+    expect(await updateSummaries(ctx, [doc])).toEqual([sub]);
+    expect(seen).toEqual([...RECOUNT, "PUT replace"]);
   });
 });

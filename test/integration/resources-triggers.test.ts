@@ -91,20 +91,27 @@ describe("summary trigger", () => {
 });
 
 describe("reactions trigger", () => {
-  it("records on the operation that a non-terminal resource was seen, once per change", async () => {
+  it("starts the orchestration with its sighting, which validate records on the operation, once per change", async () => {
     const sub = "react-1";
     await put(sub, "r");
     const batch = await changesOf(sub);
     await reactToResources(batch, durable.context());
     const ops = appContext().containers.resources;
     const opId = `op:${batch[0].operationId}`;
-    const { resource: op } = await ops.item(opId, sub).read<OperationDocument & { _etag: string }>();
-    expect(op?.observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: batch[0]._etag });
-    await reactToResources(batch, durable.context()); // redelivery
-    // The provisioning orchestration it started may have moved the operation on since (its status), but the
-    // redelivery did not record `observed` again: the same record, with its first time.
-    const { resource: again } = await ops.item(opId, sub).read<OperationDocument & { _etag: string }>();
-    expect(again?.observed).toEqual(op?.observed);
+    const readOp = async () =>
+      (await ops.item(opId, sub).read<OperationDocument & { _etag: string }>()).resource;
+    // The trigger wrote nothing itself: the orchestration's validate step recorded the sighting it was given.
+    const op = await until("validate to record the sighting", async () => {
+      const o = await readOp();
+      return o?.observed ? o : undefined;
+    });
+    expect(op.observed).toMatchObject({ provisioningState: "Accepted", resourceEtag: batch[0]._etag });
+    expect(op.observed?.by).toBeUndefined();
+    await reactToResources(batch, durable.context()); // redelivery: the instance exists, nothing is started
+    // The orchestration may have moved the operation on since (its status), but `observed` is the first record.
+    expect((await readOp())?.observed).toEqual(op.observed);
+    const instances = await durable.hub.list({ instanceIdPrefix: `provisioning-${batch[0].operationId}` });
+    expect(instances.instances).toHaveLength(1);
   });
 
   it("starts the provisioning orchestration once per operation; it ends Succeeded, and a failure ends Failed", async () => {

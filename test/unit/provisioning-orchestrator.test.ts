@@ -36,6 +36,42 @@ describe("provisioning orchestrator", () => {
     expect(run.activityCalls[0].input).toMatchObject({ ...input, orchestration: { name: "provisioning" } });
   });
 
+  it("gives the starter's sighting to validate only (it records it); the later steps' inputs are without it", async () => {
+    const observed = { at: "2026-01-01T00:00:00.000Z", provisioningState: "Accepted", resourceEtag: '"e1"' };
+    const run = await runOrchestration(provisioningOrchestrator, {
+      name: "provisioning",
+      input: { ...input, observed },
+      activities: {
+        validateResource: () => ({ proceed: true }),
+        provisionResource: () => ({ attempt: 1 }),
+        finalizeResource: () => ({ finalized: true }),
+      },
+    });
+    expect(run.status).toBe("Completed");
+    const [validate, ...later] = run.activityCalls;
+    expect(validate.input).toMatchObject({ ...input, observed });
+    expect(later.map((c) => c.name)).toEqual(["provisionResource", "finalizeResource"]);
+    for (const c of later) expect(c.input).not.toHaveProperty("observed");
+  });
+
+  it("a malformed sighting in the input fails the instance at once, naming the field", async () => {
+    for (const observed of [
+      "yesterday",
+      { at: "not a time", provisioningState: "Accepted", resourceEtag: "e" },
+      { at: "2026-01-01T00:00:00.000Z", provisioningState: "Succeeded", resourceEtag: "e" },
+      { at: "2026-01-01T00:00:00.000Z", provisioningState: "Accepted" },
+      { at: "2026-01-01T00:00:00.000Z", provisioningState: "Accepted", resourceEtag: "e", by: "someone" },
+    ]) {
+      const run = await runOrchestration(provisioningOrchestrator, {
+        name: "provisioning",
+        input: { ...input, observed },
+      });
+      expect(run.status, JSON.stringify(observed)).toBe("Failed");
+      expect(String(run.output)).toContain("observed must be");
+      expect(run.activityCalls).toEqual([]);
+    }
+  });
+
   it("retries a failing step on durable timers (1 s, then 2 s) and succeeds", async () => {
     const run = await runOrchestration(provisioningOrchestrator, {
       name: "provisioning",

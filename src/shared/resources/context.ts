@@ -8,6 +8,7 @@ import {
   ensureContainers,
 } from "../containers.js";
 import { loadSettings, type Settings } from "../settings.js";
+import { SummaryVersions } from "./summaries.js";
 
 /** What the app's handlers share: settings, the Cosmos client, the containers by role, the subscription locks. */
 export interface AppContext {
@@ -16,6 +17,8 @@ export interface AppContext {
   database: Database;
   containers: Record<ContainerRole, Container>;
   locks: LockClient;
+  /** The summaries this process last wrote, so the next write needs no read first (summaries.ts). */
+  summaryVersions: SummaryVersions;
 }
 
 /** Builds the context over an existing client (tests, the dev host). */
@@ -29,7 +32,7 @@ export function createAppContext(
     def.containers.map((c) => [c.role, database.container(c.name)]),
   ) as Record<ContainerRole, Container>;
   const locks = new LockClient({ container: containers.locks, ttlSeconds: settings.lockTtlSeconds });
-  return { settings, client, database, containers, locks };
+  return { settings, client, database, containers, locks, summaryVersions: new SummaryVersions() };
 }
 
 let shared: AppContext | undefined;

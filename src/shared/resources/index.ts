@@ -21,22 +21,25 @@ export {
   provisioningRequestFor,
   provisionStep,
   SIMULATE_TAG,
+  type Sighting,
   setStep,
   type ValidateResult,
   validateStep,
 } from "./provisioning.js";
 export {
-  countByState,
   type OrchestrationStarter,
   RESOURCE_TRIGGERS,
-  type ReactionOutcome,
-  readSummary,
-  recordReactions,
   type StartOutcome,
-  type SummaryDocument,
   startOrchestrations,
-  updateSummaries,
 } from "./reactions.js";
 export { type ReconcileOutcome, reconcileOperations } from "./reconcile.js";
 export { type ApiRequest, type ApiResponse, answer, type RequestLog } from "./request.js";
 export { decodeSkipToken, encodeSkipToken, MAX_SKIP_TOKEN_CHARS } from "./skipToken.js";
+export {
+  countByState,
+  readSummary,
+  refreshSummary,
+  type SummaryDocument,
+  SummaryVersions,
+  updateSummaries,
+} from "./summaries.js";

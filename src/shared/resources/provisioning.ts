@@ -4,6 +4,7 @@ import { readItem, type Stored, updateItem } from "@cosmos-feed/core/cosmos/occ"
 import type { AppContext } from "./context.js";
 import {
   ApiError,
+  isNonTerminal,
   isTerminalOperation,
   type OperationDocument,
   type ProvisioningState,
@@ -14,8 +15,8 @@ import {
 } from "./model.js";
 import { endOperation, readOperation, supersededBy, updateOperation } from "./operations.js";
 import { endOf, type OperationEnd } from "./outcome.js";
-import { refreshSummary } from "./reactions.js";
 import { settle, toState } from "./settle.js";
+import { refreshSummary } from "./summaries.js";
 
 /** The durable functions of the resource provider: two orchestrations and their activities. */
 export const PROVISIONING = {
@@ -35,12 +36,25 @@ export const PROVISIONING = {
  */
 export const SIMULATE_TAG = "cosmos-feed.simulate";
 
+/**
+ * The first sighting of the resource in a non-terminal state, as the operation records it (`observed`): by the
+ * reactions trigger, or (`by: "reconcile"`) by the reconciler when it found the operation stalled and started its
+ * orchestration itself.
+ */
+export type Sighting = NonNullable<OperationDocument["observed"]>;
+
 /** What both orchestrations and every activity take. */
 export interface ProvisioningInput {
   subscriptionId: string;
   /** The resource's id (its name in lower case). */
   resourceId: string;
   operationId: string;
+  /**
+   * The sighting of the change that started the orchestration (its starter's): validate records it on the operation
+   * in the write that marks it Running, so the sighting costs no write of its own. Only the orchestration's input
+   * and validate's carry it.
+   */
+  observed?: Sighting;
 }
 
 /** The orchestration's instance id: one per operation, so a redelivered change never starts a second one. */
@@ -51,31 +65,78 @@ export function orchestrationInstanceId(
   return `${kind}-${operationId}`;
 }
 
+const badInput = (what: string, value: unknown) =>
+  new ApiError(400, "InvalidOrchestrationInput", `${what}; got ${JSON.stringify(value)}.`);
+
 /** Validates an orchestration's or activity's input; a clear error (the instance fails with it) otherwise. */
 export function parseProvisioningInput(value: unknown): ProvisioningInput {
   const v = value as Partial<ProvisioningInput> | null;
   if (typeof v !== "object" || v === null) {
-    throw new ApiError(
-      400,
-      "InvalidOrchestrationInput",
-      `The input must be an object { subscriptionId, resourceId, operationId }; got ${JSON.stringify(value)}.`,
+    throw badInput(
+      "The input must be an object { subscriptionId, resourceId, operationId, observed? }",
+      value,
     );
   }
   return {
     subscriptionId: parseSubscriptionId(v.subscriptionId),
     resourceId: parseResourceName(v.resourceId).toLowerCase(),
     operationId: parseOperationId(v.operationId),
+    ...(v.observed === undefined ? {} : { observed: parseSighting(v.observed) }),
   };
 }
 
-/** The input for a changed resource document, and which orchestration it needs. */
-export function provisioningRequestFor(doc: ResourceDocument): {
+function parseSighting(value: unknown): Sighting {
+  const o = value as Partial<Sighting> | null;
+  if (
+    typeof o !== "object" ||
+    o === null ||
+    typeof o.at !== "string" ||
+    Number.isNaN(Date.parse(o.at)) ||
+    !isNonTerminal(o.provisioningState) ||
+    typeof o.resourceEtag !== "string" ||
+    (o.by !== undefined && o.by !== "reconcile")
+  ) {
+    throw badInput(
+      'observed must be { at: an ISO time, provisioningState: a non-terminal state, resourceEtag, by?: "reconcile" }',
+      value,
+    );
+  }
+  return {
+    at: o.at,
+    provisioningState: o.provisioningState as ProvisioningState,
+    resourceEtag: o.resourceEtag,
+    ...(o.by ? { by: o.by } : {}),
+  };
+}
+
+/**
+ * The input for a changed resource document, and which orchestration it needs; with `sighting` (when it was seen,
+ * and by whom) and the document's `_etag`, the `observed` that validate records on the operation.
+ */
+export function provisioningRequestFor(
+  doc: ResourceDocument & { _etag?: string },
+  sighting?: { at: string; by?: "reconcile" },
+): {
   orchestration: "provisioning" | "deprovisioning";
   input: ProvisioningInput;
 } {
+  const observed: Sighting | undefined =
+    sighting && doc._etag
+      ? {
+          at: sighting.at,
+          provisioningState: doc.provisioningState,
+          resourceEtag: doc._etag,
+          ...(sighting.by ? { by: sighting.by } : {}),
+        }
+      : undefined;
   return {
     orchestration: doc.provisioningState === "Deleting" ? "deprovisioning" : "provisioning",
-    input: { subscriptionId: doc.subscriptionId, resourceId: doc.id, operationId: doc.operationId },
+    input: {
+      subscriptionId: doc.subscriptionId,
+      resourceId: doc.id,
+      operationId: doc.operationId,
+      ...(observed ? { observed } : {}),
+    },
   };
 }
 
@@ -96,7 +157,8 @@ const now = () => new Date().toISOString();
 
 /**
  * Checks that the operation is still the resource's latest and not finished, then marks it Running at `step`
- * (and the resource Provisioning when it was Accepted). A finished operation is left as it is; one that is not
+ * (and the resource Provisioning when it was Accepted), recording the input's sighting as the operation's
+ * `observed` when it has none. A finished operation is left as it is; one that is not
  * the resource's latest (the API cancels a superseded operation in the batch that supersedes it, so this is a
  * belt-and-braces check) is marked Canceled. Idempotent.
  */
@@ -134,7 +196,7 @@ export async function validateStep(
   }
   // Both documents were just read: the writes start from them, together in one transactional batch when both
   // change (one request, where two replaces took two). A lost race does each write alone from a fresh read.
-  const marked = atStep(op, orchestration, "validate");
+  const marked = atStep(op, orchestration, "validate", input.observed);
   const provisioning = resource.provisioningState === "Accepted";
   const simulate = resource.tags?.[SIMULATE_TAG];
   const proceed: ValidateResult = { proceed: true, ...(simulate === undefined ? {} : { simulate }) };
@@ -163,15 +225,27 @@ export async function validateStep(
   return proceed;
 }
 
-/** The operation marked Running at `step` (undefined: leave it — finished, or already at that step). */
+/**
+ * The operation marked Running at `step`, with `sighting` as its `observed` when it records none yet (the first
+ * sighting is what is recorded); undefined: leave it — finished, or already at that step with a sighting recorded.
+ */
 function atStep(
   op: Stored<OperationDocument>,
   orchestration: { name: string; instanceId: string },
   step: string,
+  sighting?: Sighting,
 ): OperationDocument | undefined {
   if (isTerminalOperation(op.status)) return undefined;
-  if (op.status === "Running" && op.orchestration?.step === step) return undefined;
-  return { ...op, status: "Running", lastUpdatedTime: now(), orchestration: { ...orchestration, step } };
+  const observed = op.observed ?? sighting;
+  if (op.status === "Running" && op.orchestration?.step === step && observed === op.observed)
+    return undefined;
+  return {
+    ...op,
+    status: "Running",
+    lastUpdatedTime: now(),
+    orchestration: { ...orchestration, step },
+    ...(observed ? { observed } : {}),
+  };
 }
 
 /**
@@ -189,7 +263,7 @@ export async function setStep(
     ctx,
     input.subscriptionId,
     input.operationId,
-    (op) => atStep(op, orchestration, step),
+    (op) => atStep(op, orchestration, step, input.observed),
     {
       current,
     },

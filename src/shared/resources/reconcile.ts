@@ -4,12 +4,7 @@ import type { AppContext } from "./context.js";
 import type { OperationDocument, ResourceDocument } from "./model.js";
 import { endOperation, supersededBy } from "./operations.js";
 import { failStep, orchestrationInstanceId, provisioningRequestFor } from "./provisioning.js";
-import {
-  markObserved,
-  type OrchestrationStarter,
-  REACTION_CONCURRENCY,
-  runtimeStatusOf,
-} from "./reactions.js";
+import { type OrchestrationStarter, REACTION_CONCURRENCY, runtimeStatusOf } from "./reactions.js";
 
 // The safety net under "every acknowledged operation ends" (docs/app.md): the reactions trigger starts an
 // operation's orchestration, and the orchestration ends the operation. Either can fail for good — the host gives up
@@ -78,13 +73,14 @@ export async function reconcileOperations(
       out.ended.push(op.operationId);
       return;
     }
-    const { orchestration, input } = provisioningRequestFor(resource);
+    // Its sighting (by: "reconcile") rides in the input: validate records it unless the operation has one.
+    const { orchestration, input } = provisioningRequestFor(resource, {
+      at: new Date(options.now).toISOString(),
+      by: "reconcile",
+    });
     const instanceId = orchestrationInstanceId(orchestration, op.operationId);
     const status = await runtimeStatusOf(client, instanceId);
     if (status === undefined) {
-      // The sighting first (unless the trigger recorded one): the trigger then knows the orchestration may exist
-      // and asks before it starts one (recordReactions' firstSightings).
-      if ((await markObserved(ctx, resource, resource._etag, "reconcile")) === "missing") return;
       try {
         await client.startNew(orchestration, { instanceId, input });
         out.started.push(op.operationId);
