@@ -89,7 +89,9 @@ export class DotnetModelHost {
     const ids = [...this.owned];
     this.owned.clear();
     await Promise.allSettled(
-      ids.map((id) => this.update(id, undefined, (l) => (l.Owner === this.o.name ? { ...l, Owner: null } : null))),
+      ids.map((id) =>
+        this.update(id, undefined, (l) => (l.Owner === this.o.name ? { ...l, Owner: null } : null)),
+      ),
     );
   }
 
@@ -113,7 +115,9 @@ export class DotnetModelHost {
       if (this.stopping.signal.aborted) return;
       const seen = l.owner;
       const doc = docs.find((d) => d.id === l.id) as Record<string, unknown>;
-      const taken = await this.update(l.id, doc, (cur) => (cur.Owner === seen ? { ...cur, Owner: this.o.name } : null));
+      const taken = await this.update(l.id, doc, (cur) =>
+        cur.Owner === seen ? { ...cur, Owner: this.o.name } : null,
+      );
       if (taken && !this.stopping.signal.aborted) {
         this.owned.add(l.id);
         this.o.acquired(l.id);
@@ -138,7 +142,9 @@ export class DotnetModelHost {
       await this.o.clock.sleep(this.o.renewMs, signal);
       if (signal.aborted || !this.owned.has(id)) return;
       // .NET reads the lease afresh, then replaces it if still ours.
-      const ok = await this.update(id, undefined, (l) => (l.Owner === this.o.name ? l : null)).catch(() => true);
+      const ok = await this.update(id, undefined, (l) => (l.Owner === this.o.name ? l : null)).catch(
+        () => true,
+      );
       if (!ok) this.owned.delete(id);
     }
   }
@@ -162,10 +168,12 @@ export class DotnetModelHost {
       const next = change(current);
       if (!next) return false;
       try {
-        await this.o.container.item(id, id).replace(
-          { ...next, timestamp: new Date(this.o.clock.now()).toISOString() },
-          { accessCondition: { type: "IfMatch", condition: String(current._etag) } },
-        );
+        await this.o.container
+          .item(id, id)
+          .replace(
+            { ...next, timestamp: new Date(this.o.clock.now()).toISOString() },
+            { accessCondition: { type: "IfMatch", condition: String(current._etag) } },
+          );
         return true;
       } catch (e) {
         const code = (e as { code?: number }).code;

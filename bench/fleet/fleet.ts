@@ -42,8 +42,8 @@ export class Fleet {
   private bootstrapped = false;
   /** The last non-null owner of each lease id (moves are changes of it). */
   private readonly lastOwner = new Map<string, string>();
-  /** The owner a lease was stolen from (taken while its owner's lease was fresh), by lease token. */
-  private readonly stolenFrom = new Map<string, string>();
+  /** The owners a lease was stolen from (taken while their copy was fresh), by lease token. */
+  private readonly stolenFrom = new Map<string, Set<string>>();
   private dirty = false;
   private readonly seenDouble = new Set<string>();
   readonly counts = { moves: 0, assignments: 0, steals: 0, doubleOwnership: 0, stealOverlaps: 0, errors: 0 };
@@ -63,7 +63,10 @@ export class Fleet {
     this.leases.observer = (before, after) => this.observe(before, after);
   }
 
-  private observe(before: Record<string, unknown> | undefined, after: Record<string, unknown> | undefined): void {
+  private observe(
+    before: Record<string, unknown> | undefined,
+    after: Record<string, unknown> | undefined,
+  ): void {
     if (!after || typeof after.LeaseToken !== "string") return;
     const owner = after.Owner as string | null;
     if (owner === null) return;
@@ -76,13 +79,15 @@ export class Fleet {
       return;
     }
     this.counts.moves++;
+    // Owner again: a steal of it before no longer explains its belief.
+    this.stolenFrom.get(after.LeaseToken)?.delete(owner);
     const prev = before?.Owner as string | null | undefined;
     const prevWrittenMs = Date.parse(String(before?.timestamp));
     if (prev && prev !== owner && prevWrittenMs + TIMINGS.expirationMs >= this.sim.now()) {
       this.counts.steals++;
-      this.stolenFrom.set(after.LeaseToken, prev);
-    } else {
-      this.stolenFrom.delete(after.LeaseToken);
+      const victims = this.stolenFrom.get(after.LeaseToken) ?? new Set<string>();
+      victims.add(prev);
+      this.stolenFrom.set(after.LeaseToken, victims);
     }
   }
 
@@ -191,7 +196,10 @@ export class Fleet {
         for (const k of kids) {
           await container.items.create(leaseDocument(k, owner, this.sim.now())).catch(() => undefined);
         }
-        await container.item(id, id).delete().catch(() => undefined);
+        await container
+          .item(id, id)
+          .delete()
+          .catch(() => undefined);
         h?.host.adoptSplit?.(
           token,
           kids.map((k) => k.id),
@@ -228,11 +236,13 @@ export class Fleet {
         const key = `${token}/${n}/${owner}`;
         if (this.seenDouble.has(key)) continue;
         this.seenDouble.add(key);
-        if (this.stolenFrom.get(token) === n) this.counts.stealOverlaps++;
+        if (this.stolenFrom.get(token)?.has(n)) this.counts.stealOverlaps++;
         else {
           this.counts.doubleOwnership++;
           if (this.doubleSamples.length < 5)
-            this.doubleSamples.push(`lease ${token}: ${names.join(", ")} (store: ${owner}) at ${this.sim.elapsed()} ms`);
+            this.doubleSamples.push(
+              `lease ${token}: ${names.join(", ")} (store: ${owner}) at ${this.sim.elapsed()} ms`,
+            );
         }
       }
     }

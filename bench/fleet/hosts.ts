@@ -106,7 +106,11 @@ export function dotnetHost(world: HostWorld, name: string, bootstrap?: Record<st
 export const tokenOf = (id: string) => id.slice(PREFIX.length + 2);
 
 /** A lease document as the bootstrap writes it, for the monitored container's range. */
-export function leaseDocument(range: { id: string; minInclusive: string; maxExclusive: string }, owner: string | null, nowMs: number) {
+export function leaseDocument(
+  range: { id: string; minInclusive: string; maxExclusive: string },
+  owner: string | null,
+  nowMs: number,
+) {
   const id = `${PREFIX}..${range.id}`;
   const lease: Lease = {
     id,

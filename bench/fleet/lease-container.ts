@@ -61,7 +61,9 @@ export class InMemoryLeaseContainer {
   private readonly docs = new Map<string, Stored>();
   private lsn = 0;
   /** Sees every write as the service applies it (the document before, and after; undefined: none). */
-  observer: ((before: Record<string, unknown> | undefined, after: Record<string, unknown> | undefined) => void) | undefined;
+  observer:
+    | ((before: Record<string, unknown> | undefined, after: Record<string, unknown> | undefined) => void)
+    | undefined;
 
   constructor(
     private readonly sim: SimClock,
@@ -148,7 +150,13 @@ export class InMemoryLeaseContainer {
     const stored = this.stamp(id, body);
     const charge = writeCharge(this.docs.get(id)?.bytes ?? 0, INDEXED_PATHS);
     this.meter.add("create", charge);
-    return { resource: stored, requestCharge: charge, etag: stored._etag, headers: this.session(), statusCode: 201 };
+    return {
+      resource: stored,
+      requestCharge: charge,
+      etag: stored._etag,
+      headers: this.session(),
+      statusCode: 201,
+    };
   }
 
   read(id: string) {
@@ -169,7 +177,13 @@ export class InMemoryLeaseContainer {
     const stored = this.stamp(id, body);
     const charge = writeCharge(this.docs.get(id)?.bytes ?? 0, INDEXED_PATHS);
     this.meter.add("replace", charge);
-    return { resource: stored, requestCharge: charge, etag: stored._etag, headers: this.session(), statusCode: 200 };
+    return {
+      resource: stored,
+      requestCharge: charge,
+      etag: stored._etag,
+      headers: this.session(),
+      statusCode: 200,
+    };
   }
 
   delete(id: string, ifMatch: string | undefined) {
@@ -235,7 +249,6 @@ class HostView {
     private readonly c: InMemoryLeaseContainer,
     private readonly clock: HostClock,
   ) {
-    const self = this;
     this.items = {
       create: (body: Record<string, unknown>, o: Opts) =>
         c.request(clock, o?.abortSignal, () => c.create(body)),
@@ -244,13 +257,15 @@ class HostView {
         return {
           hasMoreResults: () => !done,
           fetchNext: async () => {
-            const page = await c.request(clock, o?.abortSignal, () => c.queryPrefix(spec.parameters[0].value));
+            const page = await c.request(clock, o?.abortSignal, () =>
+              c.queryPrefix(spec.parameters[0].value),
+            );
             done = true;
             return page;
           },
         };
       },
-      getChangeFeedIterator: (o: { maxItemCount?: number }) => self.feedIterator(o.maxItemCount ?? 100),
+      getChangeFeedIterator: (o: { maxItemCount?: number }) => this.feedIterator(o.maxItemCount ?? 100),
     };
   }
 
@@ -261,7 +276,8 @@ class HostView {
   }
 
   item(id: string) {
-    const { c, clock } = this;
+    const c = this.c;
+    const clock = this.clock;
     return {
       read: (o: Opts) => c.request(clock, o?.abortSignal, () => c.read(id)),
       replace: (body: Record<string, unknown>, o: Opts) =>
@@ -273,26 +289,29 @@ class HostView {
 
   /** From now: the first read pins the start (304), as ChangeFeedStartFrom.Now(). */
   private feedIterator(max: number) {
-    const { c, clock } = this;
+    const c = this.c;
+    const clock = this.clock;
     let from: number | undefined;
     return {
       hasMoreResults: true,
       readNext: () =>
-        c.request(clock, undefined, () => {
-          if (from === undefined) {
-            from = c.currentLsn();
-            return c.feed(from, 0);
-          }
-          const page = c.feed(from, max);
-          from = page.lsn;
-          return page;
-        }).then((page) => ({
-          result: page.result,
-          statusCode: page.result.length === 0 ? 304 : 200,
-          requestCharge: page.requestCharge,
-          continuationToken: String(page.lsn),
-          headers: {},
-        })),
+        c
+          .request(clock, undefined, () => {
+            if (from === undefined) {
+              from = c.currentLsn();
+              return c.feed(from, 0);
+            }
+            const page = c.feed(from, max);
+            from = page.lsn;
+            return page;
+          })
+          .then((page) => ({
+            result: page.result,
+            statusCode: page.result.length === 0 ? 304 : 200,
+            requestCharge: page.requestCharge,
+            continuationToken: String(page.lsn),
+            headers: {},
+          })),
     };
   }
 }

@@ -80,7 +80,6 @@ export class SimMonitoredContainer {
   }
 
   forHost(clock: HostClock): Container {
-    const self = this;
     const net = this.network;
     const feedIterator = (o: { changeFeedStartFrom: { getCfResource(): unknown } }) => {
       const resource = o.changeFeedStartFrom.getCfResource();
@@ -100,8 +99,9 @@ export class SimMonitoredContainer {
         hasMoreResults: true,
         readNext: () =>
           net.request(clock, undefined, () => {
-            self.reads++;
-            if (!self.whole(min, max)) throw Object.assign(new Error("Partition key range is gone"), { code: 410 });
+            this.reads++;
+            if (!this.whole(min, max))
+              throw Object.assign(new Error("Partition key range is gone"), { code: 410 });
             return {
               result: [],
               statusCode: 304,
@@ -121,7 +121,7 @@ export class SimMonitoredContainer {
       getFeedRanges: async () => [new SimFeedRange("", "FF")],
       readPartitionKeyRanges: (o?: { abortSignal?: AbortSignal }) => ({
         fetchAll: () =>
-          net.request(clock, o?.abortSignal, () => ({ resources: self.ranges.map((r) => ({ ...r })) })),
+          net.request(clock, o?.abortSignal, () => ({ resources: this.ranges.map((r) => ({ ...r })) })),
       }),
       items: { getChangeFeedIterator: feedIterator },
     } as unknown as Container;

@@ -1,6 +1,7 @@
+import { seededRandom } from "../lib/prng.js";
+import { Fleet } from "./fleet.js";
 import type { Algorithm } from "./hosts.js";
 import { TIMINGS } from "./hosts.js";
-import { Fleet } from "./fleet.js";
 
 /**
  * The scenarios, run one after the other on one fleet (each starts from the steady state the previous left):
@@ -84,6 +85,24 @@ export async function simulate(
   seed: number,
   o: SimOptions,
 ): Promise<FleetRun> {
+  // The processor's own jitter (the 412 backoff, a failed read's backoff) draws from Math.random: seeded for the
+  // run, so that a seed repeats exactly.
+  const systemRandom = Math.random;
+  Math.random = seededRandom(seed ^ 0x5eed);
+  try {
+    return await run(algorithm, hosts, leases, seed, o);
+  } finally {
+    Math.random = systemRandom;
+  }
+}
+
+async function run(
+  algorithm: Algorithm,
+  hosts: number,
+  leases: number,
+  seed: number,
+  o: SimOptions,
+): Promise<FleetRun> {
   const cpu0 = process.cpuUsage();
   const fleet = new Fleet({ algorithm, leases, seed, lossRate: o.lossRate });
   const tenth = Math.max(1, Math.ceil(hosts / 10));
@@ -124,7 +143,9 @@ export async function simulate(
       balancedAfterMs: ms ?? null,
       balancedAfterAcquireIntervals: ms === undefined ? null : r2(ms / TIMINGS.acquireMs),
       balancedAfterExpiryAcquireIntervals:
-        !expiryBound || ms === undefined ? null : r2(Math.max(0, ms - TIMINGS.expirationMs) / TIMINGS.acquireMs),
+        !expiryBound || ms === undefined
+          ? null
+          : r2(Math.max(0, ms - TIMINGS.expirationMs) / TIMINGS.acquireMs),
       moves: moves1 - moves0,
       steals: fleet.counts.steals - steals0,
       maxLeasesPerHost: maxPerHost,
