@@ -17,7 +17,11 @@ export interface PartitionKeyRange {
   maxExclusive: string;
 }
 
-const SPAN = 0x1_0000_0000;
+/**
+ * Effective partition keys of hash partitioning V2 have the top two bits of their first byte cleared (below "40"),
+ * and "FF" ends the space: the ranges spread over [0, 0x40000000) as 8 hex digits, the last one ending at "FF".
+ */
+const SPAN = 0x4000_0000;
 const hex = (n: number) => n.toString(16).toUpperCase().padStart(8, "0");
 const epk = (n: number) => (n <= 0 ? "" : n >= SPAN ? "FF" : hex(n));
 const value = (s: string) => (s === "" ? 0 : s === "FF" ? SPAN : Number.parseInt(s, 16));
