@@ -36,9 +36,6 @@ export class ServerMeter {
     const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
     return { requests: sum(this.requests), ru: sum(this.ru) };
   }
-  snapshot(): { requests: number; ru: number } {
-    return this.totals();
-  }
 }
 
 interface Stored {
