@@ -8,8 +8,8 @@
  *   npm run bench:fleet         → bench/results/fleet.json (docs/bench-fleet.md quotes it)
  *
  * Knobs (environment): BENCH_FLEET_SIZES (hosts×leases, comma-separated; default 10x100,30x300,100x1000),
- * BENCH_FLEET_SEED (1), BENCH_FLEET_STEADY_S (170: five renewal periods of 34 s), BENCH_FLEET_ONLY_PRINT=1 (print,
- * leave the JSON alone).
+ * BENCH_FLEET_SEED (1), BENCH_FLEET_STEADY_S (170: five renewal periods of 34 s), BENCH_FLEET_LOSS (0: the share of
+ * requests lost, never answered), BENCH_FLEET_ONLY_PRINT=1 (print, leave the JSON alone).
  */
 import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -28,7 +28,10 @@ const sizes = (process.env.BENCH_FLEET_SIZES ?? "10x100,30x300,100x1000").split(
 });
 const seed = envNumber("BENCH_FLEET_SEED", 1);
 const steadyMs = envNumber("BENCH_FLEET_STEADY_S", 170) * 1000;
-const options = { steadyMs, balanceLimitMs: 600_000 };
+const lossRate = Number(process.env.BENCH_FLEET_LOSS ?? 0);
+if (!(lossRate >= 0 && lossRate < 1))
+  throw new Error(`BENCH_FLEET_LOSS must be in [0, 1); got '${lossRate}'.`);
+const options = { steadyMs, balanceLimitMs: 600_000, lossRate };
 
 const runs: FleetRun[] = [];
 const summaries: SizeSummary[] = [];
@@ -71,6 +74,7 @@ const results = {
     "ownership: a lease two running hosts each believe they hold (checked at every instant a host starts believing " +
     "one, and when a paused host resumes), except the victim of a steal that has not noticed yet (stealOverlaps).",
   timings: { ...TIMINGS, steadyWindowMs: steadyMs, balanceLimitMs: options.balanceLimitMs },
+  lossRate,
   seed,
   sizes: summaries,
   goals: conclusions,

@@ -65,13 +65,27 @@ export function ourHost(world: HostWorld, name: string): SimHost {
   );
   processor.on("acquired", (token) => world.acquired(name, token));
   processor.on("error", (e) => world.failed(name, e));
-  processor.start().catch((e: unknown) => world.failed(name, e));
+  // A start that fails (a bootstrap request lost past requestTimeout) is retried, as a host's supervisor would.
+  let ended = false;
+  const begin = (): void => {
+    processor.start().catch((e: unknown) => {
+      world.failed(name, e);
+      if (!ended) void clock.sleep(TIMINGS.acquireMs).then(() => !ended && begin());
+    });
+  };
+  begin();
   return {
     name,
     clock,
     believed: () => processor.ownedLeaseTokens(),
-    stop: () => processor.stop(),
-    abandon: () => processor.abandon(),
+    stop: () => {
+      ended = true;
+      return processor.stop();
+    },
+    abandon: () => {
+      ended = true;
+      return processor.abandon();
+    },
   };
 }
 
