@@ -73,6 +73,25 @@ describe("EqualPartitionsBalancingStrategy, random pick among equals", () => {
     const busy = [lease("0", "b"), lease("1", "b"), lease("2", "b"), lease("3", "c")];
     expect(late.selectLeasesToTake(busy, "a", NOW).map((l) => l.leaseToken)).toEqual(["2"]);
   });
+
+  it("steals from a random one of the owners tied for busiest (.NET's first one with a draw of 0)", () => {
+    // 6 leases, owners b, c, d with 2 each and a → target 2; a needs 2: one steal, from b, c or d.
+    const tied = [
+      lease("0", "b"),
+      lease("1", "b"),
+      lease("2", "c"),
+      lease("3", "c"),
+      lease("4", "d"),
+      lease("5", "d"),
+    ];
+    const victim = (draw: number) =>
+      new EqualPartitionsBalancingStrategy(EXPIRATION, () => draw)
+        .selectLeasesToTake(tied, "a", NOW)
+        .map((l) => l.owner);
+    expect(victim(0)).toEqual(["b"]);
+    expect(victim(0.5)).toEqual(["c"]);
+    expect(victim(0.99)).toEqual(["d"]);
+  });
 });
 
 describe("watch schedule", () => {

@@ -8,7 +8,7 @@ import {
   watchParticipants,
 } from "./balancing/watch-schedule.js";
 import { abandonedBy, boundedRequest } from "./bounded-request.js";
-import type { Lease } from "./leases/lease.js";
+import { isAvailable, type Lease } from "./leases/lease.js";
 import { acquireAs } from "./leases/mutations.js";
 import { LeaseLostError, type LeaseStore } from "./leases/store.js";
 import type { LeaseView } from "./leases/view.js";
@@ -101,7 +101,9 @@ export class LoadBalancer {
     const me = options.instanceName;
     const now = this.o.clock.now();
     const all = this.effectiveLeases(now).filter((l) => !excluded.has(l.leaseToken));
-    const byToken = new Map(view.leases().map((l) => [l.leaseToken, l]));
+    const snapshot = view.leases();
+    const decidedOn = new Map(snapshot.map((l) => [l.id, l]));
+    const byToken = new Map(snapshot.map((l) => [l.leaseToken, l]));
     for (const [token, r] of running) {
       const seen = byToken.get(token);
       if (r.expectedOwner === me && seen && seen.owner !== me) this.o.stolen(token);
@@ -113,7 +115,23 @@ export class LoadBalancer {
     }
     for (const l of toTake) {
       if (this.o.signal.aborted) return;
-      const stored = view.get(l.id) ?? l;
+      const expiry = options.leaseExpirationInterval;
+      const decided = decidedOn.get(l.id) ?? l;
+      const stored = view.get(l.id) ?? decided;
+      // A lease-feed read during this round moved the view on (a host back from a pause refreshes a view older than
+      // the renewals): act only if the lease is still what the decision was made on, or the fresh copy's etag would
+      // let the write through and take a lease its owner had just renewed.
+      if (
+        stored.etag !== decided.etag &&
+        (stored.owner !== decided.owner ||
+          (isAvailable(decided, now, expiry) && !isAvailable(stored, this.o.clock.now(), expiry)))
+      )
+        continue;
+      // Taken because its owner looks expired in the view: only if the service's copy is expired too.
+      const expiredOwner =
+        stored.owner !== null && isAvailable(stored, now, expiry)
+          ? { nowMs: () => this.o.clock.now(), expirationMs: expiry }
+          : undefined;
       try {
         const ranged = stored.feedRange ? stored : await this.withFeedRange(stored);
         const sentAt = this.o.clock.monotonicNow();
@@ -123,7 +141,7 @@ export class LoadBalancer {
           options.requestTimeout,
           this.o.signal,
           "lease acquire",
-          (s) => store.update(ranged, acquireAs(stored.owner, me), s),
+          (s) => store.update(ranged, acquireAs(stored.owner, me, expiredOwner), s),
         );
         view.apply(acquired);
         this.o.takeOver(acquired, sentAt);

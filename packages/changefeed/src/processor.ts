@@ -138,6 +138,8 @@ export class ChangeFeedProcessor<
       counters: this.counters,
       accountEndpoint: this.input.accountEndpoint,
       now: () => this.clock.now(),
+      // The 412 backoff waits on the processor's clock too (a fake or simulated clock controls it).
+      sleep: (ms, s) => this.clock.sleep(ms, s),
       requireTtl: this.input.checkLeaseContainerTtl ?? true,
     });
     opening.catch(() => undefined); // rejected after a give-up: dropped, never unhandled

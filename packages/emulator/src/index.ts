@@ -9,7 +9,14 @@ export {
   type PartitionKeyDefinitionLike,
 } from "./partitioning/epk.js";
 export { RANGE_COUNT_HEADER } from "./routes/resources.js";
-export { RuModel } from "./ru/charges.js";
+export {
+  changeFeedCharge,
+  patchCharge,
+  pointReadCharge,
+  queryCharge,
+  RuModel,
+  writeCharge,
+} from "./ru/charges.js";
 export { type MeterEntry, type MeterSnapshot, meterDelta, type OperationKind, RuMeter } from "./ru/meter.js";
 export {
   DEFAULT_CHANGE_FEED_RETENTION_MS,

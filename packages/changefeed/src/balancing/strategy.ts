@@ -18,8 +18,9 @@ export interface LoadBalancingStrategy {
  * from the busiest owner when that owner has more than its share.
  *
  * Unlike .NET, which always takes the first available lease and the busiest owner's first lease, the pick
- * among equals is random: hosts deciding from the same lease list would otherwise all go for the same lease,
- * and all but one lose the race (a 412 and a wasted round each), which slows a cold start of many hosts.
+ * among equals is random (the lease, and the owner among those tied for busiest): hosts deciding from the same
+ * lease list would otherwise all go for the same lease, and all but one lose the race (a 412 and a wasted round
+ * each), which slows a cold start of many hosts, or all steal from the same owner at once.
  */
 export class EqualPartitionsBalancingStrategy implements LoadBalancingStrategy {
   constructor(
@@ -55,15 +56,21 @@ export class EqualPartitionsBalancingStrategy implements LoadBalancingStrategy {
       const rotated = [...available.slice(start), ...available.slice(0, start)];
       return rotated.slice(0, need);
     }
-    let busiest: string | undefined;
+    // The busiest owner, picked at random among those tied for it: hosts deciding from the same view would otherwise
+    // all steal from the same owner at once, leave it far below its share, and it would steal back (thrashing that
+    // grows with the fleet: measured by `npm run bench:fleet`). With `random` 0, the first one, as .NET.
     let busiestCount = 0;
+    const tied: string[] = [];
     for (const [owner, count] of workerCount) {
-      if (owner !== me && count >= busiestCount) {
-        busiest = owner;
+      if (owner === me) continue;
+      if (count > busiestCount) {
         busiestCount = count;
+        tied.length = 0;
       }
+      if (count === busiestCount) tied.push(owner);
     }
-    if (busiest === undefined) return [];
+    if (tied.length === 0) return [];
+    const busiest = tied[Math.floor(this.random() * tied.length)];
     const shouldSteal = need === 1 ? busiestCount > target : busiestCount >= target;
     if (!shouldSteal) return [];
     const candidates = allLeases.filter(

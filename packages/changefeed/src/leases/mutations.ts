@@ -1,4 +1,4 @@
-import { HANDOFF_PROPERTY, type Lease, UnsupportedLeaseError } from "./lease.js";
+import { HANDOFF_PROPERTY, isAvailable, type Lease, UnsupportedLeaseError } from "./lease.js";
 import { LeaseLostError } from "./store.js";
 
 /**
@@ -9,16 +9,30 @@ function expectOwner(server: Lease, expected: string | null): void {
   if (server.owner !== expected) throw new LeaseLostError(server.leaseToken, "stolen", server.owner);
 }
 
+/** How an expired lease is taken: the service's copy must be expired too, by this clock. */
+export interface ExpiredWhen {
+  /** Wall-clock time (ms since the epoch) when the mutation runs. */
+  nowMs: () => number;
+  /** The lease expiration interval (ms). */
+  expirationMs: number;
+}
+
 /**
  * Take a lease seen with `seenOwner` (null, or an expired owner, or the victim of a steal). A lease this
  * library cannot read from (e.g. a Java state holding several continuations) is refused before any write,
  * so it stays with the hosts that can process it instead of stalling here. A pending hand-off is cleared.
+ * `expired`: the lease is taken because its owner's copy looked expired; after a 412 the fresh copy must look
+ * expired too, or the owner renewed it meanwhile and it is not taken (a host back from a long pause acts on a view
+ * older than the renewals: without this it took every lease it had seen before the pause).
  */
 export const acquireAs =
-  (seenOwner: string | null, me: string) =>
+  (seenOwner: string | null, me: string, expired?: ExpiredWhen) =>
   (server: Lease): Lease => {
     if (server.shape?.unsupported) throw new UnsupportedLeaseError(server.id, server.shape.unsupported);
     expectOwner(server, seenOwner);
+    if (expired && server.owner !== null && !isAvailable(server, expired.nowMs(), expired.expirationMs)) {
+      throw new LeaseLostError(server.leaseToken, "stolen", server.owner);
+    }
     const { [HANDOFF_PROPERTY]: _handedTo, ...properties } = server.properties;
     return { ...server, owner: me, properties };
   };

@@ -55,6 +55,8 @@ export interface OpenLeaseStoreOptions {
   accountEndpoint?: string;
   /** Wall clock (ms since epoch) for the lease documents' timestamps. */
   now?: () => number;
+  /** Waits between attempts after a 412 (the processor's clock). Default: a real timer. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Refuse a lease container with TTL off (see ChangeFeedProcessorOptions.checkLeaseContainerTtl). Default true. */
   requireTtl?: boolean;
 }
@@ -67,6 +69,7 @@ export async function openLeaseStore(options: OpenLeaseStoreOptions): Promise<Le
     counters,
     accountEndpoint,
     now,
+    sleep,
     requireTtl = true,
   } = options;
   const [{ resource: coll }, { resource: leaseDef }] = await Promise.all([
@@ -95,5 +98,6 @@ export async function openLeaseStore(options: OpenLeaseStoreOptions): Promise<Le
     layout,
     counters,
     now,
+    sleep,
   );
 }

@@ -1,7 +1,7 @@
 import { ChangeFeedStartFrom, type Container, type ItemDefinition } from "@azure/cosmos";
 import { NotFoundError, PreconditionFailedError, statusOf } from "@cosmos-feed/core/cosmos/errors";
 import { deleteIfMatch, replaceIfMatch } from "@cosmos-feed/core/cosmos/occ";
-import { defaultOccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
+import { defaultOccRetryPolicy, OccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
 import { sessionTokenLsn } from "@cosmos-feed/core/cosmos/session";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { infoDocumentId, type Lease, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
@@ -88,7 +88,17 @@ export class LeaseStore {
     /** Where each request is counted. */
     readonly counters: LeaseOperationCounters,
     private readonly now: () => number = Date.now,
-  ) {}
+    /**
+     * The wait between attempts after a 412 (the processor's clock, so a fake or simulated clock controls it);
+     * default: a real timer.
+     */
+    sleep?: (ms: number, signal?: AbortSignal) => Promise<void>,
+  ) {
+    this.occ = sleep ? new OccRetryPolicy({ sleep }) : defaultOccRetryPolicy;
+  }
+
+  /** The shared OCC retry policy, waiting on the processor's clock. */
+  private readonly occ: OccRetryPolicy;
 
   /** Every lease of this prefix (`STARTSWITH(c.id, '<prefix>..')`). */
   async listAll(signal?: AbortSignal): Promise<Lease[]> {
@@ -170,7 +180,7 @@ export class LeaseStore {
   async update(cached: Lease, mutate: (current: Lease) => Lease, signal?: AbortSignal): Promise<Lease> {
     let current = cached;
     // The signal ends the whole update: the write, the re-read after a 412, and the retries after it.
-    return defaultOccRetryPolicy.run(
+    return this.occ.run(
       async () => {
         const next = mutate(current);
         const doc = toLeaseDocument(next, this.now());

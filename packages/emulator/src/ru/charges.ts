@@ -188,20 +188,27 @@ export function countIndexedPaths(policy: IndexPathPolicy | undefined, doc: unkn
   return count;
 }
 
+/** RU of a point read of a document of `bytes` (at least RuModel.pointReadMinimum). */
 export function pointReadCharge(bytes: number): number {
   return round2(Math.max(RuModel.pointReadMinimum, published(bytes, 1)));
 }
 
+/**
+ * RU of a create, replace, upsert or delete of a document of `bytes` whose write indexes `indexedPaths` leaf paths
+ * (see countIndexedPaths): at least RuModel.writeMinimum, plus RuModel.writePerIndexedPath per path.
+ */
 export function writeCharge(bytes: number, indexedPaths: number): number {
   return round2(
     Math.max(RuModel.writeMinimum, published(bytes, 2)) + indexedPaths * RuModel.writePerIndexedPath,
   );
 }
 
+/** RU of a patch: the write's charge plus RuModel.patchReadSurcharge. */
 export function patchCharge(bytes: number, indexedPaths: number): number {
   return round2(writeCharge(bytes, indexedPaths) + RuModel.patchReadSurcharge);
 }
 
+/** RU of one query page that read (scanned) `documentsRead` documents and returned `bytesReturned` bytes. */
 export function queryCharge(documentsRead: number, bytesReturned: number): number {
   const returnedKiB = bytesReturned === 0 ? 0 : Math.ceil(bytesReturned / KiB);
   return round2(
@@ -211,6 +218,7 @@ export function queryCharge(documentsRead: number, bytesReturned: number): numbe
   );
 }
 
+/** RU of one change feed page returning `documentsReturned` documents (RuModel.changeFeedEmpty when none: a 304). */
 export function changeFeedCharge(documentsReturned: number): number {
   if (documentsReturned === 0) return RuModel.changeFeedEmpty;
   return round2(RuModel.changeFeedBase + documentsReturned * RuModel.changeFeedPerDocument);
