@@ -19,7 +19,11 @@ import {
   type OrchestrationState,
   type WorkItemResult,
 } from "../../packages/devhost/src/durable/types.js";
-import { planWorkItem, snapshotAfter, type WorkItemPlan } from "../../packages/devhost/src/durable/work-item-plan.js";
+import {
+  planWorkItem,
+  snapshotAfter,
+  type WorkItemPlan,
+} from "../../packages/devhost/src/durable/work-item-plan.js";
 import { messageDoc } from "./hub-docs.js";
 
 const AT = "2026-01-01T00:00:00.000Z";

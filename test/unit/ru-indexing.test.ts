@@ -5,6 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { TASK_HUB_CONTAINER } from "../../packages/devhost/src/durable/cosmos-backend/containers.js";
 import {
   countIndexedPaths,
   countLeafPaths,
@@ -13,7 +14,6 @@ import {
 } from "../../packages/emulator/src/ru/charges.js";
 import { RuMeter } from "../../packages/emulator/src/ru/meter.js";
 import { Account, normalizeIndexingPolicy } from "../../packages/emulator/src/store/account.js";
-import { TASK_HUB_CONTAINER } from "../../packages/devhost/src/durable/cosmos-backend/containers.js";
 import { containerOf } from "../../src/shared/containers.js";
 
 const SEED = 20261126;

@@ -313,7 +313,15 @@ export function historyChunks(
   ) {
     const chunk = firstChunk;
     return [
-      { id: historyId(executionId, chunk), pk, kind: "history", hub, executionId, chunk, events: [...events] },
+      {
+        id: historyId(executionId, chunk),
+        pk,
+        kind: "history",
+        hub,
+        executionId,
+        chunk,
+        events: [...events],
+      },
     ];
   }
   let current: HistoryDoc | undefined;
