@@ -82,6 +82,10 @@ async function main(): Promise<void> {
       await entitiesAlone(b, step, machine, began);
       return;
     }
+    if (ONLY === "core") {
+      await coreAlone(b, step, machine);
+      return;
+    }
     const sequence = await step(
       "1. sequence",
       () => sequenceScenario(b),
@@ -167,13 +171,54 @@ async function main(): Promise<void> {
   }
 }
 
-/** `BENCH_DURABLE_ONLY=entities`: phase 7 alone (its figures merged into the JSON written by a full run). */
+/**
+ * `BENCH_DURABLE_ONLY=entities`: phase 7 alone (its figures merged into the JSON written by a full run);
+ * `BENCH_DURABLE_ONLY=core`: phases 1, 2 and 5 alone, printed, the JSON left alone (profiling the hot path).
+ */
 const ONLY = process.env.BENCH_DURABLE_ONLY;
 
 type Step = <T>(label: string, run: () => Promise<T>, line: (r: T) => string) => Promise<T>;
 
 const entitiesLine = (r: Awaited<ReturnType<typeof entitiesScenario>>) =>
   `one entity ${r.oneEntitySignalsPerSec} signals/s, 100 entities ${r.manyEntitiesSignalsPerSec} signals/s, callEntity round trip p50 ${r.callEntityRoundTripP50Ms} ms (medians of ${r.rounds.length} rounds)`;
+
+/**
+ * Runs phases 1 and 2 (and 5, measured inside them) alone and prints their latency, rate, cost and CPU per
+ * orchestration in both processes: a profile run (node --cpu-prof through NODE_OPTIONS reaches the emulator
+ * child too). Writes nothing.
+ */
+async function coreAlone(
+  b: Bench,
+  step: Step,
+  machine: ReturnType<typeof machineFacts> & { loadAverage1mAtStart: number; loadAverage1mAtEnd: number },
+): Promise<void> {
+  const sequence = await step(
+    "1. sequence",
+    () => sequenceScenario(b),
+    (r) =>
+      `p50 ${r.latencyMs.p50} ms, p95 ${r.latencyMs.p95} ms; ${r.cost.hubContainer.ru} RU, ${r.cost.hubContainer.requests} requests per orchestration`,
+  );
+  const burst = await step(
+    "2. burst",
+    () => burstScenario(b),
+    (r) =>
+      `starts answered ${r.starts.answeredPerSec}/s, ${r.ended}/${r.orchestrations} ended, ${r.completedPerSec} completed/s`,
+  );
+  const facts = { loadAverage1m: { start: machine.loadAverage1mAtStart, end: round2(os.loadavg()[0]) } };
+  console.log(JSON.stringify({ ...facts, sequence, burst }, null, 2));
+  const problems = [
+    ...(sequence.notCompleted + sequence.wrongOutputs > 0
+      ? [`scenario 1: ${sequence.notCompleted} not completed, ${sequence.wrongOutputs} wrong`]
+      : []),
+    ...(burst.completedCorrectly < burst.orchestrations
+      ? [`scenario 2: ${burst.orchestrations - burst.completedCorrectly} not completed correctly`]
+      : []),
+  ];
+  if (problems.length > 0) {
+    console.error(`FUNCTIONAL PROBLEMS:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+    process.exitCode = 1;
+  }
+}
 
 /** Runs phase 7 alone; merges it into the results file (the other phases' figures and facts left as they were). */
 async function entitiesAlone(

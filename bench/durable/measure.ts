@@ -36,6 +36,10 @@ export interface SpanResult {
   orchestratorInvocations: number;
   activityInvocations: number;
   emulatorCpuMs: number;
+  /** CPU time of the bench process (the hub, its client, the HTTP API, the observer) over the span. */
+  hubProcessCpuMs: number;
+  /** Of which in the kernel (system time: mostly the sockets' writes and reads). */
+  hubProcessSystemCpuMs: number;
 }
 
 /** Starts counting: the returned function ends the span and gives what happened in it. */
@@ -44,8 +48,10 @@ export async function costSpan(b: Bench, h: BenchHub): Promise<() => Promise<Spa
   const o0 = b.tally.snapshot();
   const inv0 = { ...h.counters };
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   return async () => {
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     const m1 = await b.emu.stats();
     const o1 = b.tally.snapshot();
     return {
@@ -56,6 +62,8 @@ export async function costSpan(b: Bench, h: BenchHub): Promise<() => Promise<Spa
       orchestratorInvocations: h.counters.orchestratorInvocations - inv0.orchestratorInvocations,
       activityInvocations: h.counters.activityInvocations - inv0.activityInvocations,
       emulatorCpuMs: m1.cpuMs - m0.cpuMs,
+      hubProcessCpuMs: (cpu.user + cpu.system) / 1000,
+      hubProcessSystemCpuMs: cpu.system / 1000,
     };
   };
 }
@@ -70,6 +78,9 @@ export function costReport(span: SpanResult, orchestrations: number) {
     orchestratorInvocationsPerOrchestration: round2(span.orchestratorInvocations / orchestrations),
     activityInvocationsPerOrchestration: round2(span.activityInvocations / orchestrations),
     emulatorCpuMsPerOrchestration: round2(span.emulatorCpuMs / orchestrations),
+    /** The bench process's CPU (hub, client, HTTP API and the observer's reads) per orchestration. */
+    hubProcessCpuMsPerOrchestration: round2(span.hubProcessCpuMs / orchestrations),
+    hubProcessSystemCpuMsPerOrchestration: round2(span.hubProcessSystemCpuMs / orchestrations),
   };
 }
 

@@ -4,8 +4,14 @@ import { type ChildProcess, fork } from "node:child_process";
 export const CHILD_EXIT_GRACE_MS = 5_000;
 
 /**
+ * Node flags every bench child gets besides its own (space-separated), e.g. `--cpu-prof --cpu-prof-dir=prof` to
+ * profile the emulator child: Node refuses --cpu-prof in NODE_OPTIONS.
+ */
+export const CHILD_NODE_ARGS_VARIABLE = "BENCH_CHILD_NODE_ARGS";
+
+/**
  * Forks a TypeScript module as a child with an IPC channel (`node --import tsx`, plus `nodeOptions` such as
- * `--expose-gc`), sharing stdout/stderr.
+ * `--expose-gc`, plus BENCH_CHILD_NODE_ARGS), sharing stdout/stderr.
  */
 export function forkTs(
   modulePath: string,
@@ -15,7 +21,12 @@ export function forkTs(
 ): ChildProcess {
   return fork(modulePath, args, {
     cwd,
-    execArgv: [...nodeOptions, "--import", "tsx"],
+    execArgv: [
+      ...nodeOptions,
+      ...(process.env[CHILD_NODE_ARGS_VARIABLE]?.split(" ").filter((a) => a !== "") ?? []),
+      "--import",
+      "tsx",
+    ],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
 }

@@ -5,6 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { TASK_HUB_CONTAINER } from "../../packages/devhost/src/durable/cosmos-backend/containers.js";
 import {
   countIndexedPaths,
   countLeafPaths,
@@ -62,6 +63,19 @@ describe("indexed paths of a write", () => {
     expect(countIndexedPaths(p(['/"h"/?'], ["/*"]), doc)).toBe(1 + 1);
     // `/a/?` names the scalar at /a only: an object there has none.
     expect(countIndexedPaths(p(["/a/?"], ["/*"]), doc)).toBe(1);
+  });
+
+  it("does not walk a subtree no included rule reaches (the task hub's history tail), and counts the same", () => {
+    const policy = normalizeIndexingPolicy(TASK_HUB_CONTAINER.indexingPolicy) as IndexPathPolicy;
+    const unread = {
+      get events(): never {
+        throw new Error("walked a subtree no included path reaches");
+      },
+    };
+    const doc = { id: "instance", pk: "h|i", kind: "instance", stage: { token: "t" }, historyTail: unread };
+    // id, pk, kind, stage/token: historyTail is excluded by /* and no included path lies below it.
+    expect(countIndexedPaths(policy, doc)).toBe(4);
+    expect(countIndexedPaths(policy, { ...doc, historyTail: [{ a: 1 }] })).toBe(4);
   });
 
   it("a container replace's new indexing policy charges the next write (the parsed rules are not reused)", () => {

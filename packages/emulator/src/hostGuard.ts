@@ -35,6 +35,10 @@ export function emulatorAllowList(bindHost: string, allowedHosts: string | undef
   return list;
 }
 
+/** Host header values answered lately, per allow-list: a client sends the same one with every request. */
+const answeredHosts = new WeakMap<HostAllowList, Set<string>>();
+const ANSWERED_HOSTS_REMEMBERED = 64;
+
 /** The 421 a request for a host name not on the list gets (nothing is read or written), or undefined. */
 export function hostRefusal(
   host: string | string[] | undefined,
@@ -42,6 +46,19 @@ export function hostRefusal(
 ): CosmosError | undefined {
   if (host === undefined || list.any) return undefined;
   const value = Array.isArray(host) ? host.join(",") : host;
+  const answered = answeredHosts.get(list);
+  if (answered?.has(value)) return undefined;
+  const refusal = refusalOf(value, list);
+  if (!refusal) {
+    const set = answered ?? new Set<string>();
+    if (set.size >= ANSWERED_HOSTS_REMEMBERED) set.clear();
+    set.add(value);
+    answeredHosts.set(list, set);
+  }
+  return refusal;
+}
+
+function refusalOf(value: string, list: HostAllowList): CosmosError | undefined {
   const hostname = normalizeHostname(value);
   if (hostname === undefined) {
     return new CosmosError(400, "BadRequest", `The Host header '${value.slice(0, 200)}' is not host[:port].`);

@@ -7,6 +7,7 @@ import {
   activity,
   entity,
   eventMessage,
+  events,
   instance,
   iso,
   outbox,
@@ -74,6 +75,25 @@ export function queryTests(s: Suite): void {
       const [first] = (await b.queryInstances({ instanceIdPrefix: a })).items;
       expect(first).toMatchObject({ kind: "instance", instanceId: a, status: "Running" });
       expect(first?._etag).toBe((await b.readInstance(a))?._etag);
+    });
+
+    it("lists instances without their history tail; a snapshot reads the tail as the history", async () => {
+      const b = s.backend();
+      const id = uniqueId("tail");
+      const tail = events(3);
+      const bytes = tail.reduce((n, e) => n + JSON.stringify(e).length, 0);
+      await b.createInstance({ ...instance(b.hubName, id), historyTail: tail, historyTailBytes: bytes });
+      expect((await b.readInstanceState(id)).history).toEqual(tail);
+      const [listed] = (await b.queryInstances({ instanceIdPrefix: id })).items;
+      expect(listed).toMatchObject({
+        instanceId: id,
+        executionId: "exec1",
+        historyChunks: 0,
+        status: "Running",
+      });
+      expect(listed?._etag).toBe((await b.readInstance(id))?._etag);
+      expect(listed && "historyTail" in listed).toBe(false);
+      expect(listed && "historyTailBytes" in listed).toBe(false);
     });
 
     it("pages instances: a page holds at most `top`; deletions between pages skip and repeat nothing else", async () => {

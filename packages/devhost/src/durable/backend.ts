@@ -49,7 +49,9 @@ export interface TaskHubBackend {
    * One page of the hub's orchestration instances (entities left out) that the filter selects. A continuation token
    * the backend did not issue throws an error the HTTP API answers 400 InvalidContinuationToken (http-errors.ts:
    * `statusCode` 400, or the SDK's own refusal of the token). An instance present throughout the paging is seen
-   * once; one deleted meanwhile may still be seen.
+   * once; one deleted meanwhile may still be seen. The documents come without their history tail
+   * (`historyTail`, `historyTailBytes`): a listing needs none of it, and on Cosmos DB a query is charged per KiB
+   * it returns.
    */
   queryInstances(filter: InstanceFilter): Promise<Page<InstanceDoc>>;
   /**

@@ -51,6 +51,15 @@ export interface InstanceDoc extends Doc, Omit<OrchestrationState, "history"> {
   kind: "instance";
   /** History chunks of the current execution: `history-<executionId>-<0 … historyChunks-1>`. */
   historyChunks: number;
+  /**
+   * The current execution's newest history events, after its chunks (the history is the chunks' events, then
+   * these): a commit appends its events here, and writes them as a chunk only once they pass
+   * DURABLE_LIMITS.inlineHistoryBytes — so a short orchestration's commits write one document each, not two.
+   * Absent: none (documents written before it).
+   */
+  historyTail?: HistoryEvent[];
+  /** UTF-8 bytes of `historyTail`'s events (each event's JSON), so that a commit need not measure them again. */
+  historyTailBytes?: number;
   /** A staged commit in progress, when one is. */
   stage?: StageMarker;
   /**
@@ -176,6 +185,8 @@ export function stateOf(inst: InstanceDoc, history: HistoryEvent[]): Orchestrati
     kind: _kind,
     hub: _hub,
     historyChunks: _c,
+    historyTail: _tail,
+    historyTailBytes: _tailBytes,
     stage: _s,
     start: _start,
     claim: _claim,
@@ -195,6 +206,7 @@ export function instanceDocOf(
   state: OrchestrationState,
   historyChunks: number,
   stage?: StageMarker,
+  tail?: { events: HistoryEvent[]; bytes: number },
 ): InstanceDoc {
   const { history: _h, ...rest } = state;
   return {
@@ -204,6 +216,7 @@ export function instanceDocOf(
     kind: "instance",
     hub,
     historyChunks,
+    ...(tail && tail.events.length > 0 ? { historyTail: tail.events, historyTailBytes: tail.bytes } : {}),
     ...(stage ? { stage } : {}),
   };
 }
@@ -257,6 +270,7 @@ export function snapshotOf(docs: AnyDoc[]): PartitionSnapshot {
   }
   if (instance?.start) snap.messages.push(startAsMessage(instance, instance.start));
   snap.history = chunks.sort((a, b) => a.chunk - b.chunk).flatMap((c) => c.events);
+  if (instance?.historyTail) snap.history.push(...instance.historyTail);
   snap.messages.sort((a, b) => a.seq - b.seq || a.id.localeCompare(b.id));
   return snap;
 }
@@ -291,6 +305,25 @@ export function historyChunks(
 ): HistoryDoc[] {
   const pk = partitionKeyOf(hub, instanceId);
   const out: HistoryDoc[] = [];
+  // The usual case, one chunk: the events measured together (one JSON text, not one per event).
+  if (
+    events.length > 0 &&
+    events.length <= DURABLE_LIMITS.chunkEvents &&
+    docBytes(events) <= DURABLE_LIMITS.chunkBytes
+  ) {
+    const chunk = firstChunk;
+    return [
+      {
+        id: historyId(executionId, chunk),
+        pk,
+        kind: "history",
+        hub,
+        executionId,
+        chunk,
+        events: [...events],
+      },
+    ];
+  }
   let current: HistoryDoc | undefined;
   let bytes = 0;
   for (const e of events) {

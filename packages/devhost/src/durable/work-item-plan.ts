@@ -2,6 +2,7 @@ import {
   type ActivityClaim,
   type ActivityDoc,
   activityId,
+  docBytes,
   historyChunks,
   historyId,
   type InstanceDoc,
@@ -17,6 +18,7 @@ import {
   type WorkDoc,
 } from "./documents.js";
 import { isTerminal } from "./engine.js";
+import { DURABLE_LIMITS } from "./limits.js";
 import { decodeProcessedInput } from "./protocol.js";
 import {
   type ActivityWorkItem,
@@ -76,9 +78,11 @@ export function planWorkItem(a: {
     const sameExecution = snap.instance !== undefined && snap.instance.executionId === next.executionId;
     const first = sameExecution ? (snap.instance?.historyChunks ?? 0) : 0;
     const events = sameExecution ? next.history.slice(snap.history.length) : next.history;
-    const chunks = historyChunks(hub, instanceId, next.executionId, first, events);
+    const history = historyAfter(snap.instance, sameExecution, events);
+    const chunks =
+      history.flush.length > 0 ? historyChunks(hub, instanceId, next.executionId, first, history.flush) : [];
     plan.upserts.push(...chunks);
-    plan.body = instanceDocOf(hub, next, first + chunks.length);
+    plan.body = instanceDocOf(hub, next, first + chunks.length, undefined, history.tail);
     plan.history = next.history;
     if (!sameExecution && snap.instance) {
       const old = snap.instance;
@@ -134,6 +138,27 @@ export function planWorkItem(a: {
     for (const d of [...snap.timers, ...snap.activities]) if (!deletes.includes(d.id)) deletes.push(d.id);
   }
   return plan;
+}
+
+/**
+ * Where a commit's new history events go (documents.ts, `historyTail`): appended to the instance document's tail
+ * while the tail stays within DURABLE_LIMITS.inlineHistoryBytes; else the tail and the new events are written as
+ * chunk documents and the tail is emptied. A new execution starts with no tail (the old one's is replaced with
+ * its instance document).
+ */
+function historyAfter(
+  instance: InstanceDoc | undefined,
+  sameExecution: boolean,
+  events: HistoryEvent[],
+): { tail: { events: HistoryEvent[]; bytes: number }; flush: HistoryEvent[] } {
+  const prior = sameExecution ? (instance?.historyTail ?? []) : [];
+  const priorBytes = sameExecution && prior.length > 0 ? (instance?.historyTailBytes ?? docBytes(prior)) : 0;
+  if (events.length === 0) return { tail: { events: prior, bytes: priorBytes }, flush: [] };
+  // The events' JSON texts, as the tail holds them: the array's brackets and commas are left out.
+  const bytes = docBytes(events) - 1 - events.length;
+  if (priorBytes + bytes <= DURABLE_LIMITS.inlineHistoryBytes)
+    return { tail: { events: [...prior, ...events], bytes: priorBytes + bytes }, flush: [] };
+  return { tail: { events: [], bytes: 0 }, flush: [...prior, ...events] };
 }
 
 /** The partition as the store holds it once `plan` is committed (the instance's new etag given). */

@@ -142,6 +142,16 @@ function matches(rule: PathRule, path: readonly string[]): boolean {
   return true;
 }
 
+/** Whether `rule` can match a path below `prefix` (one longer than it at least). */
+function mayMatchBelow(rule: PathRule, prefix: readonly string[]): boolean {
+  if (rule.exact && rule.segments.length <= prefix.length) return false;
+  const n = Math.min(rule.segments.length, prefix.length);
+  for (let i = 0; i < n; i++) {
+    if (rule.segments[i] !== prefix[i]) return false;
+  }
+  return true;
+}
+
 /**
  * Whether the scalar at `path` (property names; `[]` for an array element) is indexed under these rules: the
  * most specific matching rule wins, as on the service (more segments first; at equal length `/?` before `/*`;
@@ -171,11 +181,15 @@ export function countIndexedPaths(policy: IndexPathPolicy | undefined, doc: unkn
   if (policy === undefined) return countLeafPaths(doc, limit);
   if (policy.indexingMode === "none") return 0;
   const rules = rulesOf(policy);
+  const included = rules.filter((r) => r.included);
   let count = 0;
   const stack: { value: unknown; path: string[] }[] = [{ value: doc, path: [] }];
   while (stack.length > 0 && count < limit) {
     const { value, path } = stack.pop() as { value: unknown; path: string[] };
     if (value !== null && typeof value === "object") {
+      // A subtree no included rule can reach has no indexed leaf: it is not walked (a policy of a few included
+      // paths under `/*` excluded skips most of a document).
+      if (path.length > 0 && !included.some((r) => mayMatchBelow(r, path))) continue;
       if (Array.isArray(value))
         for (const child of value) stack.push({ value: child, path: [...path, "[]"] });
       else for (const [k, child] of Object.entries(value)) stack.push({ value: child, path: [...path, k] });

@@ -28,7 +28,7 @@ import type { EntityRow } from "../status-view.js";
 import type { EntityFilter, InstanceFilter } from "../types.js";
 import { asJson } from "./commit-plan.js";
 import { CosmosDispatchFeed } from "./dispatch-feed.js";
-import { entitiesQuery, instancesQuery } from "./queries.js";
+import { entitiesQuery, instancesQuery, LISTED_INSTANCE_FIELDS } from "./queries.js";
 import { HubStore } from "./store.js";
 
 /**
@@ -101,7 +101,7 @@ export class CosmosBackend implements TaskHubBackend {
 
   async queryInstances(filter: InstanceFilter): Promise<Page<InstanceDoc>> {
     const page = await this.o.container.items
-      .query<InstanceDoc>(instancesQuery(this.hubName, filter), {
+      .query<InstanceDoc>(instancesQuery(this.hubName, filter, LISTED_INSTANCE_FIELDS), {
         maxItemCount: filter.top ?? 100,
         continuationToken: filter.continuationToken,
       })

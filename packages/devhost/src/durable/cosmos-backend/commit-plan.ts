@@ -160,6 +160,8 @@ function visibleBefore(instance: NonNullable<CommitInput["instance"]>): Instance
   };
   delete pending.claim;
   delete pending.start;
+  delete pending.historyTail;
+  delete pending.historyTailBytes;
   delete pending.stage;
   return pending;
 }

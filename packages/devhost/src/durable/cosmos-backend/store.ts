@@ -37,7 +37,10 @@ async function bulkWithRetry(container: Container, ops: OperationInput[]): Promi
   for (let attempt = 0; pending.length > 0; attempt++) {
     let wait = 0;
     try {
-      const results = await container.items.bulk(pending);
+      // Only each operation's status is read: no documents back (see HubStore.batch).
+      const results = await container.items.bulk(pending, undefined, {
+        contentResponseOnWriteEnabled: false,
+      });
       const again: OperationInput[] = [];
       results.forEach((r, i) => {
         if (r.statusCode === 429 && attempt < BULK_THROTTLE_RETRIES) {
@@ -83,13 +86,18 @@ export class HubStore {
     return res.statusCode === 404 ? undefined : res.resource;
   }
 
-  /** One transactional batch; the failed operation's status (not 424), or the new etag of operation `etagOf`. */
+  /**
+   * One transactional batch; the failed operation's status (not 424), or the new etag of operation `etagOf`. It
+   * asks for no documents back (`Prefer: return=minimal`, the .NET SDK's EnableContentResponseOnWrite = false):
+   * every answer keeps its status and etag, which is all a commit reads, and neither side serializes the bodies
+   * again (the charge is the same).
+   */
   async batch(
     pk: string,
     ops: OperationInput[],
     etagOf = 0,
   ): Promise<{ ok: true; etag: string } | { ok: false; status: number }> {
-    const res = await this.container.items.batch(ops, pk);
+    const res = await this.container.items.batch(ops, pk, { contentResponseOnWriteEnabled: false });
     const results = res.result ?? [];
     const failed = results.find((r) => r.statusCode >= 400 && r.statusCode !== 424);
     if (failed) return { ok: false, status: failed.statusCode };

@@ -78,7 +78,11 @@ export function instancePage(instances: InstanceDoc[], filter: InstanceFilter): 
       (!runtimeStatus?.length || runtimeStatus.includes(d.status)) &&
       (!prefix || d.instanceId.startsWith(prefix)),
   );
-  return pageOf("instances", selected, filter.continuationToken, filter.top, (d) => structuredClone(d));
+  // Without the history tail, as the Cosmos DB backend lists them (TaskHubBackend.queryInstances).
+  return pageOf("instances", selected, filter.continuationToken, filter.top, (d) => {
+    const { historyTail: _tail, historyTailBytes: _bytes, ...listed } = d;
+    return structuredClone(listed);
+  });
 }
 
 type EntityBookkeeping = { entity?: { exists?: boolean; state?: string | null; lockedBy?: unknown } };
