@@ -37,7 +37,7 @@ export const config = {
   quick,
   sequence: {
     /** Orchestrations run (one at a time) and not recorded first: connections, caches, JIT. */
-    warmup: n("BENCH_DURABLE_WARMUP", 5, 2),
+    warmup: n("BENCH_DURABLE_WARMUP", 100, 2),
     runs: n("BENCH_DURABLE_SEQ_RUNS", 100, 20),
   },
   burst: { orchestrations: n("BENCH_DURABLE_BURST", 200, 50) },
