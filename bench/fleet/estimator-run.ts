@@ -37,7 +37,7 @@ const toBig = (epk: string, isMax: boolean): bigint =>
 const toEpk = (v: bigint): string => v.toString(16).toUpperCase().padStart(EPK_DIGITS, "0");
 
 /** `count` EPK windows covering [min, max) in order (the first keeps min, the last keeps max). */
-function cut(min: string, max: string, count: number): { min: string; max: string }[] {
+export function epkWindows(min: string, max: string, count: number): { min: string; max: string }[] {
   const lo = toBig(min, false);
   const hi = toBig(max, true);
   const out: { min: string; max: string }[] = [];
@@ -108,7 +108,7 @@ export async function runEstimator(leaseCount: number): Promise<EstimatorFigures
     const physical = (await monitored.readPartitionKeyRanges().fetchAll()).resources;
     physical.sort((a, b) => (a.minInclusive < b.minInclusive ? -1 : 1));
     const windows = physical.flatMap((r, i) =>
-      cut(
+      epkWindows(
         r.minInclusive,
         r.maxExclusive,
         Math.floor(leaseCount / ranges) + (i < leaseCount % ranges ? 1 : 0),
