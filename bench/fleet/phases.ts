@@ -58,9 +58,9 @@ export async function estimatorPhase(root: string, resultsFile: string, print: b
   });
 }
 
-/** `--emulator`: real processors on the emulator beside the simulation (BENCH_FLEET_EMULATOR_SIZES, default 8x64,16x64). */
+/** `--emulator`: real processors on the emulator beside the simulation (BENCH_FLEET_EMULATOR_SIZES, default 8x64,16x64,32x64). */
 export async function emulatorPhase(root: string, resultsFile: string, print: boolean): Promise<void> {
-  const sizes = (process.env.BENCH_FLEET_EMULATOR_SIZES ?? "8x64,16x64").split(",").map((s) => {
+  const sizes = (process.env.BENCH_FLEET_EMULATOR_SIZES ?? "8x64,16x64,32x64").split(",").map((s) => {
     const [h, l] = s.trim().split("x").map(Number);
     if (!(h >= 1 && l >= 1 && l <= 64))
       throw new Error(`BENCH_FLEET_EMULATOR_SIZES: '${s}' is not <hosts>x<leases> with at most 64 leases.`);
