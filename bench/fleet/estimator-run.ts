@@ -125,7 +125,6 @@ export async function runEstimator(leaseCount: number): Promise<EstimatorFigures
     const lags = await estimateLag({
       monitoredContainer: db.container("monitored"),
       leaseContainer: db.container("leases"),
-      requestTimeout: 120_000,
     });
     const wallMs = performance.now() - t0;
     const after = emu.meter.snapshot();

@@ -41,7 +41,7 @@ export async function estimatorPhase(root: string, resultsFile: string, print: b
     `RU per lease ${runs.map((f) => f.ruPerLease).join(", ")}: at ${largest.leases} leases ${largest.ru} RU per estimate ` +
       `(${r2(largest.ru / smallest.ru)}× the ${smallest.leases}-lease estimate for ${r2(largest.leases / smallest.leases)}× the leases).`,
     `Wall time ${runs.map((f) => `${f.wallMs} ms`).join(", ")} on this shared machine (load ${runs.map((f) => f.loadAverage1m).join(", ")}): ` +
-      "recorded, not judged; every lease's read is sent at once.",
+      "recorded, not judged; at most 64 leases' reads in flight (estimateLag's ESTIMATE_CONCURRENCY), default requestTimeout.",
   ];
   for (const c of conclusions) console.log(`  - ${c}`);
   if (print) return;

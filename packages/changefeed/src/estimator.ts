@@ -41,7 +41,7 @@ export interface EstimatorOptions {
 /**
  * Feed reads of one estimate in flight at once. Sent all together, 10,000 leases' reads queued behind each other
  * past the default requestTimeout (36 s) on a 2-core machine with the emulator (bench:fleet -- --estimator,
- * docs/bench-fleet.md); 64 at a time, the same reads took 8.8 s.
+ * docs/bench-fleet.md); 64 at a time, the estimate took 11 s.
  */
 export const ESTIMATE_CONCURRENCY = 64;
 
