@@ -6,21 +6,31 @@
  * loops (bench/fleet/dotnet-model.ts, a model for comparison only). Seeded: a run repeats exactly.
  *
  *   npm run bench:fleet         → bench/results/fleet.json (docs/bench-fleet.md quotes it)
+ *   npm run bench:fleet -- --estimator   the lag estimator at 100, 1,000, 10,000 leases on the emulator (key "estimator")
+ *   npm run bench:fleet -- --emulator    real processors on the emulator beside the simulation (key "emulator")
  *
  * Knobs (environment): BENCH_FLEET_SIZES (hosts×leases, comma-separated; default 10x100,30x300,100x1000),
  * BENCH_FLEET_SEED (1), BENCH_FLEET_STEADY_S (170: five renewal periods of 34 s), BENCH_FLEET_LOSS (0: the share of
  * requests lost, never answered), BENCH_FLEET_ONLY_PRINT=1 (print, leave the JSON alone).
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TIMINGS } from "./fleet/hosts.js";
+import { emulatorPhase, estimatorPhase } from "./fleet/phases.js";
 import { goals, type SizeSummary, summarize } from "./fleet/report.js";
 import { type FleetRun, simulate } from "./fleet/scenarios.js";
 import { envNumber, machineFacts } from "./lib/stats.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS_FILE = join(ROOT, "bench", "results", "fleet.json");
+const onlyPrint = process.env.BENCH_FLEET_ONLY_PRINT === "1";
+// The optional phases run on their own and merge their key into fleet.json (bench/fleet/phases.ts).
+if (process.argv.includes("--estimator") || process.argv.includes("--emulator")) {
+  if (process.argv.includes("--estimator")) await estimatorPhase(ROOT, RESULTS_FILE, onlyPrint);
+  if (process.argv.includes("--emulator")) await emulatorPhase(ROOT, RESULTS_FILE, onlyPrint);
+  process.exit(0);
+}
 const sizes = (process.env.BENCH_FLEET_SIZES ?? "10x100,30x300,100x1000").split(",").map((s) => {
   const [h, l] = s.trim().split("x").map(Number);
   if (!(h >= 1 && l >= 1)) throw new Error(`BENCH_FLEET_SIZES: '${s}' is not <hosts>x<leases>.`);
@@ -87,8 +97,13 @@ const results = {
         ],
   runs,
 };
-if (process.env.BENCH_FLEET_ONLY_PRINT !== "1") {
-  writeFileSync(RESULTS_FILE, `${JSON.stringify(results, null, 2)}\n`);
+if (!onlyPrint) {
+  // The phases' keys (--estimator, --emulator) are kept: they were measured apart.
+  const previous = existsSync(RESULTS_FILE) ? JSON.parse(readFileSync(RESULTS_FILE, "utf8")) : {};
+  const kept = Object.fromEntries(
+    ["estimator", "emulator"].filter((k) => k in previous).map((k) => [k, previous[k]]),
+  );
+  writeFileSync(RESULTS_FILE, `${JSON.stringify({ ...results, ...kept }, null, 2)}\n`);
   console.log(`wrote ${RESULTS_FILE}`);
 }
 process.exit(0);

@@ -1,0 +1,116 @@
+// The optional phases of bench:fleet (`-- --estimator`, `-- --emulator`): each runs on its own and merges its
+// results into bench/results/fleet.json under its own key, leaving the simulation's figures as they are.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { envNumber, machineFacts } from "../lib/stats.js";
+import { AGREEMENT_PCT, compareWithEmulator, type EmulatorComparison } from "./emulator-run.js";
+import { type EstimatorFigures, runEstimator } from "./estimator-run.js";
+
+const r2 = (n: number) => Math.round(n * 100) / 100;
+
+function merge(resultsFile: string, key: string, value: unknown): void {
+  const json = existsSync(resultsFile)
+    ? JSON.parse(readFileSync(resultsFile, "utf8"))
+    : { benchmark: "fleet" };
+  json[key] = value;
+  writeFileSync(resultsFile, `${JSON.stringify(json, null, 2)}\n`);
+  console.log(`merged '${key}' into ${resultsFile}`);
+}
+
+/** `--estimator`: estimateLag over 100, 1,000 and 10,000 leases (BENCH_FLEET_ESTIMATOR_LEASES). */
+export async function estimatorPhase(root: string, resultsFile: string, print: boolean): Promise<void> {
+  const counts = (process.env.BENCH_FLEET_ESTIMATOR_LEASES ?? "100,1000,10000").split(",").map(Number);
+  const runs: EstimatorFigures[] = [];
+  for (const n of counts) {
+    const f = await runEstimator(n);
+    runs.push(f);
+    console.log(
+      `estimator ${n} leases: ${f.requests} requests (${f.requestsPerLease}/lease), ${f.ru} RU (${f.ruPerLease}/lease), ${f.wallMs} ms at load ${f.loadAverage1m}`,
+    );
+  }
+  const largest = runs[runs.length - 1];
+  const smallest = runs[0];
+  const feedReads = (f: EstimatorFigures) => f.requestsByContainer["fleet/monitored"]?.changeFeed?.count ?? 0;
+  const listingPages = (f: EstimatorFigures) => f.requestsByContainer["fleet/leases"]?.query?.count ?? 0;
+  const conclusions = [
+    `Requests grow linearly in leases: ${runs.map((f) => `${f.requests} for ${f.leases}`).join(", ")} ` +
+      `(${runs.map((f) => f.requestsPerLease).join(", ")} per lease).`,
+    `Per lease one change feed read of the monitored container (${runs.map(feedReads).join(", ")} reads), plus the ` +
+      `lease listing in pages (${runs.map(listingPages).join(", ")} query pages): the estimate is one request per lease, ` +
+      "as .NET's estimator does; a range's read cannot answer for another range's lease, so it is not batched.",
+    `RU per lease ${runs.map((f) => f.ruPerLease).join(", ")}: at ${largest.leases} leases ${largest.ru} RU per estimate ` +
+      `(${r2(largest.ru / smallest.ru)}× the ${smallest.leases}-lease estimate for ${r2(largest.leases / smallest.leases)}× the leases).`,
+    `Wall time ${runs.map((f) => `${f.wallMs} ms`).join(", ")} on this shared machine (load ${runs.map((f) => f.loadAverage1m).join(", ")}): ` +
+      "recorded, not judged; at most 64 leases' reads in flight (estimateLag's ESTIMATE_CONCURRENCY), default requestTimeout.",
+  ];
+  for (const c of conclusions) console.log(`  - ${c}`);
+  if (print) return;
+  merge(resultsFile, "estimator", {
+    machine: machineFacts(root),
+    method:
+      "estimateLag (@cosmos-feed/changefeed) from a client of its own over the embedded emulator (in memory, port 0, " +
+      "throttling off). The monitored container has min(64, leases) physical ranges (the emulator's most at creation), " +
+      "each cut into even EPK windows, one version-1 (EPK) lease document each, written directly in .NET's schema, " +
+      'owned, with ContinuationToken "1"; 1,000 documents written before, so some leases have a backlog. Requests and ' +
+      "RU: the emulator's meter delta over the estimate (both containers); wall time with the 1-minute load average.",
+    runs,
+    conclusions,
+  });
+}
+
+/** `--emulator`: real processors on the emulator beside the simulation (BENCH_FLEET_EMULATOR_SIZES, default 8x64,16x64,32x64). */
+export async function emulatorPhase(root: string, resultsFile: string, print: boolean): Promise<void> {
+  const sizes = (process.env.BENCH_FLEET_EMULATOR_SIZES ?? "8x64,16x64,32x64").split(",").map((s) => {
+    const [h, l] = s.trim().split("x").map(Number);
+    if (!(h >= 1 && l >= 1 && l <= 64))
+      throw new Error(`BENCH_FLEET_EMULATOR_SIZES: '${s}' is not <hosts>x<leases> with at most 64 leases.`);
+    return { hosts: h, leases: l };
+  });
+  const scale = envNumber("BENCH_FLEET_EMULATOR_SCALE", 5);
+  const windowMs = envNumber("BENCH_FLEET_EMULATOR_WINDOW_S", 60) * 1000;
+  const seed = envNumber("BENCH_FLEET_SEED", 1);
+  const steadyMs = envNumber("BENCH_FLEET_STEADY_S", 170) * 1000;
+  const loadAtStart = r2(os.loadavg()[0]);
+  const runs: EmulatorComparison[] = [];
+  for (const { hosts, leases } of sizes) {
+    const c = await compareWithEmulator(hosts, leases, { scale, windowMs, seed, steadyMs });
+    runs.push(c);
+    console.log(
+      `${hosts}×${leases}: emulator ${c.real.steadyRuPerSecond} RU/s ${c.real.steadyRequestsPerSecond} req/s, ` +
+        `simulation ${c.simulation.steadyRuPerSecond} RU/s ${c.simulation.steadyRequestsPerSecond} req/s: ` +
+        `${c.deviationPct.steadyRuPerSecond} % (${c.withinTolerance ? "within" : "outside"} ±${AGREEMENT_PCT} %)`,
+    );
+  }
+  const conclusions = runs.map(
+    (c) =>
+      `${c.hosts}×${c.leases}: steady lease-container RU/s simulation ${c.simulation.steadyRuPerSecond} vs emulator ` +
+      `${c.real.steadyRuPerSecond} (${c.deviationPct.steadyRuPerSecond} %), requests/s ${c.simulation.steadyRequestsPerSecond} ` +
+      `vs ${c.real.steadyRequestsPerSecond} (${c.deviationPct.steadyRequestsPerSecond} %): ` +
+      `${c.withinTolerance ? "agree" : "DISAGREE"} within ±${AGREEMENT_PCT} %; cold start balanced after ` +
+      `${c.simulation.coldStartBalancedAcquireIntervals} (simulation) vs ${c.real.coldStartBalancedAcquireIntervals} ` +
+      "(emulator, which also waits for two acquire intervals without a change of hands) acquire intervals.",
+  );
+  for (const c of conclusions) console.log(`  - ${c}`);
+  if (print) return;
+  merge(resultsFile, "emulator", {
+    machine: {
+      ...machineFacts(root),
+      loadAverage1mAtStart: loadAtStart,
+      loadAverage1mAtEnd: r2(os.loadavg()[0]),
+    },
+    method:
+      "Real side: measureScenario (@cosmos-feed/devhost/tune) — the embedded emulator in this process over a real " +
+      "socket (throttling off), H ChangeFeedProcessor instances in this one process (each with its own CosmosClient), " +
+      "a monitored container with one physical range per lease (at most 64) and the lean lease container, idle, every " +
+      "interval ÷ scale; steady = the emulator's lease-container meter over the window after balancing and one " +
+      "expiration interval, per scenario second. Simulation: the cold start of the same size at the unscaled " +
+      "intervals, its steady window after balance. Agreement: steady RU/s within ±" +
+      `${AGREEMENT_PCT} %.`,
+    scale,
+    windowMs,
+    agreementPct: AGREEMENT_PCT,
+    runs,
+    conclusions,
+    allAgree: runs.every((c) => c.withinTolerance),
+  });
+}
