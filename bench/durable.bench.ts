@@ -86,18 +86,7 @@ async function main(): Promise<void> {
       await coreAlone(b, step, machine);
       return;
     }
-    const sequence = await step(
-      "1. sequence",
-      () => sequenceScenario(b),
-      (r) =>
-        `p50 ${r.latencyMs.p50} ms, p95 ${r.latencyMs.p95} ms; ${r.cost.hubContainer.ru} RU, ${r.cost.hubContainer.requests} requests per orchestration`,
-    );
-    const burst = await step(
-      "2. burst",
-      () => burstScenario(b),
-      (r) =>
-        `starts answered ${r.starts.answeredPerSec}/s, ${r.ended}/${r.orchestrations} ended, ${r.completedPerSec} completed/s`,
-    );
+    const { sequence, burst } = await sequenceAndBurst(b, step);
     const fanOut = await step(
       "3. fan-out",
       () => fanOutScenario(b),
@@ -179,6 +168,23 @@ const ONLY = process.env.BENCH_DURABLE_ONLY;
 
 type Step = <T>(label: string, run: () => Promise<T>, line: (r: T) => string) => Promise<T>;
 
+/** Scenarios 1 and 2, each printed as it ends: the full run's first two and the `core` phase's only ones. */
+async function sequenceAndBurst(b: Bench, step: Step) {
+  const sequence = await step(
+    "1. sequence",
+    () => sequenceScenario(b),
+    (r) =>
+      `p50 ${r.latencyMs.p50} ms, p95 ${r.latencyMs.p95} ms; ${r.cost.hubContainer.ru} RU, ${r.cost.hubContainer.requests} requests per orchestration`,
+  );
+  const burst = await step(
+    "2. burst",
+    () => burstScenario(b),
+    (r) =>
+      `starts answered ${r.starts.answeredPerSec}/s, ${r.ended}/${r.orchestrations} ended, ${r.completedPerSec} completed/s`,
+  );
+  return { sequence, burst };
+}
+
 const entitiesLine = (r: Awaited<ReturnType<typeof entitiesScenario>>) =>
   `one entity ${r.oneEntitySignalsPerSec} signals/s, 100 entities ${r.manyEntitiesSignalsPerSec} signals/s, callEntity round trip p50 ${r.callEntityRoundTripP50Ms} ms (medians of ${r.rounds.length} rounds)`;
 
@@ -192,18 +198,7 @@ async function coreAlone(
   step: Step,
   machine: ReturnType<typeof machineFacts> & { loadAverage1mAtStart: number; loadAverage1mAtEnd: number },
 ): Promise<void> {
-  const sequence = await step(
-    "1. sequence",
-    () => sequenceScenario(b),
-    (r) =>
-      `p50 ${r.latencyMs.p50} ms, p95 ${r.latencyMs.p95} ms; ${r.cost.hubContainer.ru} RU, ${r.cost.hubContainer.requests} requests per orchestration`,
-  );
-  const burst = await step(
-    "2. burst",
-    () => burstScenario(b),
-    (r) =>
-      `starts answered ${r.starts.answeredPerSec}/s, ${r.ended}/${r.orchestrations} ended, ${r.completedPerSec} completed/s`,
-  );
+  const { sequence, burst } = await sequenceAndBurst(b, step);
   const facts = { loadAverage1m: { start: machine.loadAverage1mAtStart, end: round2(os.loadavg()[0]) } };
   console.log(JSON.stringify({ ...facts, sequence, burst }, null, 2));
   const problems = [

@@ -144,16 +144,7 @@ export class InMemoryLeaseContainer {
   create(body: Record<string, unknown>) {
     const id = String(body.id);
     if (this.docs.has(id)) this.fail("create", 409);
-    const stored = this.stamp(id, body);
-    const charge = writeCharge(this.docs.get(id)?.bytes ?? 0, INDEXED_PATHS);
-    this.meter.add("create", charge);
-    return {
-      resource: stored,
-      requestCharge: charge,
-      etag: stored._etag,
-      headers: this.session(),
-      statusCode: 201,
-    };
+    return this.write("create", id, body, 201);
   }
 
   read(id: string) {
@@ -171,15 +162,20 @@ export class InMemoryLeaseContainer {
     const d = this.docs.get(id);
     if (!d) this.fail("replace", 404);
     if (ifMatch !== undefined && d.body._etag !== ifMatch) this.fail("replace", 412);
+    return this.write("replace", id, body, 200);
+  }
+
+  /** Stores the body under a new ETag and `_ts`, charged as the emulator charges a write of its size. */
+  private write(kind: "create" | "replace", id: string, body: Record<string, unknown>, statusCode: number) {
     const stored = this.stamp(id, body);
     const charge = writeCharge(this.docs.get(id)?.bytes ?? 0, INDEXED_PATHS);
-    this.meter.add("replace", charge);
+    this.meter.add(kind, charge);
     return {
       resource: stored,
       requestCharge: charge,
       etag: stored._etag,
       headers: this.session(),
-      statusCode: 200,
+      statusCode,
     };
   }
 

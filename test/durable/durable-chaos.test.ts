@@ -55,6 +55,18 @@ async function status(host: AppChild, id: string): Promise<{ runtimeStatus?: str
 /** A host's API may refuse a request while it starts or dies: such a read is polled again. */
 const READ_THROUGH_ERRORS = { retryErrors: true };
 
+/** The instance's status once `host` reports it Completed (read through the host's refusals). */
+function completedOn(host: AppChild, id: string, what = `instance ${id}`) {
+  return until(
+    what,
+    async () => {
+      const st = await status(host, id);
+      return st.runtimeStatus === "Completed" ? st : undefined;
+    },
+    READ_THROUGH_ERRORS,
+  );
+}
+
 describe("durable task hub across processes", () => {
   it("a timer created by a host killed with -9 fires on the restarted host", async () => {
     const first = await start("ChaosHub");
@@ -83,14 +95,7 @@ describe("durable task hub across processes", () => {
     first.child.kill("SIGKILL");
     await first.exited;
     const second = await start("ChaosHub");
-    const done = await until(
-      "the instance to complete after the restart",
-      async () => {
-        const s = await status(second, "nap-1");
-        return s.runtimeStatus === "Completed" ? s : undefined;
-      },
-      READ_THROUGH_ERRORS,
-    );
+    const done = await completedOn(second, "nap-1", "the instance to complete after the restart");
     expect(done.output).toBe("Hello, after the nap!");
     expect(second.output()).toContain("Executed 'Functions.cityGreeting' (Succeeded");
     second.child.kill("SIGTERM");
@@ -128,25 +133,11 @@ describe("durable task hub across processes", () => {
     a.child.kill("SIGKILL");
     await a.exited;
     for (const id of fanOut) {
-      const s = await until(
-        `instance ${id}`,
-        async () => {
-          const st = await status(b, id);
-          return st.runtimeStatus === "Completed" ? st : undefined;
-        },
-        READ_THROUGH_ERRORS,
-      );
+      const s = await completedOn(b, id);
       expect(s.output).toMatchObject({ greetings: [`Hello, ${id}-x!`, `Hello, ${id}-y!`] });
     }
     for (const id of naps) {
-      const s = await until(
-        `instance ${id}`,
-        async () => {
-          const st = await status(b, id);
-          return st.runtimeStatus === "Completed" ? st : undefined;
-        },
-        READ_THROUGH_ERRORS,
-      );
+      const s = await completedOn(b, id);
       expect(s.output).toBe("Hello, after the nap!");
     }
   });

@@ -3,13 +3,11 @@
  * example is test/fixtures/durable-testing/hub-example.ts word for word (below the fixture's header comment), and that
  * file, run as a plain script in a real child process (`node --import tsx`), completes as the doc says.
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { WAIT_MS } from "../../bench/lib/until.js";
 import { readDoc } from "../support/markdown.js";
+import { EXAMPLE_TEST_TIMEOUT_MS, runExampleScript } from "../support/run-example.js";
 
 const script = fileURLToPath(new URL("../fixtures/durable-testing/hub-example.ts", import.meta.url));
 
@@ -33,18 +31,13 @@ describe("startTestHub outside vitest", () => {
   it(
     "runs under plain node (tsx): the retries' timers fire on the fake clock and it completes",
     async () => {
-      const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
-        timeout: WAIT_MS * 4,
-        env: { ...process.env, NODE_OPTIONS: "--conditions=source" },
-      });
-      const last = stdout.trim().split("\n").pop() ?? "";
-      expect(JSON.parse(last)).toEqual({
+      expect(await runExampleScript(script)).toEqual({
         status: "Completed",
         output: { outcome: "Succeeded" },
         virtualMs: 3_000,
         provisionCalls: 3,
       });
     },
-    WAIT_MS * 5,
+    EXAMPLE_TEST_TIMEOUT_MS,
   );
 });

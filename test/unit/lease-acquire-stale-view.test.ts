@@ -27,7 +27,12 @@ async function pausedHost() {
   await clock.advance(EXPIRATION + 10_000);
   for (const t of ["0", "1", "2"])
     store.put({ ...(store.get(lease(t, null).id) as ReturnType<typeof lease>) });
-  const balancer = testBalancer({
+  return { clock, store, view, balancer: balancerOf(store, view, clock) };
+}
+
+/** The load balancer of host "me" over the fake store and view, with this file's expiration interval. */
+function balancerOf(store: InMemoryLeaseStoreFake, view: LeaseView, clock: FakeClock) {
+  return testBalancer({
     options: resolveOptions(
       {
         monitoredContainer: {} as Container,
@@ -40,7 +45,6 @@ async function pausedHost() {
     view,
     clock,
   });
-  return { clock, store, view, balancer };
 }
 
 describe("a balancing round on a view older than the owners' renewals", () => {
@@ -70,20 +74,7 @@ describe("a balancing round on a view older than the owners' renewals", () => {
     const view = new LeaseView(store.asStore());
     await view.load();
     await clock.advance(EXPIRATION + 10_000);
-    const balancer = testBalancer({
-      options: resolveOptions(
-        {
-          monitoredContainer: {} as Container,
-          leaseContainer: {} as Container,
-          leaseExpirationInterval: EXPIRATION,
-        },
-        () => "me",
-      ),
-      store: store.asStore(),
-      view,
-      clock,
-    });
-    await balancer.balance();
+    await balancerOf(store, view, clock).balance();
     expect(store.get(lease("0", null).id)?.owner).toBe("me");
   });
 });

@@ -304,26 +304,24 @@ export function historyChunks(
   events: HistoryEvent[],
 ): HistoryDoc[] {
   const pk = partitionKeyOf(hub, instanceId);
-  const out: HistoryDoc[] = [];
+  const chunkDoc = (chunk: number, chunkEvents: HistoryEvent[]): HistoryDoc => ({
+    id: historyId(executionId, chunk),
+    pk,
+    kind: "history",
+    hub,
+    executionId,
+    chunk,
+    events: chunkEvents,
+  });
   // The usual case, one chunk: the events measured together (one JSON text, not one per event).
   if (
     events.length > 0 &&
     events.length <= DURABLE_LIMITS.chunkEvents &&
     docBytes(events) <= DURABLE_LIMITS.chunkBytes
   ) {
-    const chunk = firstChunk;
-    return [
-      {
-        id: historyId(executionId, chunk),
-        pk,
-        kind: "history",
-        hub,
-        executionId,
-        chunk,
-        events: [...events],
-      },
-    ];
+    return [chunkDoc(firstChunk, [...events])];
   }
+  const out: HistoryDoc[] = [];
   let current: HistoryDoc | undefined;
   let bytes = 0;
   for (const e of events) {
@@ -333,16 +331,7 @@ export function historyChunks(
       current.events.length >= DURABLE_LIMITS.chunkEvents ||
       (bytes + size > DURABLE_LIMITS.chunkBytes && current.events.length > 0)
     ) {
-      const chunk = firstChunk + out.length;
-      current = {
-        id: historyId(executionId, chunk),
-        pk,
-        kind: "history",
-        hub,
-        executionId,
-        chunk,
-        events: [],
-      };
+      current = chunkDoc(firstChunk + out.length, []);
       bytes = 0;
       out.push(current);
     }
