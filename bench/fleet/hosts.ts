@@ -2,7 +2,7 @@ import {
   type ChangeFeedProcessor,
   createChangeFeedProcessor,
   databaseRidOf,
-  EqualPartitionsBalancingStrategy,
+  FairShareBalancingStrategy,
   type Lease,
   LeaseMode,
   leasePrefix,
@@ -59,7 +59,7 @@ export function ourHost(world: HostWorld, name: string): SimHost {
       leaseAcquireInterval: TIMINGS.acquireMs,
       leaseExpirationInterval: TIMINGS.expirationMs,
       feedPollDelay: TIMINGS.pollMs,
-      balancingStrategy: new EqualPartitionsBalancingStrategy(TIMINGS.expirationMs, world.random),
+      balancingStrategy: new FairShareBalancingStrategy(TIMINGS.expirationMs, world.random),
     },
     async () => {},
   );

@@ -1,7 +1,7 @@
 import type { Container } from "@azure/cosmos";
 import type { Clock } from "@cosmos-feed/core/clock";
 import { abandonedBy, boundedRequest } from "./bounded-request.js";
-import { type Lease, newLease } from "./leases/lease.js";
+import { type Lease, newLease, REPLACES_PROPERTY } from "./leases/lease.js";
 import type { LeaseStore } from "./leases/store.js";
 
 export interface LeaseReplacerOptions {
@@ -77,7 +77,7 @@ export class LeaseReplacer {
         r,
         parent.continuationToken,
         parent.mode,
-        parent.properties,
+        { ...parent.properties, [REPLACES_PROPERTY]: parent.leaseToken },
         parent,
       );
     const created: Lease[] = [];

@@ -7,7 +7,7 @@ import {
   type WatchSchedule,
   watchParticipants,
 } from "./balancing/watch-schedule.js";
-import { abandonedBy, boundedRequest } from "./bounded-request.js";
+import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import { acquireAs } from "./leases/mutations.js";
 import { LeaseLostError, type LeaseStore } from "./leases/store.js";
@@ -45,6 +45,8 @@ export interface LoadBalancerOptions {
 export class LoadBalancer {
   /** Rounds run one at a time (the timer's and the watch's). */
   private chain: Promise<void> = Promise.resolve();
+  /** The last round started with this host holding nothing and took (or tried) a lease: follow up soon. */
+  private footholdTaken = false;
 
   constructor(private readonly o: LoadBalancerOptions) {}
 
@@ -84,6 +86,38 @@ export class LoadBalancer {
     });
   }
 
+  /**
+   * Wait before the next timed round: leaseAcquireInterval, or leaseJoinSettleDelay after a round in which this
+   * host, holding nothing, took a foothold. Until it holds a lease the others do not count it, and neither does
+   * it count the other newcomers; after the settle delay their footholds are in the lease feed, and the follow-up
+   * round (on a refreshed view) takes this host's full share.
+   */
+  nextRoundDelay(): number {
+    const r = this.o.options;
+    return this.footholdTaken ? Math.min(r.leaseJoinSettleDelay, r.leaseAcquireInterval) : r.leaseAcquireInterval;
+  }
+
+  /** The timed round: after a foothold, the view is refreshed first. */
+  timedRound(): Promise<void> {
+    if (!this.footholdTaken) return this.balance();
+    return this.refreshView().then(() => this.balance());
+  }
+
+  /**
+   * Reads the lease feed into the view (bounded: a read that never answers would stop this host noticing
+   * released leases; one given up in flight may still move the feed, so the next refresh lists again). Returns
+   * the leases that changed.
+   */
+  async refreshView(): Promise<Lease[]> {
+    const { view, clock, options, signal } = this.o;
+    return boundedRequest(clock, options.requestTimeout, signal, "lease feed read", () => view.refresh()).catch(
+      (e: unknown) => {
+        if (e instanceof RequestTimeoutError) view.dropFeed();
+        throw e;
+      },
+    );
+  }
+
   /** One balancing round, after the previous one. */
   balance(): Promise<void> {
     const run = this.chain.then(() => this.round());
@@ -110,9 +144,11 @@ export class LoadBalancer {
     }
     // Leases the view says are this host's but that do not run here: handed to it, or left from before.
     const toTake = all.filter((l) => l.owner === me && !running.has(l.leaseToken));
+    const holdsNothing = running.size === 0 && toTake.length === 0;
     for (const l of this.o.strategy.selectLeasesToTake(all, me, now)) {
       if (!running.has(l.leaseToken) && !toTake.includes(l)) toTake.push(l);
     }
+    this.footholdTaken = holdsNothing && toTake.length > 0;
     for (const l of toTake) {
       if (this.o.signal.aborted) return;
       const expiry = options.leaseExpirationInterval;

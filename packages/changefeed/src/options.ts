@@ -31,6 +31,13 @@ export const ChangeFeedDefaults = {
    * leases are noticed within about one slot and the container is read once per slot in total (ms).
    */
   leaseWatchInterval: 1_000,
+  /**
+   * A host that held no lease takes one (a foothold: until then the others do not count it) and runs its next
+   * balancing round this long after, on a refreshed view in which hosts starting with it have footholds too; that
+   * round takes its whole fair share (balancing/fair-share.ts). Also the first start's delay before a lone host
+   * takes its other leases (ms). Option: `leaseJoinSettleDelay`.
+   */
+  leaseJoinSettleDelay: 2_000,
   /** A stopping host releases a successor's leases this long before the successor's watch slot (ms). */
   handoffLead: 150,
   /** On stop, how often a draining host checks whether a successor took its released leases (ms). */
@@ -138,6 +145,8 @@ export interface ChangeFeedProcessorOptions {
    * 0 = no watch: every host reads it once per leaseAcquireInterval (the cost of .NET's listing). Default 1000.
    */
   leaseWatchInterval?: number;
+  /** See ChangeFeedDefaults.leaseJoinSettleDelay (ms; at most leaseAcquireInterval). */
+  leaseJoinSettleDelay?: number;
   /**
    * Page size of change feed reads (documents per handler call). Default: the service's (100 on the emulator). A
    * page never splits one transaction's changes (they share an LSN), so a handler call may get more.
@@ -151,7 +160,7 @@ export interface ChangeFeedProcessorOptions {
   mode?: "latestVersion" | "allVersionsAndDeletes";
   /** What to do when the handler fails. Default: retry with backoff. */
   errorPolicy?: ErrorPolicy;
-  /** Replaces the equal-partitions strategy. */
+  /** Replaces the fair-share strategy (FairShareBalancingStrategy; .NET's is EqualPartitionsBalancingStrategy). */
   balancingStrategy?: LoadBalancingStrategy;
   /**
    * On stop, keep processing released leases until another host takes them (or this many ms pass), so the
@@ -184,6 +193,8 @@ export interface ResolvedOptions {
   requestTimeout: number;
   /** Lease watch slot (ms); 0 = no watch. */
   leaseWatchInterval: number;
+  /** Wait after a foothold before the round that takes the full share (ms). */
+  leaseJoinSettleDelay: number;
   /** Documents per page; undefined = the service's page size. */
   maxItemsPerInvocation: number | undefined;
   /** Leases without a continuation start from the beginning of the feed. */
@@ -310,6 +321,11 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
       `leaseWatchInterval must be 0 (off) or a positive number of milliseconds; got ${String(o.leaseWatchInterval)}.`,
     );
   }
+  const settle = positiveMs(
+    "leaseJoinSettleDelay",
+    o.leaseJoinSettleDelay,
+    Math.min(ChangeFeedDefaults.leaseJoinSettleDelay, acquire),
+  );
   const checkpointDelay = o.maxCheckpointDelay ?? ChangeFeedDefaults.maxCheckpointDelay;
   if (typeof checkpointDelay !== "number" || !Number.isFinite(checkpointDelay) || checkpointDelay < 0) {
     throw new InvalidProcessorOptionsError(
@@ -332,6 +348,7 @@ export function resolveOptions(o: ChangeFeedProcessorOptions, randomName: () => 
     maxCheckpointDelay: checkpointDelay,
     requestTimeout,
     leaseWatchInterval: watch,
+    leaseJoinSettleDelay: settle,
     maxItemsPerInvocation: max,
     startFromBeginning: o.startFromBeginning ?? false,
     startFromTime,

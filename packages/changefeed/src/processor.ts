@@ -3,7 +3,7 @@ import { EventEmitter } from "node:events";
 import type { Container } from "@azure/cosmos";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
-import { EqualPartitionsBalancingStrategy } from "./balancing/strategy.js";
+import { FairShareBalancingStrategy } from "./balancing/fair-share.js";
 import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
 import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
 import { type ChangeFeedProcessorEvents, ProcessorEvents } from "./events.js";
@@ -182,7 +182,7 @@ export class ChangeFeedProcessor<
     const balancer = new LoadBalancer({
       options: o,
       strategy:
-        this.input.balancingStrategy ?? new EqualPartitionsBalancingStrategy(o.leaseExpirationInterval),
+        this.input.balancingStrategy ?? new FairShareBalancingStrategy(o.leaseExpirationInterval),
       store,
       view,
       monitored,
@@ -203,20 +203,14 @@ export class ChangeFeedProcessor<
         signal,
         (now) => balancer.nextWatchAt(now) - now,
         async () => {
-          // Bounded: a lease feed read that never answers would stop this host noticing released leases.
-          const changed = await boundedRequest(this.clock, o.requestTimeout, signal, "lease feed read", () =>
-            view.refresh(),
-          ).catch((e: unknown) => {
-            if (e instanceof RequestTimeoutError) view.dropFeed();
-            throw e;
-          });
+          const changed = await balancer.refreshView();
           if (changed.some((l) => l.owner === null)) await balancer.balance();
         },
       ),
       this.loop(
         signal,
-        () => o.leaseAcquireInterval,
-        () => balancer.balance(),
+        () => balancer.nextRoundDelay(),
+        () => balancer.timedRound(),
       ),
     ];
   }

@@ -125,6 +125,14 @@ export interface Lease {
  */
 export const HANDOFF_PROPERTY = "handoffTo";
 
+/**
+ * `properties.replaces` on a lease created by a split (or merge) replacement: the token of the lease it replaces.
+ * The parent's deletion does not show in the latest-version lease feed, so other hosts' views keep the parent
+ * until they try to take it; a parent whose range its children tile is left out of the balancing counts
+ * (balancing/superseded.ts). .NET keeps properties it does not know as they are.
+ */
+export const REPLACES_PROPERTY = "replaces";
+
 /** Parses ISO-8601 timestamps tolerantly: more than 3 fractional digits, a Java `[UTC]` suffix. */
 export function parseLeaseTimestamp(value: unknown): number | undefined {
   if (typeof value !== "string" || value.length === 0) return undefined;
