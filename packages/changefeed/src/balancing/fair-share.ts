@@ -40,10 +40,11 @@ const byToken = (a: Lease, b: Lease) => byName(a.leaseToken, b.leaseToken);
  * that hold them and sorts the rest by name only, hosts that act on the plan one after another (each after
  * seeing the others' moves) cut the same slices as if they had acted at once.
  *
- * A host that holds nothing is invisible to the others (they count owners): it first takes one lease of the
- * pool at random, a foothold, and the balancer runs its next round soon after (`leaseJoinSettleDelay`), on a
- * refreshed view in which the other newcomers have footholds too; from then on the slices are cut for
- * everyone.
+ * A host that holds nothing is invisible to the others (they count owners). Joining hosts that hold leases, it
+ * first takes one lease at random, a foothold, and the balancer runs its next round soon after
+ * (`leaseJoinSettleDelay`), on a refreshed view in which the other newcomers have footholds too; from then on
+ * the slices are cut for everyone. When nobody holds a lease (a first start), it takes every lease, as .NET
+ * does, so a lone host processes everything at once; hosts that started with it even out in the next round.
  */
 export class FairShareBalancingStrategy implements LoadBalancingStrategy {
   constructor(
@@ -56,6 +57,12 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
     const plan = this.plan(allLeases, me, nowMs);
     if (plan.target <= plan.mine) return [];
     if (plan.mine > 0) return plan.mySlice;
+    if (plan.hosts === 1) {
+      // Nobody else holds a lease (a first start, or the whole app restarting): take everything, from a random
+      // start, so that hosts starting together mostly take different leases; the next round evens them out.
+      const start = Math.floor(this.random() * plan.pool.length);
+      return [...plan.pool.slice(start), ...plan.pool.slice(0, start)];
+    }
     const candidates = plan.footholds;
     return candidates.length === 0 ? [] : [candidates[Math.floor(this.random() * candidates.length)]];
   }
