@@ -144,4 +144,18 @@ describe("watch schedule", () => {
     expect(got).toEqual({ a: 2, b: 4, c: 2 });
     expect(assignSuccessors(mine, new Map()).size).toBe(0);
   });
+
+  it("spreads the leases of hosts stopping at once over different successors (ties by a hash of the stopper)", () => {
+    const survivors = new Map(Array.from({ length: 20 }, (_, i) => [`h${String(i).padStart(2, "0")}`, 5]));
+    const mine = Array.from({ length: 5 }, (_, i) => lease(String(i), "x"));
+    const chosen = (stopping?: string) => [...assignSuccessors(mine, survivors, stopping).keys()].sort();
+    // By name, every stopper would pick the same five.
+    expect(chosen()).toEqual(["h00", "h01", "h02", "h03", "h04"]);
+    const a = chosen("stopper-a");
+    const b = chosen("stopper-b");
+    expect(a).toHaveLength(5);
+    expect(a).not.toEqual(b);
+    // The same stopper always picks the same (every host of it computes one plan).
+    expect(chosen("stopper-a")).toEqual(a);
+  });
 });

@@ -70,14 +70,18 @@ export class HandoffPlanner {
     const assignment = assignSuccessors(
       entries.map((e) => e.lease),
       counts,
+      me,
     );
     const schedule = balancer.watchSchedule(now);
     const lead = Math.min(ChangeFeedDefaults.handoffLead, r.leaseWatchInterval / 4);
     const batches = [...assignment].map(([successor, leases]) => {
       const slot = r.leaseWatchInterval > 0 ? nextSlotStart(schedule, successor, now + lead) : undefined;
+      // A slot further off than a balancing round (a large fleet: N hosts' slots take N × leaseWatchInterval):
+      // released now, the successor takes it at its next round instead, and the hand-off ends within one.
+      const timed = slot !== undefined && slot - lead - now <= r.leaseAcquireInterval;
       return {
         successor,
-        at: slot === undefined ? now : slot - lead,
+        at: timed ? slot - lead : now,
         leases: leases.map((l) => byId.get(l.id) as E),
       };
     });

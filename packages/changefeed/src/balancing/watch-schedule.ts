@@ -50,24 +50,47 @@ export function handedTo(lease: Lease, nowMs: number, freshForMs: number): strin
 
 /**
  * Spreads a stopping host's leases over the other live hosts, each next lease to the host with the fewest
- * (counting what it already owns; ties by name), so the survivors end up balanced without stealing.
+ * (counting what it already owns), so the survivors end up balanced without stealing. Ties go by a hash of
+ * `stopping` and the host's name (by name when `stopping` is not given): hosts stopping at once (a scale-in, a
+ * rolling deploy's batch) then spread their leases over different successors instead of all over the same ones.
  */
 export function assignSuccessors(
   mine: readonly Lease[],
   ownedCounts: ReadonlyMap<string, number>,
+  stopping?: string,
 ): Map<string, Lease[]> {
   const load = new Map(ownedCounts);
   const out = new Map<string, Lease[]>();
   if (load.size === 0) return out;
+  const rank = new Map([...load.keys()].map((h) => [h, stopping === undefined ? 0 : fnv1a(`${stopping}\0${h}`)]));
+  const before = (a: string, b: string) => {
+    const ra = rank.get(a) as number;
+    const rb = rank.get(b) as number;
+    return ra !== rb ? ra < rb : a < b;
+  };
   for (const lease of mine) {
     let best: string | undefined;
     for (const [host, count] of load) {
-      const bestCount = best === undefined ? Number.POSITIVE_INFINITY : (load.get(best) as number);
-      if (count < bestCount || (count === bestCount && best !== undefined && host < best)) best = host;
+      if (best === undefined) {
+        best = host;
+        continue;
+      }
+      const bestCount = load.get(best) as number;
+      if (count < bestCount || (count === bestCount && before(host, best))) best = host;
     }
     const to = best as string;
     load.set(to, (load.get(to) as number) + 1);
     out.set(to, [...(out.get(to) ?? []), lease]);
   }
   return out;
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 code units: a stable, well-spread order, not a security measure. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
 }

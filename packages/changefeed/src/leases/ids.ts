@@ -9,6 +9,8 @@ export function leaseId(prefix: string, leaseToken: string): string {
 }
 export const infoDocumentId = (prefix: string): string => `${prefix}.info`;
 export const lockDocumentId = (prefix: string): string => `${prefix}.lock`;
+/** This processor's fleet signal (balancing/fleet-signal.ts); outside `<prefix>..`, so .NET never lists it. */
+export const fleetSignalDocumentId = (prefix: string): string => `${prefix}.fleet`;
 
 /** The EPK-lease token for a range: "min-max" (min may be empty). */
 export function epkLeaseToken(range: EpkRange): string {

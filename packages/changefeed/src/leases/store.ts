@@ -4,6 +4,7 @@ import { deleteIfMatch, replaceIfMatch } from "@cosmos-feed/core/cosmos/occ";
 import { defaultOccRetryPolicy, OccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
 import { sessionTokenLsn } from "@cosmos-feed/core/cosmos/session";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
+import { fleetSignalDocumentId } from "./ids.js";
 import { infoDocumentId, type Lease, lockDocumentId, parseLease, toLeaseDocument } from "./lease.js";
 
 /** Why a lease was lost. */
@@ -251,6 +252,40 @@ export class LeaseStore {
     } catch (e) {
       this.counters.add("create", 0);
       if (statusOf(e) !== 409) throw e;
+    }
+  }
+
+  // ---------------------------------------------------------------- the fleet signal (<prefix>.fleet)
+
+  /** The fleet signal's ETag, or undefined while it does not exist. */
+  async readFleetSignal(signal?: AbortSignal): Promise<string | undefined> {
+    const id = fleetSignalDocumentId(this.prefix);
+    const res = await this.container.item(id, id).read(signal ? { abortSignal: signal } : {});
+    this.counters.add("read", res.requestCharge);
+    return res.statusCode === 200 ? res.etag : undefined;
+  }
+
+  /** Rewrites the fleet signal (any writer wins: only the change of ETag means anything); returns the new ETag. */
+  async bumpFleetSignal(by: string, signal?: AbortSignal): Promise<string | undefined> {
+    const id = fleetSignalDocumentId(this.prefix);
+    const body = { id, ...this.docPk(id), by };
+    const options = signal ? { abortSignal: signal } : {};
+    try {
+      const res = await this.container.item(id, id).replace(body, options);
+      this.counters.add("replace", res.requestCharge);
+      return res.etag;
+    } catch (e) {
+      this.counters.add("replace", 0);
+      if (statusOf(e) !== 404) throw e;
+    }
+    try {
+      const res = await this.container.items.create(body, options);
+      this.counters.add("create", res.requestCharge);
+      return res.etag;
+    } catch (e) {
+      this.counters.add("create", 0);
+      if (statusOf(e) === 409) return undefined; // another host created it just now: signalled all the same
+      throw e;
     }
   }
 

@@ -12,20 +12,44 @@ import type { LeaseFeed, LeaseStore } from "./store.js";
 export class LeaseView {
   private readonly byId = new Map<string, Lease>();
   private feed: LeaseFeed | undefined;
+  private fresh = Number.POSITIVE_INFINITY;
 
-  constructor(private readonly store: LeaseStore) {}
+  /**
+   * @param now - the processor's clock, to know how fresh the view is; without it the view counts as current
+   *   (tests that drive the view by hand)
+   */
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly now?: () => number,
+  ) {}
+
+  /**
+   * The time (ms since epoch) up to which the view is known complete: when its last successful listing or feed
+   * read was sent. A lease that does not look expired as of then may have expired since, or been renewed: expiry
+   * is judged as of this time, never as of now (a view read long ago would make every lease look expired).
+   */
+  get freshAt(): number {
+    return this.fresh;
+  }
+
+  /** `nowMs`, or the view's freshness if older: the time to judge expiry at. */
+  asOf(nowMs: number): number {
+    return Math.min(nowMs, this.fresh);
+  }
 
   /**
    * Lists every lease and follows the feed from just before the listing, so no change falls in between.
    * Returns every lease.
    */
   async load(): Promise<Lease[]> {
+    const sentAt = this.now?.();
     const feed = this.store.openChangeFeed();
     await feed.readChanges(); // pins the feed's start before the listing
     const all = await this.store.listAll();
     this.byId.clear();
     for (const l of all) this.byId.set(l.id, l);
     this.feed = feed;
+    if (sentAt !== undefined) this.fresh = sentAt;
     return all;
   }
 
@@ -36,7 +60,9 @@ export class LeaseView {
   async refresh(): Promise<Lease[]> {
     if (!this.feed) return this.load();
     try {
+      const sentAt = this.now?.();
       const changed = await this.feed.readChanges();
+      if (sentAt !== undefined) this.fresh = sentAt;
       return changed.filter((l) => this.apply(l));
     } catch (e) {
       this.feed = undefined;
