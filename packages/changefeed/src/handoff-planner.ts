@@ -17,6 +17,8 @@ export interface HandoffBatch<E extends HandoffEntry> {
   successor: string;
   /** Wall-clock time (ms since the epoch) to release at. */
   at: number;
+  /** Released now rather than just before the successor's watch slot (too far off): the fleet signal tells it. */
+  untimed: boolean;
   leases: E[];
 }
 
@@ -43,13 +45,23 @@ export class HandoffPlanner {
     entries: E[],
     release: (entry: E, successor: string) => Promise<void>,
     signal: AbortSignal,
+    released: () => Promise<void> = async () => undefined,
   ): Promise<void> {
     const plan = await this.plan(entries, signal);
     const releasing: Promise<void>[] = [];
+    // Leases released without waiting for their successor's slot (those batches come first: `at` is now): once they
+    // are all released, the fleet signal tells the successors, which take them at their next round.
+    const untimed: Promise<void>[] = [];
+    const signalUntimed = () => {
+      if (untimed.length > 0) releasing.push(Promise.all(untimed.splice(0)).then(released));
+    };
     for (const batch of plan) {
+      if (!batch.untimed) signalUntimed();
       if (!(await this.waitFor(batch, signal))) break;
-      releasing.push(...batch.leases.map((e) => release(e, batch.successor)));
+      const batchReleased = Promise.all(batch.leases.map((e) => release(e, batch.successor))).then(() => undefined);
+      (batch.untimed ? untimed : releasing).push(batchReleased);
     }
+    signalUntimed();
     await Promise.all(releasing);
     if (plan.length > 0) await this.drainUntilTaken(entries, (e) => e.close("released"), signal);
   }
@@ -82,6 +94,7 @@ export class HandoffPlanner {
       return {
         successor,
         at: timed ? slot - lead : now,
+        untimed: !timed,
         leases: leases.map((l) => byId.get(l.id) as E),
       };
     });

@@ -7,6 +7,7 @@ import {
   type WatchSchedule,
   watchParticipants,
 } from "./balancing/watch-schedule.js";
+import type { FleetSignal } from "./balancing/fleet-signal.js";
 import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import { acquireAs } from "./leases/mutations.js";
@@ -26,6 +27,8 @@ export interface LoadBalancerOptions {
   view: LeaseView;
   monitored: Container;
   clock: Clock;
+  /** Read every timed round (refresh the view when it moved); raised after this host took leases. */
+  fleet: FleetSignal;
   /** The leases this host runs, by token. */
   running: ReadonlyMap<string, RunningLease>;
   /** Starts processing a lease just acquired (`sentAt`: monotonic time the acquiring write was sent). */
@@ -47,26 +50,55 @@ export class LoadBalancer {
   private chain: Promise<void> = Promise.resolve();
   /** The last round started with this host holding nothing and took (or tried) a lease: follow up soon. */
   private footholdTaken = false;
+  /** Tokens available (as of the view's freshness) at the last watch read: a new one is news for everyone. */
+  private availableAtLastWatch = new Set<string>();
 
   constructor(private readonly o: LoadBalancerOptions) {}
 
   watchSchedule(nowMs: number): WatchSchedule {
     const r = this.o.options;
+    const asOf = this.o.view.asOf(nowMs);
     return {
-      participants: watchParticipants(this.o.view.leases(), r.instanceName, nowMs, r.leaseExpirationInterval),
+      participants: watchParticipants(this.o.view.leases(), r.instanceName, asOf, r.leaseExpirationInterval),
       watchSlot: r.leaseWatchInterval,
     };
   }
 
-  /** This host's next watch slot; every leaseAcquireInterval at the latest, and then only when alone or off. */
+  /**
+   * This host's next watch read: its own slot among the participants (every N × leaseWatchInterval for N hosts:
+   * one read per slot in the whole fleet; what happens in between reaches this host through the fleet signal,
+   * read every round). Alone, or with the watch off, every leaseAcquireInterval.
+   */
   nextWatchAt(nowMs: number): number {
     const r = this.o.options;
     const latest = nowMs + r.leaseAcquireInterval;
     if (r.leaseWatchInterval === 0) return latest;
     const schedule = this.watchSchedule(nowMs);
-    // Alone, nobody can hand this host a lease; a newcomer shows up in the view within an acquire interval.
     if (schedule.participants.length < 2) return latest;
-    return Math.min(latest, nextSlotStart(schedule, r.instanceName, nowMs) ?? latest);
+    return nextSlotStart(schedule, r.instanceName, nowMs) ?? latest;
+  }
+
+  /**
+   * The watch's read: refreshes the view, balances when a lease was released or newly found expired, and raises
+   * the fleet signal for an expiry nobody else may have seen yet (this host read the feed in its slot, alone).
+   */
+  async watchRead(): Promise<void> {
+    const changed = await this.refreshView();
+    const now = this.o.clock.now();
+    const asOf = this.o.view.asOf(now);
+    const expiry = this.o.options.leaseExpirationInterval;
+    const available = new Set(
+      this.o.view
+        .leases()
+        .filter((l) => isAvailable(l, asOf, expiry))
+        .map((l) => l.leaseToken),
+    );
+    const news = [...available].some((t) => !this.availableAtLastWatch.has(t));
+    this.availableAtLastWatch = available;
+    const released = changed.some((l) => l.owner === null);
+    if (!released && !news) return;
+    const took = await this.balance();
+    if (news && took === 0) await this.o.fleet.raise();
   }
 
   /**
@@ -79,7 +111,9 @@ export class LoadBalancer {
     const leases = this.o.view.leases();
     // Only a live successor (one that owns a lease, or this host) holds a hand-off: after a whole-app shutdown
     // the leases are plainly available to whoever starts next.
-    const alive = new Set(watchParticipants(leases, r.instanceName, nowMs, r.leaseExpirationInterval));
+    const alive = new Set(
+      watchParticipants(leases, r.instanceName, this.o.view.asOf(nowMs), r.leaseExpirationInterval),
+    );
     return leases.map((l) => {
       const to = handedTo(l, nowMs, r.leaseAcquireInterval);
       return to && alive.has(to) ? { ...l, owner: to } : l;
@@ -97,10 +131,14 @@ export class LoadBalancer {
     return this.footholdTaken ? Math.min(r.leaseJoinSettleDelay, r.leaseAcquireInterval) : r.leaseAcquireInterval;
   }
 
-  /** The timed round: after a foothold, the view is refreshed first. */
-  timedRound(): Promise<void> {
-    if (!this.footholdTaken) return this.balance();
-    return this.refreshView().then(() => this.balance());
+  /**
+   * The timed round: reads the fleet signal and refreshes the view when it moved (or after a foothold: the other
+   * newcomers' footholds are in the feed by now), then balances.
+   */
+  async timedRound(): Promise<void> {
+    const moved = await this.o.fleet.look();
+    if (moved || this.footholdTaken) await this.refreshView();
+    await this.balance();
   }
 
   /**
@@ -118,10 +156,13 @@ export class LoadBalancer {
     );
   }
 
-  /** One balancing round, after the previous one. */
-  balance(): Promise<void> {
+  /** One balancing round, after the previous one; resolves with the number of leases it took. */
+  balance(): Promise<number> {
     const run = this.chain.then(() => this.round());
-    this.chain = run.catch(() => undefined);
+    this.chain = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
@@ -130,10 +171,14 @@ export class LoadBalancer {
     return this.chain;
   }
 
-  private async round(): Promise<void> {
-    const { store, view, running, options, excluded } = this.o;
+  /** One round: notices steals, then takes what the strategy picks; raises the fleet signal when it took any. */
+  private async round(): Promise<number> {
+    const { view, running, options, excluded } = this.o;
     const me = options.instanceName;
     const now = this.o.clock.now();
+    // Expiry as of the view's freshness: between two reads of the lease feed, a lease not renewed in the view may
+    // have been renewed in the container.
+    const asOf = view.asOf(now);
     const all = this.effectiveLeases(now).filter((l) => !excluded.has(l.leaseToken));
     const snapshot = view.leases();
     const decidedOn = new Map(snapshot.map((l) => [l.id, l]));
@@ -145,48 +190,60 @@ export class LoadBalancer {
     // Leases the view says are this host's but that do not run here: handed to it, or left from before.
     const toTake = all.filter((l) => l.owner === me && !running.has(l.leaseToken));
     const holdsNothing = running.size === 0 && toTake.length === 0;
-    for (const l of this.o.strategy.selectLeasesToTake(all, me, now)) {
+    for (const l of this.o.strategy.selectLeasesToTake(all, me, asOf)) {
       if (!running.has(l.leaseToken) && !toTake.includes(l)) toTake.push(l);
     }
     this.footholdTaken = holdsNothing && toTake.length > 0;
+    let took = 0;
     for (const l of toTake) {
-      if (this.o.signal.aborted) return;
-      const expiry = options.leaseExpirationInterval;
-      const decided = decidedOn.get(l.id) ?? l;
-      const stored = view.get(l.id) ?? decided;
-      // A lease-feed read during this round moved the view on (a host back from a pause refreshes a view older than
-      // the renewals): act only if the lease is still what the decision was made on, or the fresh copy's etag would
-      // let the write through and take a lease its owner had just renewed.
-      if (
-        stored.etag !== decided.etag &&
-        (stored.owner !== decided.owner ||
-          (isAvailable(decided, now, expiry) && !isAvailable(stored, this.o.clock.now(), expiry)))
-      )
-        continue;
-      // Taken because its owner looks expired in the view: only if the service's copy is expired too.
-      const expiredOwner =
-        stored.owner !== null && isAvailable(stored, now, expiry)
-          ? { nowMs: () => this.o.clock.now(), expirationMs: expiry }
-          : undefined;
-      try {
-        const ranged = stored.feedRange ? stored : await this.withFeedRange(stored);
-        const sentAt = this.o.clock.monotonicNow();
-        // Bounded: an acquire that never answers would stall every later round of this host.
-        const acquired = await boundedRequest(
-          this.o.clock,
-          options.requestTimeout,
-          this.o.signal,
-          "lease acquire",
-          (s) => store.update(ranged, acquireAs(stored.owner, me, expiredOwner), s),
-        );
-        view.apply(acquired);
-        this.o.takeOver(acquired, sentAt);
-      } catch (e) {
-        // The processor stops: the acquire was given up on purpose, not a failure.
-        if (abandonedBy(this.o.signal, e)) return;
-        if (!(e instanceof LeaseLostError)) this.o.report(e, l.leaseToken);
-        else if (e.reason === "gone") view.forget(stored);
-      }
+      if (this.o.signal.aborted) break;
+      if (await this.take(decidedOn.get(l.id) ?? l, asOf)) took++;
+    }
+    if (took > 0 && !this.o.signal.aborted) await this.o.fleet.raise();
+    return took;
+  }
+
+  /** Acquires one lease the round decided on (as of `asOf`); true when this host now holds it. */
+  private async take(decided: Lease, asOf: number): Promise<boolean> {
+    const { store, view, options } = this.o;
+    const me = options.instanceName;
+    const expiry = options.leaseExpirationInterval;
+    const stored = view.get(decided.id) ?? decided;
+    // A lease-feed read during this round moved the view on (a host back from a pause refreshes a view older than
+    // the renewals): act only if the lease is still what the decision was made on, or the fresh copy's etag would
+    // let the write through and take a lease its owner had just renewed.
+    if (
+      stored.etag !== decided.etag &&
+      (stored.owner !== decided.owner ||
+        (isAvailable(decided, asOf, expiry) &&
+          !isAvailable(stored, view.asOf(this.o.clock.now()), expiry)))
+    )
+      return false;
+    // Taken because its owner looks expired in the view: only if the service's copy is expired too.
+    const expiredOwner =
+      stored.owner !== null && isAvailable(stored, asOf, expiry)
+        ? { nowMs: () => this.o.clock.now(), expirationMs: expiry }
+        : undefined;
+    try {
+      const ranged = stored.feedRange ? stored : await this.withFeedRange(stored);
+      const sentAt = this.o.clock.monotonicNow();
+      // Bounded: an acquire that never answers would stall every later round of this host.
+      const acquired = await boundedRequest(
+        this.o.clock,
+        options.requestTimeout,
+        this.o.signal,
+        "lease acquire",
+        (s) => store.update(ranged, acquireAs(stored.owner, me, expiredOwner), s),
+      );
+      view.apply(acquired);
+      this.o.takeOver(acquired, sentAt);
+      return true;
+    } catch (e) {
+      // The processor stops: the acquire was given up on purpose, not a failure.
+      if (abandonedBy(this.o.signal, e)) return false;
+      if (!(e instanceof LeaseLostError)) this.o.report(e, decided.leaseToken);
+      else if (e.reason === "gone") view.forget(stored);
+      return false;
     }
   }
 

@@ -25,6 +25,8 @@ export interface OwnedLeasesOptions<T> {
   wakeup?: FeedPollWakeup;
   /** Fires when the processor stops: ends a split's replacement in flight. */
   signal: AbortSignal;
+  /** Tells the other hosts that the leases changed (a split's children exist): they rebalance at their next round. */
+  changed?: () => Promise<void>;
 }
 
 /**
@@ -161,6 +163,7 @@ export class OwnedLeases<T> {
         successors.map((c) => c.leaseToken),
       );
     for (const c of successors) this.supervise(c, sentAt);
+    await this.o.changed?.();
   }
 
   /** Drops a supervisor unless another one runs for its lease now. */

@@ -4,6 +4,7 @@ import type { Container } from "@azure/cosmos";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { FairShareBalancingStrategy } from "./balancing/fair-share.js";
+import { FleetSignal } from "./balancing/fleet-signal.js";
 import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
 import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
 import { type ChangeFeedProcessorEvents, ProcessorEvents } from "./events.js";
@@ -36,6 +37,7 @@ interface Running<T> {
   view: LeaseView;
   balancer: LoadBalancer;
   owned: OwnedLeases<T>;
+  fleet: FleetSignal;
   loops: Promise<void>[];
 }
 
@@ -165,7 +167,17 @@ export class ChangeFeedProcessor<
         ? { kind: "time", time: o.startFromTime }
         : // As .NET >= 3.59: "now" is pinned to the start time (less 1 s), so a restart does not skip changes.
           { kind: "time", time: new Date(this.clock.now() - 1000) };
-    const view = new LeaseView(store);
+    const fleet = new FleetSignal({
+      store,
+      clock: this.clock,
+      me: o.instanceName,
+      requestTimeout: o.requestTimeout,
+      signal,
+      report: (e) => this.events.report(e, undefined),
+    });
+    // Looked at before the listing, so that a change signalled after it is noticed at the first round.
+    await fleet.look();
+    const view = new LeaseView(store, () => this.clock.now());
     await boundedRequest(this.clock, o.requestTimeout, signal, "lease listing", () => view.load());
     const owned = new OwnedLeases<T>({
       options: o,
@@ -178,6 +190,7 @@ export class ChangeFeedProcessor<
       events: this.events,
       wakeup: this.wakeup,
       signal,
+      changed: () => fleet.raise(),
     });
     const balancer = new LoadBalancer({
       options: o,
@@ -187,6 +200,7 @@ export class ChangeFeedProcessor<
       view,
       monitored,
       clock: this.clock,
+      fleet,
       running: owned.byToken,
       takeOver: (lease, sentAt) => owned.supervise(lease, sentAt),
       stolen: (token) => owned.byToken.get(token)?.close("stolen"),
@@ -194,7 +208,7 @@ export class ChangeFeedProcessor<
       report: (e, token) => this.events.report(e, token),
       signal,
     });
-    this.running = { store, view, balancer, owned, loops: [] };
+    this.running = { store, view, balancer, owned, fleet, loops: [] };
     await balancer.balance();
     this.running.loops = [
       // The watch: this host's slots of the lease feed; a release seen there is balanced at once, so a
@@ -202,10 +216,7 @@ export class ChangeFeedProcessor<
       this.loop(
         signal,
         (now) => balancer.nextWatchAt(now) - now,
-        async () => {
-          const changed = await balancer.refreshView();
-          if (changed.some((l) => l.owner === null)) await balancer.balance();
-        },
+        () => balancer.watchRead(),
       ),
       this.loop(
         signal,
@@ -269,7 +280,9 @@ export class ChangeFeedProcessor<
         balancer: r.balancer,
         clock: this.clock,
       });
-      await planner.handOff(entries, (s, successor) => r.owned.release(s, successor), cut);
+      await planner.handOff(entries, (s, successor) => r.owned.release(s, successor), cut, () =>
+        r.fleet.raise(cut),
+      );
     }
     for (const s of entries) s.close("released");
     await Promise.all(
