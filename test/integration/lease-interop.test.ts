@@ -126,7 +126,7 @@ describe("lease prefix on an account with regional endpoints", () => {
     // .NET: processorName + CosmosClient.Endpoint.Host ("localhost") + "_" + db rid + "_" + container rid.
     const prefix = `proclocalhost_${dbRid}_${collRid}`;
     const ids = (await leaseDocs(leases)).map((d) => d.id).sort();
-    expect(ids).toEqual([`${prefix}..0`, `${prefix}.info`]);
+    expect(ids).toEqual([`${prefix}..0`, `${prefix}.fleet`, `${prefix}.info`]);
 
     // The estimator (the scale controller's view) finds the same leases.
     const lags = await estimateLag({

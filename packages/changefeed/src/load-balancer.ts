@@ -27,8 +27,11 @@ export interface LoadBalancerOptions {
   view: LeaseView;
   monitored: Container;
   clock: Clock;
-  /** Read every timed round (refresh the view when it moved); raised after this host took leases. */
-  fleet: FleetSignal;
+  /**
+   * Read every timed round (refresh the view when it moved); raised after this host took leases. Without it (a
+   * test driving one balancer), nothing is signalled.
+   */
+  fleet?: Pick<FleetSignal, "look" | "raise">;
   /** The leases this host runs, by token. */
   running: ReadonlyMap<string, RunningLease>;
   /** Starts processing a lease just acquired (`sentAt`: monotonic time the acquiring write was sent). */
@@ -48,8 +51,11 @@ export interface LoadBalancerOptions {
 export class LoadBalancer {
   /** Rounds run one at a time (the timer's and the watch's). */
   private chain: Promise<void> = Promise.resolve();
-  /** The last round started with this host holding nothing and took (or tried) a lease: follow up soon. */
-  private footholdTaken = false;
+  /**
+   * The last round changed this host's leases (it took a foothold, took or lost leases): follow up after
+   * leaseJoinSettleDelay, on a refreshed view, while the fleet is moving.
+   */
+  private followUp = false;
   /** Tokens available (as of the view's freshness) at the last watch read: a new one is news for everyone. */
   private availableAtLastWatch = new Set<string>();
 
@@ -98,7 +104,7 @@ export class LoadBalancer {
     const released = changed.some((l) => l.owner === null);
     if (!released && !news) return;
     const took = await this.balance();
-    if (news && took === 0) await this.o.fleet.raise();
+    if (news && took === 0) await this.o.fleet?.raise();
   }
 
   /**
@@ -121,14 +127,15 @@ export class LoadBalancer {
   }
 
   /**
-   * Wait before the next timed round: leaseAcquireInterval, or leaseJoinSettleDelay after a round in which this
-   * host, holding nothing, took a foothold. Until it holds a lease the others do not count it, and neither does
-   * it count the other newcomers; after the settle delay their footholds are in the lease feed, and the follow-up
-   * round (on a refreshed view) takes this host's full share.
+   * Wait before the next timed round: leaseAcquireInterval, or leaseJoinSettleDelay after a round that changed
+   * this host's leases. After a foothold: until this host holds a lease the others do not count it, and neither
+   * does it count the other newcomers; after the settle delay their footholds are in the lease feed, and the
+   * follow-up round takes this host's full share. After taking or losing leases: other hosts acted on the same
+   * event from views of their own, and a shortfall they left is made up within seconds, not a round.
    */
   nextRoundDelay(): number {
     const r = this.o.options;
-    return this.footholdTaken ? Math.min(r.leaseJoinSettleDelay, r.leaseAcquireInterval) : r.leaseAcquireInterval;
+    return this.followUp ? Math.min(r.leaseJoinSettleDelay, r.leaseAcquireInterval) : r.leaseAcquireInterval;
   }
 
   /**
@@ -136,8 +143,8 @@ export class LoadBalancer {
    * newcomers' footholds are in the feed by now), then balances.
    */
   async timedRound(): Promise<void> {
-    const moved = await this.o.fleet.look();
-    if (moved || this.footholdTaken) await this.refreshView();
+    const moved = (await this.o.fleet?.look()) ?? false;
+    if (moved || this.followUp) await this.refreshView();
     await this.balance();
   }
 
@@ -183,9 +190,13 @@ export class LoadBalancer {
     const snapshot = view.leases();
     const decidedOn = new Map(snapshot.map((l) => [l.id, l]));
     const byToken = new Map(snapshot.map((l) => [l.leaseToken, l]));
+    let lost = 0;
     for (const [token, r] of running) {
       const seen = byToken.get(token);
-      if (r.expectedOwner === me && seen && seen.owner !== me) this.o.stolen(token);
+      if (r.expectedOwner === me && seen && seen.owner !== me) {
+        this.o.stolen(token);
+        lost++;
+      }
     }
     // Leases the view says are this host's but that do not run here: handed to it, or left from before.
     const toTake = all.filter((l) => l.owner === me && !running.has(l.leaseToken));
@@ -193,13 +204,13 @@ export class LoadBalancer {
     for (const l of this.o.strategy.selectLeasesToTake(all, me, asOf)) {
       if (!running.has(l.leaseToken) && !toTake.includes(l)) toTake.push(l);
     }
-    this.footholdTaken = holdsNothing && toTake.length > 0;
     let took = 0;
     for (const l of toTake) {
       if (this.o.signal.aborted) break;
       if (await this.take(decidedOn.get(l.id) ?? l, asOf)) took++;
     }
-    if (took > 0 && !this.o.signal.aborted) await this.o.fleet.raise();
+    this.followUp = (holdsNothing && toTake.length > 0) || took > 0 || lost > 0;
+    if (took > 0 && !this.o.signal.aborted) await this.o.fleet?.raise();
     return took;
   }
 
