@@ -104,7 +104,7 @@ export class LoadBalancer {
     const released = changed.some((l) => l.owner === null);
     if (!released && !news) return;
     const took = await this.balance();
-    if (news && took === 0) await this.o.fleet?.raise();
+    if (news && took === 0) await this.raiseFleetSignal();
   }
 
   /**
@@ -143,7 +143,9 @@ export class LoadBalancer {
    * newcomers' footholds are in the feed by now), then balances.
    */
   async timedRound(): Promise<void> {
-    const moved = (await this.o.fleet?.look()) ?? false;
+    const moved = this.slotsLongerThan(this.o.options.leaseAcquireInterval)
+      ? ((await this.o.fleet?.look()) ?? false)
+      : false;
     if (moved || this.followUp) await this.refreshView();
     await this.balance();
   }
@@ -161,6 +163,26 @@ export class LoadBalancer {
         throw e;
       },
     );
+  }
+
+  /**
+   * True when this host's watch reads are further apart than `ms` (N hosts × leaseWatchInterval). Only then does a
+   * host read the fleet signal (at more than a balancing round apart, its view could miss an event for longer than
+   * a round); in a smaller fleet, or with the watch off or alone (a read every round), the watch is enough.
+   */
+  slotsLongerThan(ms: number): boolean {
+    const r = this.o.options;
+    if (r.leaseWatchInterval === 0) return false;
+    return this.watchSchedule(this.o.clock.now()).participants.length * r.leaseWatchInterval > ms;
+  }
+
+  /**
+   * Raises the fleet signal when anyone may be reading it: hosts' views of the fleet size differ a little, so it is
+   * raised from half the size at which it is read.
+   */
+  raiseFleetSignal(signal?: AbortSignal): Promise<void> {
+    if (!this.o.fleet || !this.slotsLongerThan(this.o.options.leaseAcquireInterval / 2)) return Promise.resolve();
+    return this.o.fleet.raise(signal);
   }
 
   /** One balancing round, after the previous one; resolves with the number of leases it took. */
@@ -210,7 +232,7 @@ export class LoadBalancer {
       if (await this.take(decidedOn.get(l.id) ?? l, asOf)) took++;
     }
     this.followUp = (holdsNothing && toTake.length > 0) || took > 0 || lost > 0;
-    if (took > 0 && !this.o.signal.aborted) await this.o.fleet?.raise();
+    if (took > 0 && !this.o.signal.aborted) await this.raiseFleetSignal();
     return took;
   }
 

@@ -179,7 +179,7 @@ export class ChangeFeedProcessor<
     await fleet.look();
     const view = new LeaseView(store, () => this.clock.now());
     await boundedRequest(this.clock, o.requestTimeout, signal, "lease listing", () => view.load());
-    const owned = new OwnedLeases<T>({
+    const owned: OwnedLeases<T> = new OwnedLeases<T>({
       options: o,
       store,
       view,
@@ -190,9 +190,10 @@ export class ChangeFeedProcessor<
       events: this.events,
       wakeup: this.wakeup,
       signal,
-      changed: () => fleet.raise(),
+      // The balancer exists by the time a split is replaced (after the first round).
+      changed: (): Promise<void> => balancer.raiseFleetSignal(),
     });
-    const balancer = new LoadBalancer({
+    const balancer: LoadBalancer = new LoadBalancer({
       options: o,
       strategy:
         this.input.balancingStrategy ?? new FairShareBalancingStrategy(o.leaseExpirationInterval),
@@ -281,7 +282,7 @@ export class ChangeFeedProcessor<
         clock: this.clock,
       });
       await planner.handOff(entries, (s, successor) => r.owned.release(s, successor), cut, () =>
-        r.fleet.raise(cut),
+        r.balancer.raiseFleetSignal(cut),
       );
     }
     for (const s of entries) s.close("released");

@@ -188,17 +188,15 @@ function leaseFeedReadRu(
 }
 
 /**
- * Lease-feed reads per hour in all (ours): with the watch (T > 0) and two or more hosts, each host reads at its
- * slot (every H × T) and at the latest every A after its last read, so ⌈H·T/A⌉ reads per H·T per host, i.e.
- * ⌈H·T/A⌉ × 3.6e6 / T in all; alone or without the watch, every A per host. `gapsMs`: one host's times between
- * reads over one period (A, A, …, then the rest of H·T), one per read.
+ * Lease-feed reads per hour in all (ours): with the watch (T > 0) and two or more hosts, each host reads in its own
+ * slot only (every H × T), so one read per T in all, each bringing every lease written in the H·T since that
+ * host's last read (each once: a lease renewed twice meanwhile is one document); what happens in between reaches
+ * the hosts through the fleet signal. Alone or without the watch, every A per host. `gapsMs`: one host's times
+ * between reads.
  */
 function leaseViewReads(hosts: number, acquireMs: number, watchMs: number) {
   if (watchMs > 0 && hosts >= 2) {
-    const period = hosts * watchMs;
-    const perPeriod = Math.ceil(period / acquireMs);
-    const gapsMs = [...Array(perPeriod - 1).fill(acquireMs), period - (perPeriod - 1) * acquireMs];
-    return { watch: true, perHour: (perPeriod * HOUR) / watchMs, gapsMs };
+    return { watch: true, perHour: HOUR / watchMs, gapsMs: [hosts * watchMs] };
   }
   return { watch: false, perHour: (hosts * HOUR) / acquireMs, gapsMs: [acquireMs] };
 }
@@ -295,6 +293,15 @@ export function tune(raw: TuningInput): TuningResult {
       ruPerHour: view.perHour * oursFeedRu,
     },
   ];
+  // Read only where a host's slots are further apart than a round (N × T > A); raised on events (not priced: idle).
+  const signalled = view.watch && N * T > A;
+  if (signalled) {
+    oursLease.push({
+      what: "fleet signal: a point read per host per balancing round",
+      requestsPerHour: (N * HOUR) / A,
+      ruPerHour: ((N * HOUR) / A) * RequestRu.leasePointRead,
+    });
+  }
 
   // .NET / Functions trigger: read + replace every R per lease, an all-leases query per host per A, a checkpoint per page.
   const dotnetRenewals = (L * 2 * HOUR) / R;
@@ -319,7 +326,12 @@ export function tune(raw: TuningInput): TuningResult {
   ];
 
   const total = (rows: CostRow[], k: "requestsPerHour" | "ruPerHour") => rows.reduce((a, r) => a + r[k], 0);
-  const summarize = (lease: CostRow[], handoffMs: number, bootstrapRequests: number): AlgorithmCost => {
+  const summarize = (
+    lease: CostRow[],
+    handoffMs: number,
+    bootstrapRequests: number,
+    noticeMs: number,
+  ): AlgorithmCost => {
     const mon = monitored();
     return {
       leaseContainer: lease.map(roundRow),
@@ -328,17 +340,26 @@ export function tune(raw: TuningInput): TuningResult {
       leaseRequestsPerHour: Math.round(total(lease, "requestsPerHour")),
       leaseRuPerSecond: round2(total(lease, "ruPerHour") / 3600),
       monitoredRuPerSecond: round2(total(mon, "ruPerHour") / 3600),
-      failoverMs: { min: E, max: E + A },
+      failoverMs: { min: E, max: E + noticeMs },
       handoffMs,
     };
   };
   return {
     input: i,
     // Ours hands each lease to a chosen successor, taken ~150 ms after its release (docs/changefeed.md).
-    ours: summarize(oursLease, view.watch ? 150 + T : A, oursBootstrapRequests(N, L)),
+    // When the successors' slots are further off than a round (N × T > A), the leases are released at once and the
+    // successor takes them at its next round, told by the fleet signal.
+    // In a fleet signalled: an expiry is noticed by the next slot's reader (within T), which raises the fleet signal;
+    // the others look at their next round (within A).
+    ours: summarize(
+      oursLease,
+      view.watch && N * T <= A ? 150 + T : A,
+      oursBootstrapRequests(N, L),
+      signalled ? T + A : A,
+    ),
     // .NET releases; another host takes it at its next balancing round. Its bootstrap: the lease documents,
     // `.info` and `.lock`.
-    dotnet: summarize(dotnetLease, A, L + 3),
+    dotnet: summarize(dotnetLease, A, L + 3, A),
   };
 }
 
