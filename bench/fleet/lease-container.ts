@@ -155,7 +155,13 @@ export class InMemoryLeaseContainer {
     }
     const charge = pointReadCharge(d.bytes);
     this.meter.add("read", charge);
-    return { resource: { ...d.body }, statusCode: 200, requestCharge: charge, headers: this.session() };
+    return {
+      resource: { ...d.body },
+      statusCode: 200,
+      requestCharge: charge,
+      etag: d.body._etag,
+      headers: this.session(),
+    };
   }
 
   replace(id: string, body: Record<string, unknown>, ifMatch: string | undefined) {
