@@ -9,7 +9,7 @@
  *   npm run bench:fleet -- --estimator   the lag estimator at 100, 1,000, 10,000 leases on the emulator (key "estimator")
  *   npm run bench:fleet -- --emulator    real processors on the emulator beside the simulation (key "emulator")
  *
- * Knobs (environment): BENCH_FLEET_SIZES (hosts×leases, comma-separated; default 10x100,30x300,100x1000),
+ * Knobs (environment): BENCH_FLEET_SIZES (hosts×leases, comma-separated; default 10x100,30x300,50x500,100x1000),
  * BENCH_FLEET_SEED (1), BENCH_FLEET_STEADY_S (170: five renewal periods of 34 s), BENCH_FLEET_LOSS (0: the share of
  * requests lost, never answered), BENCH_FLEET_ONLY_PRINT=1 (print, leave the JSON alone).
  */
@@ -31,7 +31,7 @@ if (process.argv.includes("--estimator") || process.argv.includes("--emulator"))
   if (process.argv.includes("--emulator")) await emulatorPhase(ROOT, RESULTS_FILE, onlyPrint);
   process.exit(0);
 }
-const sizes = (process.env.BENCH_FLEET_SIZES ?? "10x100,30x300,100x1000").split(",").map((s) => {
+const sizes = (process.env.BENCH_FLEET_SIZES ?? "10x100,30x300,50x500,100x1000").split(",").map((s) => {
   const [h, l] = s.trim().split("x").map(Number);
   if (!(h >= 1 && l >= 1)) throw new Error(`BENCH_FLEET_SIZES: '${s}' is not <hosts>x<leases>.`);
   return { hosts: h, leases: l };

@@ -101,6 +101,10 @@ export function summarize(ours: FleetRun, dotnet: FleetRun): SizeSummary {
   };
 }
 
+/** The processor's watch slot and renewal age at the simulated timings (renew 17 s, expiration 60 s: every 34 s). */
+const WATCH_SLOT_MS = 1_000;
+const RENEWAL_AGE_MS = 34_000;
+
 export interface Goal {
   goal: string;
   met: boolean;
@@ -116,8 +120,14 @@ export function goals(runs: FleetRun[], sizes: SizeSummary[]): Goal[] {
     met: failures.length === 0,
     failures,
   });
-  const perLease = sizes.map((s) => s.ours.ruPerSecondPerLease);
+  // Where one host's watch reads are a renewal apart or more (hosts × leaseWatchInterval ≥ the renewal age), each
+  // read brings every lease once: from there on, RU/s per lease must not grow with the fleet. Below, a read brings
+  // only the leases written since, and the cost per lease is lower.
+  const spans = sizes.filter((s) => s.hosts * WATCH_SLOT_MS >= RENEWAL_AGE_MS);
+  const perLease = spans.map((s) => s.ours.ruPerSecondPerLease);
   const spread = perLease.length > 1 ? Math.max(...perLease) / Math.min(...perLease) : 1;
+  const ceiling = Math.max(...perLease) * 1.2;
+  const above = sizes.filter((s) => spans.length > 0 && s.ours.ruPerSecondPerLease > ceiling);
   return [
     goal(
       "balanced within 2 acquire intervals after every event (crash and pause: after the leases could expire)",
@@ -144,8 +154,16 @@ export function goals(runs: FleetRun[], sizes: SizeSummary[]): Goal[] {
       sizes.filter((s) => s.ruRatio === null || s.ruRatio > 0.5).map((s) => `${size(s)}: ratio ${s.ruRatio}`),
     ),
     goal(
-      "steady RU/s linear in leases (RU/s per lease within ±20 % across sizes), not in hosts × leases",
-      spread <= 1.2 ? [] : [`RU/s per lease ranges over ×${r2(spread)}: ${perLease.join(", ")}`],
+      "steady RU/s linear in leases, not in hosts × leases: RU/s per lease within ±20 % across the sizes whose watch reads are a renewal apart (hosts × leaseWatchInterval ≥ 34 s), and no higher at the smaller sizes",
+      [
+        ...(spans.length < 2
+          ? [`only ${spans.length} size(s) with hosts × leaseWatchInterval ≥ 34 s: add one (BENCH_FLEET_SIZES)`]
+          : []),
+        ...(spread <= 1.2
+          ? []
+          : [`RU/s per lease ranges over ×${r2(spread)}: ${spans.map((s) => `${size(s)} ${s.ours.ruPerSecondPerLease}`).join(", ")}`]),
+        ...above.map((s) => `${size(s)}: ${s.ours.ruPerSecondPerLease} RU/s per lease, above ${r2(ceiling)}`),
+      ],
     ),
     goal(
       "no double ownership in any run",

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { FairShareBalancingStrategy, fairTargets } from "../../packages/changefeed/src/balancing/fair-share.js";
+import {
+  FairShareBalancingStrategy,
+  fairTargets,
+  isSettled,
+} from "../../packages/changefeed/src/balancing/fair-share.js";
 import { supersededTokens } from "../../packages/changefeed/src/balancing/superseded.js";
 import { type Lease, newLease, REPLACES_PROPERTY } from "../../packages/changefeed/src/leases/lease.js";
 
@@ -104,6 +108,25 @@ describe("FairShareBalancingStrategy", () => {
     expect(take(leases, "a")).toEqual(["0"]);
     const after = [lease("0", "a"), lease("1", "b"), lease("2", "c")];
     for (const h of ["a", "b", "c", "d"]) expect(take(after, h)).toEqual([]);
+  });
+});
+
+describe("isSettled", () => {
+  it("leaves hosts within one lease of a share of 4 or more alone", () => {
+    // 30 leases over 3 hosts: 9, 10, 11 is settled; 8, 11, 11 is not.
+    expect(isSettled([9, 10, 11], 30)).toBe(true);
+    expect(isSettled([8, 11, 11], 30)).toBe(false);
+  });
+
+  it("wants the counts at most one apart below a share of 4", () => {
+    expect(isSettled([1, 3], 4)).toBe(false);
+    expect(isSettled([2, 2], 4)).toBe(true);
+    expect(isSettled([2, 1, 0], 3)).toBe(false);
+  });
+
+  it("moves nothing between a host one over and one under a share of 10", () => {
+    const leases = [...ownedBy("a", 9), ...ownedBy("b", 11), ...ownedBy("c", 10)];
+    for (const h of ["a", "b", "c"]) expect(take(leases, h)).toEqual([]);
   });
 });
 

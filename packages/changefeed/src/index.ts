@@ -1,6 +1,6 @@
 export { type Clock, systemClock } from "@cosmos-feed/core/clock";
 export { CosmosFeedError, isCosmosFeedError } from "@cosmos-feed/core/errors";
-export { type FairSharePlan, FairShareBalancingStrategy, fairTargets } from "./balancing/fair-share.js";
+export { FairShareBalancingStrategy, type FairSharePlan } from "./balancing/fair-share.js";
 export { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
 export {
   type EstimatorBounds,

@@ -22,6 +22,11 @@ export interface FairSharePlan {
    * the newcomers do not see each other yet, and each would otherwise pick from the same few excess leases.
    */
   footholds: Lease[];
+  /**
+   * Nothing to do: no lease available and the counts settled ({@link isSettled}). The plan moves leases only while
+   * some host is further off (then to the exact targets), so a balanced fleet stays put.
+   */
+  settled: boolean;
 }
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -55,7 +60,7 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
 
   selectLeasesToTake(allLeases: readonly Lease[], me: string, nowMs: number): Lease[] {
     const plan = this.plan(allLeases, me, nowMs);
-    if (plan.target <= plan.mine) return [];
+    if (plan.settled || plan.target <= plan.mine) return [];
     if (plan.mine > 0) return plan.mySlice;
     if (plan.hosts === 1) {
       // Nobody else holds a lease (a first start, or the whole app restarting): take everything, from a random
@@ -101,6 +106,7 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
       available.length > 0
         ? available
         : [...owned].flatMap(([host, held]) => (host !== me && held.length > floor ? held : []));
+    const settled = available.length === 0 && isSettled([...owned.values()].map((h) => h.length), leaseCount);
     let offset = 0;
     let mySlice: Lease[] = [];
     for (const [host, deficit] of short) {
@@ -115,6 +121,7 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
       mySlice,
       pool,
       footholds,
+      settled,
     };
   }
 }
@@ -137,4 +144,22 @@ export function fairTargets(owned: ReadonlyMap<string, readonly Lease[]>, leases
     if (extra > 0) extra--;
   }
   return targets;
+}
+
+/**
+ * Share below which one lease is too large a part of it to leave uneven: there the counts must differ by one at
+ * most (the exact targets); from it on, every host within one lease of the fair share L/W is settled.
+ */
+export const EXACT_BELOW_SHARE = 4;
+
+/**
+ * Whether counts of leases per host need no move: each within one of the fair share L/W (e.g. 9 and 11 of a share
+ * of 10 stay as they are, where moving one would only be churn), and below a share of {@link EXACT_BELOW_SHARE}
+ * no two hosts more than one apart.
+ */
+export function isSettled(counts: readonly number[], leases: number): boolean {
+  if (counts.length === 0) return true;
+  const fair = leases / counts.length;
+  if (fair < EXACT_BELOW_SHARE) return Math.max(...counts) - Math.min(...counts) <= 1;
+  return counts.every((c) => Math.abs(c - fair) <= 1);
 }
