@@ -4,7 +4,9 @@
  * for longer than the expiration interval. Judged on counts from the store's truth, never on time measured here:
  * every event settles (every live host within ±1 of its fair share), also with 2 % of the requests lost, no lease
  * is ever held by two hosts at once, the paused host takes no lease back that its owner renewed, and the same seed
- * repeats exactly.
+ * repeats exactly. And 16 × 64, past the size where hosts read the lease feed in their own slots only and learn of
+ * events through the fleet signal: new hosts, a graceful scale-in and a crash each balance within two simulated
+ * acquire intervals, and nothing moves after.
  */
 import { describe, expect, it } from "vitest";
 import { type FleetRun, simulate } from "../../bench/fleet/scenarios.js";
@@ -46,6 +48,31 @@ describe("the fleet simulation, 5 hosts × 40 leases", () => {
     expect(run.doubleOwnership).toBe(0);
     // The losses show as requests given up (reported, retried), a failed start retried as a host supervisor would.
     expect(run.errors).toBeGreaterThan(0);
+  });
+
+  it("beyond 13 hosts (the fleet signal's size), balances every event in at most two rounds and then moves nothing", async () => {
+    // 16 hosts × 1 s slots > a 13 s round: each host reads the lease feed in its own slot only, and learns of
+    // events through the fleet signal. Simulated time, on the simulated clock: the same figures on any machine.
+    const run = await simulate("ours", 16, 64, 5, {
+      steadyMs: 60_000,
+      balanceLimitMs: 600_000,
+      events: ["scale-out-10pct", "scale-in-10pct-graceful", "crash-10pct"],
+    });
+    expect(run.events.map((e) => e.event)).toEqual([
+      "cold-start",
+      "scale-out-10pct",
+      "scale-in-10pct-graceful",
+      "crash-10pct",
+    ]);
+    for (const e of run.events) {
+      expect(e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals, e.event).not.toBeNull();
+      expect(e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals, e.event).toBeLessThanOrEqual(2);
+      expect(e.steady.moves, e.event).toBe(0);
+    }
+    // Two newcomers take their share (64 / 18 → 3 or 4 each) from the others in one go, not one lease per round.
+    const [, out] = run.events;
+    expect(out.moves).toBeLessThanOrEqual(2 * 4);
+    expect(run.doubleOwnership).toBe(0);
   });
 
   it("repeats exactly for the same seed", async () => {
