@@ -157,11 +157,15 @@ export function goals(runs: FleetRun[], sizes: SizeSummary[]): Goal[] {
       "steady RU/s linear in leases, not in hosts × leases: RU/s per lease within ±20 % across the sizes whose watch reads are a renewal apart (hosts × leaseWatchInterval ≥ 34 s), and no higher at the smaller sizes",
       [
         ...(spans.length < 2
-          ? [`only ${spans.length} size(s) with hosts × leaseWatchInterval ≥ 34 s: add one (BENCH_FLEET_SIZES)`]
+          ? [
+              `only ${spans.length} size(s) with hosts × leaseWatchInterval ≥ 34 s: add one (BENCH_FLEET_SIZES)`,
+            ]
           : []),
         ...(spread <= 1.2
           ? []
-          : [`RU/s per lease ranges over ×${r2(spread)}: ${spans.map((s) => `${size(s)} ${s.ours.ruPerSecondPerLease}`).join(", ")}`]),
+          : [
+              `RU/s per lease ranges over ×${r2(spread)}: ${spans.map((s) => `${size(s)} ${s.ours.ruPerSecondPerLease}`).join(", ")}`,
+            ]),
         ...above.map((s) => `${size(s)}: ${s.ours.ruPerSecondPerLease} RU/s per lease, above ${r2(ceiling)}`),
       ],
     ),

@@ -144,12 +144,7 @@ describe("lease documents", () => {
     const { resources } = await leases.items.query<Record<string, unknown>>("SELECT * FROM c").fetchAll();
     // Two leases, .info, and the fleet signal (written when the host took the leases).
     const kind = (id: string) => id.match(/(\.info|\.fleet|\.\.\d+)$/)?.[1].replace("..", "") ?? id;
-    expect(resources.map((d) => kind(String(d.id))).sort()).toEqual([
-      ".fleet",
-      ".info",
-      "0",
-      "1",
-    ]);
+    expect(resources.map((d) => kind(String(d.id))).sort()).toEqual([".fleet", ".info", "0", "1"]);
     for (const d of resources) expect(d.partitionKey).toBe(d.id);
     const lease = resources.find((d) => d.LeaseToken === "0") as Record<string, unknown>;
     expect(Object.keys(lease).slice(0, 3)).toEqual(["id", "partitionKey", "version"]);

@@ -81,7 +81,13 @@ describe("FairShareBalancingStrategy", () => {
 
   it("moves nothing in a balanced fleet, whoever holds the extra leases", () => {
     // 23 leases over 5 hosts: ⌊23/5⌋ = 4, three hosts hold 5.
-    const leases = [...ownedBy("e", 5), ...ownedBy("a", 4), ...ownedBy("d", 5), ...ownedBy("b", 4), ...ownedBy("c", 5)];
+    const leases = [
+      ...ownedBy("e", 5),
+      ...ownedBy("a", 4),
+      ...ownedBy("d", 5),
+      ...ownedBy("b", 4),
+      ...ownedBy("c", 5),
+    ];
     for (const h of ["a", "b", "c", "d", "e"]) expect(take(leases, h)).toEqual([]);
   });
 

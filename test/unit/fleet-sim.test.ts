@@ -65,8 +65,14 @@ describe("the fleet simulation, 5 hosts × 40 leases", () => {
       "crash-10pct",
     ]);
     for (const e of run.events) {
-      expect(e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals, e.event).not.toBeNull();
-      expect(e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals, e.event).toBeLessThanOrEqual(2);
+      expect(
+        e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals,
+        e.event,
+      ).not.toBeNull();
+      expect(
+        e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals,
+        e.event,
+      ).toBeLessThanOrEqual(2);
       expect(e.steady.moves, e.event).toBe(0);
     }
     // Two newcomers take their share (64 / 18 → 3 or 4 each) from the others in one go, not one lease per round.

@@ -58,7 +58,9 @@ export class HandoffPlanner {
     for (const batch of plan) {
       if (!batch.untimed) signalUntimed();
       if (!(await this.waitFor(batch, signal))) break;
-      const batchReleased = Promise.all(batch.leases.map((e) => release(e, batch.successor))).then(() => undefined);
+      const batchReleased = Promise.all(batch.leases.map((e) => release(e, batch.successor))).then(
+        () => undefined,
+      );
       (batch.untimed ? untimed : releasing).push(batchReleased);
     }
     signalUntimed();

@@ -1,5 +1,6 @@
 import type { Container } from "@azure/cosmos";
 import type { Clock } from "@cosmos-feed/core/clock";
+import type { FleetSignal } from "./balancing/fleet-signal.js";
 import type { LoadBalancingStrategy } from "./balancing/strategy.js";
 import {
   handedTo,
@@ -7,7 +8,6 @@ import {
   type WatchSchedule,
   watchParticipants,
 } from "./balancing/watch-schedule.js";
-import type { FleetSignal } from "./balancing/fleet-signal.js";
 import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import { acquireAs } from "./leases/mutations.js";
@@ -157,12 +157,12 @@ export class LoadBalancer {
    */
   async refreshView(): Promise<Lease[]> {
     const { view, clock, options, signal } = this.o;
-    return boundedRequest(clock, options.requestTimeout, signal, "lease feed read", () => view.refresh()).catch(
-      (e: unknown) => {
-        if (e instanceof RequestTimeoutError) view.dropFeed();
-        throw e;
-      },
-    );
+    return boundedRequest(clock, options.requestTimeout, signal, "lease feed read", () =>
+      view.refresh(),
+    ).catch((e: unknown) => {
+      if (e instanceof RequestTimeoutError) view.dropFeed();
+      throw e;
+    });
   }
 
   /**
@@ -181,7 +181,8 @@ export class LoadBalancer {
    * raised from half the size at which it is read.
    */
   raiseFleetSignal(signal?: AbortSignal): Promise<void> {
-    if (!this.o.fleet || !this.slotsLongerThan(this.o.options.leaseAcquireInterval / 2)) return Promise.resolve();
+    if (!this.o.fleet || !this.slotsLongerThan(this.o.options.leaseAcquireInterval / 2))
+      return Promise.resolve();
     return this.o.fleet.raise(signal);
   }
 
@@ -248,8 +249,7 @@ export class LoadBalancer {
     if (
       stored.etag !== decided.etag &&
       (stored.owner !== decided.owner ||
-        (isAvailable(decided, asOf, expiry) &&
-          !isAvailable(stored, view.asOf(this.o.clock.now()), expiry)))
+        (isAvailable(decided, asOf, expiry) && !isAvailable(stored, view.asOf(this.o.clock.now()), expiry)))
     )
       return false;
     // Taken because its owner looks expired in the view: only if the service's copy is expired too.

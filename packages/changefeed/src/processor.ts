@@ -6,7 +6,7 @@ import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { FairShareBalancingStrategy } from "./balancing/fair-share.js";
 import { FleetSignal } from "./balancing/fleet-signal.js";
 import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
-import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
+import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import { type ChangeFeedProcessorEvents, ProcessorEvents } from "./events.js";
 import { HandoffPlanner } from "./handoff-planner.js";
 import { LeaseMode } from "./leases/lease.js";
@@ -195,8 +195,7 @@ export class ChangeFeedProcessor<
     });
     const balancer: LoadBalancer = new LoadBalancer({
       options: o,
-      strategy:
-        this.input.balancingStrategy ?? new FairShareBalancingStrategy(o.leaseExpirationInterval),
+      strategy: this.input.balancingStrategy ?? new FairShareBalancingStrategy(o.leaseExpirationInterval),
       store,
       view,
       monitored,
@@ -281,8 +280,11 @@ export class ChangeFeedProcessor<
         balancer: r.balancer,
         clock: this.clock,
       });
-      await planner.handOff(entries, (s, successor) => r.owned.release(s, successor), cut, () =>
-        r.balancer.raiseFleetSignal(cut),
+      await planner.handOff(
+        entries,
+        (s, successor) => r.owned.release(s, successor),
+        cut,
+        () => r.balancer.raiseFleetSignal(cut),
       );
     }
     for (const s of entries) s.close("released");

@@ -23,7 +23,7 @@ export interface FairSharePlan {
    */
   footholds: Lease[];
   /**
-   * Nothing to do: no lease available and the counts settled ({@link isSettled}). The plan moves leases only while
+   * Nothing to do: no lease available and the counts settled (`isSettled`). The plan moves leases only while
    * some host is further off (then to the exact targets), so a balanced fleet stays put.
    */
   settled: boolean;
@@ -58,6 +58,10 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
     private readonly random: () => number = Math.random,
   ) {}
 
+  /**
+   * This host's part of the plan: nothing when settled or at its target; a foothold when it holds nothing while
+   * others hold leases; every lease when nobody holds one; else its slice of the pool.
+   */
   selectLeasesToTake(allLeases: readonly Lease[], me: string, nowMs: number): Lease[] {
     const plan = this.plan(allLeases, me, nowMs);
     if (plan.settled || plan.target <= plan.mine) return [];
@@ -106,7 +110,12 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
       available.length > 0
         ? available
         : [...owned].flatMap(([host, held]) => (host !== me && held.length > floor ? held : []));
-    const settled = available.length === 0 && isSettled([...owned.values()].map((h) => h.length), leaseCount);
+    const settled =
+      available.length === 0 &&
+      isSettled(
+        [...owned.values()].map((h) => h.length),
+        leaseCount,
+      );
     let offset = 0;
     let mySlice: Lease[] = [];
     for (const [host, deficit] of short) {
@@ -130,7 +139,10 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
  * Each host's target: ⌊L/W⌋, plus one for L mod W hosts — those holding more than ⌊L/W⌋ first, then by name
  * (never by count otherwise: a host catching up to ⌊L/W⌋ must not move ahead of others and change the plan).
  */
-export function fairTargets(owned: ReadonlyMap<string, readonly Lease[]>, leases: number): Map<string, number> {
+export function fairTargets(
+  owned: ReadonlyMap<string, readonly Lease[]>,
+  leases: number,
+): Map<string, number> {
   const base = Math.floor(leases / owned.size);
   let extra = leases - base * owned.size;
   const order = [...owned.keys()].sort((a, b) => {

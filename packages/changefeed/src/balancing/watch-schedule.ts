@@ -62,7 +62,9 @@ export function assignSuccessors(
   const load = new Map(ownedCounts);
   const out = new Map<string, Lease[]>();
   if (load.size === 0) return out;
-  const rank = new Map([...load.keys()].map((h) => [h, stopping === undefined ? 0 : fnv1a(`${stopping}\0${h}`)]));
+  const rank = new Map(
+    [...load.keys()].map((h) => [h, stopping === undefined ? 0 : fnv1a(`${stopping}\0${h}`)]),
+  );
   const before = (a: string, b: string) => {
     const ra = rank.get(a) as number;
     const rb = rank.get(b) as number;

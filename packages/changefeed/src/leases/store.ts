@@ -260,7 +260,9 @@ export class LeaseStore {
   /** The fleet signal's ETag, or undefined while it does not exist. */
   async readFleetSignal(signal?: AbortSignal): Promise<string | undefined> {
     const id = fleetSignalDocumentId(this.prefix);
-    const res = await this.container.item(id, id).read<{ _etag?: string }>(signal ? { abortSignal: signal } : {});
+    const res = await this.container
+      .item(id, id)
+      .read<{ _etag?: string }>(signal ? { abortSignal: signal } : {});
     this.counters.add("read", res.requestCharge);
     return res.statusCode === 200 ? (res.etag ?? res.resource?._etag) : undefined;
   }

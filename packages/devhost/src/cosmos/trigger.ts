@@ -87,7 +87,12 @@ export interface StartCosmosTriggerOptions {
   /** Processor knobs the binding has no option for (tests and the dev host's own settings). */
   tuning?: Pick<
     ChangeFeedProcessorOptions,
-    "leaseWatchInterval" | "handoffTimeout" | "maxCheckpointDelay" | "leaseSafetyMargin" | "instanceName"
+    | "leaseWatchInterval"
+    | "leaseJoinSettleDelay"
+    | "handoffTimeout"
+    | "maxCheckpointDelay"
+    | "leaseSafetyMargin"
+    | "instanceName"
   >;
   /** Invocation id factory (default randomUUID). */
   newInvocationId?: () => string;
