@@ -1,6 +1,7 @@
 import type { Container } from "@azure/cosmos";
 import type { Clock } from "@cosmos-feed/core/clock";
 import type { FleetSignal } from "./balancing/fleet-signal.js";
+import { supersededTokens } from "./balancing/superseded.js";
 import type { LoadBalancingStrategy } from "./balancing/strategy.js";
 import {
   handedTo,
@@ -93,12 +94,16 @@ export class LoadBalancer {
     const now = this.o.clock.now();
     const asOf = this.o.view.asOf(now);
     const expiry = this.o.options.leaseExpirationInterval;
-    const available = new Set(
-      this.o.view
-        .leases()
-        .filter((l) => isAvailable(l, asOf, expiry))
-        .map((l) => l.leaseToken),
-    );
+    const leases = this.o.view.leases();
+    // A split's parent, once its children tile its range, is deleted (or left over): forgotten once it looks
+    // available, so that neither this host nor its news count it.
+    const superseded = supersededTokens(leases);
+    const available = new Set<string>();
+    for (const l of leases) {
+      if (!isAvailable(l, asOf, expiry)) continue;
+      if (superseded.has(l.leaseToken)) this.o.view.forget(l);
+      else available.add(l.leaseToken);
+    }
     const news = [...available].some((t) => !this.availableAtLastWatch.has(t));
     this.availableAtLastWatch = available;
     const released = changed.some((l) => l.owner === null);

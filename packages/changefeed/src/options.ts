@@ -24,7 +24,10 @@ export const ChangeFeedDefaults = {
   retryInitialDelay: 1_000,
   /** Longest wait between retries of a failed batch (ms). */
   retryMaxDelay: 30_000,
-  /** Wait between attempts to take the bootstrap lock held by another host (ms); .NET uses 15 s. */
+  /**
+   * Longest wait between attempts to take the bootstrap lock held by another host (ms); .NET uses 15 s. The
+   * processor waits leaseJoinSettleDelay (2 s) when that is shorter.
+   */
   bootstrapRetryDelay: 15_000,
   /**
    * Watch slot: hosts take turns reading the lease container's change feed, one host per slot, so released
@@ -35,7 +38,8 @@ export const ChangeFeedDefaults = {
    * A host that held no lease takes one (a foothold: until then the others do not count it) and runs its next
    * balancing round this long after, on a refreshed view in which hosts starting with it have footholds too; that
    * round takes its whole fair share (balancing/fair-share.ts). Also the first start's delay before a lone host
-   * takes its other leases (ms). Option: `leaseJoinSettleDelay`.
+   * takes its other leases, and how often a host waiting on another host's bootstrap (its `.lock`) checks again
+   * (ms). Option: `leaseJoinSettleDelay`.
    */
   leaseJoinSettleDelay: 2_000,
   /** A stopping host releases a successor's leases this long before the successor's watch slot (ms). */

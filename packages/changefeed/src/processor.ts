@@ -158,7 +158,9 @@ export class ChangeFeedProcessor<
       monitored,
       mode,
       clock: this.clock,
-      retryDelay: o.leaseAcquireInterval,
+      // Hosts waiting on another's bootstrap check every leaseJoinSettleDelay: they then join its fleet within
+      // seconds of the leases existing, not a round later.
+      retryDelay: o.leaseJoinSettleDelay,
       requestTimeout: o.requestTimeout,
     }).run(signal);
     this.startPosition = o.startFromBeginning
