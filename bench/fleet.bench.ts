@@ -8,6 +8,7 @@
  *   npm run bench:fleet         → bench/results/fleet.json (docs/bench-fleet.md quotes it)
  *   npm run bench:fleet -- --estimator   the lag estimator at 100, 1,000, 10,000 leases on the emulator (key "estimator")
  *   npm run bench:fleet -- --emulator    real processors on the emulator beside the simulation (key "emulator")
+ *   npm run bench:fleet -- --large       ours alone at 1,000 × 10,000 (BENCH_FLEET_LARGE, _EVENTS; key "large")
  *
  * Knobs (environment): BENCH_FLEET_SIZES (hosts×leases, comma-separated; default 10x100,30x300,50x500,100x1000),
  * BENCH_FLEET_SEED (1), BENCH_FLEET_STEADY_S (170: five renewal periods of 34 s), BENCH_FLEET_LOSS (0: the share of
@@ -17,7 +18,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TIMINGS } from "./fleet/hosts.js";
-import { emulatorPhase, estimatorPhase } from "./fleet/phases.js";
+import { emulatorPhase, estimatorPhase, largePhase } from "./fleet/phases.js";
 import { goals, type SizeSummary, summarize } from "./fleet/report.js";
 import { type FleetRun, simulate } from "./fleet/scenarios.js";
 import { envNumber, machineFacts } from "./lib/stats.js";
@@ -26,9 +27,10 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const RESULTS_FILE = join(ROOT, "bench", "results", "fleet.json");
 const onlyPrint = process.env.BENCH_FLEET_ONLY_PRINT === "1";
 // The optional phases run on their own and merge their key into fleet.json (bench/fleet/phases.ts).
-if (process.argv.includes("--estimator") || process.argv.includes("--emulator")) {
+if (["--estimator", "--emulator", "--large"].some((f) => process.argv.includes(f))) {
   if (process.argv.includes("--estimator")) await estimatorPhase(ROOT, RESULTS_FILE, onlyPrint);
   if (process.argv.includes("--emulator")) await emulatorPhase(ROOT, RESULTS_FILE, onlyPrint);
+  if (process.argv.includes("--large")) await largePhase(ROOT, RESULTS_FILE, onlyPrint);
   process.exit(0);
 }
 const sizes = (process.env.BENCH_FLEET_SIZES ?? "10x100,30x300,50x500,100x1000").split(",").map((s) => {

@@ -1,10 +1,11 @@
-// The optional phases of bench:fleet (`-- --estimator`, `-- --emulator`): each runs on its own and merges its
+// The optional phases of bench:fleet (`-- --estimator`, `-- --emulator`, `-- --large`): each runs on its own and merges its
 // results into bench/results/fleet.json under its own key, leaving the simulation's figures as they are.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { envNumber, machineFacts } from "../lib/stats.js";
 import { AGREEMENT_PCT, compareWithEmulator, type EmulatorComparison } from "./emulator-run.js";
 import { type EstimatorFigures, runEstimator } from "./estimator-run.js";
+import { EVENTS, type EventName, simulate } from "./scenarios.js";
 
 const r2 = (n: number) => Math.round(n * 100) / 100;
 
@@ -112,5 +113,58 @@ export async function emulatorPhase(root: string, resultsFile: string, print: bo
     runs,
     conclusions,
     allAgree: runs.every((c) => c.withinTolerance),
+  });
+}
+
+/**
+ * `--large`: this processor alone at a size the .NET model's loops make too slow to simulate beside it here
+ * (BENCH_FLEET_LARGE, default 1000x10000), with the events of BENCH_FLEET_LARGE_EVENTS (default: +10 % hosts, a
+ * crash of 10 %, a split storm; the cold start always runs first), judged on the same goals.
+ */
+export async function largePhase(root: string, resultsFile: string, print: boolean): Promise<void> {
+  const [hosts, leases] = (process.env.BENCH_FLEET_LARGE ?? "1000x10000").split("x").map(Number);
+  if (!(hosts >= 1 && leases >= 1)) throw new Error("BENCH_FLEET_LARGE must be <hosts>x<leases>.");
+  const events = (process.env.BENCH_FLEET_LARGE_EVENTS ?? "scale-out-10pct,crash-10pct,split-storm-10pct")
+    .split(",")
+    .map((e) => e.trim()) as EventName[];
+  for (const e of events)
+    if (!EVENTS.includes(e)) throw new Error(`BENCH_FLEET_LARGE_EVENTS: unknown event '${e}'.`);
+  const seed = envNumber("BENCH_FLEET_SEED", 1);
+  const steadyMs = envNumber("BENCH_FLEET_STEADY_S", 170) * 1000;
+  const loadAtStart = r2(os.loadavg()[0]);
+  const run = await simulate("ours", hosts, leases, seed, { steadyMs, balanceLimitMs: 600_000, events });
+  const steady = run.events[0].steady;
+  const perLease = Math.round((steady.ruPerSecond / leases) * 10_000) / 10_000;
+  console.log(
+    `ours ${hosts}×${leases}: steady ${steady.ruPerSecond} RU/s (${perLease} per lease), ${run.simulatedSeconds} s simulated in ${run.cpuSeconds} s CPU (${run.cpuMsPerHostSecond} ms per host-s), double ownership ${run.doubleOwnership}`,
+  );
+  for (const e of run.events)
+    console.log(
+      `  ${e.event.padEnd(24)} balanced ${e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals} intervals, ${e.moves} moves, max ${e.maxLeasesPerHost}/host, ${e.steady.moves} steady moves, steady ${e.steady.ruPerSecond} RU/s`,
+    );
+  const slow = run.events.filter((e) => {
+    const n = e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals;
+    return n === null || n > 2;
+  });
+  const conclusions = [
+    `Balanced within 2 acquire intervals after every event: ${slow.length === 0 ? "met" : `not met (${slow.map((e) => e.event).join(", ")})`}.`,
+    `Zero lease moves in every steady window: ${run.events.every((e) => e.steady.moves === 0) ? "met" : "not met"}.`,
+    `No double ownership: ${run.doubleOwnership === 0 ? "met" : `not met (${run.doubleOwnership})`}.`,
+    `Steady lease-container RU/s ${steady.ruPerSecond}, ${perLease} per lease.`,
+  ];
+  for (const c of conclusions) console.log(`  - ${c}`);
+  if (print) return;
+  merge(resultsFile, "large", {
+    machine: {
+      ...machineFacts(root),
+      loadAverage1mAtStart: loadAtStart,
+      loadAverage1mAtEnd: r2(os.loadavg()[0]),
+    },
+    method:
+      "The simulation of the main run (the real processor on the simulated clock over the in-memory lease " +
+      "container), this processor only, for the events listed; the .NET model is not run at this size.",
+    run,
+    ruPerSecondPerLease: perLease,
+    conclusions,
   });
 }

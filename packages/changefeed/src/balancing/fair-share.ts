@@ -96,6 +96,23 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
     }
     const leaseCount = seen.size - superseded;
     const targets = fairTargets(owned, leaseCount);
+    const mine = (owned.get(me) as Lease[]).length;
+    // The steady case, every round of every host: nothing to sort or cut.
+    const counts = [...owned.values()].map((h) => h.length);
+    const settled = available.length === 0 && isSettled(counts, leaseCount);
+    if (settled) {
+      const target = targets.get(me) as number;
+      return {
+        hosts: owned.size,
+        leases: leaseCount,
+        target,
+        mine,
+        mySlice: [],
+        pool: [],
+        footholds: [],
+        settled,
+      };
+    }
     available.sort(byToken);
     const pool = [...available];
     const short: [string, number][] = [];
@@ -110,12 +127,6 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
       available.length > 0
         ? available
         : [...owned].flatMap(([host, held]) => (host !== me && held.length > floor ? held : []));
-    const settled =
-      available.length === 0 &&
-      isSettled(
-        [...owned.values()].map((h) => h.length),
-        leaseCount,
-      );
     let offset = 0;
     let mySlice: Lease[] = [];
     for (const [host, deficit] of short) {
@@ -126,7 +137,7 @@ export class FairShareBalancingStrategy implements LoadBalancingStrategy {
       hosts: owned.size,
       leases: leaseCount,
       target: targets.get(me) as number,
-      mine: (owned.get(me) as Lease[]).length,
+      mine,
       mySlice,
       pool,
       footholds,
