@@ -64,6 +64,12 @@ export async function boundedRequest<T>(
     if (signal?.aborted && !(e instanceof RequestAbortedError)) throw new RequestAbortedError(what);
     throw e;
   } finally {
-    settled.abort();
+    settled.abort(SETTLED);
   }
 }
+
+/**
+ * The reason a bounded request's own signal fires once the race is over: one shared value, because abort() without
+ * a reason builds a DOMException (with its stack) per request, 5 % of the CPU of a fleet simulation's profile.
+ */
+const SETTLED = new DOMException("The bounded request is over.", "AbortError");
