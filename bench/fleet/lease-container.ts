@@ -42,11 +42,26 @@ interface Stored {
   body: Record<string, unknown>;
   lsn: number;
   bytes: number;
+  /** Replaced by a later version or deleted: no longer in the change feed. */
+  superseded?: true;
 }
 
 /** The service's error as the SDK throws it (`code` is the HTTP status). */
 function cosmosError(code: number): Error {
   return Object.assign(new Error(`Simulated lease container: ${code}`), { code });
+}
+
+/**
+ * Freezes a stored document and what it holds: reads hand out the stored object itself instead of a copy of every
+ * document per listing (hosts × leases copies per acquire interval), so a caller that modified one would change
+ * the store; frozen, that throws instead (ES modules are strict).
+ */
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === "object" && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
 }
 
 function abortError(): Error {
@@ -56,6 +71,12 @@ function abortError(): Error {
 export class InMemoryLeaseContainer {
   readonly meter = new ServerMeter();
   private readonly docs = new Map<string, Stored>();
+  /**
+   * Every version written, in LSN order, superseded ones marked (dropped once they are most of it): a feed read
+   * finds where it starts by binary search instead of walking every document, as it did (O(leases) per read).
+   */
+  private log: Stored[] = [];
+  private superseded = 0;
   private lsn = 0;
   /** Sees every write as the service applies it (the document before, and after; undefined: none). */
   observer:
@@ -91,22 +112,27 @@ export class InMemoryLeaseContainer {
    */
   async request<T>(clock: HostClock, signal: AbortSignal | undefined, serve: () => T): Promise<T> {
     if (signal?.aborted) throw abortError();
-    const { min, max } = this.o.latencyMs;
     const lost = (this.o.lossRate ?? 0) > 0 && this.o.random() < (this.o.lossRate ?? 0);
-    const oneWay = () => min + this.o.random() * (max - min);
-    await this.sim.schedule(oneWay(), undefined);
+    await this.sim.schedule(this.oneWay(), undefined);
     let outcome: { ok: T } | { error: unknown };
     try {
       outcome = { ok: serve() };
     } catch (error) {
       outcome = { error };
     }
+    // The same promise chain with or without a signal (the order answers land in is the simulation's): only the
+    // listener is left out when there is nothing to listen to.
     await new Promise<void>((resolve, reject) => {
+      if (!signal) {
+        if (lost) return; // answered never: the caller's own timeout ends it
+        void clock.sleep(this.oneWay()).then(() => resolve());
+        return;
+      }
       const onAbort = () => reject(abortError());
-      signal?.addEventListener("abort", onAbort, { once: true });
+      signal.addEventListener("abort", onAbort, { once: true });
       if (lost) return; // answered only by the caller's own timeout / abort
-      void clock.sleep(oneWay()).then(() => {
-        signal?.removeEventListener("abort", onAbort);
+      void clock.sleep(this.oneWay()).then(() => {
+        signal.removeEventListener("abort", onAbort);
         resolve();
       });
     });
@@ -114,12 +140,18 @@ export class InMemoryLeaseContainer {
     return outcome.ok;
   }
 
+  /** One seeded one-way latency (ms). */
+  private oneWay(): number {
+    const { min, max } = this.o.latencyMs;
+    return min + this.o.random() * (max - min);
+  }
+
   // ------------------------------------------------------------------ the service side (run at arrival)
 
   private stamp(id: string, body: Record<string, unknown>): Record<string, unknown> {
     const before = this.docs.get(id)?.body;
     this.lsn++;
-    const stored = {
+    const json = JSON.stringify({
       ...body,
       id,
       _etag: `"${this.lsn.toString(16).padStart(8, "0")}"`,
@@ -128,10 +160,16 @@ export class InMemoryLeaseContainer {
       _rid: "bGVhc2VzAA==",
       _self: `dbs/x/colls/leases/docs/${id}`,
       _attachments: "attachments/",
-    };
-    const bytes = JSON.stringify(stored).length;
+    });
+    const bytes = json.length;
+    // What the service stores is what the SDK sent, serialized: nothing the writer keeps is shared with the store.
+    const stored = deepFreeze(JSON.parse(json) as Record<string, unknown>);
+    const old = this.docs.get(id);
+    if (old) this.supersede(old);
     this.docs.delete(id); // re-inserted last: the map's order is LSN order (the change feed's)
-    this.docs.set(id, { body: stored, lsn: this.lsn, bytes });
+    const entry: Stored = { body: stored, lsn: this.lsn, bytes };
+    this.docs.set(id, entry);
+    this.log.push(entry);
     this.observer?.(before, stored);
     return stored;
   }
@@ -155,7 +193,7 @@ export class InMemoryLeaseContainer {
     }
     const charge = pointReadCharge(d.bytes);
     this.meter.add("read", charge);
-    return { resource: { ...d.body }, statusCode: 200, requestCharge: charge, headers: this.session() };
+    return { resource: d.body, statusCode: 200, requestCharge: charge, headers: this.session() };
   }
 
   replace(id: string, body: Record<string, unknown>, ifMatch: string | undefined) {
@@ -184,6 +222,7 @@ export class InMemoryLeaseContainer {
     if (!d) this.fail("delete", 404);
     if (ifMatch !== undefined && d.body._etag !== ifMatch) this.fail("delete", 412);
     this.docs.delete(id);
+    this.supersede(d);
     this.lsn++;
     this.observer?.(d.body, undefined);
     const charge = writeCharge(d.bytes, INDEXED_PATHS);
@@ -195,9 +234,10 @@ export class InMemoryLeaseContainer {
   queryPrefix(prefix: string) {
     const out: Record<string, unknown>[] = [];
     let bytes = 0;
-    for (const [id, d] of this.docs) {
-      if (id.startsWith(prefix)) {
-        out.push({ ...d.body });
+    // Values, not entries: no [id, doc] pair allocated per document per listing (the id is the body's).
+    for (const d of this.docs.values()) {
+      if ((d.body.id as string).startsWith(prefix)) {
+        out.push(d.body);
         bytes += d.bytes;
       }
     }
@@ -206,14 +246,32 @@ export class InMemoryLeaseContainer {
     return { resources: out, requestCharge: charge };
   }
 
+  private supersede(d: Stored): void {
+    d.superseded = true;
+    this.superseded++;
+    if (this.superseded < 1024 || this.superseded * 2 < this.log.length) return;
+    this.log = this.log.filter((e) => !e.superseded);
+    this.superseded = 0;
+  }
+
   /** The change feed after `fromLsn`: up to `max` documents, latest versions in LSN order. */
   feed(fromLsn: number, max: number) {
     const out: Record<string, unknown>[] = [];
     let last = fromLsn;
-    for (const d of this.docs.values()) {
-      if (d.lsn <= fromLsn) continue;
+    const log = this.log;
+    // The first version after fromLsn (the log is in LSN order).
+    let lo = 0;
+    let hi = log.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (log[mid].lsn <= fromLsn) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < log.length; i++) {
+      const d = log[i];
+      if (d.superseded) continue;
       if (out.length >= max) break;
-      out.push({ ...d.body });
+      out.push(d.body);
       last = d.lsn;
     }
     const charge = changeFeedCharge(out.length);
@@ -232,6 +290,28 @@ export class InMemoryLeaseContainer {
 }
 
 type Opts = { abortSignal?: AbortSignal; accessCondition?: { type: string; condition: string } } | undefined;
+
+/** `container.item(id)`: its methods on the prototype, not three closures made per call (one per lease write). */
+class ItemView {
+  constructor(
+    private readonly c: InMemoryLeaseContainer,
+    private readonly clock: HostClock,
+    private readonly id: string,
+  ) {}
+  read(o: Opts) {
+    return this.c.request(this.clock, o?.abortSignal, () => this.c.read(this.id));
+  }
+  replace(body: Record<string, unknown>, o: Opts) {
+    return this.c.request(this.clock, o?.abortSignal, () =>
+      this.c.replace(this.id, body, o?.accessCondition?.condition),
+    );
+  }
+  delete(o: Opts) {
+    return this.c.request(this.clock, o?.abortSignal, () =>
+      this.c.delete(this.id, o?.accessCondition?.condition),
+    );
+  }
+}
 
 /** One host's SDK-shaped handle on the container. */
 class HostView {
@@ -268,16 +348,8 @@ class HostView {
     });
   }
 
-  item(id: string) {
-    const c = this.c;
-    const clock = this.clock;
-    return {
-      read: (o: Opts) => c.request(clock, o?.abortSignal, () => c.read(id)),
-      replace: (body: Record<string, unknown>, o: Opts) =>
-        c.request(clock, o?.abortSignal, () => c.replace(id, body, o?.accessCondition?.condition)),
-      delete: (o: Opts) =>
-        c.request(clock, o?.abortSignal, () => c.delete(id, o?.accessCondition?.condition)),
-    };
+  item(id: string): ItemView {
+    return new ItemView(this.c, this.clock, id);
   }
 
   /** From now: the first read pins the start (304), as ChangeFeedStartFrom.Now(). */

@@ -34,11 +34,22 @@ class SimFeedRange {
   ) {}
 }
 
+/** What the emulator charges for a change feed read that finds nothing (every read here). */
+const IDLE_READ_CHARGE = changeFeedCharge(0);
+
 /** The container's `_rid` (8 bytes: the database's 4, then the collection's). */
 export const MONITORED_RID = "ZmxlZXRzaW0=";
 
+/** A range's key in {@link SimMonitoredContainer}'s index of whole ranges. */
+const rangeKey = (min: string, max: string) => `${min}|${max}`;
+
 export class SimMonitoredContainer {
   private ranges: PartitionKeyRange[];
+  /**
+   * The live ranges' "min|max": a feed read checks its range in O(1). It scanned every range (O(leases) per read,
+   * so the fleet's reads cost O(leases²) per simulated second).
+   */
+  private whole: Set<string>;
   private nextId: number;
   /** Feed reads served (all 304). */
   reads = 0;
@@ -52,6 +63,7 @@ export class SimMonitoredContainer {
       minInclusive: epk(Math.floor((i * SPAN) / leases)),
       maxExclusive: epk(Math.floor(((i + 1) * SPAN) / leases)),
     }));
+    this.whole = new Set(this.ranges.map((r) => rangeKey(r.minInclusive, r.maxExclusive)));
     this.nextId = leases;
   }
 
@@ -76,11 +88,8 @@ export class SimMonitoredContainer {
       children.set(r.id, [a, b]);
     }
     this.ranges = next;
+    this.whole = new Set(next.map((r) => rangeKey(r.minInclusive, r.maxExclusive)));
     return children;
-  }
-
-  private whole(min: string, max: string): boolean {
-    return this.ranges.some((r) => r.minInclusive === min && r.maxExclusive === max);
   }
 
   forHost(clock: HostClock): Container {
@@ -99,22 +108,25 @@ export class SimMonitoredContainer {
         min = r.minInclusive;
         max = r.maxExclusive;
       }
+      const key = rangeKey(min, max);
+      // Every read of the idle feed answers the same continuation: built once per iterator.
+      const continuationToken = JSON.stringify({
+        rid: MONITORED_RID,
+        Continuation: [{ minInclusive: min, maxExclusive: max, continuationToken: '"1"' }],
+      });
       return {
         hasMoreResults: true,
         readNext: () =>
           net.request(clock, undefined, () => {
             this.reads++;
-            if (!this.whole(min, max))
+            if (!this.whole.has(key))
               throw Object.assign(new Error("Partition key range is gone"), { code: 410 });
             return {
               result: [],
               statusCode: 304,
-              requestCharge: changeFeedCharge(0),
+              requestCharge: IDLE_READ_CHARGE,
               headers: {},
-              continuationToken: JSON.stringify({
-                rid: MONITORED_RID,
-                Continuation: [{ minInclusive: min, maxExclusive: max, continuationToken: '"1"' }],
-              }),
+              continuationToken,
             };
           }),
       };

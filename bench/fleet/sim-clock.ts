@@ -17,9 +17,18 @@ interface Timer {
   cancelled: boolean;
 }
 
-/** A binary min-heap of timers by (at, seq). */
+/**
+ * A binary min-heap of timers by (at, seq). (at, seq) is a total order (seq is unique), so the order timers come
+ * out in does not depend on the heap's layout: compacting it changes nothing that fires.
+ */
 class TimerHeap {
-  private readonly items: Timer[] = [];
+  private items: Timer[] = [];
+  /**
+   * Timers cancelled while in the heap (an estimate: a cancelled timer is dropped when it comes out). Most of a
+   * fleet's timers are requestTimeout bounds cancelled when their request answers; kept, they grew the heap to
+   * tens of thousands of dead entries, each making every push and pop deeper.
+   */
+  private cancelled = 0;
   get size(): number {
     return this.items.length;
   }
@@ -28,34 +37,50 @@ class TimerHeap {
   }
   push(t: Timer): void {
     const a = this.items;
+    // Sift up with a hole: each step moves one parent down instead of swapping.
+    let i = a.length;
     a.push(t);
-    let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (!before(a[i], a[p])) break;
-      [a[i], a[p]] = [a[p], a[i]];
+      const parent = a[p];
+      if (!before(t, parent)) break;
+      a[i] = parent;
       i = p;
     }
+    a[i] = t;
   }
   pop(): Timer | undefined {
     const a = this.items;
     const top = a[0];
     const last = a.pop();
-    if (a.length > 0 && last) {
-      a[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < a.length && before(a[l], a[m])) m = l;
-        if (r < a.length && before(a[r], a[m])) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m], a[i]];
-        i = m;
-      }
-    }
+    if (a.length > 0 && last) this.siftDown(last, 0);
+    if (top?.cancelled && this.cancelled > 0) this.cancelled--;
     return top;
+  }
+  /** Places `t` at `i` and moves it down to where it belongs (a hole moves up instead of swaps). */
+  private siftDown(t: Timer, start: number): void {
+    const a = this.items;
+    const n = a.length;
+    let i = start;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const m = r < n && before(a[r], a[l]) ? r : l;
+      if (!before(a[m], t)) break;
+      a[i] = a[m];
+      i = m;
+    }
+    a[i] = t;
+  }
+  /** A timer in the heap was cancelled: once they are most of it, they are dropped and the heap rebuilt. */
+  noteCancelled(): void {
+    this.cancelled++;
+    if (this.cancelled < 1024 || this.cancelled * 2 < this.items.length) return;
+    const live = this.items.filter((t) => !t.cancelled);
+    this.items = live;
+    this.cancelled = 0;
+    for (let i = (live.length >> 1) - 1; i >= 0; i--) this.siftDown(live[i], i);
   }
 }
 
@@ -92,16 +117,22 @@ export class SimClock {
         seq: this.seq++,
         host,
         cancelled: false,
-        resolve: () => {
-          signal?.removeEventListener("abort", onAbort);
+        resolve,
+      };
+      // Only a timer with a signal needs the listener and its removal (the network's timers have none).
+      if (signal) {
+        const onAbort = () => {
+          timer.cancelled = true;
+          // Still in the heap unless a paused host holds it (then the estimate is only a little high).
+          this.heap.noteCancelled();
           resolve();
-        },
-      };
-      const onAbort = () => {
-        timer.cancelled = true;
-        resolve();
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
+        };
+        timer.resolve = () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
       this.heap.push(timer);
     });
   }
