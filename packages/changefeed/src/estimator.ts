@@ -195,12 +195,12 @@ export async function estimateLeaseLag(
   lease: Lease,
   bounds: EstimatorBounds = {},
 ): Promise<LeaseLag> {
+  const retries = readRetriesOf(bounds.readRetries);
   const base = { leaseToken: lease.leaseToken, owner: lease.owner };
   if (lease.shape?.unsupported) throw new UnsupportedLeaseError(lease.id, lease.shape.unsupported);
   if (!lease.continuationToken || !lease.feedRange) return { ...base, estimatedLag: 1 };
   const range = lease.feedRange;
   const continuation = lease.continuationToken;
-  const retries = readRetriesOf(bounds.readRetries);
   const page = await readWithRetries(lease, retries, bounds.clock ?? systemClock, bounds.abortSignal, () => {
     // A reader (an SDK iterator) per attempt: a timed-out attempt's late answer lands in its own, dropped.
     const reader = new LeaseFeedReader<{ _lsn?: number }>({
