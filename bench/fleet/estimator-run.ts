@@ -2,9 +2,11 @@
 // the embedded emulator (in memory, port 0, throttling off), the lease documents written directly in .NET's
 // version-1 (EPK) schema, since the emulator starts a container with at most 64 physical ranges: each range is cut
 // into N/64 EPK windows, one lease each, as a fleet whose leases were split by EPK would have. Requests and RU are
-// the emulator's meter; the wall time is this machine's, recorded with its load average, never judged.
+// the emulator's meter; the requests at the wire (the container reads the meter leaves out among them) are counted
+// by a request plugin of the tool's client; the wall time is this machine's, recorded with its load average, never
+// judged.
 import os from "node:os";
-import { type Container, CosmosClient } from "@azure/cosmos";
+import { type Container, CosmosClient, type CosmosClientOptions, type PluginConfig } from "@azure/cosmos";
 import { estimateLag } from "@cosmos-feed/changefeed";
 import { meterDelta, RANGE_COUNT_HEADER, startEmulator } from "@cosmos-feed/emulator";
 
@@ -26,8 +28,42 @@ export interface EstimatorFigures {
   ru: number;
   requestsPerLease: number;
   ruPerLease: number;
+  /**
+   * HTTP requests the tool's client sent, by kind: "feedRead" (change feed reads), "containerRead" (reads of a
+   * container's definition: the SDK reads the monitored container each time a change feed iterator starts, and
+   * the emulator's meter counts only the data plane), "other" (the lease listing, account and range reads).
+   */
+  wireRequests: { feedRead: number; containerRead: number; other: number; total: number };
+  /** Feed reads sent again by estimateLag after a timeout or a throttle: wire feed reads − leases read. */
+  feedReadRetries: number;
+  /** The slowest HTTP request of the estimate (ms, this machine's). */
+  slowestRequestMs: number;
   wallMs: number;
   loadAverage1m: number;
+}
+
+/** A request plugin counting the client's HTTP requests by kind and the slowest one (the SDK's hidden `plugins`). */
+function wireCounter() {
+  const counts = { feedRead: 0, containerRead: 0, other: 0, total: 0 };
+  let slowestMs = 0;
+  const plugins: PluginConfig[] = [
+    {
+      on: "request",
+      plugin: async (context, _diagnostics, next) => {
+        const isFeed = context.resourceType === "docs" && context.headers?.["A-IM"] !== undefined;
+        const isContainerRead = context.resourceType === "colls" && context.method === "GET";
+        counts[isFeed ? "feedRead" : isContainerRead ? "containerRead" : "other"]++;
+        counts.total++;
+        const t0 = performance.now();
+        try {
+          return await next(context);
+        } finally {
+          slowestMs = Math.max(slowestMs, performance.now() - t0);
+        }
+      },
+    },
+  ];
+  return { options: { plugins } as Partial<CosmosClientOptions>, counts, slowestMs: () => slowestMs };
 }
 
 const toBig = (epk: string, isMax: boolean): bigint =>
@@ -117,7 +153,8 @@ export async function runEstimator(leaseCount: number): Promise<EstimatorFigures
     await writeLeases(leases, prefix, windows, Math.max(1, Math.round(leaseCount / 10)));
 
     // A client of its own, as a monitoring tool would have: its first requests (metadata) are the estimate's.
-    const tool = new CosmosClient({ endpoint: emu.endpoint, key: emu.key });
+    const wire = wireCounter();
+    const tool = new CosmosClient({ endpoint: emu.endpoint, key: emu.key, ...wire.options });
     const db = tool.database("fleet");
     const before = emu.meter.snapshot();
     const load = os.loadavg()[0];
@@ -155,6 +192,10 @@ export async function runEstimator(leaseCount: number): Promise<EstimatorFigures
       ru: Math.round(ru * 100) / 100,
       requestsPerLease: Math.round((requests / leaseCount) * 1000) / 1000,
       ruPerLease: Math.round((ru / leaseCount) * 100) / 100,
+      wireRequests: { ...wire.counts },
+      // Every lease has a continuation here: one feed read each unless one was sent again.
+      feedReadRetries: wire.counts.feedRead - leaseCount,
+      slowestRequestMs: Math.round(wire.slowestMs()),
       wallMs: Math.round(wallMs),
       loadAverage1m: Math.round(load * 100) / 100,
     };

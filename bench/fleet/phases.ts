@@ -18,31 +18,50 @@ function merge(resultsFile: string, key: string, value: unknown): void {
   console.log(`merged '${key}' into ${resultsFile}`);
 }
 
-/** `--estimator`: estimateLag over 100, 1,000 and 10,000 leases (BENCH_FLEET_ESTIMATOR_LEASES). */
+/**
+ * `--estimator`: estimateLag over 100, 1,000 and 10,000 leases (BENCH_FLEET_ESTIMATOR_LEASES), each size
+ * BENCH_FLEET_ESTIMATOR_REPEATS times (default 1), each run on a fresh emulator.
+ */
 export async function estimatorPhase(root: string, resultsFile: string, print: boolean): Promise<void> {
   const counts = (process.env.BENCH_FLEET_ESTIMATOR_LEASES ?? "100,1000,10000").split(",").map(Number);
-  const runs: EstimatorFigures[] = [];
-  for (const n of counts) {
-    const f = await runEstimator(n);
-    runs.push(f);
-    console.log(
-      `estimator ${n} leases: ${f.requests} requests (${f.requestsPerLease}/lease), ${f.ru} RU (${f.ruPerLease}/lease), ${f.wallMs} ms at load ${f.loadAverage1m}`,
-    );
-  }
-  const largest = runs[runs.length - 1];
-  const smallest = runs[0];
+  const repeats = envNumber("BENCH_FLEET_ESTIMATOR_REPEATS", 1);
+  const runs: (EstimatorFigures & { repeat: number })[] = [];
+  for (let repeat = 1; repeat <= repeats; repeat++)
+    for (const n of counts) {
+      const f = await runEstimator(n);
+      runs.push({ ...f, repeat });
+      console.log(
+        `estimator ${n} leases (run ${repeat}): ${f.requests} metered requests (${f.requestsPerLease}/lease), ` +
+          `${f.wireRequests.total} at the wire (${f.wireRequests.containerRead} container reads), ${f.ru} RU ` +
+          `(${f.ruPerLease}/lease), ${f.feedReadRetries} feed reads retried, slowest request ${f.slowestRequestMs} ms, ` +
+          `${f.wallMs} ms at load ${f.loadAverage1m}`,
+      );
+    }
+  const firstRuns = runs.filter((f) => f.repeat === 1);
+  const largest = firstRuns[firstRuns.length - 1];
+  const smallest = firstRuns[0];
   const feedReads = (f: EstimatorFigures) => f.requestsByContainer["fleet/monitored"]?.changeFeed?.count ?? 0;
   const listingPages = (f: EstimatorFigures) => f.requestsByContainer["fleet/leases"]?.query?.count ?? 0;
+  const retried = runs.filter((f) => f.feedReadRetries > 0);
   const conclusions = [
-    `Requests grow linearly in leases: ${runs.map((f) => `${f.requests} for ${f.leases}`).join(", ")} ` +
-      `(${runs.map((f) => f.requestsPerLease).join(", ")} per lease).`,
-    `Per lease one change feed read of the monitored container (${runs.map(feedReads).join(", ")} reads), plus the ` +
-      `lease listing in pages (${runs.map(listingPages).join(", ")} query pages): the estimate is one request per lease, ` +
-      "as .NET's estimator does; a range's read cannot answer for another range's lease, so it is not batched.",
-    `RU per lease ${runs.map((f) => f.ruPerLease).join(", ")}: at ${largest.leases} leases ${largest.ru} RU per estimate ` +
+    `Requests grow linearly in leases: ${firstRuns.map((f) => `${f.requests} for ${f.leases}`).join(", ")} ` +
+      `(${firstRuns.map((f) => f.requestsPerLease).join(", ")} per lease) on the emulator's meter (the data plane).`,
+    `Per lease one change feed read of the monitored container (${firstRuns.map(feedReads).join(", ")} reads), plus the ` +
+      `lease listing in pages (${firstRuns.map(listingPages).join(", ")} query pages): the estimate is one data-plane ` +
+      "request per lease, as .NET's estimator does; a range's read cannot answer for another range's lease, so it is not batched.",
+    `At the wire ${firstRuns.map((f) => `${r2(f.wireRequests.total / f.leases)}`).join(", ")} requests per lease: the SDK ` +
+      `also reads the monitored container's definition once per change feed iterator (${firstRuns
+        .map((f) => f.wireRequests.containerRead)
+        .join(
+          ", ",
+        )} container reads, the estimate's own 3 among them), a metadata request the meter does not count.`,
+    `RU per lease ${firstRuns.map((f) => f.ruPerLease).join(", ")}: at ${largest.leases} leases ${largest.ru} RU per estimate ` +
       `(${r2(largest.ru / smallest.ru)}× the ${smallest.leases}-lease estimate for ${r2(largest.leases / smallest.leases)}× the leases).`,
+    `${runs.length} estimates (${repeats} run(s) of each size), every one complete; ${retried.length} needed a feed read ` +
+      `sent again (${runs.reduce((a, f) => a + f.feedReadRetries, 0)} retries in all); slowest request ` +
+      `${Math.max(...runs.map((f) => f.slowestRequestMs))} ms.`,
     `Wall time ${runs.map((f) => `${f.wallMs} ms`).join(", ")} on this shared machine (load ${runs.map((f) => f.loadAverage1m).join(", ")}): ` +
-      "recorded, not judged; at most 64 leases' reads in flight (estimateLag's ESTIMATE_CONCURRENCY), default requestTimeout.",
+      "recorded, not judged; at most 64 leases' reads in flight (estimateLag's ESTIMATE_CONCURRENCY), default requestTimeout and readRetries.",
   ];
   for (const c of conclusions) console.log(`  - ${c}`);
   if (print) return;
@@ -53,7 +72,9 @@ export async function estimatorPhase(root: string, resultsFile: string, print: b
       "throttling off). The monitored container has min(64, leases) physical ranges (the emulator's most at creation), " +
       "each cut into even EPK windows, one version-1 (EPK) lease document each, written directly in .NET's schema, " +
       'owned, with ContinuationToken "1"; 1,000 documents written before, so some leases have a backlog. Requests and ' +
-      "RU: the emulator's meter delta over the estimate (both containers); wall time with the 1-minute load average.",
+      "RU: the emulator's meter delta over the estimate (both containers); wireRequests: every HTTP request of the " +
+      "tool's client, counted by an SDK request plugin; wall time with the 1-minute load average. Each size " +
+      `${repeats} time(s) (BENCH_FLEET_ESTIMATOR_REPEATS), a fresh emulator each.`,
     runs,
     conclusions,
   });

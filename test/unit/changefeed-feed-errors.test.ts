@@ -10,6 +10,7 @@ import {
   classifyFeedReadError,
   FeedReadBackoff,
   MonitoredContainerGoneError,
+  retryAfterMs,
 } from "../../packages/changefeed/src/processing/feed-errors.js";
 import type { FeedPage } from "../../packages/changefeed/src/processing/feed-reader.js";
 import { PartitionWorker, type WorkerExit } from "../../packages/changefeed/src/processing/worker.js";
@@ -166,5 +167,23 @@ describe("FeedReadBackoff", () => {
     expect(Math.round(high.next())).toBe(1_000);
     high.reset();
     expect(Math.round(high.next(3_000))).toBe(3_000);
+  });
+});
+
+describe("retryAfterMs", () => {
+  it("reads the SDK's retryAfterInMs, else the x-ms-retry-after-ms header its change feed iterator keeps", () => {
+    expect(retryAfterMs({ code: 429, retryAfterInMs: 250 })).toBe(250);
+    // ChangeFeedForEpkRange rethrows a 429 as a new error with only code and headers.
+    expect(retryAfterMs({ code: 429, headers: { "x-ms-retry-after-ms": "1200" } })).toBe(1_200);
+    expect(retryAfterMs({ code: 429, retryAfterInMs: 0, headers: { "x-ms-retry-after-ms": "9" } })).toBe(0);
+    for (const bad of [
+      undefined,
+      null,
+      {},
+      { headers: { "x-ms-retry-after-ms": "" } },
+      { headers: { "x-ms-retry-after-ms": "-5" } },
+      { retryAfterInMs: Number.NaN },
+    ])
+      expect(retryAfterMs(bad)).toBeUndefined();
   });
 });

@@ -12,12 +12,17 @@ import {
   RequestAbortedError,
   RequestTimeoutError,
 } from "../../packages/changefeed/src/bounded-request.js";
+import { LeaseLagReadError } from "../../packages/changefeed/src/estimate-retry.js";
 import { estimateLeaseLag } from "../../packages/changefeed/src/estimator.js";
 import { LeaseReplacer } from "../../packages/changefeed/src/lease-replacer.js";
 import { type Lease, LeaseMode } from "../../packages/changefeed/src/leases/lease.js";
 import { LeaseOperationCounters, LeaseStore } from "../../packages/changefeed/src/leases/store.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
-import { resolveOptions } from "../../packages/changefeed/src/options.js";
+import {
+  ChangeFeedDefaults,
+  InvalidProcessorOptionsError,
+  resolveOptions,
+} from "../../packages/changefeed/src/options.js";
 import { ChangeFeedProcessor } from "../../packages/changefeed/src/processor.js";
 import { FakeClock } from "../../packages/core/src/clock.js";
 import { lease0, testBalancer, track } from "../support/changefeed-fakes.js";
@@ -171,22 +176,67 @@ describe("a split's replacement", () => {
 });
 
 describe("the lag estimator", () => {
-  const monitored = {
-    read: async () => ({ resource: { _rid: "cRid" } }),
-    items: { getChangeFeedIterator: () => ({ readNext: () => hung() }) },
-  } as unknown as Container;
+  /** A monitored container whose every feed read never answers; `reads` counts them. */
+  function hungFeed() {
+    const counts = { reads: 0 };
+    const monitored = {
+      read: async () => ({ resource: { _rid: "cRid" } }),
+      items: {
+        getChangeFeedIterator: () => ({
+          readNext: () => {
+            counts.reads++;
+            return hung();
+          },
+        }),
+      },
+    } as unknown as Container;
+    return { monitored, counts };
+  }
 
-  it("a feed read that never answers fails the estimate after requestTimeout", async () => {
+  it("a feed read that never answers is sent again after requestTimeout, readRetries times, then fails naming the lease", async () => {
     const clock = new FakeClock();
-    const lag = track(estimateLeaseLag(monitored, lease0("me", '"5"'), { clock, requestTimeout: TIMEOUT }));
+    const { monitored, counts } = hungFeed();
+    const lag = track(
+      estimateLeaseLag(monitored, lease0("me", '"5"'), { clock, requestTimeout: TIMEOUT, readRetries: 1 }),
+    );
     await clock.advance(TIMEOUT - 1);
     expect(lag.settled).toBe(false);
-    await clock.advance(1);
-    expect(lag.error).toBeInstanceOf(RequestTimeoutError);
+    expect(counts.reads).toBe(1);
+    await clock.advance(1); // the first read is given up: the backoff (at most feedReadRetryInitialDelay) starts
+    await clock.advance(ChangeFeedDefaults.feedReadRetryInitialDelay);
+    expect(counts.reads).toBe(2);
+    expect(lag.settled).toBe(false);
+    await clock.advance(TIMEOUT);
+    expect(lag.error).toBeInstanceOf(LeaseLagReadError);
+    const e = lag.error as LeaseLagReadError;
+    expect([e.leaseToken, e.attempts, e.statusCode, e.code]).toEqual(["0", 2, 408, "LeaseLagReadFailed"]);
+    expect(e.cause).toBeInstanceOf(RequestTimeoutError);
+    expect(e.message).toContain("lease 0");
+    expect(counts.reads).toBe(2);
   });
 
-  it("its abortSignal ends a hung estimate at once", async () => {
+  it("readRetries 0: the first timeout fails the lease's estimate", async () => {
     const clock = new FakeClock();
+    const { monitored, counts } = hungFeed();
+    const lag = track(
+      estimateLeaseLag(monitored, lease0("me", '"5"'), { clock, requestTimeout: TIMEOUT, readRetries: 0 }),
+    );
+    await clock.advance(TIMEOUT);
+    expect((lag.error as LeaseLagReadError).attempts).toBe(1);
+    expect(counts.reads).toBe(1);
+  });
+
+  it.each([-1, 1.5, Number.NaN])("readRetries %s is refused before any read", async (readRetries) => {
+    const { monitored, counts } = hungFeed();
+    await expect(estimateLeaseLag(monitored, lease0("me", '"5"'), { readRetries })).rejects.toBeInstanceOf(
+      InvalidProcessorOptionsError,
+    );
+    expect(counts.reads).toBe(0);
+  });
+
+  it("its abortSignal ends a hung estimate at once, and a backoff between attempts", async () => {
+    const clock = new FakeClock();
+    const { monitored, counts } = hungFeed();
     const stop = new AbortController();
     const lag = track(
       estimateLeaseLag(monitored, lease0("me", '"5"'), {
@@ -199,6 +249,21 @@ describe("the lag estimator", () => {
     stop.abort();
     await clock.advance(1);
     expect(lag.error).toBeInstanceOf(RequestAbortedError);
+
+    const stopLater = new AbortController();
+    const retried = track(
+      estimateLeaseLag(monitored, lease0("me", '"5"'), {
+        clock,
+        requestTimeout: TIMEOUT,
+        abortSignal: stopLater.signal,
+      }),
+    );
+    await clock.advance(TIMEOUT); // given up: in its backoff now
+    expect(retried.settled).toBe(false);
+    stopLater.abort();
+    await clock.advance(1);
+    expect(retried.error).toBeInstanceOf(RequestAbortedError);
+    expect(counts.reads).toBe(2); // one per estimate: the abort came before the retry
   });
 });
 

@@ -1,7 +1,8 @@
 import type { Container } from "@azure/cosmos";
 import { type Clock, systemClock } from "@cosmos-feed/core/clock";
 import { sessionTokenLsn } from "@cosmos-feed/core/cosmos/session";
-import { boundedRequest } from "./bounded-request.js";
+import { boundedRequest, RequestAbortedError } from "./bounded-request.js";
+import { readRetriesOf, readWithRetries } from "./estimate-retry.js";
 import { type Lease, UnsupportedLeaseError } from "./leases/lease.js";
 import { openLeaseStore } from "./leases/open.js";
 import { LeaseOperationCounters } from "./leases/store.js";
@@ -32,8 +33,16 @@ export interface EstimatorOptions {
    * created with. Never the regional endpoint the client writes to.
    */
   accountEndpoint?: string;
-  /** Longest wait for each request (ms): unanswered by then, the estimate fails with a 408. Default: the processor's. */
+  /**
+   * Longest wait for each request (ms): a feed read unanswered by then is retried (`readRetries`); the container and
+   * lease listing reads fail the estimate with a 408. Default: the processor's.
+   */
   requestTimeout?: number;
+  /**
+   * Retries of a lease's feed read that timed out or was throttled (408, 429, 449, 503), with backoff; then that
+   * lease's estimate fails with a LeaseLagReadError. Default ChangeFeedDefaults.estimateReadRetries (3).
+   */
+  readRetries?: number;
   /** Ends the estimate's requests (the estimate then fails with RequestAbortedError). */
   abortSignal?: AbortSignal;
 }
@@ -44,6 +53,27 @@ export interface EstimatorOptions {
  * docs/bench-fleet.md); 64 at a time, the estimate took 11 s.
  */
 export const ESTIMATE_CONCURRENCY = 64;
+
+/** One lease whose lag could not be estimated (see {@link estimateLagSettled}). */
+export interface LeaseLagFailure {
+  /** The lease's token. */
+  leaseToken: string;
+  /** The lease's Owner (null when unowned). */
+  owner: string | null;
+  /**
+   * Why: a LeaseLagReadError after the retries of a timed-out or throttled read, an UnsupportedLeaseError, or the
+   * read's own error (e.g. a 403).
+   */
+  error: Error;
+}
+
+/** What {@link estimateLagSettled} returns: the leases estimated and those that could not be, each once. */
+export interface LagEstimate {
+  /** The leases estimated, in lease listing order. */
+  lags: LeaseLag[];
+  /** The leases not estimated, in lease listing order; empty when every lease was. */
+  failed: LeaseLagFailure[];
+}
 
 /** `map` over `items` with at most `limit` calls pending, results in order; fails as soon as one call fails. */
 async function mapBounded<T, R>(
@@ -69,8 +99,10 @@ async function mapBounded<T, R>(
   return out;
 }
 
-/** How each estimator request is bounded (the clock: tests inject a FakeClock). */
-export type EstimatorBounds = Pick<EstimatorOptions, "requestTimeout" | "abortSignal"> & { clock?: Clock };
+/** How each estimator request is bounded and retried (the clock: tests inject a FakeClock). */
+export type EstimatorBounds = Pick<EstimatorOptions, "requestTimeout" | "abortSignal" | "readRetries"> & {
+  clock?: Clock;
+};
 
 function timeoutOf(b: EstimatorBounds): number {
   const timeout = b.requestTimeout ?? ChangeFeedDefaults.requestTimeout;
@@ -91,16 +123,11 @@ function bounded<T>(b: EstimatorBounds, what: string, request: (s: AbortSignal) 
   );
 }
 
-/**
- * Per-lease lag and owner, computed the way .NET's ChangeFeedEstimator does: a lease without a continuation
- * reports 1; otherwise one change (maxItemCount 1) is read from its continuation and the lag is the
- * range's session LSN minus that change's `_lsn`, plus one (0 when nothing is pending). Never writes leases.
- * A Java lease is estimated from the etag inside its state; a lease this library cannot read from throws
- * UnsupportedLeaseError (as .NET's estimator fails on a continuation it cannot send). One feed read per lease,
- * at most ESTIMATE_CONCURRENCY in flight.
- */
-export async function estimateLag(options: EstimatorOptions & EstimatorBounds): Promise<LeaseLag[]> {
-  timeoutOf(options); // a bad option fails before any request is sent
+/** The monitored container's leases, listed once (bounded by requestTimeout). */
+async function listLeases(options: EstimatorOptions & EstimatorBounds): Promise<Lease[]> {
+  // Bad options fail before any request is sent.
+  timeoutOf(options);
+  readRetriesOf(options.readRetries);
   const opening = openLeaseStore({
     monitored: options.monitoredContainer,
     leaseContainer: options.leaseContainer,
@@ -113,10 +140,50 @@ export async function estimateLag(options: EstimatorOptions & EstimatorBounds): 
   // (Opening reads both containers' definitions and takes no signal: a late answer is only dropped.)
   opening.catch(() => undefined); // rejected after a give-up: dropped, never unhandled
   const store = await bounded(options, "container reads", () => opening);
-  const leases = await bounded(options, "lease listing", (s) => store.listAll(s));
+  return bounded(options, "lease listing", (s) => store.listAll(s));
+}
+
+/**
+ * Per-lease lag and owner, computed the way .NET's ChangeFeedEstimator does: a lease without a continuation
+ * reports 1; otherwise one change (maxItemCount 1) is read from its continuation and the lag is the
+ * range's session LSN minus that change's `_lsn`, plus one (0 when nothing is pending). Never writes leases.
+ * A Java lease is estimated from the etag inside its state; a lease this library cannot read from throws
+ * UnsupportedLeaseError (as .NET's estimator fails on a continuation it cannot send). One feed read per lease,
+ * at most ESTIMATE_CONCURRENCY in flight; a read that timed out or was throttled is sent again (`readRetries`).
+ * The first lease that still cannot be read fails the whole estimate (a LeaseLagReadError naming it);
+ * {@link estimateLagSettled} returns the other leases' lags instead.
+ */
+export async function estimateLag(options: EstimatorOptions & EstimatorBounds): Promise<LeaseLag[]> {
+  const leases = await listLeases(options);
   return mapBounded(leases, ESTIMATE_CONCURRENCY, (lease) =>
     estimateLeaseLag(options.monitoredContainer, lease, options),
   );
+}
+
+/**
+ * {@link estimateLag} that never fails the whole estimate for one lease: every lease is read (each with its
+ * retries), and those that could not be estimated are listed in `failed` with their error. It still rejects
+ * when the leases cannot be listed (the lease container's reads) or `abortSignal` fires.
+ */
+export async function estimateLagSettled(options: EstimatorOptions & EstimatorBounds): Promise<LagEstimate> {
+  const leases = await listLeases(options);
+  const outcomes = await mapBounded(leases, ESTIMATE_CONCURRENCY, (lease) =>
+    estimateLeaseLag(options.monitoredContainer, lease, options).then(
+      (lag): LeaseLag | LeaseLagFailure => lag,
+      (error: unknown): LeaseLagFailure => {
+        // The caller stopped the estimate: it ends as a whole.
+        if (error instanceof RequestAbortedError) throw error;
+        const e = error instanceof Error ? error : new Error(String(error));
+        return { leaseToken: lease.leaseToken, owner: lease.owner, error: e };
+      },
+    ),
+  );
+  const estimate: LagEstimate = { lags: [], failed: [] };
+  for (const o of outcomes) {
+    if ("error" in o) estimate.failed.push(o);
+    else estimate.lags.push(o);
+  }
+  return estimate;
 }
 
 /**
@@ -128,18 +195,24 @@ export async function estimateLeaseLag(
   lease: Lease,
   bounds: EstimatorBounds = {},
 ): Promise<LeaseLag> {
+  const retries = readRetriesOf(bounds.readRetries);
   const base = { leaseToken: lease.leaseToken, owner: lease.owner };
   if (lease.shape?.unsupported) throw new UnsupportedLeaseError(lease.id, lease.shape.unsupported);
   if (!lease.continuationToken || !lease.feedRange) return { ...base, estimatedLag: 1 };
-  const reader = new LeaseFeedReader<{ _lsn?: number }>({
-    container: monitoredContainer,
-    range: lease.feedRange,
-    continuation: lease.continuationToken,
-    start: { kind: "now" },
-    maxItemCount: 1,
+  const range = lease.feedRange;
+  const continuation = lease.continuationToken;
+  const page = await readWithRetries(lease, retries, bounds.clock ?? systemClock, bounds.abortSignal, () => {
+    // A reader (an SDK iterator) per attempt: a timed-out attempt's late answer lands in its own, dropped.
+    const reader = new LeaseFeedReader<{ _lsn?: number }>({
+      container: monitoredContainer,
+      range,
+      continuation,
+      start: { kind: "now" },
+      maxItemCount: 1,
+    });
+    // (The SDK's change feed iterator takes no signal: a late answer is only dropped.)
+    return bounded(bounds, `feed read of lease ${lease.leaseToken}`, () => reader.next());
   });
-  // (The SDK's change feed iterator takes no signal: a late answer is only dropped.)
-  const page = await bounded(bounds, "feed read", () => reader.next());
   if (page.kind === "gone") return { ...base, estimatedLag: 1 };
   const sessionLsn = sessionTokenLsn(page.sessionToken);
   if (sessionLsn === undefined) return { ...base, estimatedLag: 1 };

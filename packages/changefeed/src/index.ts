@@ -2,12 +2,16 @@ export { type Clock, systemClock } from "@cosmos-feed/core/clock";
 export { CosmosFeedError, isCosmosFeedError } from "@cosmos-feed/core/errors";
 export { FairShareBalancingStrategy, type FairSharePlan } from "./balancing/fair-share.js";
 export { EqualPartitionsBalancingStrategy, type LoadBalancingStrategy } from "./balancing/strategy.js";
+export { LeaseLagReadError } from "./estimate-retry.js";
 export {
   type EstimatorBounds,
   type EstimatorOptions,
   estimateLag,
+  estimateLagSettled,
   estimateLeaseLag,
+  type LagEstimate,
   type LeaseLag,
+  type LeaseLagFailure,
 } from "./estimator.js";
 export { databaseRidOf } from "./leases/ids.js";
 export { type JavaChangeFeedState, UnsupportedLeaseError } from "./leases/java-state.js";

@@ -8,8 +8,8 @@ export type { EpkRange, Lease, LeaseMode, LeaseVersion } from "./leases/lease.js
 export type { LeaseShape } from "./leases/shape.js";
 
 /**
- * Timing defaults, in milliseconds, with the Azure Functions Cosmos DB trigger's names (and .NET's values).
- * Each is declared here once.
+ * Timing defaults, in milliseconds, with the Azure Functions Cosmos DB trigger's names (and .NET's values), and the
+ * estimator's retry count. Each is declared here once.
  */
 export const ChangeFeedDefaults = {
   /** How often a host checks the leases it owns and renews those that are due (ms). */
@@ -75,6 +75,13 @@ export const ChangeFeedDefaults = {
    * maxWaitTimeInSeconds): 30 s + .NET's 6 s, so throttling is never taken for a hang (ms). Option: `requestTimeout`.
    */
   requestTimeout: 36_000,
+  /**
+   * Retries of one lease's feed read in a lag estimate (a count, not ms) when it timed out or was throttled (408,
+   * 429, 449, 503): the read is sent again after feedReadRetryInitialDelay, doubling up to feedReadRetryMaxDelay
+   * (at least a 429's retry-after), this many times; only then does the lease's estimate fail, with a
+   * LeaseLagReadError naming the lease. Estimator option: `readRetries`.
+   */
+  estimateReadRetries: 3,
 } as const;
 
 /**

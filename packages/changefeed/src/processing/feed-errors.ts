@@ -38,10 +38,20 @@ export function classifyFeedReadError(e: unknown): FeedReadFailure {
   }
 }
 
-/** The wait a 429 asks for (`x-ms-retry-after-ms`, surfaced by the SDK as `retryAfterInMs`), if any. */
+/** A wait in ms, when `v` is one (a number or a numeric header string, 0 or more). */
+function waitMs(v: unknown): number | undefined {
+  const n = typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : Number.NaN;
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
+}
+
+/**
+ * The wait a 429 asks for (`x-ms-retry-after-ms`), if any: the SDK surfaces it as `retryAfterInMs`, but its change
+ * feed iterator (ChangeFeedForEpkRange) rethrows a failed read as a new error carrying only `code` and `headers`,
+ * so the header is read too.
+ */
 export function retryAfterMs(e: unknown): number | undefined {
-  const v = (e as { retryAfterInMs?: unknown } | null)?.retryAfterInMs;
-  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+  const err = e as { retryAfterInMs?: unknown; headers?: Record<string, unknown> } | null;
+  return waitMs(err?.retryAfterInMs) ?? waitMs(err?.headers?.["x-ms-retry-after-ms"]);
 }
 
 /**
