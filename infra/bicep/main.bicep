@@ -118,7 +118,7 @@ param feedPollDelayMs int = 1000
 @description('SUMMARY_POLL_DELAY_MS (ms): the summaries trigger\'s wait after an empty read (how late a summary may be).')
 param summaryPollDelayMs int = 5000
 @description('SUMMARY_RECOUNT_WINDOW_MS (ms): the summaries trigger handles at most one page per lease in this time unless it was full (how late a summary may be while changes keep coming).')
-param summaryRecountWindowMs int = 5000
+param summaryRecountWindowMs int = 10000
 @description('SUMMARY_MAX_ITEMS_PER_INVOCATION (items): most changes one summaries trigger invocation receives.')
 param summaryMaxItemsPerInvocation int = 1000
 @description('LEASE_ACQUIRE_INTERVAL_MS (ms): lease balancing period.')

@@ -59,7 +59,7 @@ export const SETTINGS = {
     kind: "integer",
     setting: "SUMMARY_RECOUNT_WINDOW_MS",
     unit: "ms",
-    default: 5_000,
+    default: 10_000,
     min: 0,
     max: 60_000,
     description:
