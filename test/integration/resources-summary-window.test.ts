@@ -35,18 +35,19 @@ afterAll(async () => {
 /** A clock whose waits end when the test releases them; `now` moves by the wait's length when it does. */
 class DrivenClock implements WindowClock {
   at = 0;
-  readonly waits: { ms: number; release: () => void }[] = [];
+  readonly waits: { ms: number; release: () => void; fail: (e: Error) => void }[] = [];
   now(): number {
     return this.at;
   }
   sleep(ms: number): Promise<void> {
-    return new Promise((resolve) =>
+    return new Promise((resolve, reject) =>
       this.waits.push({
         ms,
         release: () => {
           this.at += ms;
           resolve();
         },
+        fail: reject,
       }),
     );
   }
@@ -143,6 +144,21 @@ describe("the summaries trigger's recount window", () => {
       expect((await readSummary(ctx, sub))?.counts).toEqual({ Succeeded: 1, Deleting: 1 });
       expect(two.resources?.query).toEqual({ requests: 2, ru: 7 });
       expect(two.summaries).toEqual({ replace: { requests: 2, ru: 10.4 } });
+
+      // The host fails during a wait (as one killed there would: the invocation never returns, no checkpoint): the
+      // page is delivered again and recounted — the same counts, so a query and a read, and nothing written.
+      await setState(sub, "a", "Succeeded");
+      clock.waits[3]?.release();
+      await clock.waiting(5);
+      expect((await readSummary(ctx, sub))?.counts).toEqual({ Succeeded: 2 });
+      const third = t.emulator.meter.snapshot() as MeterSnapshot;
+      clock.waits[4]?.fail(new Error("the host died during its wait"));
+      await clock.waiting(6);
+      expect(pages.slice(4)).toEqual([["a:Succeeded"], ["a:Succeeded"]]);
+      const again = meteredSince(t.emulator, third);
+      expect(again.resources?.query).toEqual({ requests: 1, ru: 3.5 });
+      expect(again.summaries).toEqual({ read: { requests: 1, ru: 1 } });
+      expect((await readSummary(ctx, sub))?.counts).toEqual({ Succeeded: 2 });
     } finally {
       for (const w of clock.waits) w.release();
       await processor.stop();
