@@ -5,7 +5,7 @@ import {
   openAppContext,
   RESOURCE_TRIGGERS,
   startOrchestrations,
-  updateSummaries,
+  summarizePage,
 } from "../src/shared/resources/index.js";
 import { loadSettings } from "../src/shared/settings.js";
 
@@ -47,10 +47,18 @@ export async function reactToResources(documents: unknown[], context: Invocation
   );
 }
 
-/** Keeps each touched subscription's counts by provisioning state (recounted, so redelivery is harmless). */
+/**
+ * Keeps each touched subscription's counts by provisioning state (recounted, so redelivery is harmless), then waits
+ * out the rest of SUMMARY_RECOUNT_WINDOW_MS unless the page was full: one recount per subscription per window
+ * (src/shared/resources/summary-window.ts).
+ */
 export async function summarizeResources(documents: unknown[], context: InvocationContext): Promise<void> {
-  const changed = await updateSummaries(await openAppContext(), documents);
+  const { changed, waitedMs } = await summarizePage(await openAppContext(), documents, {
+    windowMs: settings.summaryRecountWindowMs,
+    maxItems: settings.summaryMaxItemsPerInvocation,
+  });
   if (changed.length > 0) context.log(`Updated the summary of ${changed.join(", ")}.`);
+  if (waitedMs > 0) context.log(`Waited ${waitedMs} ms before the next page (SUMMARY_RECOUNT_WINDOW_MS).`);
 }
 
 app.cosmosDB(RESOURCE_TRIGGERS.reactions.functionName, {
@@ -62,8 +70,10 @@ app.cosmosDB(RESOURCE_TRIGGERS.reactions.functionName, {
 
 app.cosmosDB(RESOURCE_TRIGGERS.summaries.functionName, {
   ...feedOptions,
-  // Summaries may lag (SUMMARY_POLL_DELAY_MS): fewer polls, and one recount for many changes.
+  // Summaries may lag (SUMMARY_POLL_DELAY_MS on a quiet feed, SUMMARY_RECOUNT_WINDOW_MS on a busy one): fewer
+  // polls, and one recount for many changes; pages large enough that a window's changes fit in one.
   feedPollDelay: settings.summaryPollDelayMs,
+  maxItemsPerInvocation: settings.summaryMaxItemsPerInvocation,
   leaseContainerPrefix: RESOURCE_TRIGGERS.summaries.leaseContainerPrefix,
   handler: summarizeResources,
 });

@@ -8,7 +8,8 @@
  */
 import os from "node:os";
 import { containerDefinition } from "../../src/shared/containers.js";
-import { machineFacts, round1, round2 } from "../lib/stats.js";
+import { SETTINGS } from "../../src/shared/settings.js";
+import { envNumber, machineFacts, round1, round2 } from "../lib/stats.js";
 import type { BaselineApp } from "./cost-baseline.js";
 import { waitUntilQuiet } from "./cpu.js";
 import { git } from "./report.js";
@@ -25,14 +26,27 @@ import {
 /** The goal: RU per flow, all containers, at 200 flows at once. */
 export const COST_GOAL_RU_PER_FLOW = 100;
 
+/**
+ * This checkout's SUMMARY_RECOUNT_WINDOW_MS: the app's default, unless BENCH_SUMMARY_RECOUNT_WINDOW_MS names another
+ * (set on this checkout's stack only; a baseline's app may not know the setting).
+ */
+const recountWindowMs = envNumber("BENCH_SUMMARY_RECOUNT_WINDOW_MS", SETTINGS.summaryRecountWindowMs.default);
+
 export const costConfig = {
   sizes: config.quick ? [1, 20] : [1, 200],
+  recountWindowMs,
   /**
-   * Each measurement window (ms) from the first PUT: long enough for every flow to end and for the summaries
-   * trigger (SUMMARY_POLL_DELAY_MS, 5 s by default) to recount after the last change; the idle window before it has
-   * the same length.
+   * Each measurement window (ms) from the first PUT: long enough for every flow to end (a 200-flow storm's last one
+   * took 24 s at load 10) and for the summaries trigger to read and recount after the last change — up to a poll
+   * (SUMMARY_POLL_DELAY_MS, 5 s) and a recount window later; twice the window, for margin. Each run reports how many
+   * summaries were final at the window's end (`summariesFinal`): the goal counts only a run where all were. The idle
+   * window before it has the same length.
    */
-  windowMs: { 1: 12_000, 20: 14_000, 200: 25_000 } as Record<number, number>,
+  windowMs: {
+    1: 10_000 + 2 * recountWindowMs,
+    20: 20_000 + 2 * recountWindowMs,
+    200: 40_000 + 2 * recountWindowMs,
+  } as Record<number, number>,
 };
 
 type Meter = EmulatorStats["meter"];
@@ -97,10 +111,26 @@ async function measure(stack: HostStack, n: number, tag: string) {
   const after = await stack.emulator.stats();
   // Read after the meter: the bench's own reads are not in the figures.
   let succeeded = 0;
+  const flowMs: number[] = [];
   for (const url of urls) {
     const res = await call("GET", url);
-    if ((JSON.parse(res.text) as { status?: string }).status === "Succeeded") succeeded++;
+    const op = JSON.parse(res.text) as { status?: string; startTime?: string; endTime?: string };
+    if (op.status === "Succeeded") succeeded++;
+    if (op.startTime && op.endTime) flowMs.push(Date.parse(op.endTime) - Date.parse(op.startTime));
   }
+  // Whether the window held every flow's summary work: each subscription's summary counts its one resource
+  // Succeeded (a recount missing from the window would make the figures look cheaper than they are).
+  let summariesFinal = 0;
+  for (let i = 0; i < n; i++) {
+    const res = await call("GET", `${stack.url}/api/subscriptions/${tag}-${i}/summary`);
+    const summary = (res.status === 200 ? JSON.parse(res.text) : {}) as { counts?: Record<string, number> };
+    if (JSON.stringify(summary.counts) === JSON.stringify({ Succeeded: 1 })) summariesFinal++;
+  }
+  flowMs.sort((a, b) => a - b);
+  const flowDurationMs = {
+    p50: flowMs[Math.floor(flowMs.length / 2)] ?? null,
+    max: flowMs[flowMs.length - 1] ?? null,
+  };
   const byContainerAndKind = perFlow(before.meter, after.meter, idle, n);
   const byContainer: Record<string, { requests: number; ru: number }> = {};
   let requests = 0;
@@ -126,6 +156,9 @@ async function measure(stack: HostStack, n: number, tag: string) {
   return {
     flows: n,
     succeeded,
+    summariesFinal,
+    /** PUT to Succeeded, by the operation's own times (startTime → endTime). */
+    flowDurationMs,
     windowMs,
     ruPerFlow: round1(ru),
     requestsPerFlow: round1(requests),
@@ -145,9 +178,13 @@ function withoutTaskHub(r: Run | undefined): number | null {
     : null;
 }
 
+/** A run counts only if every flow succeeded and every summary was final within its window. */
+const complete = (r: Run) => r.succeeded === r.flows && r.summariesFinal === r.flows;
+
 function logRun(label: string, r: Run): void {
   console.log(
-    `   ${label}${r.flows} flow(s): ${r.ruPerFlow} RU and ${r.requestsPerFlow} requests per flow (${r.succeeded}/${r.flows} Succeeded): ` +
+    `   ${label}${r.flows} flow(s): ${r.ruPerFlow} RU and ${r.requestsPerFlow} requests per flow (${r.succeeded}/${r.flows} Succeeded, ` +
+      `${r.summariesFinal}/${r.flows} summaries final; flow p50 ${r.flowDurationMs.p50} ms, max ${r.flowDurationMs.max} ms): ` +
       Object.entries(r.byContainer)
         .map(([c, e]) => `${c} ${e.ru} RU/${e.requests} req`)
         .join(", "),
@@ -189,7 +226,11 @@ export async function costPhase(scratch: string, baseline?: BaselineApp) {
     loadAverage1mAtStart: round2(os.loadavg()[0] ?? 0),
     sharedMachine: true,
   };
-  const stack = await startStack("cost", scratch);
+  const stack = await startStack(
+    "cost",
+    scratch,
+    process.env.BENCH_SUMMARY_RECOUNT_WINDOW_MS ? { SUMMARY_RECOUNT_WINDOW_MS: String(recountWindowMs) } : {},
+  );
   const base = baseline
     ? await startStack("cost-baseline", scratch, {}, { root: baseline.root, containers: baseline.containers })
     : undefined;
@@ -225,7 +266,8 @@ export async function costPhase(scratch: string, baseline?: BaselineApp) {
         gitHead: git("rev-parse --short HEAD"),
         gitDirty: git("status --porcelain -- src functions packages") !== "",
         method:
-          "The app on a dev host child (default settings) over an unthrottled in-memory emulator child; per size: " +
+          `The app on a dev host child (default settings; SUMMARY_RECOUNT_WINDOW_MS ${recountWindowMs}) over an ` +
+          "unthrottled in-memory emulator child; per size: " +
           "the emulator meter over an idle window, then N PUTs at once (each on its own subscription) and a window of " +
           "the same length from the first PUT; per flow = (window − idle window) ÷ N, by container and operation kind." +
           (baseline
@@ -237,10 +279,10 @@ export async function costPhase(scratch: string, baseline?: BaselineApp) {
       goal: {
         what: `≤ ${COST_GOAL_RU_PER_FLOW} RU per flow (all containers, ${at?.flows} flows at once)`,
         ruPerFlow: at?.ruPerFlow ?? null,
-        met: at ? at.ruPerFlow <= COST_GOAL_RU_PER_FLOW && at.succeeded === at.flows : null,
+        met: at ? at.ruPerFlow <= COST_GOAL_RU_PER_FLOW && complete(at) : null,
         ruPerFlowWithoutTaskHub: atWithout,
         metWithoutTaskHub:
-          at && atWithout !== null ? atWithout <= COST_GOAL_RU_PER_FLOW && at.succeeded === at.flows : null,
+          at && atWithout !== null ? atWithout <= COST_GOAL_RU_PER_FLOW && complete(at) : null,
       },
       ...(baseline && comparison && last
         ? {

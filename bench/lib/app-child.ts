@@ -33,7 +33,7 @@ export async function buildAppFolder(appDir: string): Promise<void> {
 }
 
 /**
- * The app settings the e2e tests run the dev host with: feed poll 100 ms (the summaries' too), lease renew/acquire 1 s, expiry 5 s (the
+ * The app settings the e2e tests run the dev host with: feed poll 100 ms (the summaries' too, and their recount window), lease renew/acquire 1 s, expiry 5 s (the
  * settings' minimum), lock TTL 3 s (the minimum), request bodies ≤ 1024 bytes, short retry and durable intervals;
  * containers made by the app on first use (COSMOS_ENSURE_CONTAINERS), as a user of a separate emulator does.
  */
@@ -41,6 +41,7 @@ export const FAST_APP_SETTINGS: Readonly<Record<string, string>> = {
   COSMOS_ENSURE_CONTAINERS: "true",
   FEED_POLL_DELAY_MS: "100",
   SUMMARY_POLL_DELAY_MS: "100",
+  SUMMARY_RECOUNT_WINDOW_MS: "100",
   LEASE_ACQUIRE_INTERVAL_MS: "1000",
   LEASE_RENEW_INTERVAL_MS: "1000",
   LEASE_EXPIRATION_INTERVAL_MS: "5000",

@@ -117,6 +117,10 @@ param authTenantId string = ''
 param feedPollDelayMs int = 1000
 @description('SUMMARY_POLL_DELAY_MS (ms): the summaries trigger\'s wait after an empty read (how late a summary may be).')
 param summaryPollDelayMs int = 5000
+@description('SUMMARY_RECOUNT_WINDOW_MS (ms): the summaries trigger handles at most one page per lease in this time unless it was full (how late a summary may be while changes keep coming).')
+param summaryRecountWindowMs int = 10000
+@description('SUMMARY_MAX_ITEMS_PER_INVOCATION (items): most changes one summaries trigger invocation receives.')
+param summaryMaxItemsPerInvocation int = 1000
 @description('LEASE_ACQUIRE_INTERVAL_MS (ms): lease balancing period.')
 param leaseAcquireIntervalMs int = 13000
 @description('LEASE_EXPIRATION_INTERVAL_MS (ms): a lease not renewed this long is taken over (failover time).')
@@ -324,6 +328,8 @@ module api 'modules/functionapp.bicep' = {
       COSMOS_ENSURE_CONTAINERS: 'false'
       FEED_POLL_DELAY_MS: string(feedPollDelayMs)
       SUMMARY_POLL_DELAY_MS: string(summaryPollDelayMs)
+      SUMMARY_RECOUNT_WINDOW_MS: string(summaryRecountWindowMs)
+      SUMMARY_MAX_ITEMS_PER_INVOCATION: string(summaryMaxItemsPerInvocation)
       LEASE_ACQUIRE_INTERVAL_MS: string(leaseAcquireIntervalMs)
       LEASE_EXPIRATION_INTERVAL_MS: string(leaseExpirationIntervalMs)
       LEASE_RENEW_INTERVAL_MS: string(leaseRenewIntervalMs)

@@ -55,6 +55,26 @@ export const SETTINGS = {
     description:
       "The summaries trigger's feedPollDelay: a summary may be up to this late on a quiet feed, and one recount then covers every change of a subscription in that time, where a prompt poll recounted after each.",
   },
+  summaryRecountWindowMs: {
+    kind: "integer",
+    setting: "SUMMARY_RECOUNT_WINDOW_MS",
+    unit: "ms",
+    default: 10_000,
+    min: 0,
+    max: 60_000,
+    description:
+      "The summaries trigger handles at most one page of changes per lease in this time (its handler recounts, then waits out the rest before the next page is read), unless the page was full: a summary may be up to this late while changes keep coming, and a subscription is recounted once per window, not once per page its changes fall in. 0 = read on at once.",
+  },
+  summaryMaxItemsPerInvocation: {
+    kind: "integer",
+    setting: "SUMMARY_MAX_ITEMS_PER_INVOCATION",
+    unit: "items",
+    default: 1_000,
+    min: 1,
+    max: 10_000,
+    description:
+      "Most changes one summaries trigger invocation receives. A full page means the trigger is behind: it reads on without waiting out SUMMARY_RECOUNT_WINDOW_MS, so its lag stays bounded; larger than MAX_ITEMS_PER_INVOCATION so a storm's changes of one window fit in one page (the handler's work is one recount per subscription, not per change).",
+  },
   leaseAcquireIntervalMs: {
     kind: "integer",
     setting: "LEASE_ACQUIRE_INTERVAL_MS",

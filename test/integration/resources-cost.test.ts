@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { MeterSnapshot } from "../../packages/emulator/src/index.js";
 import { ensureContainers } from "../../src/shared/containers.js";
 import {
   appContext,
@@ -13,6 +12,7 @@ import {
 } from "../../src/shared/resources/index.js";
 import { putThroughFunction } from "../support/app-put.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
+import { addTally, type Tally, tallied } from "../support/meter-tally.js";
 
 // What one flow (PUT → Accepted → Provisioning → Succeeded, its reactions and its summary) costs the app's own
 // containers, tallied by the emulator's RU meter around each step the hosts would run (the test's own reads between
@@ -33,29 +33,6 @@ afterAll(async () => {
   delete process.env.COSMOS_CONNECTION;
   await t?.close();
 });
-
-type Tally = Record<string, { requests: number; ru: number }>;
-
-/** Adds what the meter counted while `step` ran, by container (without the database prefix). */
-async function tallied<T>(tally: Tally, step: () => Promise<T>): Promise<T> {
-  const before = t.emulator.meter.snapshot() as MeterSnapshot;
-  const out = await step();
-  const after = t.emulator.meter.snapshot() as MeterSnapshot;
-  for (const [container, kinds] of Object.entries(after)) {
-    const name = container.replace(/^cosmos-feed-app\//, "");
-    for (const [kind, e] of Object.entries(kinds)) {
-      const b = before[container]?.[kind as keyof (typeof before)[string]];
-      const requests = (e?.count ?? 0) - (b?.count ?? 0);
-      const ru = (e?.ru ?? 0) - (b?.ru ?? 0);
-      if (requests === 0) continue;
-      const row = tally[name] ?? { requests: 0, ru: 0 };
-      row.requests += requests;
-      row.ru = Math.round((row.ru + ru) * 100) / 100;
-      tally[name] = row;
-    }
-  }
-  return out;
-}
 
 /**
  * The reactions trigger's durable client, as far as it matters here: no instance exists yet, and a start is taken
@@ -81,14 +58,9 @@ describe("one flow's Cosmos DB requests and RU, by container", () => {
     const steps: Record<string, Tally> = {};
     const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
       const own: Tally = {};
-      const out = await tallied(own, run);
+      const out = await tallied(t.emulator, own, run);
       steps[name] = own;
-      for (const [c, e] of Object.entries(own)) {
-        const row = tally[c] ?? { requests: 0, ru: 0 };
-        row.requests += e.requests;
-        row.ru = Math.round((row.ru + e.ru) * 100) / 100;
-        tally[c] = row;
-      }
+      addTally(tally, own);
       return out;
     };
 
@@ -162,7 +134,7 @@ describe("one flow's Cosmos DB requests and RU, by container", () => {
     const succeeded = await readResource(sub, "a");
 
     const later: Tally = {};
-    expect(await tallied(later, () => updateSummaries(ctx, [succeeded]))).toEqual([sub]);
+    expect(await tallied(t.emulator, later, () => updateSummaries(ctx, [succeeded]))).toEqual([sub]);
     // The recount (query plan and query: 3.4) and the replace If-Match the ETag the first recount wrote (5.2), where
     // a read (1) came first before.
     expect(later).toEqual({ resources: { requests: 2, ru: 3.4 }, summaries: { requests: 1, ru: 5.2 } });

@@ -34,6 +34,7 @@ it("registers every function with its route or trigger options, knobs from the e
         ...process.env,
         FEED_POLL_DELAY_MS: "250",
         SUMMARY_POLL_DELAY_MS: "4000",
+        SUMMARY_MAX_ITEMS_PER_INVOCATION: "700",
         TRIGGER_MAX_RETRY_COUNT: "3",
         OPERATION_RECONCILE_SCHEDULE: "30 */2 * * * *",
       },
@@ -75,10 +76,11 @@ it("registers every function with its route or trigger options, knobs from the e
     route: "subscriptions/{subscriptionId}/resources/{resourceName}",
     authLevel: "anonymous",
   });
-  // The summaries trigger polls at SUMMARY_POLL_DELAY_MS (summaries may lag), the reactions one at FEED_POLL_DELAY_MS.
-  for (const [name, prefix, feedPollDelay] of [
-    ["reactToResources", "reactions-", 250],
-    ["summarizeResources", "summaries-", 4000],
+  // The summaries trigger polls at SUMMARY_POLL_DELAY_MS (summaries may lag), the reactions one at FEED_POLL_DELAY_MS;
+  // the summaries trigger takes pages of SUMMARY_MAX_ITEMS_PER_INVOCATION (a storm's window in one page).
+  for (const [name, prefix, feedPollDelay, maxItemsPerInvocation] of [
+    ["reactToResources", "reactions-", 250, 100],
+    ["summarizeResources", "summaries-", 4000, 700],
   ] as const) {
     expect(trigger(name)).toMatchObject({
       type: "cosmosDBTrigger",
@@ -92,7 +94,7 @@ it("registers every function with its route or trigger options, knobs from the e
       leaseAcquireInterval: 13_000,
       leaseExpirationInterval: 60_000,
       leaseRenewInterval: 17_000,
-      maxItemsPerInvocation: 100,
+      maxItemsPerInvocation,
     });
     expect(regs.find((r) => r.name === name)?.retryOptions).toMatchObject({
       strategy: "exponentialBackoff",

@@ -43,3 +43,10 @@ export {
   SummaryVersions,
   updateSummaries,
 } from "./summaries.js";
+export {
+  type PageOutcome,
+  type RecountWindow,
+  summarizePage,
+  systemClock,
+  type WindowClock,
+} from "./summary-window.js";
