@@ -1,8 +1,8 @@
 import type { Container } from "@azure/cosmos";
 import type { Clock } from "@cosmos-feed/core/clock";
 import type { FleetSignal } from "./balancing/fleet-signal.js";
-import { supersededTokens } from "./balancing/superseded.js";
 import type { LoadBalancingStrategy } from "./balancing/strategy.js";
+import { supersededTokens } from "./balancing/superseded.js";
 import {
   handedTo,
   nextSlotStart,
