@@ -206,7 +206,7 @@ function leaseViewReads(hosts: number, acquireMs: number, watchMs: number) {
  * other host steals one lease per round (at the same moments when the hosts started together) until the shares
  * are even: 1 + ⌈(L − ⌈L/H⌉) / (H − 1)⌉ groups (1 for a lone host). That is .NET's strategy's cold start; the
  * fair-share plan moves the shares in one or two rounds, so its leases renew in fewer groups, and a lease-feed read
- * between them finds nothing more often than this counts: the model is 2–11 % above the fleet simulation at 10–100
+ * between them finds nothing more often than this counts. The model is within −2 to +11 % of the fleet simulation at 10–100
  * hosts (bench/results/fleet.json), within the ±15 % asked, and keeps this count.
  */
 function renewalGroups(hosts: number, leases: number): number {
