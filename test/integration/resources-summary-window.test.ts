@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WAIT_MS } from "../../bench/lib/until.js";
-import { createChangeFeedProcessor } from "../../packages/changefeed/src/index.js";
 import type { MeterSnapshot } from "../../packages/emulator/src/index.js";
 import { ensureContainers } from "../../src/shared/containers.js";
 import {
   appContext,
-  RESOURCE_TRIGGERS,
   type ResourceDocument,
   readSummary,
   summarizePage,
@@ -14,6 +12,7 @@ import {
 import { putThroughFunction } from "../support/app-put.js";
 import { startTestEmulator, type TestEmulator } from "../support/emulator.js";
 import { meteredSince } from "../support/meter-tally.js";
+import { summariesProcessor } from "../support/summaries-processor.js";
 
 // The summaries trigger's recount window (src/shared/resources/summary-window.ts) on a real change feed processor
 // over the emulator: a subscription changed many times while the handler waits out its window is recounted once, in
@@ -75,28 +74,14 @@ describe("the summaries trigger's recount window", () => {
     const clock = new DrivenClock();
     /** The resource documents of each page the handler got, as `id:state`. */
     const pages: string[][] = [];
-    const processor = createChangeFeedProcessor(
-      {
-        monitoredContainer: ctx.containers.resources,
-        leaseContainer: ctx.containers.leases,
-        leaseContainerPrefix: RESOURCE_TRIGGERS.summaries.leaseContainerPrefix,
-        instanceName: "host-a",
-        startFromBeginning: true,
-        feedPollDelay: 50,
-        leaseRenewInterval: 200,
-        leaseAcquireInterval: 300,
-        leaseExpirationInterval: 1_500,
-        handoffTimeout: 0,
-      },
-      async (docs: unknown[]) => {
-        pages.push(
-          (docs as ResourceDocument[])
-            .filter((d) => d.docType === "resource")
-            .map((d) => `${d.id}:${d.provisioningState}`),
-        );
-        await summarizePage(ctx, docs, { windowMs: WINDOW_MS, maxItems: 1_000, clock });
-      },
-    );
+    const processor = summariesProcessor(ctx, async (docs: unknown[]) => {
+      pages.push(
+        (docs as ResourceDocument[])
+          .filter((d) => d.docType === "resource")
+          .map((d) => `${d.id}:${d.provisioningState}`),
+      );
+      await summarizePage(ctx, docs, { windowMs: WINDOW_MS, maxItems: 1_000, clock });
+    });
     await processor.start();
     try {
       // Page 1: the PUT's Accepted change, recounted; then the handler waits out its window.

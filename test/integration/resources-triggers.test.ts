@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until, WAIT_MS } from "../../bench/lib/until.js";
 import { getHealth, getLeases, getLocks, getSummary, reportLag } from "../../functions/admin.js";
 import { reactToResources, summarizeResources } from "../../functions/reactions.js";
-import { createChangeFeedProcessor } from "../../packages/changefeed/src/index.js";
 import {
   appContext,
   type OperationDocument,
@@ -16,6 +15,7 @@ import {
 import { putThroughFunction } from "../support/app-put.js";
 import { type AppOnEmulator, startAppOnEmulator } from "../support/app-task-hub.js";
 import type { InProcessTaskHub } from "../support/durable-host.js";
+import { summariesProcessor } from "../support/summaries-processor.js";
 
 // The trigger handlers of functions/reactions.ts and the admin handlers of functions/admin.ts, called directly with
 // the documents the change feed delivers, against the emulator. The reactions trigger's durable client is a real
@@ -177,23 +177,9 @@ describe("admin", () => {
   it("GET /api/admin/leases reports owner, continuation and lag per lease for each prefix", async () => {
     const ctx = appContext();
     // A real processor on the summaries prefix (as the dev host runs the trigger), the reactions prefix idle.
-    const processor = createChangeFeedProcessor(
-      {
-        monitoredContainer: ctx.containers.resources,
-        leaseContainer: ctx.containers.leases,
-        leaseContainerPrefix: RESOURCE_TRIGGERS.summaries.leaseContainerPrefix,
-        instanceName: "host-a",
-        startFromBeginning: true,
-        feedPollDelay: 50,
-        leaseRenewInterval: 200,
-        leaseAcquireInterval: 300,
-        leaseExpirationInterval: 1_500,
-        handoffTimeout: 0,
-      },
-      async (docs: unknown[]) => {
-        await updateSummaries(ctx, docs);
-      },
-    );
+    const processor = summariesProcessor(ctx, async (docs: unknown[]) => {
+      await updateSummaries(ctx, docs);
+    });
     await processor.start();
     try {
       await put("lease-sub", "l1");
