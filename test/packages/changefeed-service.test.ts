@@ -80,7 +80,7 @@ function seenBy(name: string): Set<string> {
   );
 }
 
-/** The lease documents of the processor: the ids it prefixes, without its .info and .lock documents. */
+/** The lease documents of the processor: `<prefix>..<token>`, not its .info, .lock and .fleet documents. */
 async function leases(): Promise<LeaseDoc[]> {
   const { resources } = await db
     .container("leases")
@@ -89,7 +89,7 @@ async function leases(): Promise<LeaseDoc[]> {
       parameters: [{ name: "@prefix", value: PROCESSOR }],
     })
     .fetchAll();
-  return resources.filter((d) => !d.id.endsWith(".info") && !d.id.endsWith(".lock"));
+  return resources.filter((d) => d.id.includes(".."));
 }
 
 async function write(prefix: string, n: number): Promise<string[]> {

@@ -39,7 +39,8 @@ export async function leaseReport(ctx: AppContext): Promise<PrefixReport[]> {
       const leases = new Map<string, LeaseReport>();
       for (const doc of docs) {
         const id = String(doc.id);
-        if (id.endsWith(".info") || id.endsWith(".lock")) continue;
+        // Leases are `<prefix>..<token>`; `.info`, `.lock` and `.fleet` are the processors' own documents.
+        if (!id.includes("..")) continue;
         try {
           const lease = parseLease(doc);
           leases.set(lease.leaseToken, {
