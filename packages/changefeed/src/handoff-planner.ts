@@ -1,6 +1,6 @@
 import type { Clock } from "@cosmos-feed/core/clock";
 import { assignSuccessors, nextSlotStart } from "./balancing/watch-schedule.js";
-import { boundedRequest, RequestAbortedError, RequestTimeoutError } from "./bounded-request.js";
+import { RequestAbortedError } from "./bounded-request.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import type { LeaseView } from "./leases/view.js";
 import type { LoadBalancer } from "./load-balancer.js";
@@ -109,12 +109,10 @@ export class HandoffPlanner {
    * lists every lease again.
    */
   private async refresh(signal: AbortSignal | undefined): Promise<void> {
-    const { options: r, view, clock } = this.o;
-    await boundedRequest(clock, r.requestTimeout, signal, "lease feed read", () => view.refresh()).catch(
-      (e: unknown) => {
-        if (e instanceof RequestTimeoutError || e instanceof RequestAbortedError) view.dropFeed();
-      },
-    );
+    // The balancer's bounded read (a timeout drops the feed); one cut short by the stop's signal drops it too.
+    await this.o.balancer.refreshView(signal).catch((e: unknown) => {
+      if (e instanceof RequestAbortedError) this.o.view.dropFeed();
+    });
   }
 
   /** Waits until `batch.at` (false when `signal` fired first: release everything now). */

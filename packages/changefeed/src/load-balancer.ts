@@ -160,8 +160,8 @@ export class LoadBalancer {
    * released leases; one given up in flight may still move the feed, so the next refresh lists again). Returns
    * the leases that changed.
    */
-  async refreshView(): Promise<Lease[]> {
-    const { view, clock, options, signal } = this.o;
+  async refreshView(signal: AbortSignal | undefined = this.o.signal): Promise<Lease[]> {
+    const { view, clock, options } = this.o;
     return boundedRequest(clock, options.requestTimeout, signal, "lease feed read", () =>
       view.refresh(),
     ).catch((e: unknown) => {
