@@ -32,6 +32,12 @@ export class ServerMeter {
     this.requests[kind] = (this.requests[kind] ?? 0) + 1;
     this.ru[kind] = (this.ru[kind] ?? 0) + ru;
   }
+  /** Requests and RU by kind, as of now (a copy). */
+  snapshot(): Record<string, { requests: number; ru: number }> {
+    return Object.fromEntries(
+      Object.keys(this.requests).map((k) => [k, { requests: this.requests[k], ru: this.ru[k] }]),
+    );
+  }
   totals(): { requests: number; ru: number } {
     const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
     return { requests: sum(this.requests), ru: sum(this.ru) };
@@ -44,6 +50,11 @@ interface Stored {
   bytes: number;
   /** Replaced by a later version or deleted: no longer in the change feed. */
   superseded?: true;
+}
+
+/** The fleet signal's requests are metered apart ("fleet-read", "fleet-replace"): the figures say what it costs. */
+function meterKind(kind: string, id: string): string {
+  return id.endsWith(".fleet") ? `fleet-${kind}` : kind;
 }
 
 /** The service's error as the SDK throws it (`code` is the HTTP status). */
@@ -187,12 +198,13 @@ export class InMemoryLeaseContainer {
 
   read(id: string) {
     const d = this.docs.get(id);
+    const kind = meterKind("read", id);
     if (!d) {
-      this.meter.add("read", RuModel.failedRequest);
+      this.meter.add(kind, RuModel.failedRequest);
       return { resource: undefined, statusCode: 404, requestCharge: RuModel.failedRequest, headers: {} };
     }
     const charge = pointReadCharge(d.bytes);
-    this.meter.add("read", charge);
+    this.meter.add(kind, charge);
     return {
       resource: d.body,
       statusCode: 200,
@@ -204,8 +216,8 @@ export class InMemoryLeaseContainer {
 
   replace(id: string, body: Record<string, unknown>, ifMatch: string | undefined) {
     const d = this.docs.get(id);
-    if (!d) this.fail("replace", 404);
-    if (ifMatch !== undefined && d.body._etag !== ifMatch) this.fail("replace", 412);
+    if (!d) this.fail(meterKind("replace", id), 404);
+    if (ifMatch !== undefined && d.body._etag !== ifMatch) this.fail(meterKind("replace", id), 412);
     return this.write("replace", id, body, 200);
   }
 
@@ -213,7 +225,7 @@ export class InMemoryLeaseContainer {
   private write(kind: "create" | "replace", id: string, body: Record<string, unknown>, statusCode: number) {
     const stored = this.stamp(id, body);
     const charge = writeCharge(this.docs.get(id)?.bytes ?? 0, INDEXED_PATHS);
-    this.meter.add(kind, charge);
+    this.meter.add(meterKind(kind, id), charge);
     return {
       resource: stored,
       requestCharge: charge,

@@ -54,7 +54,14 @@ export interface EventResult {
   /** Lease-container requests and RU from the event until balanced. */
   requests: number;
   ru: number;
-  steady: { windowMs: number; moves: number; requestsPerSecond: number; ruPerSecond: number };
+  steady: {
+    windowMs: number;
+    moves: number;
+    requestsPerSecond: number;
+    ruPerSecond: number;
+    /** Requests per second and RU per second by kind ("replace", "feed", "fleet-read", …). */
+    byKind: Record<string, { requestsPerSecond: number; ruPerSecond: number }>;
+  };
 }
 
 export interface FleetRun {
@@ -132,9 +139,20 @@ async function run(
       ready,
     );
     const meter1 = fleet.leases.meter.totals();
+    const kinds1 = fleet.leases.meter.snapshot();
     const moves1 = fleet.counts.moves;
     await fleet.run(o.steadyMs);
     const meter2 = fleet.leases.meter.totals();
+    const kinds2 = fleet.leases.meter.snapshot();
+    const byKind: EventResult["steady"]["byKind"] = {};
+    for (const [kind, now] of Object.entries(kinds2)) {
+      const was = kinds1[kind] ?? { requests: 0, ru: 0 };
+      if (now.requests === was.requests) continue;
+      byKind[kind] = {
+        requestsPerSecond: r2(((now.requests - was.requests) * 1000) / o.steadyMs),
+        ruPerSecond: r2(((now.ru - was.ru) * 1000) / o.steadyMs),
+      };
+    }
     const { leases: now } = fleet.ownership();
     events.push({
       event,
@@ -156,6 +174,7 @@ async function run(
         moves: fleet.counts.moves - moves1,
         requestsPerSecond: r2(((meter2.requests - meter1.requests) * 1000) / o.steadyMs),
         ruPerSecond: r2(((meter2.ru - meter1.ru) * 1000) / o.steadyMs),
+        byKind,
       },
     });
   };

@@ -125,19 +125,48 @@ export class Bootstrapper {
       this.o.monitored.readPartitionKeyRanges({ abortSignal: s }).fetchAll(),
     );
     const leases = await this.bounded(signal, "lease listing", (s) => store.listAll(s));
+    const missing: Lease[] = [];
     for (const r of ranges) {
       for (const gap of uncoveredParts(r, leases)) {
         const whole = gap.min === r.minInclusive && gap.max === r.maxExclusive;
-        const lease = newLease(
-          store.prefix,
-          store.layout,
-          whole ? { id: r.id, min: r.minInclusive, max: r.maxExclusive } : gap,
-          null,
-          mode,
+        missing.push(
+          newLease(
+            store.prefix,
+            store.layout,
+            whole ? { id: r.id, min: r.minInclusive, max: r.maxExclusive } : gap,
+            null,
+            mode,
+          ),
         );
-        await this.bounded(signal, "lease create", (s) => store.create(lease, s));
       }
     }
+    await this.createAll(missing, signal);
+  }
+
+  /**
+   * Creates the leases, ChangeFeedDefaults.bootstrapCreateConcurrency at a time (one at a time, 10,000 leases
+   * took longer than the lock's 30 s ttl: other hosts then bootstrapped too). The first failure ends the others
+   * and fails the bootstrap; the next start creates what is still missing.
+   */
+  private async createAll(missing: readonly Lease[], signal: AbortSignal): Promise<void> {
+    const failed = new AbortController();
+    const both = AbortSignal.any([signal, failed.signal]);
+    let next = 0;
+    let first: { error: unknown } | undefined;
+    const worker = async () => {
+      while (next < missing.length && !both.aborted) {
+        const lease = missing[next++];
+        try {
+          await this.bounded(both, "lease create", (s) => this.o.store.create(lease, s));
+        } catch (error) {
+          first ??= { error };
+          failed.abort();
+        }
+      }
+    };
+    const width = Math.min(ChangeFeedDefaults.bootstrapCreateConcurrency, missing.length);
+    await Promise.all(Array.from({ length: width }, worker));
+    if (first) throw first.error;
   }
 }
 

@@ -57,6 +57,8 @@ export class LoadBalancer {
    * leaseJoinSettleDelay, on a refreshed view, while the fleet is moving.
    */
   private followUp = false;
+  /** The slot start the watch sleeps until (undefined: no slot, a read every leaseAcquireInterval). */
+  private plannedSlot: number | undefined;
   /** Tokens available (as of the view's freshness) at the last watch read: a new one is news for everyone. */
   private availableAtLastWatch = new Set<string>();
 
@@ -79,10 +81,34 @@ export class LoadBalancer {
   nextWatchAt(nowMs: number): number {
     const r = this.o.options;
     const latest = nowMs + r.leaseAcquireInterval;
+    this.plannedSlot = undefined;
     if (r.leaseWatchInterval === 0) return latest;
     const schedule = this.watchSchedule(nowMs);
     if (schedule.participants.length < 2) return latest;
-    return nextSlotStart(schedule, r.instanceName, nowMs) ?? latest;
+    const at = nextSlotStart(schedule, r.instanceName, nowMs);
+    this.plannedSlot = at;
+    return at ?? latest;
+  }
+
+  /**
+   * The watch's tick, at the time `nextWatchAt` gave: reads the lease feed, unless the slot it was planned for
+   * is no longer this host's in the view (other hosts' leases came into it since: a host plans its first slot
+   * from the view it started with, in which most of a starting fleet owns nothing yet). The slot is then another
+   * host's, and the next one is planned from the view as it is now: one read per slot in the fleet, not two.
+   */
+  async watchTick(): Promise<void> {
+    const planned = this.plannedSlot;
+    if (planned !== undefined && !this.ownsSlot(planned)) return;
+    await this.watchRead();
+  }
+
+  /** Whether the slot starting at `slotStart` is this host's by the current view (alone: always). */
+  private ownsSlot(slotStart: number): boolean {
+    const { participants, watchSlot } = this.watchSchedule(this.o.clock.now());
+    if (participants.length < 2) return true;
+    return (
+      participants[Math.round(slotStart / watchSlot) % participants.length] === this.o.options.instanceName
+    );
   }
 
   /**
@@ -233,17 +259,28 @@ export class LoadBalancer {
       if (!running.has(l.leaseToken) && !toTake.includes(l)) toTake.push(l);
     }
     let took = 0;
+    let raced = false;
     for (const l of toTake) {
       if (this.o.signal.aborted) break;
-      if (await this.take(decidedOn.get(l.id) ?? l, asOf)) took++;
+      const outcome = await this.take(decidedOn.get(l.id) ?? l, asOf);
+      if (outcome === "took") took++;
+      // Another host got there first: the view the rest was decided on is behind too (on a first start, the
+      // leases further on are that host's, taken from its own random start). Re-plan soon on a fresh view.
+      if (outcome === "raced") {
+        raced = true;
+        break;
+      }
     }
-    this.followUp = (holdsNothing && toTake.length > 0) || took > 0 || lost > 0;
+    this.followUp = (holdsNothing && toTake.length > 0) || took > 0 || lost > 0 || raced;
     if (took > 0 && !this.o.signal.aborted) await this.raiseFleetSignal();
     return took;
   }
 
-  /** Acquires one lease the round decided on (as of `asOf`); true when this host now holds it. */
-  private async take(decided: Lease, asOf: number): Promise<boolean> {
+  /**
+   * Acquires one lease the round decided on (as of `asOf`): "took" when this host now holds it, "raced" when the
+   * service's copy has another owner than the decision saw (or was renewed by its owner), else "skipped".
+   */
+  private async take(decided: Lease, asOf: number): Promise<"took" | "raced" | "skipped"> {
     const { store, view, options } = this.o;
     const me = options.instanceName;
     const expiry = options.leaseExpirationInterval;
@@ -256,7 +293,7 @@ export class LoadBalancer {
       (stored.owner !== decided.owner ||
         (isAvailable(decided, asOf, expiry) && !isAvailable(stored, view.asOf(this.o.clock.now()), expiry)))
     )
-      return false;
+      return "skipped";
     // Taken because its owner looks expired in the view: only if the service's copy is expired too.
     const expiredOwner =
       stored.owner !== null && isAvailable(stored, asOf, expiry)
@@ -275,13 +312,14 @@ export class LoadBalancer {
       );
       view.apply(acquired);
       this.o.takeOver(acquired, sentAt);
-      return true;
+      return "took";
     } catch (e) {
       // The processor stops: the acquire was given up on purpose, not a failure.
-      if (abandonedBy(this.o.signal, e)) return false;
+      if (abandonedBy(this.o.signal, e)) return "skipped";
       if (!(e instanceof LeaseLostError)) this.o.report(e, decided.leaseToken);
       else if (e.reason === "gone") view.forget(stored);
-      return false;
+      else if (e.reason === "stolen") return "raced";
+      return "skipped";
     }
   }
 

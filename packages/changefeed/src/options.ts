@@ -9,7 +9,7 @@ export type { LeaseShape } from "./leases/shape.js";
 
 /**
  * Timing defaults, in milliseconds, with the Azure Functions Cosmos DB trigger's names (and .NET's values), and the
- * estimator's retry count. Each is declared here once.
+ * two counts (the estimator's retries, the bootstrap's concurrent creates). Each is declared here once.
  */
 export const ChangeFeedDefaults = {
   /** How often a host checks the leases it owns and renews those that are due (ms). */
@@ -29,6 +29,11 @@ export const ChangeFeedDefaults = {
    * processor waits leaseJoinSettleDelay (2 s) when that is shorter.
    */
   bootstrapRetryDelay: 15_000,
+  /**
+   * Lease documents the bootstrap creates at once (a count, not a time): 10,000 leases one at a time outlast the
+   * bootstrap lock's 30 s ttl.
+   */
+  bootstrapCreateConcurrency: 25,
   /**
    * Watch slot: hosts take turns reading the lease container's change feed, one host per slot, so released
    * leases are noticed within about one slot and the container is read once per slot in total (ms).

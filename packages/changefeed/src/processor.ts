@@ -218,7 +218,7 @@ export class ChangeFeedProcessor<
       this.loop(
         signal,
         (now) => balancer.nextWatchAt(now) - now,
-        () => balancer.watchRead(),
+        () => balancer.watchTick(),
       ),
       this.loop(
         signal,

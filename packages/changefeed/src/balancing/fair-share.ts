@@ -49,7 +49,9 @@ const byToken = (a: Lease, b: Lease) => byName(a.leaseToken, b.leaseToken);
  * first takes one lease at random, a foothold, and the balancer runs its next round soon after
  * (`leaseJoinSettleDelay`), on a refreshed view in which the other newcomers have footholds too; from then on
  * the slices are cut for everyone. When nobody holds a lease (a first start), it takes every lease, as .NET
- * does, so a lone host processes everything at once; hosts that started with it even out in the next round.
+ * does, so a lone host processes everything at once; hosts that started with it even out in the next round
+ * (the balancer ends a round at the first lease another host took first: each starting host walks its own
+ * stretch from its random start, not every lease).
  */
 export class FairShareBalancingStrategy implements LoadBalancingStrategy {
   constructor(
