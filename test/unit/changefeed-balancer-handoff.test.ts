@@ -6,6 +6,7 @@ import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
 import { EqualPartitionsBalancingStrategy } from "../../packages/changefeed/src/balancing/strategy.js";
 import { HandoffPlanner } from "../../packages/changefeed/src/handoff-planner.js";
+import { WatchSlots } from "../../packages/changefeed/src/lease-watch.js";
 import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 import { releaseAs } from "../../packages/changefeed/src/leases/mutations.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
@@ -45,8 +46,9 @@ async function balancerFor(me: string, clock: FakeClock, store: InMemoryLeaseSto
   const running = new Map<string, RunningLease>();
   const taken: string[] = [];
   const stolen: string[] = [];
+  const options = optionsFor(me);
   const balancer = new LoadBalancer({
-    options: optionsFor(me),
+    options,
     strategy: new EqualPartitionsBalancingStrategy(EXPIRATION, () => 0),
     store: store.asStore(),
     view,
@@ -67,7 +69,8 @@ async function balancerFor(me: string, clock: FakeClock, store: InMemoryLeaseSto
     },
     signal: new AbortController().signal,
   });
-  return { view, balancer, taken, stolen, running };
+  const slots = new WatchSlots({ options, view, clock });
+  return { view, balancer, slots, taken, stolen, running };
 }
 
 describe("expiry and steal (fake clock)", () => {
@@ -121,6 +124,7 @@ describe("hand-off (fake clock)", () => {
       options: optionsFor("a"),
       view: a.view,
       balancer: a.balancer,
+      slots: a.slots,
       clock,
     });
     const entries = ["0", "1", "2", "3"].map((t) => {

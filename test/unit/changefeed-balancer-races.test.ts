@@ -7,6 +7,7 @@
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it, vi } from "vitest";
 import { FairShareBalancingStrategy } from "../../packages/changefeed/src/balancing/fair-share.js";
+import { LeaseWatch, WatchSlots } from "../../packages/changefeed/src/lease-watch.js";
 import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
 import { LoadBalancer, type RunningLease } from "../../packages/changefeed/src/load-balancer.js";
@@ -29,20 +30,21 @@ async function balancerFor(me: string, clock: FakeClock, store: InMemoryLeaseSto
   await view.load();
   const running = new Map<string, RunningLease>();
   const taken: string[] = [];
+  const options = resolveOptions(
+    {
+      monitoredContainer: {} as Container,
+      leaseContainer: {} as Container,
+      instanceName: me,
+      leaseRenewInterval: 1_000,
+      leaseAcquireInterval: ACQUIRE,
+      leaseExpirationInterval: EXPIRATION,
+      leaseWatchInterval: WATCH,
+      leaseJoinSettleDelay: SETTLE,
+    },
+    () => me,
+  );
   const balancer = new LoadBalancer({
-    options: resolveOptions(
-      {
-        monitoredContainer: {} as Container,
-        leaseContainer: {} as Container,
-        instanceName: me,
-        leaseRenewInterval: 1_000,
-        leaseAcquireInterval: ACQUIRE,
-        leaseExpirationInterval: EXPIRATION,
-        leaseWatchInterval: WATCH,
-        leaseJoinSettleDelay: SETTLE,
-      },
-      () => me,
-    ),
+    options,
     // `() => 0`: a first start takes every lease from the first.
     strategy: new FairShareBalancingStrategy(EXPIRATION, () => 0),
     store: store.asStore(),
@@ -61,7 +63,9 @@ async function balancerFor(me: string, clock: FakeClock, store: InMemoryLeaseSto
     },
     signal: new AbortController().signal,
   });
-  return { view, balancer, taken };
+  const slots = new WatchSlots({ options, view, clock });
+  const watch = new LeaseWatch({ options, view, clock, slots, rounds: balancer });
+  return { view, balancer, watch, taken };
 }
 
 describe("a round that finds a lease taken before it", () => {
@@ -88,18 +92,18 @@ describe("the watch's planned slot", () => {
     store.put(lease("1", "c"));
     const b = await balancerFor("b", clock, store);
     // Participants a, b, c: slot k is b's when k mod 3 = 1.
-    expect(b.balancer.nextWatchAt(0)).toBe(1 * WATCH);
+    expect(b.watch.nextWatchAt(0)).toBe(1 * WATCH);
     // Before it comes, the view learns of a fourth host, "a2" (a, a2, b, c): slot 1 is a2's now.
     store.put(lease("2", "a2"));
     await b.view.refresh();
     const reads = vi.spyOn(b.view, "refresh");
     await clock.advance(WATCH);
-    await b.balancer.watchTick();
+    await b.watch.watchTick();
     expect(reads).not.toHaveBeenCalled();
     // Planned again from the view: slot 2 (2 mod 4 = b's rank), where it reads.
-    expect(b.balancer.nextWatchAt(clock.now())).toBe(2 * WATCH);
+    expect(b.watch.nextWatchAt(clock.now())).toBe(2 * WATCH);
     await clock.advance(WATCH);
-    await b.balancer.watchTick();
+    await b.watch.watchTick();
     expect(reads).toHaveBeenCalledTimes(1);
   });
 
@@ -109,10 +113,10 @@ describe("the watch's planned slot", () => {
     store.put(lease("0", "a"));
     store.put(lease("1", "c"));
     const b = await balancerFor("b", clock, store);
-    expect(b.balancer.nextWatchAt(0)).toBe(WATCH);
+    expect(b.watch.nextWatchAt(0)).toBe(WATCH);
     const reads = vi.spyOn(b.view, "refresh");
     await clock.advance(WATCH);
-    await b.balancer.watchTick();
+    await b.watch.watchTick();
     expect(reads).toHaveBeenCalledTimes(1);
   });
 });

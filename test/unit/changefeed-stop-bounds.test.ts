@@ -7,6 +7,7 @@ import type { Container } from "@azure/cosmos";
 import { describe, expect, it } from "vitest";
 import { RequestTimeoutError } from "../../packages/changefeed/src/bounded-request.js";
 import { HandoffPlanner } from "../../packages/changefeed/src/handoff-planner.js";
+import { WatchSlots } from "../../packages/changefeed/src/lease-watch.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
 import { releaseLeftovers } from "../../packages/changefeed/src/leftover-release.js";
 import { resolveOptions } from "../../packages/changefeed/src/options.js";
@@ -43,7 +44,8 @@ describe("the hand-off's lease feed reads", () => {
       () => "me",
     );
     const balancer = testBalancer({ options, store: store.asStore(), view, clock });
-    const planner = new HandoffPlanner({ options, view, balancer, clock });
+    const slots = new WatchSlots({ options, view, clock });
+    const planner = new HandoffPlanner({ options, view, balancer, slots, clock });
     const live = new AbortController();
     const entry = { lease: lease("0", "me"), signal: live.signal, close: () => live.abort() };
     return { planner, entry, refreshes: () => refreshes };

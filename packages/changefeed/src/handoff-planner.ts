@@ -1,6 +1,7 @@
 import type { Clock } from "@cosmos-feed/core/clock";
 import { assignSuccessors, nextSlotStart } from "./balancing/watch-schedule.js";
 import { RequestAbortedError } from "./bounded-request.js";
+import type { WatchSlots } from "./lease-watch.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import type { LeaseView } from "./leases/view.js";
 import type { LoadBalancer } from "./load-balancer.js";
@@ -25,7 +26,10 @@ export interface HandoffBatch<E extends HandoffEntry> {
 export interface HandoffPlannerOptions {
   options: ResolvedOptions;
   view: LeaseView;
-  balancer: LoadBalancer;
+  /** The leases as the balancer sees them, and its bounded lease-feed read. */
+  balancer: Pick<LoadBalancer, "effectiveLeases" | "refreshView">;
+  /** Whose watch slot comes when (and who is alive). */
+  slots: Pick<WatchSlots, "watchSchedule">;
   clock: Clock;
 }
 
@@ -70,7 +74,7 @@ export class HandoffPlanner {
 
   /** Batches in release order; empty when no other host is alive. */
   async plan<E extends HandoffEntry>(entries: E[], signal?: AbortSignal): Promise<HandoffBatch<E>[]> {
-    const { options: r, balancer, clock } = this.o;
+    const { options: r, balancer, slots, clock } = this.o;
     const me = r.instanceName;
     await this.refresh(signal);
     const now = clock.now();
@@ -86,7 +90,7 @@ export class HandoffPlanner {
       counts,
       me,
     );
-    const schedule = balancer.watchSchedule(now);
+    const schedule = slots.watchSchedule(now);
     const lead = Math.min(ChangeFeedDefaults.handoffLead, r.leaseWatchInterval / 4);
     const batches = [...assignment].map(([successor, leases]) => {
       const slot = r.leaseWatchInterval > 0 ? nextSlotStart(schedule, successor, now + lead) : undefined;
@@ -130,14 +134,14 @@ export class HandoffPlanner {
     taken: (entry: E) => void,
     signal: AbortSignal,
   ): Promise<void> {
-    const { options: r, view, balancer, clock } = this.o;
+    const { options: r, view, slots, clock } = this.o;
     const deadline = clock.now() + r.handoffTimeout;
     const pending = new Set(entries.filter((e) => !e.signal.aborted));
     while (pending.size > 0 && clock.now() < deadline && !signal.aborted) {
       await clock.sleep(ChangeFeedDefaults.handoffCheckInterval, signal);
       if (signal.aborted) break;
       await this.refresh(signal);
-      if (balancer.watchSchedule(clock.now()).participants.length < 2) break;
+      if (slots.watchSchedule(clock.now()).participants.length < 2) break;
       for (const e of [...pending]) {
         const current = view.get(e.lease.id);
         if (!current || current.owner !== null || e.signal.aborted) {

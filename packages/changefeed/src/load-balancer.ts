@@ -1,15 +1,9 @@
 import type { Container } from "@azure/cosmos";
 import type { Clock } from "@cosmos-feed/core/clock";
-import type { FleetSignal } from "./balancing/fleet-signal.js";
 import type { LoadBalancingStrategy } from "./balancing/strategy.js";
-import { supersededTokens } from "./balancing/superseded.js";
-import {
-  handedTo,
-  nextSlotStart,
-  type WatchSchedule,
-  watchParticipants,
-} from "./balancing/watch-schedule.js";
+import { handedTo, watchParticipants } from "./balancing/watch-schedule.js";
 import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
+import type { WatchSlots } from "./lease-watch.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import { acquireAs } from "./leases/mutations.js";
 import { LeaseLostError, type LeaseStore } from "./leases/store.js";
@@ -29,10 +23,10 @@ export interface LoadBalancerOptions {
   monitored: Container;
   clock: Clock;
   /**
-   * Read every timed round (refresh the view when it moved); raised after this host took leases. Without it (a
-   * test driving one balancer), nothing is signalled.
+   * The fleet signal, as the watch slots call for it: read every timed round (refresh the view when it moved),
+   * raised after this host took leases. Without it (a test driving one balancer), nothing is signalled.
    */
-  fleet?: Pick<FleetSignal, "look" | "raise">;
+  slots?: Pick<WatchSlots, "slotsLongerThan" | "lookAtFleetSignal" | "raiseFleetSignal">;
   /** The leases this host runs, by token. */
   running: ReadonlyMap<string, RunningLease>;
   /** Starts processing a lease just acquired (`sentAt`: monotonic time the acquiring write was sent). */
@@ -46,8 +40,8 @@ export interface LoadBalancerOptions {
 }
 
 /**
- * Runs the balancing strategy over the lease view (no request unless a lease is taken), detects leases stolen
- * from this host, and knows the watch schedule (whose turn it is to read the lease container's feed).
+ * Runs the balancing strategy over the lease view (no request unless a lease is taken) and detects leases stolen
+ * from this host: the timed rounds and their follow-ups, and the rounds the lease watch asks for (lease-watch.ts).
  */
 export class LoadBalancer {
   /** Rounds run one at a time (the timer's and the watch's). */
@@ -57,86 +51,8 @@ export class LoadBalancer {
    * leaseJoinSettleDelay, on a refreshed view, while the fleet is moving.
    */
   private followUp = false;
-  /** The slot start the watch sleeps until (undefined: no slot, a read every leaseAcquireInterval). */
-  private plannedSlot: number | undefined;
-  /** Tokens available (as of the view's freshness) at the last watch read: a new one is news for everyone. */
-  private availableAtLastWatch = new Set<string>();
 
   constructor(private readonly o: LoadBalancerOptions) {}
-
-  watchSchedule(nowMs: number): WatchSchedule {
-    const r = this.o.options;
-    const asOf = this.o.view.asOf(nowMs);
-    return {
-      participants: watchParticipants(this.o.view.leases(), r.instanceName, asOf, r.leaseExpirationInterval),
-      watchSlot: r.leaseWatchInterval,
-    };
-  }
-
-  /**
-   * This host's next watch read: its own slot among the participants (every N × leaseWatchInterval for N hosts:
-   * one read per slot in the whole fleet; what happens in between reaches this host through the fleet signal,
-   * read every round). Alone, or with the watch off, every leaseAcquireInterval.
-   */
-  nextWatchAt(nowMs: number): number {
-    const r = this.o.options;
-    const latest = nowMs + r.leaseAcquireInterval;
-    this.plannedSlot = undefined;
-    if (r.leaseWatchInterval === 0) return latest;
-    const schedule = this.watchSchedule(nowMs);
-    if (schedule.participants.length < 2) return latest;
-    const at = nextSlotStart(schedule, r.instanceName, nowMs);
-    this.plannedSlot = at;
-    return at ?? latest;
-  }
-
-  /**
-   * The watch's tick, at the time `nextWatchAt` gave: reads the lease feed, unless the slot it was planned for
-   * is no longer this host's in the view (other hosts' leases came into it since: a host plans its first slot
-   * from the view it started with, in which most of a starting fleet owns nothing yet). The slot is then another
-   * host's, and the next one is planned from the view as it is now: one read per slot in the fleet, not two.
-   */
-  async watchTick(): Promise<void> {
-    const planned = this.plannedSlot;
-    if (planned !== undefined && !this.ownsSlot(planned)) return;
-    await this.watchRead();
-  }
-
-  /** Whether the slot starting at `slotStart` is this host's by the current view (alone: always). */
-  private ownsSlot(slotStart: number): boolean {
-    const { participants, watchSlot } = this.watchSchedule(this.o.clock.now());
-    if (participants.length < 2) return true;
-    return (
-      participants[Math.round(slotStart / watchSlot) % participants.length] === this.o.options.instanceName
-    );
-  }
-
-  /**
-   * The watch's read: refreshes the view, balances when a lease was released or newly found expired, and raises
-   * the fleet signal for an expiry nobody else may have seen yet (this host read the feed in its slot, alone).
-   */
-  async watchRead(): Promise<void> {
-    const changed = await this.refreshView();
-    const now = this.o.clock.now();
-    const asOf = this.o.view.asOf(now);
-    const expiry = this.o.options.leaseExpirationInterval;
-    const leases = this.o.view.leases();
-    // A split's parent, once its children tile its range, is deleted (or left over): forgotten once it looks
-    // available, so that neither this host nor its news count it.
-    const superseded = supersededTokens(leases);
-    const available = new Set<string>();
-    for (const l of leases) {
-      if (!isAvailable(l, asOf, expiry)) continue;
-      if (superseded.has(l.leaseToken)) this.o.view.forget(l);
-      else available.add(l.leaseToken);
-    }
-    const news = [...available].some((t) => !this.availableAtLastWatch.has(t));
-    this.availableAtLastWatch = available;
-    const released = changed.some((l) => l.owner === null);
-    if (!released && !news) return;
-    const took = await this.balance();
-    if (news && took === 0) await this.raiseFleetSignal();
-  }
 
   /**
    * The leases as the balancer sees them: a lease handed to a successor on stop counts as the successor's
@@ -174,8 +90,9 @@ export class LoadBalancer {
    * newcomers' footholds are in the feed by now), then balances.
    */
   async timedRound(): Promise<void> {
-    const moved = this.slotsLongerThan(this.o.options.leaseAcquireInterval)
-      ? ((await this.o.fleet?.look()) ?? false)
+    const { slots } = this.o;
+    const moved = slots?.slotsLongerThan(this.o.options.leaseAcquireInterval)
+      ? await slots.lookAtFleetSignal()
       : false;
     if (moved || this.followUp) await this.refreshView();
     await this.balance();
@@ -194,27 +111,6 @@ export class LoadBalancer {
       if (e instanceof RequestTimeoutError) view.dropFeed();
       throw e;
     });
-  }
-
-  /**
-   * True when this host's watch reads are further apart than `ms` (N hosts × leaseWatchInterval). Only then does a
-   * host read the fleet signal (at more than a balancing round apart, its view could miss an event for longer than
-   * a round); in a smaller fleet, or with the watch off or alone (a read every round), the watch is enough.
-   */
-  slotsLongerThan(ms: number): boolean {
-    const r = this.o.options;
-    if (r.leaseWatchInterval === 0) return false;
-    return this.watchSchedule(this.o.clock.now()).participants.length * r.leaseWatchInterval > ms;
-  }
-
-  /**
-   * Raises the fleet signal when anyone may be reading it: hosts' views of the fleet size differ a little, so it is
-   * raised from half the size at which it is read.
-   */
-  raiseFleetSignal(signal?: AbortSignal): Promise<void> {
-    if (!this.o.fleet || !this.slotsLongerThan(this.o.options.leaseAcquireInterval / 2))
-      return Promise.resolve();
-    return this.o.fleet.raise(signal);
   }
 
   /** One balancing round, after the previous one; resolves with the number of leases it took. */
@@ -272,7 +168,7 @@ export class LoadBalancer {
       }
     }
     this.followUp = (holdsNothing && toTake.length > 0) || took > 0 || lost > 0 || raced;
-    if (took > 0 && !this.o.signal.aborted) await this.raiseFleetSignal();
+    if (took > 0 && !this.o.signal.aborted) await this.o.slots?.raiseFleetSignal();
     return took;
   }
 

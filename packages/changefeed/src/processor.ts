@@ -9,6 +9,7 @@ import { BootstrapAbortedError, Bootstrapper } from "./bootstrapper.js";
 import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import { type ChangeFeedProcessorEvents, ProcessorEvents } from "./events.js";
 import { HandoffPlanner } from "./handoff-planner.js";
+import { LeaseWatch, WatchSlots } from "./lease-watch.js";
 import { LeaseMode } from "./leases/lease.js";
 import { openLeaseStore } from "./leases/open.js";
 import { LeaseOperationCounters, type LeaseStore } from "./leases/store.js";
@@ -36,6 +37,7 @@ interface Running<T> {
   store: LeaseStore;
   view: LeaseView;
   balancer: LoadBalancer;
+  slots: WatchSlots;
   owned: OwnedLeases<T>;
   fleet: FleetSignal;
   loops: Promise<void>[];
@@ -43,8 +45,9 @@ interface Running<T> {
 
 /**
  * A change feed processor whose lease container is interchangeable with the .NET one's (and the Azure
- * Functions trigger's). The facade: it wires the roles (Bootstrapper, LoadBalancer, one LeaseSupervisor per
- * owned lease with its worker and LeaseRenewer, LeaseReplacer, HandoffPlanner) and emits their events.
+ * Functions trigger's). The facade: it wires the roles (Bootstrapper, LoadBalancer, LeaseWatch and the WatchSlots
+ * both use, one LeaseSupervisor per owned lease with its worker and LeaseRenewer, LeaseReplacer, HandoffPlanner)
+ * and emits their events.
  */
 export class ChangeFeedProcessor<
   T = Record<string, unknown>,
@@ -181,6 +184,7 @@ export class ChangeFeedProcessor<
     await fleet.look();
     const view = new LeaseView(store, () => this.clock.now());
     await boundedRequest(this.clock, o.requestTimeout, signal, "lease listing", () => view.load());
+    const slots = new WatchSlots({ options: o, view, clock: this.clock, fleet });
     const owned: OwnedLeases<T> = new OwnedLeases<T>({
       options: o,
       store,
@@ -192,17 +196,16 @@ export class ChangeFeedProcessor<
       events: this.events,
       wakeup: this.wakeup,
       signal,
-      // The balancer exists by the time a split is replaced (after the first round).
-      changed: (): Promise<void> => balancer.raiseFleetSignal(),
+      changed: (): Promise<void> => slots.raiseFleetSignal(),
     });
-    const balancer: LoadBalancer = new LoadBalancer({
+    const balancer = new LoadBalancer({
       options: o,
       strategy: this.input.balancingStrategy ?? new FairShareBalancingStrategy(o.leaseExpirationInterval),
       store,
       view,
       monitored,
       clock: this.clock,
-      fleet,
+      slots,
       running: owned.byToken,
       takeOver: (lease, sentAt) => owned.supervise(lease, sentAt),
       stolen: (token) => owned.byToken.get(token)?.close("stolen"),
@@ -210,15 +213,16 @@ export class ChangeFeedProcessor<
       report: (e, token) => this.events.report(e, token),
       signal,
     });
-    this.running = { store, view, balancer, owned, fleet, loops: [] };
+    const watch = new LeaseWatch({ options: o, view, clock: this.clock, slots, rounds: balancer });
+    this.running = { store, view, balancer, slots, owned, fleet, loops: [] };
     await balancer.balance();
     this.running.loops = [
       // The watch: this host's slots of the lease feed; a release seen there is balanced at once, so a
       // stopping host's successor takes over within a slot (see balancing/watch-schedule.ts).
       this.loop(
         signal,
-        (now) => balancer.nextWatchAt(now) - now,
-        () => balancer.watchTick(),
+        (now) => watch.nextWatchAt(now) - now,
+        () => watch.watchTick(),
       ),
       this.loop(
         signal,
@@ -280,13 +284,14 @@ export class ChangeFeedProcessor<
         options: this.options,
         view: r.view,
         balancer: r.balancer,
+        slots: r.slots,
         clock: this.clock,
       });
       await planner.handOff(
         entries,
         (s, successor) => r.owned.release(s, successor),
         cut,
-        () => r.balancer.raiseFleetSignal(cut),
+        () => r.slots.raiseFleetSignal(cut),
       );
     }
     for (const s of entries) s.close("released");
