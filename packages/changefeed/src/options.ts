@@ -42,8 +42,9 @@ export const ChangeFeedDefaults = {
   /**
    * A host that held no lease takes one (a foothold: until then the others do not count it) and runs its next
    * balancing round this long after, on a refreshed view in which hosts starting with it have footholds too; that
-   * round takes its whole fair share (balancing/fair-share.ts). Also the first start's delay before a lone host
-   * takes its other leases, and how often a host waiting on another host's bootstrap (its `.lock`) checks again
+   * round takes its whole fair share (balancing/fair-share.ts). Also the follow-up after a round that took or lost
+   * leases or found a lease another host took first, the first start's delay before a lone host takes its other
+   * leases, and how often a host waiting on another host's bootstrap (its `.lock`) checks again
    * (ms). Option: `leaseJoinSettleDelay`.
    */
   leaseJoinSettleDelay: 2_000,
