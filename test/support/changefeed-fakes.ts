@@ -1,7 +1,11 @@
 import type { Container } from "@azure/cosmos";
 import { EqualPartitionsBalancingStrategy } from "../../packages/changefeed/src/balancing/strategy.js";
 import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
-import { LoadBalancer, type LoadBalancerOptions } from "../../packages/changefeed/src/load-balancer.js";
+import {
+  LoadBalancer,
+  type LoadBalancerOptions,
+  type RunningLease,
+} from "../../packages/changefeed/src/load-balancer.js";
 
 /** Where a promise stands, without awaiting it. */
 export function track<T>(p: Promise<T>) {
@@ -41,4 +45,36 @@ export function testBalancer(
     signal: new AbortController().signal,
     ...o,
   });
+}
+
+/**
+ * A load balancer over a fake store that runs what it takes (`taken`, in order, and `running`) and stops what is
+ * stolen from it (`stolen`); a reported error is thrown; nothing excluded, a signal that never fires.
+ */
+export function recordingBalancer(
+  me: string,
+  o: Pick<LoadBalancerOptions, "options" | "strategy" | "store" | "view" | "clock">,
+) {
+  const running = new Map<string, RunningLease>();
+  const taken: string[] = [];
+  const stolen: string[] = [];
+  const balancer = new LoadBalancer({
+    monitored: {} as Container,
+    running,
+    takeOver: (l) => {
+      taken.push(l.leaseToken);
+      running.set(l.leaseToken, { expectedOwner: me });
+    },
+    stolen: (token) => {
+      stolen.push(token);
+      running.delete(token);
+    },
+    excluded: new Set(),
+    report: (e) => {
+      throw e;
+    },
+    signal: new AbortController().signal,
+    ...o,
+  });
+  return { balancer, running, taken, stolen };
 }

@@ -10,9 +10,9 @@ import { WatchSlots } from "../../packages/changefeed/src/lease-watch.js";
 import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 import { releaseAs } from "../../packages/changefeed/src/leases/mutations.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
-import { LoadBalancer, type RunningLease } from "../../packages/changefeed/src/load-balancer.js";
 import { ChangeFeedDefaults, resolveOptions } from "../../packages/changefeed/src/options.js";
 import { FakeClock } from "../../packages/core/src/clock.js";
+import { recordingBalancer } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const EXPIRATION = 6_000;
@@ -43,31 +43,13 @@ const lease = (token: string, owner: string | null): Lease => ({
 async function balancerFor(me: string, clock: FakeClock, store: InMemoryLeaseStoreFake) {
   const view = new LeaseView(store.asStore());
   await view.load();
-  const running = new Map<string, RunningLease>();
-  const taken: string[] = [];
-  const stolen: string[] = [];
   const options = optionsFor(me);
-  const balancer = new LoadBalancer({
+  const { balancer, running, taken, stolen } = recordingBalancer(me, {
     options,
     strategy: new EqualPartitionsBalancingStrategy(EXPIRATION, () => 0),
     store: store.asStore(),
     view,
-    monitored: {} as Container,
     clock,
-    running,
-    takeOver: (l) => {
-      taken.push(l.leaseToken);
-      running.set(l.leaseToken, { expectedOwner: me });
-    },
-    stolen: (token) => {
-      stolen.push(token);
-      running.delete(token);
-    },
-    excluded: new Set(),
-    report: (e) => {
-      throw e;
-    },
-    signal: new AbortController().signal,
   });
   const slots = new WatchSlots({ options, view, clock });
   return { view, balancer, slots, taken, stolen, running };

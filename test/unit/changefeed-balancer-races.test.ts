@@ -10,9 +10,9 @@ import { FairShareBalancingStrategy } from "../../packages/changefeed/src/balanc
 import { LeaseWatch, WatchSlots } from "../../packages/changefeed/src/lease-watch.js";
 import { type Lease, LeaseMode, newLease } from "../../packages/changefeed/src/leases/lease.js";
 import { LeaseView } from "../../packages/changefeed/src/leases/view.js";
-import { LoadBalancer, type RunningLease } from "../../packages/changefeed/src/load-balancer.js";
 import { resolveOptions } from "../../packages/changefeed/src/options.js";
 import { FakeClock } from "../../packages/core/src/clock.js";
+import { recordingBalancer } from "../support/changefeed-fakes.js";
 import { InMemoryLeaseStoreFake } from "../support/in-memory-lease-store.js";
 
 const EXPIRATION = 6_000;
@@ -28,8 +28,6 @@ const lease = (token: string, owner: string | null): Lease => ({
 async function balancerFor(me: string, clock: FakeClock, store: InMemoryLeaseStoreFake) {
   const view = new LeaseView(store.asStore(), () => clock.now());
   await view.load();
-  const running = new Map<string, RunningLease>();
-  const taken: string[] = [];
   const options = resolveOptions(
     {
       monitoredContainer: {} as Container,
@@ -43,25 +41,13 @@ async function balancerFor(me: string, clock: FakeClock, store: InMemoryLeaseSto
     },
     () => me,
   );
-  const balancer = new LoadBalancer({
+  const { balancer, taken } = recordingBalancer(me, {
     options,
     // `() => 0`: a first start takes every lease from the first.
     strategy: new FairShareBalancingStrategy(EXPIRATION, () => 0),
     store: store.asStore(),
     view,
-    monitored: {} as Container,
     clock,
-    running,
-    takeOver: (l) => {
-      taken.push(l.leaseToken);
-      running.set(l.leaseToken, { expectedOwner: me });
-    },
-    stolen: (token) => running.delete(token),
-    excluded: new Set(),
-    report: (e) => {
-      throw e;
-    },
-    signal: new AbortController().signal,
   });
   const slots = new WatchSlots({ options, view, clock });
   const watch = new LeaseWatch({ options, view, clock, slots, rounds: balancer });
