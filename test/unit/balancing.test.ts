@@ -4,6 +4,7 @@ import {
   assignSuccessors,
   handedTo,
   nextSlotStart,
+  slotOwner,
   watchParticipants,
 } from "../../packages/changefeed/src/balancing/watch-schedule.js";
 import { HANDOFF_PROPERTY, type Lease, newLease } from "../../packages/changefeed/src/leases/lease.js";
@@ -105,6 +106,11 @@ describe("watch schedule", () => {
     expect(nextSlotStart(schedule, "b", 3_000)).toBe(4_000);
     expect(nextSlotStart(schedule, "c", 3_500)).toBe(5_000);
     expect(nextSlotStart(schedule, "stranger", 3_500)).toBeUndefined();
+    // slotOwner names the host nextSlotStart planned each slot for.
+    for (const p of schedule.participants)
+      expect(slotOwner(schedule, nextSlotStart(schedule, p, 3_500) as number)).toBe(p);
+    expect(slotOwner(schedule, 4_000)).toBe("b");
+    expect(slotOwner({ participants: [], watchSlot: T }, 4_000)).toBeUndefined();
     // Every instant has exactly one owner: the next slots of all hosts are N distinct consecutive slots.
     for (const now of [0, 1, 999, 1_000, 12_345, 99_999]) {
       const starts = schedule.participants.map((p) => nextSlotStart(schedule, p, now) as number);

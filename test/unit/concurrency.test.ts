@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { forEachConcurrently } from "../../src/shared/concurrency.js";
+import { forEachConcurrently } from "../../packages/core/src/concurrency.js";
 
 /** A task the test finishes by hand, so the number running at once is counted, not timed. */
 function gate() {

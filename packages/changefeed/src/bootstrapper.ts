@@ -1,5 +1,6 @@
 import type { Container } from "@azure/cosmos";
 import type { Clock } from "@cosmos-feed/core/clock";
+import { forEachConcurrently } from "@cosmos-feed/core/concurrency";
 import { CosmosFeedError } from "@cosmos-feed/core/errors";
 import { abandonedBy, boundedRequest } from "./bounded-request.js";
 import { type EpkRange, type Lease, LeaseMode, newLease } from "./leases/lease.js";
@@ -145,28 +146,21 @@ export class Bootstrapper {
 
   /**
    * Creates the leases, ChangeFeedDefaults.bootstrapCreateConcurrency at a time (one at a time, 10,000 leases
-   * took longer than the lock's 30 s ttl: other hosts then bootstrapped too). The first failure ends the others
-   * and fails the bootstrap; the next start creates what is still missing.
+   * took longer than the lock's 30 s ttl: other hosts then bootstrapped too). The first failure ends the creates
+   * in flight and fails the bootstrap; the next start creates what is still missing.
    */
   private async createAll(missing: readonly Lease[], signal: AbortSignal): Promise<void> {
     const failed = new AbortController();
     const both = AbortSignal.any([signal, failed.signal]);
-    let next = 0;
-    let first: { error: unknown } | undefined;
-    const worker = async () => {
-      while (next < missing.length && !both.aborted) {
-        const lease = missing[next++];
-        try {
-          await this.bounded(both, "lease create", (s) => this.o.store.create(lease, s));
-        } catch (error) {
-          first ??= { error };
+    await forEachConcurrently(missing, ChangeFeedDefaults.bootstrapCreateConcurrency, (lease) =>
+      this.bounded(both, "lease create", (s) => this.o.store.create(lease, s)).then(
+        () => undefined,
+        (error: unknown) => {
           failed.abort();
-        }
-      }
-    };
-    const width = Math.min(ChangeFeedDefaults.bootstrapCreateConcurrency, missing.length);
-    await Promise.all(Array.from({ length: width }, worker));
-    if (first) throw first.error;
+          throw error;
+        },
+      ),
+    );
   }
 }
 

@@ -1,7 +1,12 @@
 import type { Clock } from "@cosmos-feed/core/clock";
 import type { FleetSignal } from "./balancing/fleet-signal.js";
 import { supersededTokens } from "./balancing/superseded.js";
-import { nextSlotStart, type WatchSchedule, watchParticipants } from "./balancing/watch-schedule.js";
+import {
+  nextSlotStart,
+  slotOwner,
+  type WatchSchedule,
+  watchParticipants,
+} from "./balancing/watch-schedule.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
 import type { LeaseView } from "./leases/view.js";
 import type { ResolvedOptions } from "./options.js";
@@ -117,11 +122,9 @@ export class LeaseWatch {
 
   /** Whether the slot starting at `slotStart` is this host's by the current view (alone: always). */
   private ownsSlot(slotStart: number): boolean {
-    const { participants, watchSlot } = this.o.slots.watchSchedule(this.o.clock.now());
-    if (participants.length < 2) return true;
-    return (
-      participants[Math.round(slotStart / watchSlot) % participants.length] === this.o.options.instanceName
-    );
+    const schedule = this.o.slots.watchSchedule(this.o.clock.now());
+    if (schedule.participants.length < 2) return true;
+    return slotOwner(schedule, slotStart) === this.o.options.instanceName;
   }
 
   /**

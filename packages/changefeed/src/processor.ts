@@ -39,7 +39,6 @@ interface Running<T> {
   balancer: LoadBalancer;
   slots: WatchSlots;
   owned: OwnedLeases<T>;
-  fleet: FleetSignal;
   loops: Promise<void>[];
 }
 
@@ -214,7 +213,7 @@ export class ChangeFeedProcessor<
       signal,
     });
     const watch = new LeaseWatch({ options: o, view, clock: this.clock, slots, rounds: balancer });
-    this.running = { store, view, balancer, slots, owned, fleet, loops: [] };
+    this.running = { store, view, balancer, slots, owned, loops: [] };
     await balancer.balance();
     this.running.loops = [
       // The watch: this host's slots of the lease feed; a release seen there is balanced at once, so a

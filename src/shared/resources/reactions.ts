@@ -1,4 +1,4 @@
-import { forEachConcurrently } from "../concurrency.js";
+import { forEachConcurrently } from "@cosmos-feed/core/concurrency";
 import { isNonTerminal, type ProvisioningState, type ResourceDocument } from "./model.js";
 import { orchestrationInstanceId, provisioningRequestFor } from "./provisioning.js";
 

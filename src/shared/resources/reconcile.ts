@@ -1,5 +1,5 @@
+import { forEachConcurrently } from "@cosmos-feed/core/concurrency";
 import { readItem } from "@cosmos-feed/core/cosmos/occ";
-import { forEachConcurrently } from "../concurrency.js";
 import type { AppContext } from "./context.js";
 import type { OperationDocument, ResourceDocument } from "./model.js";
 import { endOperation, supersededBy } from "./operations.js";

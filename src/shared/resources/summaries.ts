@@ -1,7 +1,7 @@
+import { forEachConcurrently } from "@cosmos-feed/core/concurrency";
 import { AlreadyExistsError, NotFoundError, PreconditionFailedError } from "@cosmos-feed/core/cosmos/errors";
 import { createItem, readItem, replaceIfMatch, type Stored } from "@cosmos-feed/core/cosmos/occ";
 import { defaultOccRetryPolicy } from "@cosmos-feed/core/cosmos/retry";
-import { forEachConcurrently } from "../concurrency.js";
 import type { AppContext } from "./context.js";
 import type { ProvisioningState } from "./model.js";
 import { isResourceDocument, REACTION_CONCURRENCY } from "./reactions.js";

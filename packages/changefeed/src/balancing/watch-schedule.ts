@@ -38,6 +38,12 @@ export function nextSlotStart(schedule: WatchSchedule, host: string, nowMs: numb
   return k * slot;
 }
 
+/** Whose the slot starting at `slotStart` is (the participant of rank k mod N for slot k, as nextSlotStart plans). */
+export function slotOwner(schedule: WatchSchedule, slotStart: number): string | undefined {
+  const n = schedule.participants.length;
+  return n === 0 ? undefined : schedule.participants[Math.round(slotStart / schedule.watchSlot) % n];
+}
+
 /**
  * The host a lease was handed to, while that hand-off is fresh: released (Owner null) with
  * `properties.handoffTo`, written less than `freshForMs` ago.

@@ -1,7 +1,7 @@
 /**
  * Runs `work` for every item with at most `limit` running at once, and resolves when all have finished. The first
  * rejection rejects the whole (after the ones already running settle, so nothing runs on unobserved); items not yet
- * started are not started then.
+ * started are not started then. Shared by the app's reactions and the change feed processor's bootstrap.
  */
 export async function forEachConcurrently<T>(
   items: readonly T[],
