@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { TIMINGS } from "./fleet/hosts.js";
 import { emulatorPhase, estimatorPhase, largePhase } from "./fleet/phases.js";
 import { goals, type SizeSummary, summarize } from "./fleet/report.js";
-import { type FleetRun, simulate } from "./fleet/scenarios.js";
+import { type FleetRun, SETTLE_MS, simulate } from "./fleet/scenarios.js";
 import { envNumber, machineFacts } from "./lib/stats.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -82,10 +82,17 @@ const results = {
     "processor does (ETag conditions and 412, 404, 409, its latest-version change feed, _ts; 1–4 ms one-way latency; " +
     "RU from the emulator's charge model) and an idle monitored container whose ranges can split (410). Beside it, " +
     "the same scenarios for a MODEL of the .NET processor's documented lease loops (bench/fleet/dotnet-model.ts; " +
-    "for comparison only). Steady figures: the idle fleet after its cold start, over the steady window. Double " +
+    "for comparison only). After each event: until balanced, then until settled (no fleet-signal raise for one " +
+    "acquire and one renew interval), then the steady window. Steady figures: the idle fleet after its cold start, " +
+    "over the steady window. Double " +
     "ownership: a lease two running hosts each believe they hold (checked at every instant a host starts believing " +
     "one, and when a paused host resumes), except the victim of a steal that has not noticed yet (stealOverlaps).",
-  timings: { ...TIMINGS, steadyWindowMs: steadyMs, balanceLimitMs: options.balanceLimitMs },
+  timings: {
+    ...TIMINGS,
+    steadyWindowMs: steadyMs,
+    settleMs: SETTLE_MS,
+    balanceLimitMs: options.balanceLimitMs,
+  },
   lossRate,
   seed,
   sizes: summaries,

@@ -282,6 +282,26 @@ export class Fleet {
    * `sample` sees each second (e.g. the most leases any host owns); `ready`: the event has played out (a split's
    * children exist).
    */
+  /**
+   * Runs, a simulated second at a time, until `quietMs` have passed since the last fleet-signal raise (or since
+   * the call, for a fleet that raises none: the .NET model), for at most `maxMs`; the time it took (ms).
+   */
+  async untilQuiet(quietMs: number, maxMs: number): Promise<number> {
+    const raises = () => this.leases.meter.snapshot()["fleet-replace"]?.requests ?? 0;
+    const start = this.sim.elapsed();
+    let seen = raises();
+    let lastAt = start;
+    while (this.sim.elapsed() - lastAt < quietMs && this.sim.elapsed() - start < maxMs) {
+      await this.run(1_000);
+      const now = raises();
+      if (now !== seen) {
+        seen = now;
+        lastAt = this.sim.elapsed();
+      }
+    }
+    return this.sim.elapsed() - start;
+  }
+
   async untilBalanced(
     maxMs: number,
     sample?: () => void,

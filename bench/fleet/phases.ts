@@ -5,9 +5,12 @@ import os from "node:os";
 import { envNumber, machineFacts } from "../lib/stats.js";
 import { AGREEMENT_PCT, compareWithEmulator, type EmulatorComparison } from "./emulator-run.js";
 import { type EstimatorFigures, runEstimator } from "./estimator-run.js";
+import { tuningModel } from "./report.js";
 import { EVENTS, type EventName, simulate } from "./scenarios.js";
 
 const r2 = (n: number) => Math.round(n * 100) / 100;
+/** The tuning model's tolerance against the simulation (issue 35: ±15 %), as in the main run's goals. */
+const TUNING_TOLERANCE = 0.15;
 
 function merge(resultsFile: string, key: string, value: unknown): void {
   const json = existsSync(resultsFile)
@@ -159,10 +162,27 @@ export async function largePhase(root: string, resultsFile: string, print: boole
   console.log(
     `ours ${hosts}×${leases}: steady ${steady.ruPerSecond} RU/s (${perLease} per lease), ${run.simulatedSeconds} s simulated in ${run.cpuSeconds} s CPU (${run.cpuMsPerHostSecond} ms per host-s), double ownership ${run.doubleOwnership}`,
   );
-  for (const e of run.events)
+  // Each steady window beside the tuning model for the fleet as it then was (hosts and leases after the event).
+  const windows = run.events.map((e) => {
+    const model = tuningModel(e.hosts, e.leases).ours.leaseRuPerSecond;
+    return {
+      event: e.event,
+      hosts: e.hosts,
+      leases: e.leases,
+      steadyRuPerSecond: e.steady.ruPerSecond,
+      ruPerSecondPerLease: Math.round((e.steady.ruPerSecond / e.leases) * 10_000) / 10_000,
+      tuningModelRuPerSecond: model,
+      tuningModelError: r2((model - e.steady.ruPerSecond) / e.steady.ruPerSecond),
+    };
+  });
+  for (const [i, e] of run.events.entries())
     console.log(
-      `  ${e.event.padEnd(24)} balanced ${e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals} intervals, ${e.moves} moves, max ${e.maxLeasesPerHost}/host, ${e.steady.moves} steady moves, steady ${e.steady.ruPerSecond} RU/s`,
+      `  ${e.event.padEnd(24)} balanced ${e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals} intervals, ${e.moves} moves, max ${e.maxLeasesPerHost}/host, settled ${e.settledAfterMs / 1000} s later (${e.settleRu} RU), ${e.steady.moves} steady moves, steady ${e.steady.ruPerSecond} RU/s (model ${windows[i].tuningModelRuPerSecond}, ${Math.round(windows[i].tuningModelError * 100)} %)`,
     );
+  const offModel = windows.filter((w) => Math.abs(w.tuningModelError) > TUNING_TOLERANCE);
+  const perLeaseSpread =
+    Math.max(...windows.map((w) => w.ruPerSecondPerLease)) /
+    Math.min(...windows.map((w) => w.ruPerSecondPerLease));
   const slow = run.events.filter((e) => {
     const n = e.balancedAfterExpiryAcquireIntervals ?? e.balancedAfterAcquireIntervals;
     return n === null || n > 2;
@@ -172,6 +192,8 @@ export async function largePhase(root: string, resultsFile: string, print: boole
     `Zero lease moves in every steady window: ${run.events.every((e) => e.steady.moves === 0) ? "met" : "not met"}.`,
     `No double ownership: ${run.doubleOwnership === 0 ? "met" : `not met (${run.doubleOwnership})`}.`,
     `Steady lease-container RU/s ${steady.ruPerSecond}, ${perLease} per lease.`,
+    `The tuning model's lease-container RU/s within ±${TUNING_TOLERANCE * 100} % of every steady window: ${offModel.length === 0 ? "met" : `not met (${offModel.map((w) => `${w.event}: model ${w.tuningModelRuPerSecond} vs ${w.steadyRuPerSecond}`).join("; ")})`}.`,
+    `RU/s per lease across the steady windows: ${windows.map((w) => w.ruPerSecondPerLease).join(", ")} (the highest ${r2(perLeaseSpread)}× the lowest).`,
   ];
   for (const c of conclusions) console.log(`  - ${c}`);
   if (print) return;
@@ -186,6 +208,7 @@ export async function largePhase(root: string, resultsFile: string, print: boole
       "container), this processor only, for the events listed; the .NET model is not run at this size.",
     run,
     ruPerSecondPerLease: perLease,
+    windows,
     conclusions,
   });
 }

@@ -47,18 +47,23 @@ export interface SizeSummary {
   }[];
 }
 
-export function summarize(ours: FleetRun, dotnet: FleetRun): SizeSummary {
-  const o = coldSteady(ours);
-  const d = coldSteady(dotnet);
-  const model = tune({
-    hosts: ours.hosts,
-    leases: ours.leases,
+/** The tuning model (`tune`) for an idle fleet at the simulation's timings. */
+export function tuningModel(hosts: number, leases: number): ReturnType<typeof tune> {
+  return tune({
+    hosts,
+    leases,
     writesPerSecond: 0,
     leaseRenewIntervalMs: TIMINGS.renewMs,
     leaseAcquireIntervalMs: TIMINGS.acquireMs,
     leaseExpirationIntervalMs: TIMINGS.expirationMs,
     feedPollDelayMs: TIMINGS.pollMs,
   });
+}
+
+export function summarize(ours: FleetRun, dotnet: FleetRun): SizeSummary {
+  const o = coldSteady(ours);
+  const d = coldSteady(dotnet);
+  const model = tuningModel(ours.hosts, ours.leases);
   const pick = (run: FleetRun, i: number) => {
     const e = run.events[i];
     const acquire =

@@ -8,7 +8,10 @@ import { TIMINGS } from "./hosts.js";
  * cold start; +10 % hosts; −10 % hosts by graceful stop; −10 % by crash; a rolling restart of every host (in
  * tenths, a tenth every 30 s: each stopped gracefully and replaced by a new host); one host paused for longer than
  * the expiration interval, then resumed; a split storm (10 % of the ranges split at once). After each event: the
- * time until balanced (sampled every simulated second), then a steady window measuring requests, RU and moves.
+ * time until balanced (sampled every simulated second); then the settling: until no fleet-signal raise for
+ * SETTLE_MS (every host has looked at the signal since the last raise and refreshed its view, and every lease has
+ * been renewed since: what is read after that is the steady state's, not the event's); then a steady window
+ * measuring requests, RU and moves.
  */
 
 export const EVENTS = [
@@ -54,8 +57,14 @@ export interface EventResult {
   /** Lease-container requests and RU from the event until balanced. */
   requests: number;
   ru: number;
+  /** Simulated ms from balanced until settled (SETTLE_MS without a fleet-signal raise). */
+  settledAfterMs: number;
+  /** Lease-container requests and RU from balanced until settled (the tail of the event's signal waves). */
+  settleRequests: number;
+  settleRu: number;
   steady: {
     windowMs: number;
+    /** Lease moves from balanced to the window's end (the settling included). */
     moves: number;
     requestsPerSecond: number;
     ruPerSecond: number;
@@ -84,6 +93,9 @@ export interface FleetRun {
 }
 
 const r2 = (n: number) => Math.round(n * 100) / 100;
+
+/** Quiet time after the last fleet-signal raise before the steady window: one acquire and one renew interval. */
+export const SETTLE_MS = TIMINGS.acquireMs + TIMINGS.renewMs;
 
 export async function simulate(
   algorithm: Algorithm,
@@ -139,8 +151,11 @@ async function run(
       ready,
     );
     const meter1 = fleet.leases.meter.totals();
-    const kinds1 = fleet.leases.meter.snapshot();
+    // Moves from here on are steady moves (the settling included): none is expected once balanced.
     const moves1 = fleet.counts.moves;
+    const settledMs = await fleet.untilQuiet(SETTLE_MS, o.balanceLimitMs);
+    const meterSettled = fleet.leases.meter.totals();
+    const kinds1 = fleet.leases.meter.snapshot();
     await fleet.run(o.steadyMs);
     const meter2 = fleet.leases.meter.totals();
     const kinds2 = fleet.leases.meter.snapshot();
@@ -169,11 +184,14 @@ async function run(
       maxLeasesPerHost: maxPerHost,
       requests: meter1.requests - meter0.requests,
       ru: r2(meter1.ru - meter0.ru),
+      settledAfterMs: settledMs,
+      settleRequests: meterSettled.requests - meter1.requests,
+      settleRu: r2(meterSettled.ru - meter1.ru),
       steady: {
         windowMs: o.steadyMs,
         moves: fleet.counts.moves - moves1,
-        requestsPerSecond: r2(((meter2.requests - meter1.requests) * 1000) / o.steadyMs),
-        ruPerSecond: r2(((meter2.ru - meter1.ru) * 1000) / o.steadyMs),
+        requestsPerSecond: r2(((meter2.requests - meterSettled.requests) * 1000) / o.steadyMs),
+        ruPerSecond: r2(((meter2.ru - meterSettled.ru) * 1000) / o.steadyMs),
         byKind,
       },
     });

@@ -1,8 +1,9 @@
 /**
- * Two rules that keep a large fleet's balancing cheap, on a fake clock over the in-memory lease store: a round
+ * Rules that keep a large fleet's balancing cheap, on a fake clock over the in-memory lease store: a round
  * stops at the first lease another host took before it (the rest was decided on the same stale view) and re-plans
  * soon on a fresh one; the watch skips a slot that the view no longer gives this host (its first slot is planned
- * from the view it started with, before most of the fleet held leases).
+ * from the view it started with, before most of the fleet held leases), and its sleep is cut short when a round's
+ * refresh changed the participants, so that it plans its slot again from the view as the fleet now sees it.
  */
 import type { Container } from "@azure/cosmos";
 import { describe, expect, it, vi } from "vitest";
@@ -104,5 +105,58 @@ describe("the watch's planned slot", () => {
     await clock.advance(WATCH);
     await b.watch.watchTick();
     expect(reads).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("the watch's sleep until its slot", () => {
+  // Participants a, b, c at 1.5 s: b's next slot is 4 (k mod 3 = 1). With a fourth host a2 it is slot 2.
+  async function sleepingB() {
+    const clock = new FakeClock(0);
+    const store = new InMemoryLeaseStoreFake(clock);
+    store.put(lease("0", "a"));
+    store.put(lease("1", "c"));
+    const b = await balancerFor("b", clock, store);
+    await clock.advance(1_500);
+    let woke: boolean | undefined;
+    const stop = new AbortController();
+    const sleep = b.watch.untilNextSlot(stop.signal).then((due) => {
+      woke = due;
+      return due;
+    });
+    return { clock, store, b, stop, sleep, woke: () => woke };
+  }
+
+  it("ends at a re-plan once a refresh changed the participants, and the next plan is the new view's slot", async () => {
+    const { clock, store, b, stop, woke } = await sleepingB();
+    // A balancing round read the feed on a fleet signal: a2 joined.
+    store.put(lease("2", "a2"));
+    await b.view.refresh();
+    b.watch.replan();
+    await clock.advance(0);
+    expect(woke()).toBe(false);
+    const next = b.watch.untilNextSlot(stop.signal);
+    await clock.advance(500);
+    expect(await next).toBe(true);
+    expect(clock.now()).toBe(2 * WATCH);
+  });
+
+  it("goes on to its slot when a refresh left the participants as they were", async () => {
+    const { clock, store, b, sleep, woke } = await sleepingB();
+    // The feed brought a renewal of a's lease: the same three participants.
+    store.put(store.get("p..0") as Lease);
+    await b.view.refresh();
+    b.watch.replan();
+    await clock.advance(2_000);
+    expect(woke()).toBeUndefined();
+    await clock.advance(500);
+    expect(await sleep).toBe(true);
+    expect(clock.now()).toBe(4 * WATCH);
+  });
+
+  it("ends without its slot when the processor stops", async () => {
+    const { clock, stop, woke } = await sleepingB();
+    stop.abort();
+    await clock.advance(0);
+    expect(woke()).toBe(false);
   });
 });

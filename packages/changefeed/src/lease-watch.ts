@@ -80,12 +80,19 @@ export interface LeaseWatchOptions {
 }
 
 /**
- * The lease watch: this host's reads of the lease container's feed, one in each of its slots, and what a read
- * found (a released lease, a newly expired one: balanced at once, and signalled to the fleet when nobody took it).
+ * The lease watch: this host's reads of the lease container's feed, one in each of its slots (planned again when
+ * the view's participants change), and what a read found (a released lease, a newly expired one: balanced at
+ * once, and signalled to the fleet when nobody took it).
  */
 export class LeaseWatch {
   /** The slot start the watch sleeps until (undefined: no slot, a read every leaseAcquireInterval). */
   private plannedSlot: number | undefined;
+  /** The participants the planned slot was chosen among (one string, to compare with the view's later). */
+  private plannedAmong = "";
+  /** The view's freshness when the slot was planned: an unchanged one has the same participants. */
+  private plannedAtFresh = Number.NaN;
+  /** Ends the watch's sleep early, while it sleeps (see replan). */
+  private wakeEarly: (() => void) | undefined;
   /** Tokens available (as of the view's freshness) at the last watch read: a new one is news for everyone. */
   private availableAtLastWatch = new Set<string>();
 
@@ -102,10 +109,45 @@ export class LeaseWatch {
     this.plannedSlot = undefined;
     if (r.leaseWatchInterval === 0) return latest;
     const schedule = this.o.slots.watchSchedule(nowMs);
+    this.plannedAmong = schedule.participants.join("\n");
+    this.plannedAtFresh = this.o.view.freshAt;
     if (schedule.participants.length < 2) return latest;
     const at = nextSlotStart(schedule, r.instanceName, nowMs);
     this.plannedSlot = at;
     return at ?? latest;
+  }
+
+  /**
+   * Sleeps until this host's next slot (`nextWatchAt`). True when the slot has come; false when `signal` ended the
+   * sleep, or a re-plan did (the caller then plans again from the view as it is).
+   */
+  async untilNextSlot(signal: AbortSignal): Promise<boolean> {
+    const woken = new AbortController();
+    const wake = () => woken.abort();
+    signal.addEventListener("abort", wake, { once: true });
+    this.wakeEarly = wake;
+    try {
+      const now = this.o.clock.now();
+      await this.o.clock.sleep(this.nextWatchAt(now) - now, woken.signal);
+      return !woken.signal.aborted;
+    } finally {
+      signal.removeEventListener("abort", wake);
+      this.wakeEarly = undefined;
+    }
+  }
+
+  /**
+   * Called after the view was refreshed outside the watch (a balancing round's read on a fleet signal): when the
+   * participants changed since the sleeping watch planned its slot, it wakes and plans again. Without this, a host
+   * keeps the slot it planned from a view of the fleet before a scale-out or a cold start (up to N slots away)
+   * while the others already count it among more or fewer participants: for up to N slots, the fleet's slots
+   * overlap (the lease feed read twice) or go unread.
+   */
+  replan(): void {
+    if (!this.wakeEarly || this.o.options.leaseWatchInterval === 0) return;
+    if (this.o.view.freshAt === this.plannedAtFresh) return;
+    const now = this.o.clock.now();
+    if (this.o.slots.watchSchedule(now).participants.join("\n") !== this.plannedAmong) this.wakeEarly();
   }
 
   /**

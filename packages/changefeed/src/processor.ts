@@ -220,22 +220,31 @@ export class ChangeFeedProcessor<
       // stopping host's successor takes over within a slot (see balancing/watch-schedule.ts).
       this.loop(
         signal,
-        (now) => watch.nextWatchAt(now) - now,
+        (s) => watch.untilNextSlot(s),
         () => watch.watchTick(),
       ),
+      // A round that refreshed the view (on a fleet signal) may have changed the watch's participants: the
+      // watch then plans its slot again.
       this.loop(
         signal,
-        () => balancer.nextRoundDelay(),
-        () => balancer.timedRound(),
+        (s) => this.clock.sleep(balancer.nextRoundDelay(), s).then(() => true),
+        () => balancer.timedRound().finally(() => watch.replan()),
       ),
     ];
   }
 
-  /** Runs `tick` after each wait of `delayMs(now)` until `signal`; a failed tick is reported. */
-  private async loop(signal: AbortSignal, delayMs: (nowMs: number) => number, tick: () => Promise<void>) {
+  /**
+   * Runs `tick` each time `wait` resolves true (false: wait again) until `signal`; a failed tick is reported.
+   */
+  private async loop(
+    signal: AbortSignal,
+    wait: (signal: AbortSignal) => Promise<boolean>,
+    tick: () => Promise<void>,
+  ) {
     while (!signal.aborted) {
-      await this.clock.sleep(delayMs(this.clock.now()), signal);
+      const due = await wait(signal);
       if (signal.aborted) break;
+      if (!due) continue;
       await tick().catch((e: unknown) => {
         // A request given up because the processor stops is not a failure.
         if (abandonedBy(signal, e)) return;
