@@ -8,7 +8,7 @@
  *   npm run bench:fleet         → bench/results/fleet.json (docs/bench-fleet.md quotes it)
  *   npm run bench:fleet -- --estimator   the lag estimator at 100, 1,000, 10,000 leases on the emulator (key "estimator")
  *   npm run bench:fleet -- --emulator    real processors on the emulator beside the simulation (key "emulator")
- *   npm run bench:fleet -- --large       ours alone at 1,000 × 10,000 (BENCH_FLEET_LARGE, _EVENTS; key "large")
+ *   npm run bench:fleet -- --large       ours alone at 1,000 × 10,000 (BENCH_FLEET_LARGE, _EVENTS, _KEY; key "large")
  *
  * Knobs (environment): BENCH_FLEET_SIZES (hosts×leases, comma-separated; default 10x100,30x300,50x500,100x1000),
  * BENCH_FLEET_SEED (1), BENCH_FLEET_STEADY_S (170: five renewal periods of 34 s), BENCH_FLEET_LOSS (0: the share of
@@ -108,10 +108,12 @@ const results = {
   runs,
 };
 if (!onlyPrint) {
-  // The phases' keys (--estimator, --emulator, --large) are kept: they were measured apart.
+  // The phases' keys (--estimator, --emulator, --large's "large…") are kept: they were measured apart.
   const previous = existsSync(RESULTS_FILE) ? JSON.parse(readFileSync(RESULTS_FILE, "utf8")) : {};
   const kept = Object.fromEntries(
-    ["estimator", "emulator", "large"].filter((k) => k in previous).map((k) => [k, previous[k]]),
+    Object.keys(previous)
+      .filter((k) => k === "estimator" || k === "emulator" || k.startsWith("large"))
+      .map((k) => [k, previous[k]]),
   );
   writeFileSync(RESULTS_FILE, `${JSON.stringify({ ...results, ...kept }, null, 2)}\n`);
   console.log(`wrote ${RESULTS_FILE}`);

@@ -142,10 +142,14 @@ export async function emulatorPhase(root: string, resultsFile: string, print: bo
 
 /**
  * `--large`: this processor alone at a size the .NET model's loops make too slow to simulate beside it here
- * (BENCH_FLEET_LARGE, default 1000x10000), with the events of BENCH_FLEET_LARGE_EVENTS (default: +10 % hosts, a
+ * (BENCH_FLEET_LARGE, default 1000x10000; merged under BENCH_FLEET_LARGE_KEY, default "large", so that runs of
+ * different events can sit side by side), with the events of BENCH_FLEET_LARGE_EVENTS (default: +10 % hosts, a
  * crash of 10 %, a split storm; the cold start always runs first), judged on the same goals.
  */
 export async function largePhase(root: string, resultsFile: string, print: boolean): Promise<void> {
+  const key = process.env.BENCH_FLEET_LARGE_KEY ?? "large";
+  if (!/^large[A-Za-z0-9-]*$/.test(key))
+    throw new Error("BENCH_FLEET_LARGE_KEY must start with 'large' (letters, digits, '-' after it).");
   const [hosts, leases] = (process.env.BENCH_FLEET_LARGE ?? "1000x10000").split("x").map(Number);
   if (!(hosts >= 1 && leases >= 1)) throw new Error("BENCH_FLEET_LARGE must be <hosts>x<leases>.");
   const events = (process.env.BENCH_FLEET_LARGE_EVENTS ?? "scale-out-10pct,crash-10pct,split-storm-10pct")
@@ -197,7 +201,7 @@ export async function largePhase(root: string, resultsFile: string, print: boole
   ];
   for (const c of conclusions) console.log(`  - ${c}`);
   if (print) return;
-  merge(resultsFile, "large", {
+  merge(resultsFile, key, {
     machine: {
       ...machineFacts(root),
       loadAverage1mAtStart: loadAtStart,
