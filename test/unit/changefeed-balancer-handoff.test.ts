@@ -40,10 +40,15 @@ const lease = (token: string, owner: string | null): Lease => ({
   owner,
 });
 
-async function balancerFor(me: string, clock: FakeClock, store: InMemoryLeaseStoreFake) {
+async function balancerFor(
+  me: string,
+  clock: FakeClock,
+  store: InMemoryLeaseStoreFake,
+  extra: Record<string, number> = {},
+) {
   const view = new LeaseView(store.asStore());
   await view.load();
-  const options = optionsFor(me);
+  const options = optionsFor(me, extra);
   const { balancer, running, taken, stolen } = recordingBalancer(me, {
     options,
     strategy: new EqualPartitionsBalancingStrategy(EXPIRATION, () => 0),
@@ -96,14 +101,17 @@ describe("expiry and steal (fake clock)", () => {
 });
 
 describe("hand-off (fake clock)", () => {
-  async function stoppingHost(clock: FakeClock) {
-    const store = new InMemoryLeaseStoreFake(clock);
+  /**
+   * Host a stopping with leases 0–3, b and c live with one each. The acquire interval is longer than the three
+   * hosts' slots (3 × WATCH) unless `acquire` says otherwise: a fleet whose slots all come within a round.
+   */
+  async function stoppingHost(clock: FakeClock, acquire = 5_000, store = new InMemoryLeaseStoreFake(clock)) {
     for (const t of ["0", "1", "2", "3"]) store.put(lease(t, "a"));
     store.put(lease("4", "b"));
     store.put(lease("5", "c"));
-    const a = await balancerFor("a", clock, store);
+    const a = await balancerFor("a", clock, store, { leaseAcquireInterval: acquire });
     const planner = new HandoffPlanner({
-      options: optionsFor("a"),
+      options: optionsFor("a", { leaseAcquireInterval: acquire }),
       view: a.view,
       balancer: a.balancer,
       slots: a.slots,
@@ -152,6 +160,39 @@ describe("hand-off (fake clock)", () => {
     await clock.advance(ChangeFeedDefaults.handoffCheckInterval);
     await done;
     expect(entries.every((e) => e.signal.aborted)).toBe(true);
+  });
+
+  it("releases everything at once where the slots are further apart than a round (the fleet signal tells the successors)", async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1) + 10);
+    // 3 hosts × 1 s slots > a 2 s round: every host reads the fleet signal each round.
+    const { store, planner, entries, release } = await stoppingHost(clock, 2_000);
+    const plan = await planner.plan(entries);
+    expect(plan.every((b) => b.untimed && b.at === clock.now())).toBe(true);
+    const done = planner.handOff(entries, release, new AbortController().signal);
+    await clock.advance(0);
+    expect(store.writes.filter((w) => w.owner === null && w.at === clock.now())).toHaveLength(4);
+    for (const t of ["0", "1", "2", "3"]) {
+      const l = store.get(`p..${t}`) as Lease;
+      store.put({ ...l, owner: l.properties.handoffTo as string });
+    }
+    await clock.advance(ChangeFeedDefaults.handoffCheckInterval);
+    await done;
+  });
+
+  it("hands nothing to a host that is stopping too, and a lease handed to one is available to the others", async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1) + 10);
+    const store = new InMemoryLeaseStoreFake(clock);
+    // b is stopping: it has released one of its leases to c (and still holds another), so it looks the least
+    // loaded; it also holds lease 7, handed to it by a host that did not see it stopping.
+    store.put(releaseAs("b", "c")({ ...lease("6", "b") }));
+    store.put(releaseAs("x", "b")({ ...lease("7", "x") }));
+    const { planner, entries } = await stoppingHost(clock, 5_000, store);
+    const plan = await planner.plan(entries);
+    expect(plan.map((b) => b.successor)).toEqual(["c"]);
+    // For c, lease 7 is not b's: it is available, and c (short of its share) takes it.
+    const c = await balancerFor("c", clock, store, { leaseAcquireInterval: 5_000 });
+    const handedToB = c.balancer.effectiveLeases(clock.now()).find((l) => l.leaseToken === "7");
+    expect(handedToB?.owner).toBeNull();
   });
 
   it("stops waiting when the stop's signal fires: no release is left pending on a timer", async () => {

@@ -1,6 +1,7 @@
 import { type Container, CosmosClient } from "@azure/cosmos";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  HANDOFF_FROM_PROPERTY,
   HANDOFF_PROPERTY,
   type Lease,
   newLease,
@@ -390,7 +391,11 @@ describe("hand-off hint", () => {
       ...newLease(PREFIX, "id", { id: "0", min: "", max: "FF" }, '"5"', "Incremental Feed", { team: "x" }),
       owner: "host-a",
     });
-    expect(released.properties).toEqual({ team: "x", [HANDOFF_PROPERTY]: "host-b" });
+    expect(released.properties).toEqual({
+      team: "x",
+      [HANDOFF_PROPERTY]: "host-b",
+      [HANDOFF_FROM_PROPERTY]: "host-a",
+    });
     return released;
   };
 

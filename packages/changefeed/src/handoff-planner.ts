@@ -1,5 +1,5 @@
 import type { Clock } from "@cosmos-feed/core/clock";
-import { assignSuccessors, nextSlotStart } from "./balancing/watch-schedule.js";
+import { assignSuccessors, nextSlotStart, stoppingHosts } from "./balancing/watch-schedule.js";
 import { RequestAbortedError } from "./bounded-request.js";
 import type { WatchSlots } from "./lease-watch.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
@@ -79,8 +79,16 @@ export class HandoffPlanner {
     await this.refresh(signal);
     const now = clock.now();
     const counts = new Map<string, number>();
+    // Hosts seen releasing their own leases are stopping too: a successor must be one that stays (one that has
+    // released part of its leases would otherwise look the least loaded).
+    const stopping = stoppingHosts(this.o.view.leases(), now, r.leaseAcquireInterval);
     for (const l of balancer.effectiveLeases(now)) {
-      if (l.owner !== null && l.owner !== me && !isAvailable(l, now, r.leaseExpirationInterval)) {
+      if (
+        l.owner !== null &&
+        l.owner !== me &&
+        !stopping.has(l.owner) &&
+        !isAvailable(l, now, r.leaseExpirationInterval)
+      ) {
         counts.set(l.owner, (counts.get(l.owner) ?? 0) + 1);
       }
     }
@@ -92,10 +100,15 @@ export class HandoffPlanner {
     );
     const schedule = slots.watchSchedule(now);
     const lead = Math.min(ChangeFeedDefaults.handoffLead, r.leaseWatchInterval / 4);
+    // Where the fleet's slots are further apart than a round, every host reads the fleet signal each round: all is
+    // released now and the signal raised. Timing a release to a successor's slot there would rely on a schedule
+    // that the stop itself changes (hosts stopping together shift every later host's slots), and a successor that
+    // does not read in the slot planned for it would see its leases only once the hand-off went stale.
+    const signalled = schedule.participants.length * r.leaseWatchInterval > r.leaseAcquireInterval;
     const batches = [...assignment].map(([successor, leases]) => {
-      const slot = r.leaseWatchInterval > 0 ? nextSlotStart(schedule, successor, now + lead) : undefined;
-      // A slot further off than a balancing round (a large fleet: N hosts' slots take N × leaseWatchInterval):
-      // released now, the successor takes it at its next round instead, and the hand-off ends within one.
+      const slot =
+        r.leaseWatchInterval > 0 && !signalled ? nextSlotStart(schedule, successor, now + lead) : undefined;
+      // A slot further off than a balancing round: released now too, the successor takes it at its next round.
       const timed = slot !== undefined && slot - lead - now <= r.leaseAcquireInterval;
       return {
         successor,

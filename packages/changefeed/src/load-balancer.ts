@@ -1,7 +1,7 @@
 import type { Container } from "@azure/cosmos";
 import type { Clock } from "@cosmos-feed/core/clock";
 import type { LoadBalancingStrategy } from "./balancing/strategy.js";
-import { handedTo, watchParticipants } from "./balancing/watch-schedule.js";
+import { handedTo, stoppingHosts, watchParticipants } from "./balancing/watch-schedule.js";
 import { abandonedBy, boundedRequest, RequestTimeoutError } from "./bounded-request.js";
 import type { WatchSlots } from "./lease-watch.js";
 import { isAvailable, type Lease } from "./leases/lease.js";
@@ -56,17 +56,19 @@ export class LoadBalancer {
 
   /**
    * The leases as the balancer sees them: a lease handed to a successor on stop counts as the successor's
-   * while the hand-off is fresh (one acquire interval) and the successor alive, so nobody else takes it and
-   * the successor does.
+   * while the hand-off is fresh (one acquire interval) and the successor alive and not stopping itself, so
+   * nobody else takes it and the successor does.
    */
   effectiveLeases(nowMs: number): Lease[] {
     const r = this.o.options;
     const leases = this.o.view.leases();
     // Only a live successor (one that owns a lease, or this host) holds a hand-off: after a whole-app shutdown
-    // the leases are plainly available to whoever starts next.
+    // the leases are plainly available to whoever starts next. One that is stopping too (hosts stopping together
+    // may pick each other before they see each other's releases) holds none either.
     const alive = new Set(
       watchParticipants(leases, r.instanceName, this.o.view.asOf(nowMs), r.leaseExpirationInterval),
     );
+    for (const host of stoppingHosts(leases, nowMs, r.leaseAcquireInterval)) alive.delete(host);
     return leases.map((l) => {
       const to = handedTo(l, nowMs, r.leaseAcquireInterval);
       return to && alive.has(to) ? { ...l, owner: to } : l;

@@ -1,4 +1,4 @@
-import { HANDOFF_PROPERTY, isAvailable, type Lease } from "../leases/lease.js";
+import { HANDOFF_FROM_PROPERTY, HANDOFF_PROPERTY, isAvailable, type Lease } from "../leases/lease.js";
 
 /**
  * Hosts take turns reading the lease container's change feed, so the container is read about once per
@@ -52,6 +52,20 @@ export function handedTo(lease: Lease, nowMs: number, freshForMs: number): strin
   if (lease.owner !== null) return undefined;
   const to = lease.properties[HANDOFF_PROPERTY];
   return to && nowMs - lease.timestampMs < freshForMs ? to : undefined;
+}
+
+/**
+ * The hosts that are stopping, as far as these leases tell: each released one of them to a successor
+ * (`properties.handoffFrom`) less than `freshForMs` ago. None of them is a successor: a lease handed to one is an
+ * ordinary available lease, and a stopping host does not hand its leases to another.
+ */
+export function stoppingHosts(leases: readonly Lease[], nowMs: number, freshForMs: number): Set<string> {
+  const out = new Set<string>();
+  for (const l of leases) {
+    const from = l.owner === null ? l.properties[HANDOFF_FROM_PROPERTY] : undefined;
+    if (from && nowMs - l.timestampMs < freshForMs) out.add(from);
+  }
+  return out;
 }
 
 /**

@@ -126,6 +126,14 @@ export interface Lease {
 export const HANDOFF_PROPERTY = "handoffTo";
 
 /**
+ * `properties` key beside {@link HANDOFF_PROPERTY}: the stopping host that released the lease. While it is fresh,
+ * other hosts know that host is stopping: it is nobody's successor (hosts stopping together would otherwise hand
+ * each other their leases, a stopping host that has released some of its own looking like the least loaded), and
+ * a lease handed to it is an ordinary available one. Acquiring removes it.
+ */
+export const HANDOFF_FROM_PROPERTY = "handoffFrom";
+
+/**
  * `properties.replaces` on a lease created by a split (or merge) replacement: the token of the lease it replaces.
  * The parent's deletion does not show in the latest-version lease feed, so other hosts' views keep the parent
  * until they try to take it; a parent whose range its children tile is left out of the balancing counts
@@ -241,7 +249,7 @@ export function newLease(
   const version: LeaseVersion = range.id !== undefined ? 0 : 1;
   const token = range.id ?? epkLeaseToken(range);
   const id = leaseId(prefix, token);
-  const { [HANDOFF_PROPERTY]: _handedTo, ...inherited } = properties;
+  const { [HANDOFF_PROPERTY]: _handedTo, [HANDOFF_FROM_PROPERTY]: _handedFrom, ...inherited } = properties;
   const shape = childShape(like?.shape);
   return {
     id,

@@ -1,4 +1,10 @@
-import { HANDOFF_PROPERTY, isAvailable, type Lease, UnsupportedLeaseError } from "./lease.js";
+import {
+  HANDOFF_FROM_PROPERTY,
+  HANDOFF_PROPERTY,
+  isAvailable,
+  type Lease,
+  UnsupportedLeaseError,
+} from "./lease.js";
 import { LeaseLostError } from "./store.js";
 
 /**
@@ -33,7 +39,11 @@ export const acquireAs =
     if (expired && server.owner !== null && !isAvailable(server, expired.nowMs(), expired.expirationMs)) {
       throw new LeaseLostError(server.leaseToken, "stolen", server.owner);
     }
-    const { [HANDOFF_PROPERTY]: _handedTo, ...properties } = server.properties;
+    const {
+      [HANDOFF_PROPERTY]: _handedTo,
+      [HANDOFF_FROM_PROPERTY]: _handedFrom,
+      ...properties
+    } = server.properties;
     return { ...server, owner: me, properties };
   };
 
@@ -56,16 +66,23 @@ export const checkpointAs =
 
 /**
  * Give the lease up: Owner null, continuation kept. With a successor, `properties.handoffTo` names the host
- * that should take it (a hint our hosts honour for a while; .NET hosts ignore it).
+ * that should take it and `properties.handoffFrom` this one (hints our hosts honour for a while; .NET hosts
+ * ignore them).
  */
 export const releaseAs =
   (me: string, successor?: string) =>
   (server: Lease): Lease => {
     expectOwner(server, me);
-    const { [HANDOFF_PROPERTY]: _previous, ...properties } = server.properties;
+    const {
+      [HANDOFF_PROPERTY]: _previous,
+      [HANDOFF_FROM_PROPERTY]: _previousFrom,
+      ...properties
+    } = server.properties;
     return {
       ...server,
       owner: null,
-      properties: successor ? { ...properties, [HANDOFF_PROPERTY]: successor } : properties,
+      properties: successor
+        ? { ...properties, [HANDOFF_PROPERTY]: successor, [HANDOFF_FROM_PROPERTY]: me }
+        : properties,
     };
   };
