@@ -8,7 +8,9 @@
  *   npm run bench:fleet         → bench/results/fleet.json (docs/bench-fleet.md quotes it)
  *   npm run bench:fleet -- --estimator   the lag estimator at 100, 1,000, 10,000 leases on the emulator (key "estimator")
  *   npm run bench:fleet -- --emulator    real processors on the emulator beside the simulation (key "emulator")
- *   npm run bench:fleet -- --large       ours alone at 1,000 × 10,000 (BENCH_FLEET_LARGE, _EVENTS, _KEY; key "large")
+ *   npm run bench:fleet -- --large       ours alone at 1,000 × 10,000 (BENCH_FLEET_LARGE, _EVENTS, _KEY; key "large";
+ *                                        BENCH_FLEET_LARGE_ALGORITHM=dotnet-model: the .NET model alone,
+ *                                        BENCH_FLEET_BALANCE_LIMIT_S caps each wait for balance)
  *
  * Knobs (environment): BENCH_FLEET_SIZES (hosts×leases, comma-separated; default 10x100,30x300,50x500,100x1000),
  * BENCH_FLEET_SEED (1), BENCH_FLEET_STEADY_S (170: five renewal periods of 34 s), BENCH_FLEET_LOSS (0: the share of
