@@ -106,14 +106,14 @@ export class HandoffPlanner {
     // does not read in the slot planned for it would see its leases only once the hand-off went stale.
     const signalled = schedule.participants.length * r.leaseWatchInterval > r.leaseAcquireInterval;
     const batches = [...assignment].map(([successor, leases]) => {
+      // Otherwise every slot comes within N × leaseWatchInterval ≤ a round: each successor's share is released
+      // just before its next one (a successor that is no participant has none: released now).
       const slot =
         r.leaseWatchInterval > 0 && !signalled ? nextSlotStart(schedule, successor, now + lead) : undefined;
-      // A slot further off than a balancing round: released now too, the successor takes it at its next round.
-      const timed = slot !== undefined && slot - lead - now <= r.leaseAcquireInterval;
       return {
         successor,
-        at: timed ? slot - lead : now,
-        untimed: !timed,
+        at: slot !== undefined ? slot - lead : now,
+        untimed: slot === undefined,
         leases: leases.map((l) => byId.get(l.id) as E),
       };
     });
