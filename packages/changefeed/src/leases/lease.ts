@@ -133,6 +133,12 @@ export const HANDOFF_PROPERTY = "handoffTo";
  */
 export const HANDOFF_FROM_PROPERTY = "handoffFrom";
 
+/** `properties` without the hand-off hints: what an acquire, a new release and a split's children keep. */
+export function withoutHandoffHints(properties: Record<string, string>): Record<string, string> {
+  const { [HANDOFF_PROPERTY]: _to, [HANDOFF_FROM_PROPERTY]: _from, ...rest } = properties;
+  return rest;
+}
+
 /**
  * `properties.replaces` on a lease created by a split (or merge) replacement: the token of the lease it replaces.
  * The parent's deletion does not show in the latest-version lease feed, so other hosts' views keep the parent
@@ -249,7 +255,7 @@ export function newLease(
   const version: LeaseVersion = range.id !== undefined ? 0 : 1;
   const token = range.id ?? epkLeaseToken(range);
   const id = leaseId(prefix, token);
-  const { [HANDOFF_PROPERTY]: _handedTo, [HANDOFF_FROM_PROPERTY]: _handedFrom, ...inherited } = properties;
+  const inherited = withoutHandoffHints(properties);
   const shape = childShape(like?.shape);
   return {
     id,

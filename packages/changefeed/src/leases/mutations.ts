@@ -4,6 +4,7 @@ import {
   isAvailable,
   type Lease,
   UnsupportedLeaseError,
+  withoutHandoffHints,
 } from "./lease.js";
 import { LeaseLostError } from "./store.js";
 
@@ -39,12 +40,7 @@ export const acquireAs =
     if (expired && server.owner !== null && !isAvailable(server, expired.nowMs(), expired.expirationMs)) {
       throw new LeaseLostError(server.leaseToken, "stolen", server.owner);
     }
-    const {
-      [HANDOFF_PROPERTY]: _handedTo,
-      [HANDOFF_FROM_PROPERTY]: _handedFrom,
-      ...properties
-    } = server.properties;
-    return { ...server, owner: me, properties };
+    return { ...server, owner: me, properties: withoutHandoffHints(server.properties) };
   };
 
 /** Renew: only the timestamp changes (the store stamps every write). */
@@ -73,11 +69,7 @@ export const releaseAs =
   (me: string, successor?: string) =>
   (server: Lease): Lease => {
     expectOwner(server, me);
-    const {
-      [HANDOFF_PROPERTY]: _previous,
-      [HANDOFF_FROM_PROPERTY]: _previousFrom,
-      ...properties
-    } = server.properties;
+    const properties = withoutHandoffHints(server.properties);
     return {
       ...server,
       owner: null,
